@@ -1,0 +1,145 @@
+"""One error tree for everything layersearch raises on purpose.
+
+    LayersearchError
+    ├── ConfigError                 bad configuration or arguments (unknown datasource, bad limit, …)
+    │   └── LimitExceeded           a documented resource bound was exceeded
+    ├── NotFound                    an id, slug or path that does not exist
+    ├── ModelLoadError              a semantic-layer file could not be loaded (names file and line)
+    ├── ImportFailed                a conversation / summary / vault import could not proceed
+    ├── CypherError                 a graph filter was rejected
+    │   ├── CypherSyntaxError       line, column, caret snippet, what was expected
+    │   ├── CypherReadOnlyError     a write or procedure clause
+    │   ├── CypherUnknownError      unknown label, relationship type or property ("did you mean")
+    │   ├── CypherReturnError       the query does not return a single `id` column
+    │   └── CypherLimitError        bindings / hops / regex bound reached
+    ├── EmbeddingUnavailable        no embedder, missing extra or key, provider failure
+    ├── ModelMismatch               stored vectors were made by another embedding model
+    └── StoreError                  the store cannot be opened, is locked, or is corrupt
+
+Foreign exceptions are wrapped where they enter (``raise … from exc``) so that
+callers only ever need to catch ``LayersearchError``.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "LayersearchError",
+    "ConfigError",
+    "LimitExceeded",
+    "NotFound",
+    "ModelLoadError",
+    "ImportFailed",
+    "CypherError",
+    "CypherSyntaxError",
+    "CypherReadOnlyError",
+    "CypherUnknownError",
+    "CypherReturnError",
+    "CypherLimitError",
+    "EmbeddingUnavailable",
+    "ModelMismatch",
+    "StoreError",
+]
+
+
+class LayersearchError(Exception):
+    """Base of every error layersearch raises on purpose."""
+
+    #: Short machine-readable category, used in JSON error output.
+    code = "error"
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class ConfigError(LayersearchError):
+    code = "invalid_argument"
+
+
+class LimitExceeded(ConfigError):
+    code = "limit_exceeded"
+
+
+class NotFound(LayersearchError):
+    code = "not_found"
+
+
+class ModelLoadError(LayersearchError):
+    code = "model_load_error"
+
+
+class ImportFailed(LayersearchError):
+    code = "import_failed"
+
+
+class CypherError(LayersearchError):
+    code = "cypher_error"
+
+
+class CypherSyntaxError(CypherError):
+    code = "cypher_syntax_error"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        query: str = "",
+        line: int = 1,
+        column: int = 1,
+        expected: str | None = None,
+    ) -> None:
+        self.line = line
+        self.column = column
+        self.expected = expected
+        self.query = query
+        text = f"{message} at line {line}, column {column}"
+        if expected:
+            text += f" (expected {expected})"
+        snippet = caret_snippet(query, line, column)
+        if snippet:
+            text += "\n" + snippet
+        super().__init__(text)
+
+
+class CypherReadOnlyError(CypherError):
+    code = "cypher_read_only"
+
+
+class CypherUnknownError(CypherError):
+    code = "cypher_unknown_name"
+
+
+class CypherReturnError(CypherError):
+    code = "cypher_bad_return"
+
+
+class CypherLimitError(CypherError):
+    code = "cypher_limit"
+
+
+class EmbeddingUnavailable(LayersearchError):
+    code = "embedding_unavailable"
+
+
+class ModelMismatch(LayersearchError):
+    code = "model_mismatch"
+
+
+class StoreError(LayersearchError):
+    code = "store_error"
+
+
+def caret_snippet(text: str, line: int, column: int) -> str:
+    """The offending line of ``text`` with a caret under ``column`` (both 1-based)."""
+    lines = text.splitlines() or [""]
+    if not 1 <= line <= len(lines):
+        return ""
+    src = lines[line - 1]
+    if len(src) > 200:
+        start = max(0, column - 100)
+        src = src[start : start + 200]
+        column -= start
+    return f"  {src}\n  {' ' * max(0, column - 1)}^"

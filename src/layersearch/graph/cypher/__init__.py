@@ -1,0 +1,1 @@
+"""layersearch.graph.cypher"""

@@ -1,0 +1,285 @@
+"""layersearch's own YAML format (documented in docs/yaml-format.md).
+
+A folder is read recursively; every ``*.yaml`` / ``*.yml`` file holds one
+document whose top-level key says what it is:
+
+- ``datasource:`` a mapping (name, description, label, dialect), optionally
+  with ``models:`` — a list of model mappings that belong to it;
+- ``model:`` one model (its name), with ``datasource:`` naming its datasource
+  (optional inside a folder that has exactly one ``datasource.yaml``);
+- ``memories:`` a list of memories (learning, description, entities, query).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from layersearch.errors import ModelLoadError
+from layersearch.semantic.model import (
+    Aggregation,
+    Catalog,
+    Column,
+    Datasource,
+    Join,
+    Measure,
+    MemorySpec,
+    Model,
+)
+
+CARDINALITIES = ("one_to_one", "one_to_many", "many_to_one", "many_to_many")
+MAX_FILE_BYTES = 20 * 1024 * 1024
+
+
+def yaml_files(path: Path) -> list[Path]:
+    if path.is_file():
+        return [path]
+    return sorted(p for p in path.rglob("*") if p.suffix in (".yaml", ".yml") and p.is_file())
+
+
+def read_yaml(path: Path) -> Any:
+    """Parse one YAML file; errors name the file and the line."""
+    try:
+        size = path.stat().st_size
+        if size > MAX_FILE_BYTES:
+            raise ModelLoadError(
+                f"{path}: file is {size} bytes, over the {MAX_FILE_BYTES}-byte limit for model files"
+            )
+        text = path.read_bytes().decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise ModelLoadError(f"{path}: not valid UTF-8 (byte {exc.start})") from exc
+    except OSError as exc:
+        raise ModelLoadError(f"{path}: cannot read: {exc.strerror or exc}") from exc
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f":{mark.line + 1}:{mark.column + 1}" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise ModelLoadError(f"{path}{where}: invalid YAML: {problem}") from exc
+
+
+def _str(value: Any, where: str, key: str, *, required: bool = False) -> str | None:
+    if value is None:
+        if required:
+            raise ModelLoadError(f"{where}: missing required key '{key}'")
+        return None
+    if isinstance(value, bool) or not isinstance(value, str | int | float):
+        raise ModelLoadError(f"{where}: '{key}' must be a string, got {type(value).__name__}")
+    text = str(value).strip()
+    if required and not text:
+        raise ModelLoadError(f"{where}: '{key}' must not be empty")
+    return text or None
+
+
+def _name(value: Any, where: str, key: str = "name") -> str:
+    name = _str(value, where, key, required=True)
+    assert name is not None
+    if "." in name or ":" in name or any(ch.isspace() for ch in name):
+        raise ModelLoadError(
+            f"{where}: {key} '{name}' may not contain '.', ':' or spaces (ids are dotted paths)"
+        )
+    return name
+
+
+def _bool(value: Any, where: str, key: str) -> bool:
+    if value is None:
+        return False
+    if not isinstance(value, bool):
+        raise ModelLoadError(f"{where}: '{key}' must be true or false")
+    return value
+
+
+def _list(value: Any, where: str, key: str) -> list[Any]:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise ModelLoadError(f"{where}: '{key}' must be a list")
+    return value
+
+
+def _mapping(value: Any, where: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise ModelLoadError(f"{where}: expected a mapping, got {type(value).__name__}")
+    return value
+
+
+def parse_model(raw: Any, where: str, datasource: str | None) -> Model:
+    data = _mapping(raw, where)
+    name = _name(data.get("model", data.get("name")), where, "model")
+    where = f"{where} (model {name})"
+    ds = _str(data.get("datasource"), where, "datasource") or datasource
+    if not ds:
+        raise ModelLoadError(f"{where}: no datasource: add 'datasource: <name>'")
+    model = Model(
+        name=name,
+        datasource=_name(ds, where, "datasource"),
+        label=_str(data.get("label"), where, "label"),
+        description=_str(data.get("description"), where, "description"),
+        hidden=_bool(data.get("hidden"), where, "hidden"),
+        sql_table=_str(data.get("sql_table"), where, "sql_table"),
+        source=where,
+    )
+    seen: dict[str, str] = {}
+
+    def claim(leaf: str, kind: str) -> None:
+        if leaf in seen:
+            raise ModelLoadError(
+                f"{where}: duplicate name '{leaf}' ({seen[leaf]} and {kind}); "
+                "columns, measures and aggregations of a model share one namespace"
+            )
+        seen[leaf] = kind
+
+    for i, c in enumerate(_list(data.get("columns"), where, "columns")):
+        w = f"{where} columns[{i}]"
+        c = _mapping(c, w)
+        col = Column(
+            name=_name(c.get("name"), w),
+            data_type=_str(c.get("type", c.get("data_type")), w, "type"),
+            label=_str(c.get("label"), w, "label"),
+            description=_str(c.get("description"), w, "description"),
+            hidden=_bool(c.get("hidden"), w, "hidden"),
+            primary_key=_bool(c.get("primary_key"), w, "primary_key"),
+            values=[str(v) for v in _list(c.get("values"), w, "values")],
+        )
+        claim(col.name, "column")
+        model.columns.append(col)
+    for i, m in enumerate(_list(data.get("measures"), where, "measures")):
+        w = f"{where} measures[{i}]"
+        m = _mapping(m, w)
+        me = Measure(
+            name=_name(m.get("name"), w),
+            formula=_str(m.get("formula"), w, "formula"),
+            label=_str(m.get("label"), w, "label"),
+            description=_str(m.get("description"), w, "description"),
+            data_type=_str(m.get("type", m.get("data_type")), w, "type"),
+            hidden=_bool(m.get("hidden"), w, "hidden"),
+        )
+        claim(me.name, "measure")
+        model.measures.append(me)
+    for i, a in enumerate(_list(data.get("aggregations"), where, "aggregations")):
+        w = f"{where} aggregations[{i}]"
+        a = _mapping(a, w)
+        agg = Aggregation(
+            name=_name(a.get("name"), w),
+            formula=_str(a.get("formula"), w, "formula"),
+            label=_str(a.get("label"), w, "label"),
+            description=_str(a.get("description"), w, "description"),
+            params=[_mapping(p, w) for p in _list(a.get("params"), w, "params")],
+            hidden=_bool(a.get("hidden"), w, "hidden"),
+        )
+        claim(agg.name, "aggregation")
+        model.aggregations.append(agg)
+    for i, j in enumerate(_list(data.get("joins"), where, "joins")):
+        w = f"{where} joins[{i}]"
+        j = _mapping(j, w)
+        target = _str(j.get("to", j.get("target")), w, "to", required=True)
+        assert target is not None
+        pairs: list[tuple[str, str]] = []
+        for p in _list(j.get("on"), w, "on"):
+            if not (isinstance(p, list) and len(p) == 2 and all(isinstance(x, str) for x in p)):
+                raise ModelLoadError(f"{w}: each 'on' entry must be [this_column, target_column]")
+            pairs.append((p[0], p[1]))
+        card = _str(j.get("cardinality"), w, "cardinality")
+        if card is not None and card not in CARDINALITIES:
+            raise ModelLoadError(
+                f"{w}: cardinality '{card}' is not one of {', '.join(CARDINALITIES)}"
+            )
+        model.joins.append(
+            Join(target=target, on=pairs, cardinality=card, join_type=_str(j.get("type"), w, "type"))
+        )
+    return model
+
+
+def parse_memory(raw: Any, where: str) -> MemorySpec:
+    data = _mapping(raw, where)
+    learning = _str(data.get("learning"), where, "learning", required=True)
+    assert learning is not None
+    entities = [str(e) for e in _list(data.get("entities"), where, "entities")]
+    query = data.get("query")
+    if query is not None and not isinstance(query, dict):
+        raise ModelLoadError(f"{where}: 'query' must be a mapping (measures, dimensions, filters…)")
+    return MemorySpec(
+        learning=learning,
+        description=_str(data.get("description"), where, "description"),
+        entities=entities,
+        query=query,
+        source=where,
+    )
+
+
+def load_native(path: str | Path) -> Catalog:
+    root = Path(path)
+    if not root.exists():
+        raise ModelLoadError(f"{root}: no such file or directory")
+    files = yaml_files(root)
+    if not files:
+        raise ModelLoadError(f"{root}: no .yaml or .yml files found")
+    catalog = Catalog()
+    # A folder with exactly one datasource file gives its models a default datasource.
+    folder_ds: dict[Path, str] = {}
+    docs: list[tuple[Path, dict[str, Any]]] = []
+    for f in files:
+        raw = read_yaml(f)
+        if raw is None:
+            catalog.skipped.append(f"{f}: empty file")
+            continue
+        if not isinstance(raw, dict):
+            raise ModelLoadError(f"{f}: top level must be a mapping with 'datasource', 'model' or 'memories'")
+        docs.append((f, raw))
+        if "datasource" in raw and isinstance(raw["datasource"], dict):
+            folder_ds[f.parent] = (
+                "" if f.parent in folder_ds else str(raw["datasource"].get("name", ""))
+            )
+    for f, raw in docs:
+        where = str(f)
+        if "model" in raw:
+            default = folder_ds.get(f.parent) or None
+            catalog.models.append(parse_model(raw, where, default))
+        elif "datasource" in raw and isinstance(raw["datasource"], dict):
+            d = raw["datasource"]
+            name = _name(d.get("name"), where, "name")
+            catalog.datasources.append(
+                Datasource(
+                    name=name,
+                    description=_str(d.get("description"), where, "description"),
+                    label=_str(d.get("label"), where, "label"),
+                    dialect=_str(d.get("dialect"), where, "dialect"),
+                    source=where,
+                )
+            )
+            for i, m in enumerate(_list(d.get("models"), where, "models")):
+                catalog.models.append(parse_model(m, f"{where} models[{i}]", name))
+        elif "memories" in raw:
+            for i, m in enumerate(_list(raw["memories"], where, "memories")):
+                catalog.memories.append(parse_memory(m, f"{where} memories[{i}]"))
+        else:
+            keys = ", ".join(sorted(map(str, raw))) or "nothing"
+            catalog.skipped.append(
+                f"{f}: not a layersearch file (top-level keys: {keys}; expected datasource, model or memories)"
+            )
+    check_catalog(catalog)
+    return catalog
+
+
+def check_catalog(catalog: Catalog) -> None:
+    """Duplicate ids and dangling joins are load errors, named with their sources."""
+    ds_seen: dict[str, str] = {}
+    for d in catalog.datasources:
+        if d.name in ds_seen:
+            raise ModelLoadError(
+                f"duplicate datasource '{d.name}' in {ds_seen[d.name]} and {d.source}"
+            )
+        ds_seen[d.name] = d.source or "?"
+    model_seen: dict[str, str] = {}
+    for m in catalog.models:
+        if m.id in model_seen:
+            raise ModelLoadError(f"duplicate model '{m.id}' in {model_seen[m.id]} and {m.source}")
+        model_seen[m.id] = m.source or "?"
+    for m in catalog.models:
+        for j in m.joins:
+            target = j.target if "." in j.target else f"{m.datasource}.{j.target}"
+            if target not in model_seen:
+                raise ModelLoadError(f"{m.source}: join to unknown model '{j.target}'")
