@@ -1,0 +1,117 @@
+"""Wire models: what the API takes and returns (pydantic, so the CLI's --json and
+the MCP server's structured output share one schema)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Kind = Literal["datasource", "model", "column", "measure", "aggregation", "memory"]
+Channel = Literal["bm25", "fulltext", "vector"]
+CHANNELS: tuple[str, ...] = ("bm25", "fulltext", "vector")
+
+
+class ChannelScore(BaseModel):
+    """How one channel ranked a hit."""
+
+    model_config = ConfigDict(frozen=True)
+
+    channel: str = Field(description="input | bm25 | fulltext | vector")
+    rank: int = Field(description="1-based rank within the channel")
+    score: float = Field(description="the channel's own score")
+    contribution: float = Field(description="this channel's share of the fused score: 1/(k+rank)")
+
+
+class Hit(BaseModel):
+    kind: Kind
+    id: str
+    score: float = Field(description="fused Reciprocal Rank Fusion score (k=60)")
+    description: str = Field("", description="one-line summary")
+    text: str | None = Field(None, description="the whole rendered entity or memory (compact=false)")
+    explanation: list[ChannelScore] | None = Field(
+        None, description="which channels ranked this hit, at which rank and score (explain=true)"
+    )
+
+    def line(self) -> str:
+        """The compact one-line form."""
+        desc = f"  {self.description}" if self.description else ""
+        return f"{self.kind:<11} {self.id}  {self.score:.4f}{desc}"
+
+
+class SearchRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    entities: list[str] | None = Field(
+        None, description="entity names or ids: full id, model.leaf, bare name, sum(col), memory:<id>"
+    )
+    query: dict[str, Any] | None = Field(
+        None, description="an example-query shape (measures, dimensions, filters) whose entities count"
+    )
+    question: str | None = Field(None, description="free text, any characters")
+    datasource: str | None = Field(None, description="scope every channel to this datasource")
+    max_results: int = Field(10, description="how many hits (1..limit)")
+    compact: bool = Field(True, description="one-line hits; false adds the full text")
+    cypher_filter: str | None = Field(
+        None, description="read-only openCypher returning `id`: a hard allowlist applied before ranking"
+    )
+    params: dict[str, Any] | None = Field(None, description="values for $name in cypher_filter")
+    explain: bool = Field(False, description="attach each hit's per-channel ranks and scores")
+    channels: list[str] | None = Field(
+        None, description="subset of bm25, fulltext, vector (default: all that can run)"
+    )
+
+
+class SearchResponse(BaseModel):
+    results: list[Hit]
+    warnings: list[str] = Field(default_factory=list)
+
+
+class Memory(BaseModel):
+    """A note or example query saved against entities."""
+
+    id: str = Field(description="memory:<n>")
+    learning: str
+    description: str | None = None
+    entities: list[str] = Field(default_factory=list, description="canonical ids it is tagged with")
+    query: dict[str, Any] | None = None
+    created_at: datetime
+
+
+class EntityInfo(BaseModel):
+    """An entity as ``inspect`` shows it."""
+
+    kind: Kind
+    id: str
+    name: str
+    datasource: str
+    model: str | None = None
+    label: str | None = None
+    description: str | None = None
+    data_type: str | None = None
+    formula: str | None = None
+    hidden: bool = False
+    primary_key: bool = False
+    values: list[str] = Field(default_factory=list)
+    children: list[str] = Field(default_factory=list)
+    joins: list[dict[str, Any]] = Field(default_factory=list)
+    references: list[str] = Field(default_factory=list)
+    memories: list[str] = Field(default_factory=list)
+
+
+class InspectResponse(BaseModel):
+    entities: list[EntityInfo] = Field(default_factory=list)
+    memories: list[Memory] = Field(default_factory=list)
+    warnings: list[str] = Field(default_factory=list)
+
+
+class LoadReport(BaseModel):
+    datasources: list[str]
+    models: int
+    entities: int
+    memories_added: int = 0
+    skipped: list[str] = Field(default_factory=list)
+    unresolved_tags: list[str] = Field(
+        default_factory=list, description="memory tags that no longer resolve after this load"
+    )
