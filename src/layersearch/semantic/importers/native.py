@@ -178,7 +178,11 @@ def parse_model(raw: Any, where: str, datasource: str | None) -> Model:
         target = _str(j.get("to", j.get("target")), w, "to", required=True)
         assert target is not None
         pairs: list[tuple[str, str]] = []
-        for p in _list(j.get("on"), w, "on"):
+        # YAML 1.1 reads a bare `on:` key as the boolean true: accept both spellings.
+        on = j.get("on", j.get(True))
+        if not on:
+            raise ModelLoadError(f"{w}: a join needs 'on: [[this_column, target_column]]'")
+        for p in _list(on, w, "on"):
             if not (isinstance(p, list) and len(p) == 2 and all(isinstance(x, str) for x in p)):
                 raise ModelLoadError(f"{w}: each 'on' entry must be [this_column, target_column]")
             pairs.append((p[0], p[1]))
@@ -198,12 +202,15 @@ def parse_memory(raw: Any, where: str) -> MemorySpec:
     learning = _str(data.get("learning"), where, "learning", required=True)
     assert learning is not None
     entities = [str(e) for e in _list(data.get("entities"), where, "entities")]
+    description = _str(data.get("description"), where, "description")
+    if description is not None and len(description) > 500:
+        raise ModelLoadError(f"{where}: description is {len(description)} characters; at most 500")
     query = data.get("query")
     if query is not None and not isinstance(query, dict):
         raise ModelLoadError(f"{where}: 'query' must be a mapping (measures, dimensions, filters…)")
     return MemorySpec(
         learning=learning,
-        description=_str(data.get("description"), where, "description"),
+        description=description,
         entities=entities,
         query=query,
         source=where,
@@ -278,8 +285,15 @@ def check_catalog(catalog: Catalog) -> None:
         if m.id in model_seen:
             raise ModelLoadError(f"duplicate model '{m.id}' in {model_seen[m.id]} and {m.source}")
         model_seen[m.id] = m.source or "?"
+    by_id = {m.id: m for m in catalog.models}
     for m in catalog.models:
+        own = {c.name for c in m.columns}
         for j in m.joins:
             target = j.target if "." in j.target else f"{m.datasource}.{j.target}"
             if target not in model_seen:
                 raise ModelLoadError(f"{m.source}: join to unknown model '{j.target}'")
+            theirs = {c.name for c in by_id[target].columns}
+            for a, b in j.on:
+                if a not in own or b not in theirs:
+                    missing = f"{m.id}.{a}" if a not in own else f"{target}.{b}"
+                    raise ModelLoadError(f"{m.source}: join to '{j.target}' uses unknown column {missing}")

@@ -1,0 +1,443 @@
+"""The object a user opens on a store: load, search, inspect, memories.
+
+    >>> from layersearch import Layersearch
+    >>> ls = Layersearch(":memory:")            # or a path, or $LAYERSEARCH_STORE
+    >>> report = ls.load("models/")
+    >>> ls.search(question="monthly revenue by store").results[0].id
+
+It keeps an in-memory snapshot of the store (entities, memories, indexes) and
+refreshes it when the store's generation changes, whoever changed it.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import tempfile
+import threading
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from layersearch.corpora.entities import ENTITY_BOOSTS, EntityCorpus, memory_doc
+from layersearch.errors import ConfigError, LimitExceeded, NotFound
+from layersearch.ranking.fulltext import FullTextIndex
+from layersearch.semantic.model import Catalog, EdgeRecord
+from layersearch.store.base import Store
+from layersearch.store.duckdb import DuckDBStore, memory_number
+from layersearch.types import (
+    EntityInfo,
+    InspectResponse,
+    LoadReport,
+    Memory,
+    SearchRequest,
+    SearchResponse,
+)
+
+__all__ = ["Layersearch", "DEFAULT_STORE", "MAX_DESCRIPTION_CHARS", "MAX_LEARNING_CHARS"]
+
+log = logging.getLogger("layersearch.api")
+
+DEFAULT_STORE = "./.layersearch/store.duckdb"
+MAX_DESCRIPTION_CHARS = 500
+MAX_LEARNING_CHARS = 20_000
+MAX_INSPECT_IDS = 200
+
+
+def resolve_store_location(store: str | os.PathLike[str] | None) -> str:
+    if store is None:
+        store = os.environ.get("LAYERSEARCH_STORE") or DEFAULT_STORE
+    return str(store)
+
+
+def open_store(location: str, *, create: bool = True) -> Store:
+    if location.startswith(("postgresql://", "postgres://")):
+        try:
+            from layersearch.store.postgres import PostgresStore  # type: ignore[import-not-found]
+        except ImportError as exc:
+            raise ConfigError(
+                "PostgreSQL stores need the [postgres] extra: pip install 'layersearch[postgres]'"
+            ) from exc
+        return PostgresStore(location)  # type: ignore[no-any-return]
+    return DuckDBStore(location, create=create)
+
+
+class Layersearch:
+    """Search over one store. Thread-safe; cheap to keep open for a server's lifetime."""
+
+    def __init__(self, store: str | os.PathLike[str] | Store | None = None, *, create: bool = True):
+        self._tmp: tempfile.TemporaryDirectory[str] | None = None
+        if isinstance(store, Store):
+            self.store = store
+        else:
+            location = resolve_store_location(store)
+            if location == ":memory:":
+                # A throwaway store in a temporary directory (DuckDB + tantivy both need files).
+                self._tmp = tempfile.TemporaryDirectory(prefix="layersearch-")
+                location = str(Path(self._tmp.name) / "store.duckdb")
+            self.store = open_store(location, create=create)
+        self._lock = threading.RLock()
+        self._corpus: EntityCorpus | None = None
+        self._gen = -1
+        self._graph: Any = None
+        self._pending: list[str] = []
+
+    # -- lifecycle ----------------------------------------------------------------------------
+
+    def close(self) -> None:
+        self.store.close()
+        if self._tmp is not None:
+            self._tmp.cleanup()
+            self._tmp = None
+
+    def __enter__(self) -> Layersearch:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def _ft_dir(self) -> Path:
+        return Path(self.store.index_dir) / "entities"
+
+    def corpus(self) -> EntityCorpus:
+        """The current snapshot, reloaded when the store changed since it was taken."""
+        gen = self.store.generation()
+        with self._lock:
+            if self._corpus is None or gen != self._gen:
+                self._reload(gen)
+            assert self._corpus is not None
+            return self._corpus
+
+    def _reload(self, gen: int) -> None:
+        entities = {e.id: e for e in self.store.load_entities()}
+        memories = {m.id: m for m in self.store.load_memories()}
+        edges_out: dict[str, list[EdgeRecord]] = {}
+        self._edges = self.store.load_edges()
+        for edge in self._edges:
+            edges_out.setdefault(edge.src, []).append(edge)
+        datasources = sorted(e.id for e in entities.values() if e.kind == "datasource")
+        stamp = str(gen)
+        ft, reason = FullTextIndex.open(self._ft_dir, ENTITY_BOOSTS, stamp)
+        corpus = EntityCorpus(entities, memories, edges_out, datasources, ft or _EMPTY_FT())
+        if ft is None:
+            if reason not in ("missing", "stale"):
+                msg = f"full-text index was {reason}; rebuilt it from the store"
+                log.warning(msg)
+                self._pending.append(msg)
+            log.info("building the full-text index (%s)", reason)
+            ft = FullTextIndex.create(ENTITY_BOOSTS, self._ft_dir)
+            ft.write(add=corpus.documents(), stamp=stamp)
+            corpus.fulltext = ft
+        self._corpus = corpus
+        self._gen = gen
+        self._graph = None
+
+    def _after_write(self, gen_before: int, apply: Any) -> None:
+        """Apply an incremental index update for our own write; reload if others wrote too."""
+        gen = self.store.generation()
+        with self._lock:
+            corpus = self._corpus
+            if corpus is None:
+                return
+            contiguous = gen == gen_before + 1 and self._gen == gen_before
+            # A marker that matches the store only when nothing else wrote in between;
+            # otherwise force a rebuild on the next reload.
+            apply(corpus, str(gen) if contiguous else f"dirty-{gen}")
+            if contiguous:
+                self._gen = gen
+            else:
+                self._corpus = None
+
+    # -- semantic layer ------------------------------------------------------------------------
+
+    def load(
+        self,
+        path: str | os.PathLike[str],
+        fmt: str = "auto",
+        *,
+        datasource: str | None = None,
+        sample_values: int = 0,
+    ) -> LoadReport:
+        """Load (or re-load) a semantic layer; memories are kept, file memories added once."""
+        catalog = _load_catalog(path, fmt, datasource=datasource, sample_values=sample_values)
+        return self.load_catalog(catalog)
+
+    def load_catalog(self, catalog: Catalog) -> LoadReport:
+        names = catalog.datasource_names()
+        if not names:
+            raise ConfigError("nothing to load: the files define no datasource or model")
+        with self._lock:
+            self.corpus()
+            n = self.store.replace_datasources(catalog, names)
+            self._corpus = None  # entities changed: take a fresh snapshot (rebuilds the index)
+            corpus = self._rebuild_after_load()
+            skipped = list(catalog.skipped)
+            added = 0
+            existing = {(m.learning, tuple(m.entities)) for m in corpus.memories.values()}
+            for spec in catalog.memories:
+                tags: list[str] = []
+                for ref in spec.entities:
+                    ids, warning = corpus.resolver.resolve_one(ref)
+                    if warning:
+                        skipped.append(f"{spec.source}: {warning}")
+                    tags.extend(i for i in ids if i not in tags)
+                if spec.query:
+                    res = corpus.resolver.resolve(None, spec.query)
+                    tags.extend(i for i in res.ids if i not in tags)
+                if (spec.learning, tuple(tags)) in existing:
+                    continue
+                self._save(spec.learning, spec.description, tags, spec.query)
+                existing.add((spec.learning, tuple(tags)))
+                added += 1
+            corpus = self.corpus()
+            unresolved = [
+                f"{m.id} → {t}"
+                for m in corpus.memories.values()
+                for t in m.entities
+                if not t.startswith("memory:") and not corpus.visible(t)
+            ]
+        return LoadReport(
+            datasources=names,
+            models=len(catalog.models),
+            entities=n,
+            memories_added=added,
+            skipped=skipped,
+            unresolved_tags=unresolved,
+        )
+
+    def _rebuild_after_load(self) -> EntityCorpus:
+        # The stamp changed, so corpus() rebuilds tantivy from the store in one pass: cheaper
+        # than deleting every old entity document one by one.
+        return self.corpus()
+
+    # -- search -------------------------------------------------------------------------------
+
+    def search(self, request: SearchRequest | None = None, /, **kwargs: Any) -> SearchResponse:
+        """Search the semantic layer and memories. Takes a SearchRequest or its fields."""
+        if request is None:
+            try:
+                request = SearchRequest(**kwargs)
+            except ValueError as exc:
+                raise ConfigError(_pydantic_message(exc)) from exc
+        elif kwargs:
+            raise ConfigError("pass either a SearchRequest or keyword arguments, not both")
+        corpus = self.corpus()
+        warnings = self._take_pending()
+        allow = None
+        if request.cypher_filter is not None and request.cypher_filter.strip():
+            corpus.check_request(request)
+            allow = self.filter_ids(request.cypher_filter, request.params)
+            if not allow:
+                warnings.append("the cypher filter matched no entities or memories: no results")
+                return SearchResponse(results=[], warnings=warnings)
+        return corpus.search(request, allow=allow, warnings=warnings)
+
+    def _take_pending(self) -> list[str]:
+        with self._lock:
+            out, self._pending = self._pending, []
+        return out
+
+    def graph(self) -> Any:
+        """The entity graph (networkx, via layersearch.graph), built on first use."""
+        corpus = self.corpus()
+        with self._lock:
+            if self._graph is None:
+                from layersearch.semantic.graphing import build_graph
+
+                self._graph = build_graph(
+                    corpus.entities.values(), self._edges, corpus.memories.values()
+                )
+            return self._graph
+
+    def filter_ids(self, cypher: str, params: dict[str, Any] | None = None) -> set[str]:
+        """Ids a read-only openCypher filter returns (hidden entities never included)."""
+        from layersearch.graph.cypher import run_filter
+
+        corpus = self.corpus()
+        ids = run_filter(self.graph(), cypher, params or {})
+        return {i for i in ids if isinstance(i, str) and corpus.visible(i)}
+
+    # -- inspect ------------------------------------------------------------------------------
+
+    def inspect(self, ids: Iterable[str]) -> InspectResponse:
+        """Full detail for ids (entities, hidden ones included when named exactly, and memories)."""
+        ids = list(ids)
+        if not ids:
+            raise ConfigError("inspect needs at least one id")
+        if len(ids) > MAX_INSPECT_IDS:
+            raise LimitExceeded(f"{len(ids)} ids given; inspect takes at most {MAX_INSPECT_IDS}")
+        corpus = self.corpus()
+        out = InspectResponse()
+        for raw in ids:
+            key = raw.strip()
+            if key.lower().startswith("memory:"):
+                try:
+                    mid = f"memory:{memory_number(key)}"
+                except ConfigError as exc:
+                    out.warnings.append(str(exc))
+                    continue
+                m = corpus.memories.get(mid)
+                if m is None:
+                    out.warnings.append(f"unknown memory '{key}'")
+                else:
+                    out.memories.append(m)
+                continue
+            e = corpus.entities.get(key)
+            if e is None:
+                # Not an exact id: resolve it like search does (visible entities only).
+                found, warning = corpus.resolver.resolve_one(key)
+                if not found:
+                    out.warnings.append(warning or f"unknown id '{key}'")
+                    continue
+                e = corpus.entities[found[0]]
+            children = [
+                edge.dst for edge in corpus.edges_out.get(e.id, []) if edge.type == "CONTAINS"
+                and edge.dst in corpus.entities
+                and not corpus.entities[edge.dst].hidden
+            ]
+            joins = [
+                {"target": edge.dst, **edge.props}
+                for edge in corpus.edges_out.get(e.id, [])
+                if edge.type == "JOINS"
+            ]
+            refs = [edge.dst for edge in corpus.edges_out.get(e.id, []) if edge.type == "REFERENCES"]
+            out.entities.append(
+                EntityInfo(
+                    kind=e.kind,  # type: ignore[arg-type]
+                    id=e.id,
+                    name=e.name,
+                    datasource=e.datasource,
+                    model=e.model,
+                    label=e.label,
+                    description=e.description,
+                    data_type=e.data_type,
+                    formula=e.formula,
+                    hidden=e.hidden,
+                    primary_key=e.primary_key,
+                    values=list(e.values),
+                    children=children,
+                    joins=joins,
+                    references=refs,
+                    memories=corpus.mentions(e.id),
+                )
+            )
+        if not out.entities and not out.memories:
+            raise NotFound("; ".join(out.warnings) or "nothing found")
+        return out
+
+    # -- memories -----------------------------------------------------------------------------
+
+    def save_memory(
+        self,
+        learning: str,
+        *,
+        description: str | None = None,
+        entities: Iterable[str] | None = None,
+        query: dict[str, Any] | None = None,
+    ) -> Memory:
+        """Save a note or example query against entities (each must resolve)."""
+        if not isinstance(learning, str) or not learning.strip():
+            raise ConfigError("a memory needs non-empty learning text")
+        if len(learning) > MAX_LEARNING_CHARS:
+            raise LimitExceeded(
+                f"learning text is {len(learning)} characters; the limit is {MAX_LEARNING_CHARS}"
+            )
+        if description is not None and len(description) > MAX_DESCRIPTION_CHARS:
+            raise ConfigError(
+                f"description is {len(description)} characters; at most {MAX_DESCRIPTION_CHARS} allowed"
+            )
+        corpus = self.corpus()
+        tags: list[str] = []
+        problems: list[str] = []
+        for ref in entities or []:
+            ids, warning = corpus.resolver.resolve_one(ref)
+            if warning:
+                problems.append(warning.replace(" dropped", ""))
+            tags.extend(i for i in ids if i not in tags)
+        if query is not None:
+            res = corpus.resolver.resolve(None, query)
+            problems.extend(res.warnings)
+            tags.extend(i for i in res.ids if i not in tags)
+        if problems:
+            raise ConfigError("cannot save the memory: " + "; ".join(problems))
+        with self._lock:
+            return self._save(learning.strip(), description, tags, query)
+
+    def _save(
+        self, learning: str, description: str | None, tags: list[str], query: dict[str, Any] | None
+    ) -> Memory:
+        before = self._gen
+        m = self.store.add_memory(learning, description, tags, query)
+
+        def apply(corpus: EntityCorpus, stamp: str) -> None:
+            corpus.fulltext.write(add=[memory_doc(m)], stamp=stamp)
+            corpus.memory_added(m)
+            if self._graph is not None:
+                from layersearch.semantic.graphing import add_memory
+
+                add_memory(self._graph, m)
+
+        self._after_write(before, apply)
+        return m
+
+    def get_memory(self, memory_id: str) -> Memory:
+        mid = f"memory:{memory_number(memory_id)}"
+        m = self.corpus().memories.get(mid)
+        if m is None:
+            raise NotFound(f"no memory {memory_id}: `layersearch memory list` shows the ids")
+        return m
+
+    def list_memories(self, limit: int = 50, offset: int = 0) -> list[Memory]:
+        if limit < 1 or offset < 0:
+            raise ConfigError("limit must be ≥ 1 and offset ≥ 0")
+        ordered = sorted(self.corpus().memories.values(), key=lambda m: -memory_number(m.id))
+        return ordered[offset : offset + limit]
+
+    def forget_memory(self, memory_id: str) -> None:
+        mid = f"memory:{memory_number(memory_id)}"
+        with self._lock:
+            self.corpus()
+            before = self._gen
+            self.store.delete_memory(mid)
+
+            def apply(corpus: EntityCorpus, stamp: str) -> None:
+                corpus.fulltext.write(delete=[mid], stamp=stamp)
+                corpus.memory_removed(mid)
+                if self._graph is not None:
+                    from layersearch.semantic.graphing import remove_memory
+
+                    remove_memory(self._graph, mid)
+
+            self._after_write(before, apply)
+
+
+def _EMPTY_FT() -> FullTextIndex:
+    return FullTextIndex.create(ENTITY_BOOSTS, None)
+
+
+def _load_catalog(
+    path: str | os.PathLike[str], fmt: str, *, datasource: str | None, sample_values: int
+) -> Catalog:
+    from layersearch.semantic import importers
+
+    loader = getattr(importers, "load_catalog", None)
+    if loader is not None:
+        return loader(path, fmt, datasource=datasource, sample_values=sample_values)  # type: ignore[no-any-return]
+    if fmt not in ("auto", "native"):
+        raise ConfigError(f"format '{fmt}' is not available in this build")
+    from layersearch.semantic.importers.native import load_native
+
+    return load_native(path)
+
+
+def _pydantic_message(exc: Exception) -> str:
+    errors = getattr(exc, "errors", None)
+    if callable(errors):
+        parts = []
+        for err in errors():
+            loc = ".".join(str(x) for x in err.get("loc", ()))
+            parts.append(f"{loc}: {err.get('msg')}" if loc else str(err.get("msg")))
+        return "invalid request: " + "; ".join(parts)
+    return f"invalid request: {exc}"
+

@@ -1,0 +1,484 @@
+"""The ``layersearch`` command: arguments → api → rich tables for people, JSON for machines.
+
+Errors are one line on stderr (or a JSON object with ``--json``) and a non-zero
+exit; a traceback only with LAYERSEARCH_DEBUG=1.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sys
+from collections.abc import Callable
+from functools import wraps
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from layersearch.errors import ConfigError, LayersearchError
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+EXIT_USER_ERROR = 2
+EXIT_INTERNAL = 1
+
+
+class Ctx:
+    def __init__(self, store: str | None, verbose: bool) -> None:
+        self.store = store
+        self.verbose = verbose
+        self._ls: Any = None
+
+    def api(self, *, create: bool = True) -> Any:
+        if self._ls is None:
+            from layersearch.api import Layersearch
+
+            self._ls = Layersearch(self.store, create=create)
+        return self._ls
+
+
+def _console(stderr: bool = False) -> Any:
+    from rich.console import Console
+
+    return Console(stderr=stderr, soft_wrap=False, highlight=False)
+
+
+def emit_json(obj: Any) -> None:
+    """Pydantic models, lists of them, or plain data → one JSON document on stdout."""
+
+    def plain(o: Any) -> Any:
+        if hasattr(o, "model_dump"):
+            return o.model_dump(mode="json")
+        if isinstance(o, list):
+            return [plain(x) for x in o]
+        if isinstance(o, dict):
+            return {k: plain(v) for k, v in o.items()}
+        return o
+
+    sys.stdout.write(json.dumps(plain(obj), ensure_ascii=False, indent=2) + "\n")
+
+
+def handle_errors(fn: F) -> F:
+    """One clear line and a non-zero exit for every failure; never a traceback."""
+
+    @wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        as_json = bool(kwargs.get("as_json"))
+        try:
+            return fn(*args, **kwargs)
+        except LayersearchError as exc:
+            _fail(exc.code, str(exc), as_json, EXIT_USER_ERROR)
+        except KeyboardInterrupt:
+            _fail("interrupted", "interrupted", as_json, 130)
+        except (click.exceptions.Exit, click.ClickException):
+            raise
+        except Exception as exc:  # noqa: BLE001 - the last line of defence for a CLI
+            if os.environ.get("LAYERSEARCH_DEBUG"):
+                raise
+            _fail(
+                "internal_error",
+                f"internal error: {type(exc).__name__}: {exc} (set LAYERSEARCH_DEBUG=1 for a traceback)",
+                as_json,
+                EXIT_INTERNAL,
+            )
+
+    return wrapper  # type: ignore[return-value]
+
+
+def _fail(code: str, message: str, as_json: bool, exit_code: int) -> None:
+    if as_json:
+        sys.stdout.write(json.dumps({"error": {"code": code, "message": message}}) + "\n")
+    else:
+        first, *rest = message.splitlines() or [""]
+        click.echo(f"error: {first}", err=True)
+        for line in rest:
+            click.echo(line, err=True)
+    sys.exit(exit_code)
+
+
+json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON for machines.")
+
+
+def _parse_json_arg(text: str | None, what: str) -> Any:
+    if text is None:
+        return None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"{what} is not valid JSON: {exc.msg} at column {exc.colno}") from exc
+
+
+def _parse_params(pairs: tuple[str, ...]) -> dict[str, Any]:
+    """``k=v`` pairs; v is JSON when it parses (numbers, lists, true), else a string."""
+    out: dict[str, Any] = {}
+    for pair in pairs:
+        if "=" not in pair:
+            raise ConfigError(f"--param '{pair}' must look like name=value")
+        k, v = pair.split("=", 1)
+        try:
+            out[k.strip()] = json.loads(v)
+        except json.JSONDecodeError:
+            out[k.strip()] = v
+    return out
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.option(
+    "--store",
+    envvar="LAYERSEARCH_STORE",
+    default=None,
+    help="Store: a DuckDB file (default ./.layersearch/store.duckdb) or postgresql://… [env LAYERSEARCH_STORE]",
+)
+@click.option("-v", "--verbose", is_flag=True, help="Log progress and details to stderr.")
+@click.version_option(package_name="layersearch")
+@click.pass_context
+def main(ctx: click.Context, store: str | None, verbose: bool) -> None:
+    """Find the right semantic-layer context before writing a query."""
+    logging.basicConfig(
+        level=logging.INFO if verbose else logging.WARNING,
+        format="%(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+    ctx.obj = Ctx(store, verbose)
+
+
+@main.command()
+@json_option
+@click.pass_obj
+@handle_errors
+def init(obj: Ctx, as_json: bool) -> None:
+    """Create an empty store (nothing happens if it exists)."""
+    ls = obj.api()
+    gen = ls.store.generation()
+    info = {"store": ls.store.location, "generation": gen}
+    if as_json:
+        emit_json(info)
+    else:
+        click.echo(f"store ready at {ls.store.location}")
+
+
+@main.command()
+@click.argument("path")
+@click.option(
+    "--format",
+    "fmt",
+    default="auto",
+    show_default=True,
+    type=click.Choice(["auto", "native", "slayer", "dbt", "spider", "database"]),
+    help="Input format.",
+)
+@click.option("--datasource", default=None, help="Datasource name for formats that do not carry one.")
+@click.option("--sample-values", default=0, show_default=True, type=click.IntRange(0, 10_000),
+              help="Databases: sample up to N distinct values per text column.")
+@json_option
+@click.pass_obj
+@handle_errors
+def load(obj: Ctx, path: str, fmt: str, datasource: str | None, sample_values: int, as_json: bool) -> None:
+    """Load or re-load a semantic layer (memories are kept)."""
+    ls = obj.api()
+    with _status(f"loading {path}", as_json):
+        report = ls.load(path, fmt, datasource=datasource, sample_values=sample_values)
+    if as_json:
+        emit_json(report)
+        return
+    click.echo(
+        f"loaded {report.entities} entities in {report.models} models from "
+        f"{len(report.datasources)} datasource(s): {', '.join(report.datasources)}; "
+        f"{report.memories_added} memories added"
+    )
+    for s in report.skipped:
+        click.echo(f"skipped: {s}", err=True)
+    for t in report.unresolved_tags:
+        click.echo(f"tag no longer resolves: {t}", err=True)
+
+
+class _status:
+    """A spinner on stderr for long work (people only; silent with --json or no TTY)."""
+
+    def __init__(self, text: str, quiet: bool) -> None:
+        self.text = text
+        self.quiet = quiet or not sys.stderr.isatty()
+        self._cm: Any = None
+
+    def __enter__(self) -> None:
+        if not self.quiet:
+            self._cm = _console(stderr=True).status(self.text)
+            self._cm.__enter__()
+
+    def __exit__(self, *exc: Any) -> None:
+        if self._cm is not None:
+            self._cm.__exit__(*exc)
+
+
+@main.command()
+@click.argument("question", required=False)
+@click.option("--question", "-q", "question_opt", default=None, help="The question (same as the argument).")
+@click.option("--entity", "-e", "entities", multiple=True, help="Entity name or id (repeatable).")
+@click.option("--query", "query_json", default=None, help="Example-query JSON whose entities count.")
+@click.option("--datasource", "-d", default=None, help="Scope every channel to one datasource.")
+@click.option("--filter", "cypher", default=None, help="Read-only openCypher filter returning `id`.")
+@click.option("--param", "params", multiple=True, help="Filter parameter name=value (repeatable).")
+@click.option("--max-results", "-n", default=10, show_default=True, type=int, help="How many hits.")
+@click.option("--channels", default=None, help="Comma-separated subset of bm25,fulltext,vector.")
+@click.option("--full", is_flag=True, help="Show each hit's whole text.")
+@click.option("--explain", is_flag=True, help="Show which channels ranked each hit.")
+@json_option
+@click.pass_obj
+@handle_errors
+def search(
+    obj: Ctx,
+    question: str | None,
+    question_opt: str | None,
+    entities: tuple[str, ...],
+    query_json: str | None,
+    datasource: str | None,
+    cypher: str | None,
+    params: tuple[str, ...],
+    max_results: int,
+    channels: str | None,
+    full: bool,
+    explain: bool,
+    as_json: bool,
+) -> None:
+    """Search entities and memories by question and/or entity names."""
+    from layersearch.types import SearchRequest
+
+    if question is not None and question_opt is not None:
+        raise ConfigError("give the question once: as the argument or with --question")
+    question = question if question is not None else question_opt
+    query = _parse_json_arg(query_json, "--query")
+    if query is not None and not isinstance(query, dict):
+        raise ConfigError("--query must be a JSON object, e.g. '{\"measures\": [\"total_revenue\"]}'")
+    req = SearchRequest(
+        entities=list(entities) or None,
+        query=query,
+        question=question,
+        datasource=datasource,
+        max_results=max_results,
+        compact=not full,
+        cypher_filter=cypher,
+        params=_parse_params(params) or None,
+        explain=explain,
+        channels=[c.strip() for c in channels.split(",") if c.strip()] if channels else None,
+    )
+    resp = obj.api().search(req)
+    if as_json:
+        emit_json(resp)
+        return
+    _print_hits(resp, full=full, explain=explain)
+
+
+def _print_hits(resp: Any, *, full: bool, explain: bool) -> None:
+    from rich.table import Table
+
+    from layersearch.ranking.explain import explain_text
+
+    con = _console()
+    err = _console(stderr=True)
+    for w in resp.warnings:
+        err.print(f"[yellow]warning:[/] {w}", markup=True, highlight=False)
+    if not resp.results:
+        err.print("no results")
+        return
+    if full:
+        for i, h in enumerate(resp.results, 1):
+            con.print(f"[bold]{i}. {h.kind} {h.id}[/]  score {h.score:.4f}", markup=True)
+            if explain and h.explanation:
+                con.print(f"   why: {explain_text(h.explanation)}", markup=False)
+            con.print(h.text or h.description, markup=False)
+            con.print()
+        return
+    table = Table(show_edge=False, pad_edge=False, box=None)
+    table.add_column("#", justify="right")
+    table.add_column("kind")
+    table.add_column("id", no_wrap=True)
+    table.add_column("score", justify="right")
+    table.add_column("description", overflow="fold")
+    if explain:
+        table.add_column("why", overflow="fold")
+    for i, h in enumerate(resp.results, 1):
+        row = [str(i), h.kind, h.id, f"{h.score:.4f}", h.description]
+        if explain:
+            row.append(explain_text(h.explanation or []))
+        table.add_row(*row)
+    con.print(table)
+
+
+@main.command()
+@click.argument("ids", nargs=-1, required=True)
+@json_option
+@click.pass_obj
+@handle_errors
+def inspect(obj: Ctx, ids: tuple[str, ...], as_json: bool) -> None:
+    """Full detail for entity ids and memory:<n> ids."""
+    resp = obj.api().inspect(list(ids))
+    if as_json:
+        emit_json(resp)
+        return
+    con = _console()
+    for w in resp.warnings:
+        click.echo(f"warning: {w}", err=True)
+    for e in resp.entities:
+        con.print(f"[bold]{e.kind} {e.id}[/]" + ("  (hidden)" if e.hidden else ""), markup=True)
+        for key in ("label", "data_type", "description", "formula"):
+            value = getattr(e, key)
+            if value:
+                con.print(f"  {key}: {value}", markup=False)
+        if e.primary_key:
+            con.print("  primary key")
+        if e.values:
+            con.print("  values: " + ", ".join(e.values[:20]), markup=False)
+        for j in e.joins:
+            con.print(f"  joins {j['target']} ({j.get('cardinality') or 'unknown'})", markup=False)
+        if e.references:
+            con.print("  references: " + ", ".join(e.references), markup=False)
+        if e.children:
+            con.print(f"  contains {len(e.children)}: " + ", ".join(e.children[:30]), markup=False)
+        if e.memories:
+            con.print("  memories: " + ", ".join(e.memories), markup=False)
+    for m in resp.memories:
+        _print_memory(m)
+
+
+def _print_memory(m: Any) -> None:
+    con = _console()
+    con.print(f"[bold]{m.id}[/]  {m.created_at:%Y-%m-%d %H:%M}", markup=True)
+    con.print(f"  {m.learning}", markup=False)
+    if m.description:
+        con.print(f"  description: {m.description}", markup=False)
+    if m.entities:
+        con.print("  entities: " + ", ".join(m.entities), markup=False)
+    if m.query:
+        con.print("  query: " + json.dumps(m.query, sort_keys=True), markup=False)
+
+
+@main.group()
+def memory() -> None:
+    """Save, list, show and forget memories (notes and example queries)."""
+
+
+@memory.command("add")
+@click.argument("learning")
+@click.option("--entity", "-e", "entities", multiple=True, help="Entity it is about (repeatable).")
+@click.option("--description", default=None, help="Short description (≤ 500 characters).")
+@click.option("--query", "query_json", default=None, help="Example query as JSON.")
+@json_option
+@click.pass_obj
+@handle_errors
+def memory_add(
+    obj: Ctx, learning: str, entities: tuple[str, ...], description: str | None,
+    query_json: str | None, as_json: bool,
+) -> None:
+    """Save a memory against entities."""
+    query = _parse_json_arg(query_json, "--query")
+    if query is not None and not isinstance(query, dict):
+        raise ConfigError("--query must be a JSON object")
+    m = obj.api().save_memory(learning, description=description, entities=list(entities), query=query)
+    if as_json:
+        emit_json(m)
+    else:
+        click.echo(f"saved {m.id}" + (f" on {', '.join(m.entities)}" if m.entities else ""))
+
+
+@memory.command("list")
+@click.option("--limit", default=50, show_default=True, type=int)
+@click.option("--offset", default=0, show_default=True, type=int)
+@json_option
+@click.pass_obj
+@handle_errors
+def memory_list(obj: Ctx, limit: int, offset: int, as_json: bool) -> None:
+    """Memories, newest first."""
+    items = obj.api().list_memories(limit=limit, offset=offset)
+    if as_json:
+        emit_json(items)
+        return
+    if not items:
+        click.echo("no memories", err=True)
+    for m in items:
+        ents = f"  [{', '.join(m.entities)}]" if m.entities else ""
+        click.echo(f"{m.id:<12} {' '.join(m.learning.split())[:100]}{ents}")
+
+
+@memory.command("show")
+@click.argument("memory_id")
+@json_option
+@click.pass_obj
+@handle_errors
+def memory_show(obj: Ctx, memory_id: str, as_json: bool) -> None:
+    """One memory in full."""
+    m = obj.api().get_memory(memory_id)
+    if as_json:
+        emit_json(m)
+    else:
+        _print_memory(m)
+
+
+@memory.command("forget")
+@click.argument("memory_id")
+@json_option
+@click.pass_obj
+@handle_errors
+def memory_forget(obj: Ctx, memory_id: str, as_json: bool) -> None:
+    """Delete a memory."""
+    obj.api().forget_memory(memory_id)
+    if as_json:
+        emit_json({"forgotten": memory_id})
+    else:
+        click.echo(f"forgot {memory_id}")
+
+
+def bundled_models() -> Path:
+    """The sample semantic layer: ./models, else the one in the source checkout."""
+    here = Path("models")
+    if here.is_dir():
+        return here
+    return Path(__file__).resolve().parents[2] / "models"
+
+
+DEMO_SEARCHES: list[dict[str, Any]] = [
+    {"question": "monthly revenue by store"},
+    {"entities": ["orders.order_total"], "question": "tax", "explain": True},
+    {"entities": ["shop.orders.net_revenue"]},
+    {"question": "which marketing campaigns brought signups"},
+]
+
+
+@main.command()
+@click.option("--models", "models_path", default=None, help="Semantic layer to demo on (default: the bundled models/).")
+@json_option
+@handle_errors
+def demo(models_path: str | None, as_json: bool) -> None:
+    """Load the bundled sample into a temporary store and run a few searches."""
+    from layersearch.api import Layersearch
+    from layersearch.types import SearchRequest
+
+    path = Path(models_path) if models_path else bundled_models()
+    if not path.exists():
+        raise ConfigError(f"no models at {path}: pass --models PATH")
+    out: list[dict[str, Any]] = []
+    with Layersearch(":memory:") as ls:
+        report = ls.load(path)
+        if not as_json:
+            click.echo(
+                f"loaded {report.entities} entities, {report.memories_added} memories from {path} "
+                "into a temporary store\n"
+            )
+        for kwargs in DEMO_SEARCHES:
+            req = SearchRequest(**kwargs)
+            resp = ls.search(req)
+            out.append({"request": req.model_dump(exclude_none=True, exclude_defaults=True), "response": resp})
+            if not as_json:
+                args = " ".join(
+                    [f'"{req.question}"'] if req.question else []
+                ) + "".join(f" --entity {e}" for e in req.entities or []) + (" --explain" if req.explain else "")
+                click.echo(f"$ layersearch search {args.strip()}")
+                _print_hits(resp, full=False, explain=req.explain)
+                click.echo()
+    if as_json:
+        emit_json({"loaded": report, "searches": out})
+
+
+def run() -> None:  # pragma: no cover - console entry for python -m
+    main()

@@ -1,0 +1,366 @@
+"""The semantic layer + memories corpus: ranking documents, channels, hit rendering.
+
+It turns entities and memories into ranking documents (tantivy fields and
+entity-tag lists), runs the channels a request asks for, fuses them with RRF,
+and renders hits in the search contract's compact or full form.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+from layersearch.errors import ConfigError, LimitExceeded
+from layersearch.ranking.bm25 import EntityOverlapIndex
+from layersearch.ranking.explain import explain
+from layersearch.ranking.fulltext import FTDoc, FullTextIndex
+from layersearch.ranking.fusion import rrf
+from layersearch.semantic.canonical import Resolver, in_scope
+from layersearch.semantic.model import EdgeRecord, Entity
+from layersearch.types import CHANNELS, Hit, Memory, SearchRequest, SearchResponse
+
+__all__ = [
+    "ENTITY_BOOSTS",
+    "MAX_RESULTS_LIMIT",
+    "MAX_QUESTION_CHARS",
+    "CHANNEL_DEPTH",
+    "EntityCorpus",
+    "entity_doc",
+    "memory_doc",
+]
+
+#: Field boosts for channel 2. A name match is the strongest evidence that an
+#: entity is meant; labels are curated names; the parent (model / datasource
+#: name) and sample values give context; formulas are code, weakest.
+ENTITY_BOOSTS: dict[str, float] = {
+    "name": 3.0,
+    "label": 2.0,
+    "parent": 1.0,
+    "description": 1.0,
+    "values": 1.0,
+    "formula": 0.7,
+    "text": 1.5,
+    "tags": 0.7,
+}
+MAX_RESULTS_LIMIT = 100
+#: Every channel ranks this deep whatever max_results is, so that the results
+#: for n are a prefix of those for n+k.
+CHANNEL_DEPTH = MAX_RESULTS_LIMIT
+MAX_QUESTION_CHARS = 100_000
+SHORT_DESCRIPTION = 160
+
+
+def entity_doc(e: Entity) -> FTDoc:
+    parent = e.model if e.kind in ("column", "measure", "aggregation") else e.datasource
+    if e.kind == "datasource":
+        parent = None
+    return FTDoc(
+        id=e.id,
+        kind=e.kind,
+        scopes=(e.datasource,),
+        fields={
+            "name": e.name,
+            "label": e.label,
+            "parent": parent,
+            "description": e.description,
+            "formula": e.formula,
+            "values": " ".join(e.values) if e.values else None,
+        },
+    )
+
+
+def memory_doc(m: Memory) -> FTDoc:
+    scopes = sorted({t.split(".", 1)[0] for t in m.entities if not t.startswith("memory:")})
+    tags = " ".join(t.rsplit(".", 1)[-1] for t in m.entities)
+    query_text = json.dumps(m.query, sort_keys=True) if m.query else None
+    return FTDoc(
+        id=m.id,
+        kind="memory",
+        scopes=scopes,
+        fields={
+            "text": m.learning,
+            "description": " ".join(x for x in (m.description, query_text) if x) or None,
+            "tags": tags or None,
+        },
+    )
+
+
+def _short(text: str | None, limit: int = SHORT_DESCRIPTION) -> str:
+    if not text:
+        return ""
+    one = " ".join(text.split())
+    return one if len(one) <= limit else one[: limit - 1].rstrip() + "…"
+
+
+def describe_entity(e: Entity) -> str:
+    head = e.label if e.label and e.label.lower() != e.name.lower() else ""
+    typ = f"[{e.data_type}]" if e.data_type else ""
+    parts = [p for p in (head, typ, _short(e.description, 120)) if p]
+    if e.formula and e.kind in ("measure", "aggregation"):
+        parts.append(f"= {_short(e.formula, 60)}")
+    return _short(" ".join(parts))
+
+
+def render_entity(
+    e: Entity, edges_out: Sequence[EdgeRecord], memories: Sequence[str]
+) -> str:
+    lines = [f"{e.kind} {e.id}"]
+    if e.label:
+        lines.append(f"label: {e.label}")
+    if e.data_type:
+        lines.append(f"type: {e.data_type}")
+    if e.primary_key:
+        lines.append("primary key")
+    if e.description:
+        lines.append(f"description: {e.description}")
+    if e.formula:
+        lines.append(f"formula: {e.formula}")
+    if e.values:
+        lines.append("values: " + ", ".join(e.values[:20]))
+    for edge in edges_out:
+        if edge.type == "JOINS":
+            on = ", ".join(
+                f"{a} = {b}"
+                for a, b in zip(
+                    edge.props.get("source_columns") or [], edge.props.get("target_columns") or [],
+                    strict=False,
+                )
+            )
+            card = edge.props.get("cardinality") or "unknown cardinality"
+            lines.append(f"joins {edge.dst} ({card}){' on ' + on if on else ''}")
+        elif edge.type == "REFERENCES":
+            lines.append(f"references {edge.dst}")
+    if memories:
+        lines.append("memories: " + ", ".join(memories))
+    return "\n".join(lines)
+
+
+def render_memory(m: Memory) -> str:
+    lines = [f"memory {m.id} ({m.created_at.isoformat()})", m.learning]
+    if m.description:
+        lines.append(f"description: {m.description}")
+    if m.entities:
+        lines.append("entities: " + ", ".join(m.entities))
+    if m.query:
+        lines.append("query: " + json.dumps(m.query, sort_keys=True))
+    return "\n".join(lines)
+
+
+def describe_memory(m: Memory) -> str:
+    return _short(m.description or m.learning)
+
+
+@dataclass
+class EntityCorpus:
+    """A snapshot of the semantic layer and memories, with their search channels."""
+
+    entities: dict[str, Entity]
+    memories: dict[str, Memory]
+    edges_out: dict[str, list[EdgeRecord]]
+    datasources: list[str]
+    fulltext: FullTextIndex
+    resolver: Resolver = field(init=False)
+    _overlap: dict[tuple[str | None, frozenset[str] | None], EntityOverlapIndex] = field(
+        default_factory=dict, init=False
+    )
+
+    def __post_init__(self) -> None:
+        self.resolver = Resolver(self.entities.values(), self.memories.__contains__)
+        self._mentions: dict[str, list[str]] | None = None
+
+    # -- incremental updates -------------------------------------------------------------------
+
+    def memory_added(self, m: Memory) -> None:
+        self.memories[m.id] = m
+        self._overlap.clear()
+        self._mentions = None
+
+    def memory_removed(self, memory_id: str) -> None:
+        self.memories.pop(memory_id, None)
+        self._overlap.clear()
+        self._mentions = None
+
+    # -- lookups --------------------------------------------------------------------------------
+
+    def visible(self, entity_id: str) -> bool:
+        if entity_id in self.memories:
+            return True
+        e = self.entities.get(entity_id)
+        return e is not None and not e.hidden
+
+    def mentions(self, entity_id: str) -> list[str]:
+        if self._mentions is None:
+            index: dict[str, list[str]] = {}
+            for m in self.memories.values():
+                for t in m.entities:
+                    index.setdefault(t, []).append(m.id)
+            self._mentions = index
+        return self._mentions.get(entity_id, [])
+
+    def memory_scopes(self, m: Memory) -> set[str]:
+        return {t.split(".", 1)[0] for t in m.entities if not t.startswith("memory:")}
+
+    def _overlap_index(
+        self, datasource: str | None, allow: frozenset[str] | None
+    ) -> EntityOverlapIndex:
+        key = (datasource, allow)
+        idx = self._overlap.get(key)
+        if idx is None:
+            docs = [
+                (m.id, m.entities)
+                for m in sorted(self.memories.values(), key=lambda m: _memory_order(m.id))
+                if (datasource is None or datasource in self.memory_scopes(m))
+                and (allow is None or m.id in allow)
+            ]
+            idx = EntityOverlapIndex(docs)
+            if len(self._overlap) > 16:
+                self._overlap.clear()
+            self._overlap[key] = idx
+        return idx
+
+    # -- search --------------------------------------------------------------------------------
+
+    def check_request(self, req: SearchRequest) -> list[str]:
+        if req.max_results < 1 or req.max_results > MAX_RESULTS_LIMIT:
+            raise ConfigError(
+                f"max_results must be between 1 and {MAX_RESULTS_LIMIT}, got {req.max_results}"
+            )
+        if req.question is not None and len(req.question) > MAX_QUESTION_CHARS:
+            raise LimitExceeded(
+                f"question is {len(req.question)} characters; the limit is {MAX_QUESTION_CHARS} "
+                "(shorten it: search needs the gist, not the document)"
+            )
+        if req.datasource is not None and req.datasource not in self.datasources:
+            known = ", ".join(self.datasources) or "none loaded: run `layersearch load PATH`"
+            raise ConfigError(f"unknown datasource '{req.datasource}'; known datasources: {known}")
+        channels = list(CHANNELS) if req.channels is None else list(req.channels)
+        bad = [c for c in channels if c not in CHANNELS]
+        if bad:
+            raise ConfigError(
+                f"unknown channel(s) {', '.join(map(repr, bad))}; valid channels: {', '.join(CHANNELS)}"
+            )
+        return channels
+
+    def search(
+        self,
+        req: SearchRequest,
+        *,
+        allow: Collection[str] | None = None,
+        vector: Callable[[str, int, str | None, Collection[str] | None], list[tuple[str, float]]]
+        | None = None,
+        warnings: list[str] | None = None,
+    ) -> SearchResponse:
+        channels = self.check_request(req)
+        warnings = list(warnings or [])
+        allow_set = frozenset(allow) if allow is not None else None
+        ds = req.datasource
+
+        def admitted(doc_id: str) -> bool:
+            if allow_set is not None and doc_id not in allow_set:
+                return False
+            if ds is None:
+                return True
+            m = self.memories.get(doc_id)
+            if m is not None:
+                return ds in self.memory_scopes(m)
+            return in_scope(doc_id, ds)
+
+        rankings: dict[str, list[tuple[str, float]]] = {}
+        res = self.resolver.resolve(req.entities, req.query, ds)
+        warnings.extend(res.warnings)
+        question = req.question if req.question and req.question.strip() else None
+        if res.ids:
+            named = [(i, 1.0) for i in res.ids if admitted(i)]
+            if named:
+                rankings["input"] = named
+            if "bm25" in channels:
+                idx = self._overlap_index(ds, allow_set if allow_set is not None else None)
+                hits = idx.search(res.ids, CHANNEL_DEPTH)
+                if hits:
+                    rankings["bm25"] = hits
+        if question is not None:
+            if "fulltext" in channels:
+                hits = self.fulltext.search(
+                    question,
+                    CHANNEL_DEPTH,
+                    scopes=[ds] if ds is not None else None,
+                    ids=allow_set,
+                )
+                if hits:
+                    rankings["fulltext"] = hits
+                elif not self._has_words(question):
+                    warnings.append(
+                        "question has no searchable words (only stop words or punctuation)"
+                    )
+            if "vector" in channels and vector is not None:
+                hits = [h for h in vector(question, CHANNEL_DEPTH, ds, allow_set) if admitted(h[0])]
+                if hits:
+                    rankings["vector"] = hits
+        no_input = not req.entities and not req.query and question is None
+        if no_input:
+            warnings.append("no entities, query or question given: showing the newest memories")
+            newest = sorted(
+                (m for m in self.memories.values() if admitted(m.id)),
+                key=lambda m: (m.created_at, _memory_order(m.id)),
+                reverse=True,
+            )
+            rankings["recent"] = [(m.id, 0.0) for m in newest[:CHANNEL_DEPTH]]
+        fused = rrf(rankings)[: req.max_results]
+        if not fused and not no_input:
+            warnings.append(
+                "no results: nothing matched"
+                + (f" in datasource '{ds}'" if ds else "")
+                + (" within the filter" if allow_set is not None else "")
+            )
+        hits: list[Hit] = []
+        for f in fused:
+            hits.append(self.hit(f.id, f.score, compact=req.compact, explanation=explain(f) if req.explain else None))
+        return SearchResponse(results=hits, warnings=warnings)
+
+    @staticmethod
+    @lru_cache(maxsize=1024)
+    def _has_words(text: str) -> bool:
+        from layersearch.ranking.analyzer import analyze_query
+
+        return bool(analyze_query(text))
+
+    def hit(self, doc_id: str, score: float, *, compact: bool, explanation: list | None = None) -> Hit:
+        m = self.memories.get(doc_id)
+        if m is not None:
+            return Hit(
+                kind="memory",
+                id=m.id,
+                score=round(score, 6),
+                description=describe_memory(m),
+                text=None if compact else render_memory(m),
+                explanation=explanation,
+            )
+        e = self.entities[doc_id]
+        return Hit(
+            kind=e.kind,  # type: ignore[arg-type]
+            id=e.id,
+            score=round(score, 6),
+            description=describe_entity(e),
+            text=None if compact else render_entity(e, self.edges_out.get(e.id, []), self.mentions(e.id)),
+            explanation=explanation,
+        )
+
+    def documents(self) -> Iterable[FTDoc]:
+        for e in self.entities.values():
+            if not e.hidden:
+                yield entity_doc(e)
+        for m in self.memories.values():
+            yield memory_doc(m)
+
+
+def _memory_order(memory_id: str) -> int:
+    try:
+        return int(memory_id.split(":", 1)[1])
+    except (IndexError, ValueError):
+        return 0
+
+
+def visible_tags(tags: Iterable[str], entities: Mapping[str, Entity]) -> list[str]:
+    return [t for t in tags if t in entities and not entities[t].hidden]

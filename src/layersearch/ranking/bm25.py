@@ -1,0 +1,150 @@
+"""BM25Plus over token lists, sparse and vectorised.
+
+Scores are exactly those of ``rank_bm25.BM25Plus`` on the same tokens (a test
+checks it with ``allclose``): idf = ln((N+1)/df), every query term present in
+the corpus adds ``idf·δ`` to *every* document, and a matching document adds
+``idf·tf·(k1+1)/(k1·(1-b+b·dl/avgdl)+tf)`` on top. The constant part does not
+change the order, so only documents that match at least one query term are
+returned as hits; :meth:`BM25Plus.scores` still gives the full vector.
+
+:class:`EntityOverlapIndex` is channel 1: documents are entity-tag lists of
+canonical dotted ids; a tag also speaks, more softly, for its ancestors.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+__all__ = ["BM25Plus", "EntityOverlapIndex", "ancestors", "ANCESTOR_WEIGHT"]
+
+#: How much a tag counts for its ancestors (a note on shop.orders.total, asked
+#: about shop.orders): half of an exact match. See docs/decisions.md.
+ANCESTOR_WEIGHT = 0.5
+
+
+class BM25Plus:
+    def __init__(
+        self,
+        corpus: Sequence[Sequence[str]],
+        k1: float = 1.5,
+        b: float = 0.75,
+        delta: float = 1.0,
+    ) -> None:
+        self.k1, self.b, self.delta = k1, b, delta
+        self.n_docs = len(corpus)
+        self.vocab: dict[str, int] = {}
+        rows: list[int] = []
+        cols: list[int] = []
+        tfs: list[float] = []
+        doc_len = np.zeros(self.n_docs, dtype=np.float64)
+        for i, doc in enumerate(corpus):
+            doc_len[i] = len(doc)
+            counts: dict[str, int] = {}
+            for tok in doc:
+                counts[tok] = counts.get(tok, 0) + 1
+            for tok, c in counts.items():
+                j = self.vocab.setdefault(tok, len(self.vocab))
+                rows.append(i)
+                cols.append(j)
+                tfs.append(c)
+        self.avgdl = float(doc_len.sum() / self.n_docs) if self.n_docs else 0.0
+        tf = np.asarray(tfs, dtype=np.float64)
+        col_idx = np.asarray(cols, dtype=np.int64)
+        row_idx = np.asarray(rows, dtype=np.int64)
+        df = np.bincount(col_idx, minlength=len(self.vocab)).astype(np.float64)
+        self.idf = np.log((self.n_docs + 1) / df) if len(df) else df
+        if self.n_docs and self.avgdl > 0:
+            norm = k1 * (1 - b + b * doc_len[row_idx] / self.avgdl)
+        else:
+            norm = np.full(len(tf), k1)
+        weight = self.idf[col_idx] * (tf * (k1 + 1)) / (norm + tf)
+        # Column-major postings (CSC by hand, to keep scipy off the import path):
+        # one query term = one contiguous slice of (doc, weight) pairs, docs ascending.
+        order = np.lexsort((row_idx, col_idx))
+        self._indices = row_idx[order]
+        self._data = weight[order]
+        self._indptr = np.zeros(len(self.vocab) + 1, dtype=np.int64)
+        np.cumsum(df.astype(np.int64), out=self._indptr[1:])
+
+    def _term_weights(self, query: Sequence[str]) -> dict[int, float]:
+        """Vocabulary column → multiplicity (a repeated query term counts twice, as in rank_bm25)."""
+        out: dict[int, float] = {}
+        for q in query:
+            j = self.vocab.get(q)
+            if j is not None:
+                out[j] = out.get(j, 0.0) + 1.0
+        return out
+
+    def scores(self, query: Sequence[str]) -> np.ndarray:
+        """Full score vector, identical to rank_bm25.BM25Plus.get_scores."""
+        out = np.zeros(self.n_docs, dtype=np.float64)
+        for j, mult in self._term_weights(query).items():
+            out += mult * self.idf[j] * self.delta
+            lo, hi = self._indptr[j], self._indptr[j + 1]
+            np.add.at(out, self._indices[lo:hi], mult * self._data[lo:hi])
+        return out
+
+    def matching(self, query: Sequence[str], weight: float = 1.0) -> dict[int, float]:
+        """Documents matching ≥ 1 term → their full BM25Plus score (times ``weight``)."""
+        terms = self._term_weights(query)
+        if not terms:
+            return {}
+        base = sum(m * self.idf[j] * self.delta for j, m in terms.items())
+        acc: dict[int, float] = {}
+        for j, mult in terms.items():
+            lo, hi = self._indptr[j], self._indptr[j + 1]
+            idx = self._indices[lo:hi]
+            vals = self._data[lo:hi] * mult
+            for d, v in zip(idx.tolist(), vals.tolist(), strict=True):
+                acc[d] = acc.get(d, base) + v
+        if weight != 1.0:
+            return {d: s * weight for d, s in acc.items()}
+        return acc
+
+
+def ancestors(entity_id: str) -> list[str]:
+    """``shop.orders.total`` → [``shop.orders``, ``shop``]; memories have none."""
+    if entity_id.startswith("memory:"):
+        return []
+    parts = entity_id.split(".")
+    return [".".join(parts[:i]) for i in range(len(parts) - 1, 0, -1)]
+
+
+class EntityOverlapIndex:
+    """Channel 1: BM25Plus between the query's entities and each document's tags.
+
+    The exact index scores a document on the tags it carries (plus its own id);
+    the ancestor index on the ancestors of those tags, weighted by
+    :data:`ANCESTOR_WEIGHT`. A document's score is the sum of both.
+    """
+
+    def __init__(self, docs: Sequence[tuple[str, Sequence[str]]]) -> None:
+        self.doc_ids = [d for d, _ in docs]
+        exact: list[list[str]] = []
+        up: list[list[str]] = []
+        for doc_id, tags in docs:
+            lowered = [t.lower() for t in tags]
+            exact.append([doc_id.lower(), *lowered])
+            anc: list[str] = []
+            for t in lowered:
+                anc.extend(ancestors(t))
+            up.append(anc)
+        self.exact = BM25Plus(exact)
+        self.up = BM25Plus(up) if any(up) else None
+
+    def __len__(self) -> int:
+        return len(self.doc_ids)
+
+    def search(self, entities: Sequence[str], k: int) -> list[tuple[str, float]]:
+        if not self.doc_ids or not entities:
+            return []
+        q = [e.lower() for e in entities]
+        scores = self.exact.matching(q)
+        if self.up is not None:
+            for d, s in self.up.matching(q, ANCESTOR_WEIGHT).items():
+                scores[d] = scores.get(d, 0.0) + s
+        ranked = sorted(scores.items(), key=lambda kv: (-kv[1], self.doc_ids[kv[0]]))
+        return [(self.doc_ids[d], float(s)) for d, s in ranked[:k] if math.isfinite(s)]

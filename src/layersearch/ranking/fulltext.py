@@ -1,0 +1,224 @@
+"""Channel 2: tantivy full text with per-field boosts.
+
+Documents and queries both go through :mod:`layersearch.ranking.analyzer`;
+tantivy only ever sees pre-analysed tokens (whitespace tokenizer) and queries
+built from term objects, so user text never reaches tantivy's query parser and
+no character can cause a parse error.
+
+The index is persistent in a directory and carries a marker file with the
+``stamp`` of the content it reflects; :meth:`FullTextIndex.open` reports it as
+stale when the stamp differs, so callers rebuild it. It is derived data.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import time
+from collections.abc import Collection, Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import tantivy
+
+from layersearch.errors import StoreError
+from layersearch.ranking.analyzer import analyze, analyze_query
+
+__all__ = ["FTDoc", "FullTextIndex"]
+
+log = logging.getLogger("layersearch.ranking.fulltext")
+
+MARKER = "layersearch-index.json"
+FORMAT = 1
+_WRITER_HEAP = 64_000_000
+
+
+@dataclass(slots=True)
+class FTDoc:
+    id: str
+    kind: str
+    #: values a search may be restricted to (e.g. datasources); exact match
+    scopes: Collection[str] = ()
+    #: field name → raw text (analysed here)
+    fields: Mapping[str, str | None] = field(default_factory=dict)
+
+
+class FullTextIndex:
+    """A tantivy index over :class:`FTDoc` with the given field boosts."""
+
+    def __init__(self, index: tantivy.Index, boosts: Mapping[str, float], path: Path | None):
+        self._index = index
+        self.boosts = dict(boosts)
+        self.path = path
+        self._schema = index.schema
+        self._searcher = index.searcher()
+
+    # -- construction -------------------------------------------------------------------------
+
+    @staticmethod
+    def _schema_for(boosts: Mapping[str, float]) -> tantivy.Schema:
+        sb = tantivy.SchemaBuilder()
+        sb.add_text_field("key", stored=True, tokenizer_name="raw", index_option="basic")
+        sb.add_text_field("kind", stored=False, tokenizer_name="raw", index_option="basic")
+        sb.add_text_field("scope", stored=False, tokenizer_name="raw", index_option="basic")
+        for name in sorted(boosts):
+            sb.add_text_field(name, stored=False, tokenizer_name="whitespace", index_option="freq")
+        return sb.build()
+
+    @classmethod
+    def create(
+        cls, boosts: Mapping[str, float], path: Path | None = None
+    ) -> FullTextIndex:
+        """A new, empty index (in memory when ``path`` is None; a fresh directory otherwise)."""
+        schema = cls._schema_for(boosts)
+        if path is None:
+            return cls(tantivy.Index(schema), boosts, None)
+        if path.exists():
+            shutil.rmtree(path)
+        path.mkdir(parents=True)
+        idx = tantivy.Index(schema, path=str(path))
+        return cls(idx, boosts, path)
+
+    @classmethod
+    def open(
+        cls, path: Path, boosts: Mapping[str, float], stamp: str
+    ) -> tuple[FullTextIndex | None, str | None]:
+        """Open an existing index; ``(None, reason)`` when missing, stale or unreadable."""
+        marker = path / MARKER
+        if not path.exists():
+            return None, "missing"
+        try:
+            meta = json.loads(marker.read_text())
+        except (OSError, ValueError):
+            return None, "corrupt (no readable marker)"
+        if meta.get("format") != FORMAT or meta.get("fields") != sorted(boosts):
+            return None, "built by another version"
+        if meta.get("stamp") != stamp:
+            return None, "stale"
+        try:
+            idx = tantivy.Index.open(str(path))
+            obj = cls(idx, boosts, path)
+            obj._searcher.num_docs  # noqa: B018 - touch the segments so corruption shows now
+        except (ValueError, OSError) as exc:
+            return None, f"corrupt ({exc})"
+        return obj, None
+
+    def _writer(self) -> tantivy.IndexWriter:
+        # Another process may hold tantivy's writer lock for a moment: retry, then fail clearly.
+        delay = 0.01
+        deadline = time.monotonic() + 15
+        while True:
+            try:
+                return self._index.writer(heap_size=_WRITER_HEAP, num_threads=1)
+            except ValueError as exc:
+                if "lock" not in str(exc).lower() or time.monotonic() > deadline:
+                    raise StoreError(f"full-text index is busy or unwritable: {exc}") from exc
+                time.sleep(delay)
+                delay = min(delay * 2, 0.5)
+
+    def _document(self, doc: FTDoc) -> tantivy.Document:
+        d = tantivy.Document()
+        d.add_text("key", doc.id)
+        d.add_text("kind", doc.kind)
+        for s in doc.scopes:
+            d.add_text("scope", s)
+        for name, text in doc.fields.items():
+            if name in self.boosts and text:
+                tokens = analyze(text)
+                if tokens:
+                    d.add_text(name, " ".join(tokens))
+        return d
+
+    def write(
+        self,
+        *,
+        add: Iterable[FTDoc] = (),
+        delete: Iterable[str] = (),
+        delete_all: bool = False,
+        stamp: str,
+    ) -> int:
+        """Apply deletions then additions in one commit, and record ``stamp``."""
+        w = self._writer()
+        n = 0
+        try:
+            if delete_all:
+                w.delete_all_documents()
+            for doc_id in delete:
+                w.delete_documents_by_term("key", doc_id)
+            for doc in add:
+                w.add_document(self._document(doc))
+                n += 1
+            w.commit()
+            w.wait_merging_threads()
+        except BaseException:
+            try:
+                w.rollback()
+            except Exception:  # noqa: BLE001 - the original error matters more
+                pass
+            raise
+        self._write_marker(stamp)
+        self.reload()
+        return n
+
+    def _write_marker(self, stamp: str) -> None:
+        if self.path is None:
+            return
+        tmp = self.path / (MARKER + ".tmp")
+        tmp.write_text(json.dumps({"format": FORMAT, "fields": sorted(self.boosts), "stamp": stamp}))
+        os.replace(tmp, self.path / MARKER)
+
+    def reload(self) -> None:
+        self._index.reload()
+        self._searcher = self._index.searcher()
+
+    # -- search -------------------------------------------------------------------------------
+
+    @property
+    def num_docs(self) -> int:
+        return int(self._searcher.num_docs)
+
+    def search(
+        self,
+        text: str,
+        k: int,
+        *,
+        scopes: Collection[str] | None = None,
+        ids: Collection[str] | None = None,
+        kinds: Collection[str] | None = None,
+        boosts: Mapping[str, float] | None = None,
+    ) -> list[tuple[str, float]]:
+        """Top ``k`` ids for ``text`` (any characters), restricted by scope / id / kind sets."""
+        tokens = analyze_query(text)
+        if not tokens or k < 1:
+            return []
+        weights = boosts or self.boosts
+        should = []
+        for name, boost in sorted(weights.items()):
+            if name not in self.boosts or boost <= 0:
+                continue
+            for tok in tokens:
+                q = tantivy.Query.term_query(self._schema, name, tok)
+                should.append((tantivy.Occur.Should, tantivy.Query.boost_query(q, boost)))
+        if not should:
+            return []
+        query = tantivy.Query.boolean_query(should)
+        filters = []
+        for fname, values in (("scope", scopes), ("key", ids), ("kind", kinds)):
+            if values is not None:
+                if not values:
+                    return []
+                term_set = tantivy.Query.term_set_query(self._schema, fname, sorted(values))
+                filters.append(
+                    (tantivy.Occur.Must, tantivy.Query.const_score_query(term_set, 0.0))
+                )
+        if filters:
+            query = tantivy.Query.boolean_query([(tantivy.Occur.Must, query), *filters])
+        searcher = self._searcher
+        # tantivy orders equal scores by doc address, which depends on segment layout: over-fetch
+        # a little and re-sort by (score, id) so ties at the cut are decided by id, not layout.
+        hits = searcher.search(query, k + max(10, k // 2)).hits
+        out = [(str(searcher.doc(addr)["key"][0]), float(score)) for score, addr in hits]
+        out.sort(key=lambda h: (-h[1], h[0]))
+        return out[:k]

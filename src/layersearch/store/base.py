@@ -1,0 +1,62 @@
+"""The one store interface every backend implements.
+
+The store is the source of truth; search indexes (tantivy, vectors in memory)
+are derived from it. Every write bumps a ``generation`` counter in the same
+transaction and mirrors it to a small file beside the store, so that readers
+(this process or another) can tell cheaply whether their snapshot is current.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Any
+
+from layersearch.semantic.model import Catalog, Datasource, EdgeRecord, Entity
+from layersearch.types import Memory
+
+__all__ = ["Store"]
+
+
+class Store(ABC):
+    #: where derived indexes live (a directory beside the store)
+    index_dir: Any
+    location: str
+
+    @abstractmethod
+    def generation(self) -> int:
+        """The store's write counter, read cheaply (a file) when possible."""
+
+    # -- semantic layer -----------------------------------------------------------------------
+
+    @abstractmethod
+    def replace_datasources(self, catalog: Catalog, names: list[str]) -> int:
+        """Replace everything of datasources ``names`` by what ``catalog`` holds; entity count."""
+
+    @abstractmethod
+    def load_entities(self) -> list[Entity]: ...
+
+    @abstractmethod
+    def load_edges(self) -> list[EdgeRecord]: ...
+
+    @abstractmethod
+    def load_datasources(self) -> list[Datasource]: ...
+
+    # -- memories -----------------------------------------------------------------------------
+
+    @abstractmethod
+    def add_memory(
+        self,
+        learning: str,
+        description: str | None,
+        entities: list[str],
+        query: dict[str, Any] | None,
+    ) -> Memory: ...
+
+    @abstractmethod
+    def load_memories(self) -> list[Memory]: ...
+
+    @abstractmethod
+    def delete_memory(self, memory_id: str) -> bool: ...
+
+    @abstractmethod
+    def close(self) -> None: ...

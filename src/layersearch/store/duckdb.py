@@ -1,0 +1,301 @@
+"""The embedded store: one DuckDB file.
+
+Connections are opened per operation and closed right after, so that a CLI
+and a running server can share one file: DuckDB lets only one process hold a
+file open for writing, and a reader that finds it locked retries with backoff
+instead of failing.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import numpy as np
+
+from layersearch.errors import ConfigError, NotFound, StoreError
+from layersearch.semantic.edges import catalog_edges
+from layersearch.semantic.model import Catalog, Datasource, EdgeRecord, Entity
+from layersearch.store import migrations
+from layersearch.store.base import Store
+from layersearch.types import Memory
+
+__all__ = ["DuckDBStore"]
+
+log = logging.getLogger("layersearch.store.duckdb")
+
+LOCK_TIMEOUT_S = float(os.environ.get("LAYERSEARCH_LOCK_TIMEOUT", "30"))
+
+
+def _is_lock_error(exc: Exception) -> bool:
+    text = str(exc).lower()
+    return "lock" in text or "conflicting" in text or "being used by another" in text
+
+
+def memory_number(memory_id: str) -> int:
+    """``memory:12`` → 12; anything else is a clear error."""
+    text = memory_id.strip()
+    if text.lower().startswith("memory:"):
+        text = text[7:]
+    if not text.isdigit() or len(text) > 18:
+        raise ConfigError(f"'{memory_id}' is not a memory id (expected memory:<number>, e.g. memory:3)")
+    return int(text)
+
+
+class DuckDBStore(Store):
+    def __init__(self, path: str | Path, *, create: bool = True) -> None:
+        self.path = Path(path)
+        self.location = str(self.path)
+        self.index_dir = self.path.with_name(self.path.name + ".index")
+        self._gen_file = self.path.with_name(self.path.name + ".gen")
+        if not self.path.exists():
+            if not create:
+                raise StoreError(
+                    f"no store at {self.path}: run `layersearch init` or `layersearch load PATH` first"
+                )
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._migrate()
+
+    # -- connections --------------------------------------------------------------------------
+
+    @contextmanager
+    def connect(self, *, write: bool) -> Iterator[duckdb.DuckDBPyConnection]:
+        """A short-lived connection; a write connection runs one transaction."""
+        delay = 0.005
+        deadline = time.monotonic() + LOCK_TIMEOUT_S
+        while True:
+            try:
+                con = duckdb.connect(str(self.path), read_only=not write)
+                break
+            except duckdb.Error as exc:
+                if not _is_lock_error(exc) or time.monotonic() > deadline:
+                    raise StoreError(f"cannot open store {self.path}: {exc}") from exc
+                time.sleep(delay)
+                delay = min(delay * 2, 0.25)
+        try:
+            if write:
+                con.begin()
+                try:
+                    yield con
+                    con.commit()
+                except BaseException:
+                    con.rollback()
+                    raise
+            else:
+                yield con
+        except duckdb.Error as exc:
+            raise StoreError(f"store {self.path}: {exc}") from exc
+        finally:
+            con.close()
+
+    def _migrate(self) -> None:
+        with self.connect(write=True) as con:
+            con.execute(
+                "CREATE TABLE IF NOT EXISTS schema_version (version INTEGER PRIMARY KEY, applied_at TIMESTAMPTZ)"
+            )
+            row = con.execute("SELECT max(version) FROM schema_version").fetchone()
+            current = int(row[0]) if row and row[0] is not None else 0
+            if current > migrations.LATEST:
+                raise StoreError(
+                    f"store {self.path} has schema version {current}, newer than this layersearch "
+                    f"({migrations.LATEST}): upgrade layersearch"
+                )
+            for version in range(current + 1, migrations.LATEST + 1):
+                for stmt in migrations.DUCKDB[version - 1]:
+                    con.execute(stmt)
+                con.execute(
+                    "INSERT INTO schema_version VALUES (?, ?)", [version, datetime.now(UTC)]
+                )
+            con.execute(
+                "INSERT INTO meta VALUES ('generation', '0') ON CONFLICT (key) DO NOTHING"
+            )
+            gen = self._read_generation(con)
+        self._write_gen_file(gen)
+
+    @staticmethod
+    def _read_generation(con: duckdb.DuckDBPyConnection) -> int:
+        row = con.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()
+        return int(row[0]) if row else 0
+
+    def _bump(self, con: duckdb.DuckDBPyConnection) -> int:
+        gen = self._read_generation(con) + 1
+        con.execute("UPDATE meta SET value = ? WHERE key = 'generation'", [str(gen)])
+        return gen
+
+    def _write_gen_file(self, gen: int) -> None:
+        tmp = self._gen_file.with_name(self._gen_file.name + f".{os.getpid()}.tmp")
+        try:
+            tmp.write_text(str(gen))
+            os.replace(tmp, self._gen_file)
+        except OSError as exc:
+            log.warning("could not write %s: %s", self._gen_file, exc)
+
+    def generation(self) -> int:
+        try:
+            return int(self._gen_file.read_text())
+        except (OSError, ValueError):
+            with self.connect(write=False) as con:
+                gen = self._read_generation(con)
+            self._write_gen_file(gen)
+            return gen
+
+    def stored_generation(self) -> int:
+        """The authoritative counter, from the database itself."""
+        with self.connect(write=False) as con:
+            return self._read_generation(con)
+
+    # -- semantic layer -----------------------------------------------------------------------
+
+    def replace_datasources(self, catalog: Catalog, names: list[str]) -> int:
+        ents = [e for e in catalog.entities() if e.datasource in names]
+        edges = [e for e in catalog_edges(catalog) if e.src.split(".", 1)[0] in names]
+        ds_rows = {d.name: d for d in catalog.datasources}
+
+        def col(values: list[Any]) -> np.ndarray:
+            return np.array(values, dtype=object)
+
+        ent_data = {
+            "id": col([e.id for e in ents]),
+            "kind": col([e.kind for e in ents]),
+            "name": col([e.name for e in ents]),
+            "datasource": col([e.datasource for e in ents]),
+            "model": col([e.model for e in ents]),
+            "label": col([e.label for e in ents]),
+            "description": col([e.description for e in ents]),
+            "data_type": col([e.data_type for e in ents]),
+            "formula": col([e.formula for e in ents]),
+            "hidden": np.array([e.hidden for e in ents], dtype=bool),
+            "primary_key": np.array([e.primary_key for e in ents], dtype=bool),
+            "sample_values": col([json.dumps(list(e.values)) if e.values else None for e in ents]),
+        }
+        edge_data = {
+            "src": col([e.src for e in edges]),
+            "dst": col([e.dst for e in edges]),
+            "type": col([e.type for e in edges]),
+            "datasource": col([e.src.split(".", 1)[0] for e in edges]),
+            "props": col([json.dumps(e.props, sort_keys=True) if e.props else None for e in edges]),
+        }
+        with self.connect(write=True) as con:
+            for name in names:
+                con.execute("DELETE FROM entities WHERE datasource = ?", [name])
+                con.execute("DELETE FROM edges WHERE datasource = ?", [name])
+                con.execute("DELETE FROM datasources WHERE name = ?", [name])
+                d = ds_rows.get(name)
+                con.execute(
+                    "INSERT INTO datasources VALUES (?, ?, ?, ?, ?)",
+                    [name, d and d.label, d and d.description, d and d.dialect, d and d.source],
+                )
+            con.register("ent_data", ent_data)
+            con.execute(
+                "INSERT INTO entities SELECT id, kind, name, datasource, model, label, description, "
+                "data_type, formula, hidden, primary_key, sample_values FROM ent_data"
+            )
+            con.register("edge_data", edge_data)
+            con.execute("INSERT INTO edges SELECT src, dst, type, datasource, props FROM edge_data")
+            gen = self._bump(con)
+        self._write_gen_file(gen)
+        return len(ents)
+
+    def load_entities(self) -> list[Entity]:
+        with self.connect(write=False) as con:
+            rows = con.execute(
+                "SELECT id, kind, name, datasource, model, label, description, data_type, formula, "
+                "hidden, primary_key, sample_values FROM entities ORDER BY id"
+            ).fetchall()
+        return [
+            Entity(
+                id=r[0], kind=r[1], name=r[2], datasource=r[3], model=r[4], label=r[5],
+                description=r[6], data_type=r[7], formula=r[8], hidden=r[9], primary_key=r[10],
+                values=tuple(json.loads(r[11])) if r[11] else (),
+            )
+            for r in rows
+        ]
+
+    def load_edges(self) -> list[EdgeRecord]:
+        with self.connect(write=False) as con:
+            rows = con.execute(
+                "SELECT src, dst, type, props FROM edges ORDER BY type, src, dst"
+            ).fetchall()
+        return [EdgeRecord(r[0], r[1], r[2], json.loads(r[3]) if r[3] else {}) for r in rows]
+
+    def load_datasources(self) -> list[Datasource]:
+        with self.connect(write=False) as con:
+            rows = con.execute(
+                "SELECT name, label, description, dialect, source FROM datasources ORDER BY name"
+            ).fetchall()
+        return [Datasource(name=r[0], label=r[1], description=r[2], dialect=r[3], source=r[4]) for r in rows]
+
+    # -- memories -----------------------------------------------------------------------------
+
+    def add_memory(
+        self,
+        learning: str,
+        description: str | None,
+        entities: list[str],
+        query: dict[str, Any] | None,
+    ) -> Memory:
+        created = datetime.now(UTC)
+        with self.connect(write=True) as con:
+            row = con.execute("SELECT nextval('memory_ids')").fetchone()
+            assert row is not None
+            number = int(row[0])
+            con.execute(
+                "INSERT INTO memories VALUES (?, ?, ?, ?, ?, ?)",
+                [
+                    number,
+                    learning,
+                    description,
+                    json.dumps(entities),
+                    json.dumps(query, sort_keys=True) if query is not None else None,
+                    created,
+                ],
+            )
+            gen = self._bump(con)
+        self._write_gen_file(gen)
+        return Memory(
+            id=f"memory:{number}",
+            learning=learning,
+            description=description,
+            entities=entities,
+            query=query,
+            created_at=created,
+        )
+
+    def load_memories(self) -> list[Memory]:
+        with self.connect(write=False) as con:
+            rows = con.execute(
+                "SELECT id, learning, description, entities, query, created_at FROM memories ORDER BY id"
+            ).fetchall()
+        return [
+            Memory(
+                id=f"memory:{r[0]}",
+                learning=r[1],
+                description=r[2],
+                entities=json.loads(r[3]),
+                query=json.loads(r[4]) if r[4] else None,
+                created_at=r[5],
+            )
+            for r in rows
+        ]
+
+    def delete_memory(self, memory_id: str) -> bool:
+        number = memory_number(memory_id)
+        with self.connect(write=True) as con:
+            found = con.execute("SELECT count(*) FROM memories WHERE id = ?", [number]).fetchone()
+            if not found or not found[0]:
+                raise NotFound(f"no memory {memory_id}: `layersearch memory list` shows the ids")
+            con.execute("DELETE FROM memories WHERE id = ?", [number])
+            gen = self._bump(con)
+        self._write_gen_file(gen)
+        return True
+
+    def close(self) -> None:
+        """Nothing is held open between operations."""

@@ -1,0 +1,31 @@
+"""Forward-only schema migrations, one list per backend, applied in order.
+
+``schema_version`` records each applied version; opening a store applies the
+missing ones in one transaction each. A store newer than this code is refused.
+"""
+
+from __future__ import annotations
+
+DUCKDB: list[list[str]] = [
+    # 1: semantic layer and memories
+    [
+        "CREATE TABLE IF NOT EXISTS meta (key VARCHAR PRIMARY KEY, value VARCHAR)",
+        """CREATE TABLE IF NOT EXISTS datasources (
+            name VARCHAR PRIMARY KEY, label VARCHAR, description VARCHAR,
+            dialect VARCHAR, source VARCHAR)""",
+        """CREATE TABLE IF NOT EXISTS entities (
+            id VARCHAR PRIMARY KEY, kind VARCHAR NOT NULL, name VARCHAR NOT NULL,
+            datasource VARCHAR NOT NULL, model VARCHAR, label VARCHAR, description VARCHAR,
+            data_type VARCHAR, formula VARCHAR, hidden BOOLEAN NOT NULL,
+            primary_key BOOLEAN NOT NULL, sample_values VARCHAR)""",
+        """CREATE TABLE IF NOT EXISTS edges (
+            src VARCHAR NOT NULL, dst VARCHAR NOT NULL, type VARCHAR NOT NULL,
+            datasource VARCHAR NOT NULL, props VARCHAR)""",
+        "CREATE SEQUENCE IF NOT EXISTS memory_ids START 1",
+        """CREATE TABLE IF NOT EXISTS memories (
+            id BIGINT PRIMARY KEY, learning VARCHAR NOT NULL, description VARCHAR,
+            entities VARCHAR NOT NULL, query VARCHAR, created_at TIMESTAMPTZ NOT NULL)""",
+    ],
+]
+
+LATEST = len(DUCKDB)

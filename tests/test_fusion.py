@@ -1,0 +1,65 @@
+import itertools
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from layersearch.ranking.fusion import RRF_K, rrf
+
+
+def test_rrf_arithmetic_pinned() -> None:
+    fused = rrf({"a": [("x", 9.0), ("y", 8.0)], "b": [("y", 3.0), ("z", 1.0)]})
+    assert RRF_K == 60
+    scores = {f.id: f.score for f in fused}
+    assert scores["y"] == 1 / 62 + 1 / 61
+    assert scores["x"] == 1 / 61
+    assert scores["z"] == 1 / 62
+    assert [f.id for f in fused] == ["y", "x", "z"]
+    y = fused[0]
+    assert y.channels == {"a": (2, 8.0, 1 / 62), "b": (1, 3.0, 1 / 61)}
+
+
+def test_ties_break_by_best_rank_then_id() -> None:
+    # b and a both 1/61 (rank 1 in one channel each): id decides; c has 1/62 + nothing
+    fused = rrf({"one": [("b", 1.0)], "two": [("a", 1.0)], "three": [("c", 1.0)]})
+    assert [f.id for f in fused] == ["a", "b", "c"]
+
+
+def test_duplicate_in_channel_keeps_best_rank() -> None:
+    fused = rrf({"a": [("x", 2.0), ("x", 1.0), ("y", 0.5)]})
+    assert [(f.id, f.channels["a"][0]) for f in fused] == [("x", 1), ("y", 2)]
+
+
+def test_weights() -> None:
+    fused = rrf({"a": [("x", 1.0)], "b": [("y", 1.0)]}, weights={"a": 0.5})
+    assert [f.id for f in fused] == ["y", "x"]
+    assert fused[1].score == 0.5 / 61
+
+
+ids = st.sampled_from([f"d{i}" for i in range(12)])
+channel = st.lists(ids, unique=True, max_size=10)
+
+
+@given(st.lists(channel, min_size=1, max_size=4))
+def test_invariant_under_channel_order(lists: list[list[str]]) -> None:
+    base = None
+    for perm in itertools.permutations(range(len(lists))):
+        rankings = {f"c{p}": [(d, 1.0) for d in lists[i]] for p, i in enumerate(perm)}
+        # channel names follow the permutation, so both the dict order and the names move
+        order = [(f.id, f.score) for f in rrf(rankings)]
+        if base is None:
+            base = order
+        assert [i for i, _ in order] == [i for i, _ in base]
+
+
+@given(st.lists(channel, min_size=1, max_size=4))
+def test_dominance(lists: list[list[str]]) -> None:
+    rankings = {f"c{i}": [(d, 1.0) for d in lst] for i, lst in enumerate(lists)}
+    fused = rrf(rankings)
+    pos = {f.id: i for i, f in enumerate(fused)}
+    docs = list(pos)
+    for a, b in itertools.permutations(docs, 2):
+        better_everywhere = all(
+            (a in lst and (b not in lst or lst.index(a) < lst.index(b))) for lst in lists
+        )
+        if better_everywhere:
+            assert pos[a] < pos[b]
