@@ -204,3 +204,45 @@ def test_joins_resolve(catalog: Catalog, entities: dict[str, Entity]) -> None:
     assert ("shop.customers", "finance.accounts") in cross
     # Hidden models stay out of the join graph: nothing should route through staging.
     assert all("raw_events_staging" not in s + d for s, d in seen)
+
+
+def doc_files(markdown: str) -> dict[str, str]:
+    """YAML blocks of a doc whose first line is ``# file: <path>``, by path."""
+    files: dict[str, str] = {}
+    for block in re.findall(r"```yaml\n(.*?)```", markdown, flags=re.S):
+        first, _, rest = block.partition("\n")
+        if first.startswith("# file: "):
+            files[first.removeprefix("# file: ").strip()] = rest
+    return files
+
+
+def test_yaml_format_doc_example_loads(tmp_path: Path) -> None:
+    doc = (MODELS_DIR.parent / "docs" / "yaml-format.md").read_text(encoding="utf-8")
+    files = doc_files(doc)
+    assert set(files) == {
+        "demo/datasource.yaml",
+        "demo/orders.yaml",
+        "demo/customers.yaml",
+        "memories.yaml",
+    }
+    for rel, text in files.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(text, encoding="utf-8")
+    catalog = load_native(tmp_path)
+    ents = {e.id: e for e in catalog.entities()}
+    leaves = [e for e in ents.values() if e.kind in ("column", "measure", "aggregation")]
+    # The numbers the doc states under the example.
+    assert [m.id for m in catalog.models] == ["demo.customers", "demo.orders"]
+    assert len(leaves) == 12
+    assert [e.id for e in leaves if e.hidden] == ["demo.orders._loaded_at"]
+    assert ents["demo.customers.country"].values == ("US", "DE", "NO")
+    joins = [e for e in catalog_edges(catalog) if e.type == "JOINS"]
+    assert {(e.src, e.dst, tuple(e.props["source_columns"])) for e in joins} == {
+        ("demo.orders", "demo.customers", ("customer_id",)),
+        ("demo.customers", "demo.orders", ("id",)),
+    }
+    assert len(catalog.memories) == 2
+    example = [m for m in catalog.memories if m.query]
+    assert len(example) == 1 and example[0].query is not None
+    for _, ident in query_references(example[0].query):
+        assert ident in ents
