@@ -15,7 +15,7 @@ import pytest
 
 from layersearch.semantic.edges import catalog_edges, formula_references
 from layersearch.semantic.importers.native import CARDINALITIES, load_native
-from layersearch.semantic.model import Catalog, Entity
+from layersearch.semantic.model import Aggregation, Catalog, Entity, Measure
 
 MODELS_DIR = Path(__file__).resolve().parents[1] / "models"
 
@@ -93,7 +93,8 @@ def test_every_leaf_is_documented(catalog: Catalog) -> None:
             # YAML 1.1 reads bare yes/no/on/off as booleans: values must stay strings.
             assert not {"True", "False"} & set(c.values), f"{m.id}.{c.name}"
         cols = {c.name for c in m.columns}
-        for leaf in [*m.measures, *m.aggregations]:
+        leaves: list[Measure | Aggregation] = [*m.measures, *m.aggregations]
+        for leaf in leaves:
             assert leaf.formula and leaf.description, f"{m.id}.{leaf.name}"
         for me in m.measures:
             assert me.formula is not None
@@ -246,3 +247,24 @@ def test_yaml_format_doc_example_loads(tmp_path: Path) -> None:
     assert len(example) == 1 and example[0].query is not None
     for _, ident in query_references(example[0].query):
         assert ident in ents
+
+
+def test_readme_counts_are_current(catalog: Catalog) -> None:
+    text = " ".join((MODELS_DIR / "README.md").read_text(encoding="utf-8").split())
+    m = re.search(
+        r"In all: (\d+) datasources, (\d+) models, (\d+) columns, (\d+) measures, "
+        r"(\d+) aggregations .*?, (\d+) joins and (\d+) memories, (\d+) of them example queries",
+        text,
+    )
+    assert m, "models/README.md lost its 'In all: …' summary line"
+    actual = (
+        len(catalog.datasources),
+        len(catalog.models),
+        sum(len(x.columns) for x in catalog.models),
+        sum(len(x.measures) for x in catalog.models),
+        sum(len(x.aggregations) for x in catalog.models),
+        sum(len(x.joins) for x in catalog.models),
+        len(catalog.memories),
+        sum(1 for x in catalog.memories if x.query),
+    )
+    assert tuple(int(g) for g in m.groups()) == actual
