@@ -40,9 +40,13 @@ class Ctx:
 
 
 def _console(stderr: bool = False) -> Any:
+    import shutil
+
     from rich.console import Console
 
-    return Console(stderr=stderr, soft_wrap=False, highlight=False)
+    # Pipes and CI have no terminal size: use a wide fallback rather than rich's 80 columns.
+    width = shutil.get_terminal_size(fallback=(160, 24)).columns
+    return Console(stderr=stderr, soft_wrap=False, highlight=False, width=width)
 
 
 def emit_json(obj: Any) -> None:

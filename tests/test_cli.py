@@ -1,0 +1,96 @@
+"""The CLI as a user runs it: real subprocesses, exit codes, JSON, one-line errors."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import MINI, ROOT
+
+
+def run(store: Path, *args: str, ok: bool = True) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(ROOT / "src")
+    env.pop("LAYERSEARCH_DEBUG", None)
+    proc = subprocess.run(
+        [sys.executable, "-m", "layersearch", "--store", str(store), *args],
+        capture_output=True, text=True, env=env, timeout=120,
+    )
+    if ok:
+        assert proc.returncode == 0, proc.stderr
+    return proc
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Path:
+    s = tmp_path / "s.duckdb"
+    run(s, "load", str(MINI))
+    return s
+
+
+def test_search_json_contract(store: Path) -> None:
+    out = json.loads(run(store, "search", "tax", "--json").stdout)
+    assert set(out) == {"results", "warnings"}
+    hit = out["results"][0]
+    assert {"kind", "id", "score", "description"} <= set(hit)
+    assert hit["id"] == "shop.orders.tax_paid"
+
+
+def test_readme_commands(store: Path) -> None:
+    assert "shop.stores" in run(store, "search", "monthly revenue by store").stdout
+    out = run(store, "search", "--entity", "orders.order_total", "--question", "tax", "--explain").stdout
+    assert "input #1" in out
+    added = run(store, "memory", "add", "Revenue excludes refunds; use net_revenue",
+                "--entity", "shop.orders.net_revenue").stdout
+    assert added.strip() == "saved memory:5 on shop.orders.net_revenue"
+    shown = run(store, "inspect", "shop.orders.net_revenue", "memory:5").stdout
+    assert "Net Revenue" in shown and "Revenue excludes refunds" in shown
+
+
+def test_full_and_filter_flags(store: Path) -> None:
+    out = run(store, "search", "order total", "--full", "-n", "2").stdout
+    assert "description:" in out
+    j = json.loads(run(store, "search", "order", "--query", '{"measures": ["total_revenue"]}', "--json").stdout)
+    assert "shop.orders.total_revenue" in [h["id"] for h in j["results"]]
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (("search", "x", "--max-results", "0"), "max_results must be between 1 and 100"),
+        (("search", "x", "--datasource", "nope"), "unknown datasource 'nope'"),
+        (("search", "--query", "{bad"), "--query is not valid JSON"),
+        (("memory", "show", "memory:99"), "no memory memory:99"),
+        (("memory", "forget", "banana"), "is not a memory id"),
+        (("inspect", "nothing.at.all"), "unknown entity"),
+        (("load", "/no/such/path"), "no such file or directory"),
+        (("search", "x", "--channels", "nope"), "valid channels"),
+    ],
+)
+def test_errors_are_one_line_and_nonzero(store: Path, args: tuple[str, ...], message: str) -> None:
+    proc = run(store, *args, ok=False)
+    assert proc.returncode == 2
+    assert proc.stderr.startswith("error: ") and message in proc.stderr
+    assert "Traceback" not in proc.stderr
+    j = run(store, *args, "--json", ok=False)
+    assert json.loads(j.stdout)["error"]["message"]
+
+
+def test_memory_list_and_forget_json(store: Path) -> None:
+    items = json.loads(run(store, "memory", "list", "--json").stdout)
+    assert [m["id"] for m in items] == ["memory:4", "memory:3", "memory:2", "memory:1"]
+    assert json.loads(run(store, "memory", "forget", "memory:2", "--json").stdout) == {"forgotten": "memory:2"}
+    assert len(json.loads(run(store, "memory", "list", "--json").stdout)) == 3
+
+
+def test_init_and_demo(tmp_path: Path) -> None:
+    out = json.loads(run(tmp_path / "x.duckdb", "init", "--json").stdout)
+    assert out["store"].endswith("x.duckdb")
+    demo = json.loads(run(tmp_path / "y.duckdb", "demo", "--json").stdout)
+    assert demo["loaded"]["entities"] >= 150
+    assert all(s["response"]["results"] for s in demo["searches"])
