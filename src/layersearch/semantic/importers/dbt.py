@@ -345,7 +345,10 @@ def _metric_formula(doc: dict[str, Any], where: str) -> str | None:
             _ref_name(conv.get("conversion_measure")),
         )
         formula = f"conversion({base}, {target})"
-    metric_filter = doc.get("filter")
-    if formula and isinstance(metric_filter, str) and metric_filter.strip():
-        formula += f" [filter: {' '.join(metric_filter.split())}]"
+    # dbt accepts one filter string or a list of them (all must hold).
+    raw_filter = doc.get("filter")
+    filters = raw_filter if isinstance(raw_filter, list) else [raw_filter]
+    text = " and ".join(" ".join(f.split()) for f in filters if isinstance(f, str) and f.strip())
+    if formula and text:
+        formula += f" [filter: {text}]"
     return formula
