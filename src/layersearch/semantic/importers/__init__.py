@@ -1,1 +1,123 @@
-"""layersearch.semantic.importers"""
+"""Semantic-layer importers: every format becomes one :class:`Catalog`.
+
+``load_catalog(path)`` detects the format (``detect_format``) unless told;
+see docs/importers.md for the mapping rules of each format.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from layersearch.errors import ConfigError, ModelLoadError
+from layersearch.semantic.importers.database import is_database_file, is_dsn, load_database
+from layersearch.semantic.importers.dbt import is_dbt, load_dbt
+from layersearch.semantic.importers.native import load_native, read_yaml, yaml_files
+from layersearch.semantic.importers.slayer import is_slayer_datasource, is_slayer_model, load_slayer
+from layersearch.semantic.importers.spider import is_spider, load_spider, read_json
+from layersearch.semantic.model import Catalog
+
+__all__ = ["FORMATS", "detect_format", "load_catalog"]
+
+FORMATS = ("native", "slayer", "dbt", "spider", "database")
+NATIVE_KEYS = ("datasource", "model", "memories")
+_FORCE_HINT = (
+    f"formats: {', '.join(FORMATS)}; force one with --format (load_catalog(path, fmt=...))"
+)
+
+
+def _yaml_kind(doc: Any) -> str | None:
+    """The format one parsed YAML document belongs to, or None."""
+    if is_dbt(doc):
+        return "dbt"
+    if is_slayer_model(doc):
+        return "slayer"
+    if isinstance(doc, dict) and any(k in doc for k in NATIVE_KEYS):
+        return "native"
+    return None
+
+
+def detect_format(path: str | Path) -> str:
+    """One of :data:`FORMATS`, from the path's shape and contents."""
+    if is_dsn(path):
+        return "database"
+    p = Path(path)
+    if not p.exists():
+        raise ModelLoadError(f"{p}: no such file or directory")
+    if is_database_file(p):
+        return "database"
+    if p.is_file() and p.suffix.lower() == ".json":
+        if is_spider(read_json(p)):
+            return "spider"
+        raise ModelLoadError(
+            f"{p}: JSON that is not a Spider tables.json (a list of objects with db_id and "
+            f"table_names); {_FORCE_HINT}"
+        )
+    files = yaml_files(p)
+    if not files:
+        raise ModelLoadError(f"{p}: no YAML files and not a database or Spider file; {_FORCE_HINT}")
+    kinds: Counter[str] = Counter()
+    examples: dict[str, Path] = {}
+    slayer_datasources = 0
+    for f in files:
+        doc = read_yaml(f)
+        kind = _yaml_kind(doc)
+        if kind is None:
+            slayer_datasources += is_slayer_datasource(doc)
+            continue
+        kinds[kind] += 1
+        examples.setdefault(kind, f)
+    if len(kinds) == 1:
+        return next(iter(kinds))
+    if not kinds:
+        extra = " (only SLayer-style datasource files)" if slayer_datasources else ""
+        raise ModelLoadError(f"{p}: no recognisable semantic-layer YAML{extra}; {_FORCE_HINT}")
+    found = ", ".join(f"{k} ({n} files, e.g. {examples[k]})" for k, n in sorted(kinds.items()))
+    raise ModelLoadError(f"{p}: YAML of several formats: {found}; {_FORCE_HINT}")
+
+
+def load_catalog(
+    path: str | Path,
+    fmt: str = "auto",
+    *,
+    sample_values: int = 0,
+    datasource: str | None = None,
+) -> Catalog:
+    """Load a semantic layer from ``path`` (a file, folder or PostgreSQL DSN).
+
+    ``datasource`` names the datasource for formats that do not name one
+    themselves (slayer, dbt, database) and overrides the name they would use;
+    ``sample_values`` reads up to that many distinct values per text column
+    (database only).
+    """
+    if fmt not in ("auto", *FORMATS):
+        raise ConfigError(f"unknown format '{fmt}'; use auto or one of {', '.join(FORMATS)}")
+    if sample_values < 0:
+        raise ConfigError("sample_values must be 0 or more")
+    kind = detect_format(path) if fmt == "auto" else fmt
+    if datasource is not None and kind in ("native", "spider"):
+        raise ConfigError(
+            f"--datasource does not apply to the {kind} format: its files name their datasources"
+        )
+    catalog: Catalog
+    if kind == "database":
+        catalog = load_database(path, sample_values=sample_values, datasource=datasource)
+    else:
+        if is_dsn(path):
+            raise ConfigError(
+                f"a PostgreSQL DSN can only be read with --format database, not {kind}"
+            )
+        if kind == "native":
+            catalog = load_native(path)
+        elif kind == "slayer":
+            catalog = load_slayer(path, datasource=datasource)
+        elif kind == "dbt":
+            catalog = load_dbt(path, datasource=datasource)
+        else:
+            catalog = load_spider(path)
+        if sample_values:
+            catalog.skipped.append(
+                f"sample_values={sample_values} ignored: values are sampled only from databases"
+            )
+    return catalog

@@ -192,7 +192,9 @@ def parse_model(raw: Any, where: str, datasource: str | None) -> Model:
                 f"{w}: cardinality '{card}' is not one of {', '.join(CARDINALITIES)}"
             )
         model.joins.append(
-            Join(target=target, on=pairs, cardinality=card, join_type=_str(j.get("type"), w, "type"))
+            Join(
+                target=target, on=pairs, cardinality=card, join_type=_str(j.get("type"), w, "type")
+            )
         )
     return model
 
@@ -234,7 +236,9 @@ def load_native(path: str | Path) -> Catalog:
             catalog.skipped.append(f"{f}: empty file")
             continue
         if not isinstance(raw, dict):
-            raise ModelLoadError(f"{f}: top level must be a mapping with 'datasource', 'model' or 'memories'")
+            raise ModelLoadError(
+                f"{f}: top level must be a mapping with 'datasource', 'model' or 'memories'"
+            )
         docs.append((f, raw))
         if "datasource" in raw and isinstance(raw["datasource"], dict):
             folder_ds[f.parent] = (
