@@ -1,0 +1,35 @@
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+FIXTURES = REPO / "fixtures" / "conversations"
+
+
+def shared_data() -> Path:
+    env = os.environ.get("LAYERSEARCH_SHARED_DATA")
+    return Path(env) if env else (REPO / ".." / "shared" / "data").resolve()
+
+
+@pytest.fixture
+def fixtures() -> Path:
+    return FIXTURES
+
+
+@pytest.fixture
+def chat_exports() -> Path:
+    folder = shared_data() / "chat-exports"
+    if not folder.is_dir():
+        pytest.skip(f"shared chat export samples not found at {folder}")
+    return folder
+
+
+@pytest.fixture
+def locomo_dir() -> Path:
+    folder = shared_data() / "locomo"
+    if not folder.is_dir():
+        pytest.skip(f"shared LoCoMo data not found at {folder}")
+    return folder
