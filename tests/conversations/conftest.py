@@ -10,8 +10,13 @@ FIXTURES = REPO / "fixtures" / "conversations"
 
 
 def shared_data() -> Path:
+    """LAYERSEARCH_SHARED_DATA, else ``shared/data`` beside the checkout (or beside the
+    folder of worktrees that holds it)."""
     env = os.environ.get("LAYERSEARCH_SHARED_DATA")
-    return Path(env) if env else (REPO / ".." / "shared" / "data").resolve()
+    if env:
+        return Path(env)
+    candidates = [REPO.parent / "shared" / "data", REPO.parent.parent / "shared" / "data"]
+    return next((c for c in candidates if c.is_dir()), candidates[0])
 
 
 @pytest.fixture
