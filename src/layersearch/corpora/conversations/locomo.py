@@ -261,6 +261,10 @@ def read_locomo_questions(path: str | Path) -> LocomoQuestions:
                 if not isinstance(item, dict) or not isinstance(item.get("question"), str):
                     problems.append(f"{qwhere}: not a QA item with a question; skipped")
                     continue
+                category = item.get("category", 0)
+                if not isinstance(category, int) or isinstance(category, bool):
+                    problems.append(f"{qwhere}: category {category!r} is not an integer; skipped")
+                    continue
                 evidence = _evidence(item.get("evidence") or [], known, qwhere, problems)
                 if not evidence:
                     skipped += 1
@@ -271,7 +275,7 @@ def read_locomo_questions(path: str | Path) -> LocomoQuestions:
                         question=item["question"].strip(),
                         answer=_str(item.get("answer")),
                         evidence=evidence,
-                        category=int(item.get("category", 0)),
+                        category=category,
                         adversarial_answer=_str(item.get("adversarial_answer")),
                     )
                 )
