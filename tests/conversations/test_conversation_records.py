@@ -111,3 +111,31 @@ def test_assemble_drops_empty_messages_and_numbers_the_rest() -> None:
 def test_message_ids_are_unique_within_a_conversation(contents: list[str]) -> None:
     ids = [message_id("c", i, text) for i, text in enumerate(contents)]
     assert len(set(ids)) == len(ids)
+
+
+def test_public_names_and_light_imports() -> None:
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    import layersearch.corpora.conversations as pkg
+
+    assert sorted(pkg.__all__) == sorted(
+        [
+            "FORMATS", "Conversation", "ImportResult", "LocomoQuestion", "LocomoQuestions",
+            "Message", "Summary", "clean_user_text", "detect_format", "has_question",
+            "import_conversations", "import_locomo", "import_summaries", "locomo_questions",
+            "read_locomo_questions",
+        ]
+    )  # fmt: skip
+    src = Path(__file__).resolve().parents[2] / "src"
+    code = (
+        "import sys; import layersearch.corpora.conversations\n"
+        "heavy = [m for m in ('duckdb', 'torch', 'mcp', 'litellm', 'tantivy') if m in sys.modules]\n"
+        "print(heavy)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True,
+        env={"PYTHONPATH": str(src)},
+    )  # fmt: skip
+    assert done.stdout.strip() == "[]"

@@ -11,6 +11,7 @@ from .locomo import (
     read_locomo_questions,
 )
 from .records import Conversation, ImportResult, Message, has_question
+from .summaries import Summary, import_summaries
 
 __all__ = [
     "FORMATS",
@@ -19,11 +20,13 @@ __all__ = [
     "LocomoQuestion",
     "LocomoQuestions",
     "Message",
+    "Summary",
     "clean_user_text",
     "detect_format",
     "has_question",
     "import_conversations",
     "import_locomo",
+    "import_summaries",
     "locomo_questions",
     "read_locomo_questions",
 ]
