@@ -419,16 +419,9 @@ def _EMPTY_FT() -> FullTextIndex:
 def _load_catalog(
     path: str | os.PathLike[str], fmt: str, *, datasource: str | None, sample_values: int
 ) -> Catalog:
-    from layersearch.semantic import importers
+    from layersearch.semantic.importers import load_catalog
 
-    loader = getattr(importers, "load_catalog", None)
-    if loader is not None:
-        return loader(path, fmt, datasource=datasource, sample_values=sample_values)  # type: ignore[no-any-return]
-    if fmt not in ("auto", "native"):
-        raise ConfigError(f"format '{fmt}' is not available in this build")
-    from layersearch.semantic.importers.native import load_native
-
-    return load_native(path)
+    return load_catalog(path, fmt, datasource=datasource, sample_values=sample_values)
 
 
 def _pydantic_message(exc: Exception) -> str:
