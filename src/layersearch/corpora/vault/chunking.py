@@ -43,6 +43,7 @@ _HTML_COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
 _RULE = re.compile(r"^ {0,3}([-*_])(?:[ \t]*\1){2,}[ \t]*$")
 _EMPTY_ITEM = re.compile(r"^\s*(?:[-*+]|\d+[.)])?\s*(?:\[[ xX]?\])?\s*$")
 _EMPTY_FIELD = re.compile(r"^\s*(?:[-*+]\s+)?[\w][\w -]{0,40}::\s*$")
+_EMPTY_LABEL = re.compile(r"^\s*(?:[-*+]\s+)?[\w][\w -]{0,40}::?\s*$")
 _LINK_LABEL = re.compile(
     r"^\s*(?:[-*+]\s+)?(?:related|see also|links?|up|parent|backlinks?)\s*::?", re.IGNORECASE
 )
@@ -65,7 +66,15 @@ class Chunk:
 
 
 def _strip_blocks(body: str) -> str:
-    body = _TEMPLATER.sub("", body)
+    lines = []
+    for line in body.split("\n"):
+        if "<%" in line and "%>" in line:
+            line = _TEMPLATER.sub("", line)
+            # "Date: <% tp.date.now() %>" leaves a label with nothing to say.
+            if not line.strip() or _EMPTY_LABEL.match(line):
+                continue
+        lines.append(line)
+    body = _TEMPLATER.sub("", "\n".join(lines))
     body = _OBSIDIAN_COMMENT.sub("", body)
     return _HTML_COMMENT.sub("", body)
 

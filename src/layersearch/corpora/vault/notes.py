@@ -128,7 +128,9 @@ def _check_root(root: Path) -> Path:
         raise NotFound(f"vault folder {str(root)!r} does not exist")
     if not root.is_dir():
         raise ConfigError(f"vault {str(root)!r} is not a folder")
-    return root
+    # Absolute, so that paths handed out (scan_vault, resolve_slug) are never
+    # taken as relative to the root a second time.
+    return root.absolute()
 
 
 def slug_for(rel_path: str) -> str:
