@@ -465,6 +465,15 @@ def _split_tags(value: Any, problems: list[str]) -> list[str]:
     return []
 
 
+def _commented_tags(fm_text: str, problems: list[str]) -> list[str]:
+    """``tags: #a #b`` unquoted is a YAML comment; the writer meant tags."""
+    m = re.search(r"^tags?[ \t]*:[ \t]+(#.*)$", fm_text, re.MULTILINE | re.IGNORECASE)
+    if not m:
+        return []
+    problems.append("unquoted `tags: #…` is a YAML comment; read as tags (quote the value)")
+    return _split_tags(m.group(1), problems)
+
+
 def _strip_code(body: str) -> str:
     """The body without fenced code blocks (where '#' is not a tag or heading)."""
     out = []
@@ -577,6 +586,8 @@ def parse_note(root: Path, path: Path, *, config: VaultConfig | None = None) -> 
 
     tag_field = _lookup(fm, TAG_KEYS)
     tags = _split_tags(tag_field[1], problems) if tag_field else []
+    if tag_field is None and fm_text is not None:
+        tags += _commented_tags(fm_text, problems)
     tags += _inline_tags(body)
 
     note_type = _one_value(fm, TYPE_KEYS[:1], problems)
