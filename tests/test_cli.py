@@ -9,7 +9,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from tests.conftest import MINI, ROOT
 
 
@@ -19,7 +18,10 @@ def run(store: Path, *args: str, ok: bool = True) -> subprocess.CompletedProcess
     env.pop("LAYERSEARCH_DEBUG", None)
     proc = subprocess.run(
         [sys.executable, "-m", "layersearch", "--store", str(store), *args],
-        capture_output=True, text=True, env=env, timeout=120,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
     )
     if ok:
         assert proc.returncode == 0, proc.stderr
@@ -43,10 +45,18 @@ def test_search_json_contract(store: Path) -> None:
 
 def test_readme_commands(store: Path) -> None:
     assert "shop.stores" in run(store, "search", "monthly revenue by store").stdout
-    out = run(store, "search", "--entity", "orders.order_total", "--question", "tax", "--explain").stdout
+    out = run(
+        store, "search", "--entity", "orders.order_total", "--question", "tax", "--explain"
+    ).stdout
     assert "input #1" in out
-    added = run(store, "memory", "add", "Revenue excludes refunds; use net_revenue",
-                "--entity", "shop.orders.net_revenue").stdout
+    added = run(
+        store,
+        "memory",
+        "add",
+        "Revenue excludes refunds; use net_revenue",
+        "--entity",
+        "shop.orders.net_revenue",
+    ).stdout
     assert added.strip() == "saved memory:5 on shop.orders.net_revenue"
     shown = run(store, "inspect", "shop.orders.net_revenue", "memory:5").stdout
     assert "Net Revenue" in shown and "Revenue excludes refunds" in shown
@@ -55,7 +65,9 @@ def test_readme_commands(store: Path) -> None:
 def test_full_and_filter_flags(store: Path) -> None:
     out = run(store, "search", "order total", "--full", "-n", "2").stdout
     assert "description:" in out
-    j = json.loads(run(store, "search", "order", "--query", '{"measures": ["total_revenue"]}', "--json").stdout)
+    j = json.loads(
+        run(store, "search", "order", "--query", '{"measures": ["total_revenue"]}', "--json").stdout
+    )
     assert "shop.orders.total_revenue" in [h["id"] for h in j["results"]]
 
 
@@ -84,7 +96,9 @@ def test_errors_are_one_line_and_nonzero(store: Path, args: tuple[str, ...], mes
 def test_memory_list_and_forget_json(store: Path) -> None:
     items = json.loads(run(store, "memory", "list", "--json").stdout)
     assert [m["id"] for m in items] == ["memory:4", "memory:3", "memory:2", "memory:1"]
-    assert json.loads(run(store, "memory", "forget", "memory:2", "--json").stdout) == {"forgotten": "memory:2"}
+    assert json.loads(run(store, "memory", "forget", "memory:2", "--json").stdout) == {
+        "forgotten": "memory:2"
+    }
     assert len(json.loads(run(store, "memory", "list", "--json").stdout)) == 3
 
 

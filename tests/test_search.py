@@ -8,9 +8,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from tests.conftest import MINI, MODELS
 
 from layersearch import ConfigError, Layersearch, LimitExceeded, SearchRequest
-from tests.conftest import MINI, MODELS
 
 HOSTILE = [
     '"',
@@ -18,7 +18,7 @@ HOSTILE = [
     "it's the customer's \"total\"",
     "a/b-c:d (e) * f",
     "revenue:sum AND NOT tax~2 ^3 [x TO y] {z}",
-    "title:\"unclosed",
+    'title:"unclosed',
     "\\",
     "🎉 revenue 🎉",
     "ümlaut café naïve",
@@ -58,8 +58,15 @@ def test_ancestor_tags_speak_for_the_model(mini: Layersearch) -> None:
 
 @pytest.mark.parametrize(
     "ref",
-    ["shop.orders.order_total", "orders.order_total", "order_total", "ORDERS.Order_Total",
-     "sum(order_total)", "order_total:sum", "SUM( order_total )"],
+    [
+        "shop.orders.order_total",
+        "orders.order_total",
+        "order_total",
+        "ORDERS.Order_Total",
+        "sum(order_total)",
+        "order_total:sum",
+        "SUM( order_total )",
+    ],
 )
 def test_resolution_forms(mini: Layersearch, ref: str) -> None:
     resp = mini.search(entities=[ref])
@@ -86,8 +93,12 @@ def test_datasource_disambiguates(mini: Layersearch) -> None:
 
 def test_query_dict_contributes_entities(mini: Layersearch) -> None:
     resp = mini.search(
-        query={"measures": ["total_revenue"], "dimensions": ["stores.store_name"],
-               "filters": ["orders.status != 'returned'"], "sql": "select nothing from here"},
+        query={
+            "measures": ["total_revenue"],
+            "dimensions": ["stores.store_name"],
+            "filters": ["orders.status != 'returned'"],
+            "sql": "select nothing from here",
+        },
     )
     got = set(ids(resp))
     assert {"shop.orders.total_revenue", "shop.stores.store_name", "shop.orders.status"} <= got
@@ -113,7 +124,9 @@ def test_datasource_scoping_is_by_segment(tmp_path: Path) -> None:
         ls.load(d)
     got = ids(ls.search(question="revenue", datasource="prod"))
     assert got and all(i == "prod" or i.startswith("prod.") for i in got)
-    with pytest.raises(ConfigError, match="unknown datasource 'pro'; known datasources: prod, prod_v2"):
+    with pytest.raises(
+        ConfigError, match="unknown datasource 'pro'; known datasources: prod, prod_v2"
+    ):
         ls.search(question="revenue", datasource="pro")
     ls.close()
 
@@ -187,7 +200,9 @@ def test_unknown_channel(mini: Layersearch) -> None:
 
 
 def test_channels_select(mini: Layersearch) -> None:
-    resp = mini.search(question="tax", entities=["shop.orders.tax_paid"], channels=["bm25"], explain=True)
+    resp = mini.search(
+        question="tax", entities=["shop.orders.tax_paid"], channels=["bm25"], explain=True
+    )
     used = {c.channel for h in resp.results for c in h.explanation or []}
     assert "fulltext" not in used and "bm25" in used
 
@@ -256,7 +271,9 @@ def test_determinism_across_processes(tmp_path: Path) -> None:
 
         env.update({k: v for k, v in os.environ.items() if k in ("PYTHONPATH", "HOME")})
         env["PYTHONPATH"] = str(Path(__file__).resolve().parents[1] / "src")
-        out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, check=True)
+        out = subprocess.run(
+            [sys.executable, "-c", script], capture_output=True, text=True, env=env, check=True
+        )
         outs.add(out.stdout)
     assert len(outs) == 1
     assert json.loads(outs.pop())["results"]
@@ -311,6 +328,8 @@ def test_bundled_sample_readme_examples(tmp_path: Path) -> None:
         assert ids(ls.search(question="monthly revenue by store"))
         r = ls.search(entities=["orders.order_total"], question="tax", explain=True)
         assert r.results[0].id == "shop.orders.order_total"
-        m = ls.save_memory("Revenue excludes refunds; use net_revenue", entities=["shop.orders.net_revenue"])
+        m = ls.save_memory(
+            "Revenue excludes refunds; use net_revenue", entities=["shop.orders.net_revenue"]
+        )
         got = ls.inspect(["shop.orders.net_revenue", m.id])
         assert got.entities[0].id == "shop.orders.net_revenue" and got.memories[0].id == m.id

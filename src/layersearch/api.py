@@ -252,7 +252,7 @@ class Layersearch:
 
     def filter_ids(self, cypher: str, params: dict[str, Any] | None = None) -> set[str]:
         """Ids a read-only openCypher filter returns (hidden entities never included)."""
-        from layersearch.graph.cypher import run_filter
+        from layersearch.graph.cypher import run_filter  # type: ignore[attr-defined]
 
         corpus = self.corpus()
         ids = run_filter(self.graph(), cypher, params or {})
@@ -292,7 +292,9 @@ class Layersearch:
                     continue
                 e = corpus.entities[found[0]]
             children = [
-                edge.dst for edge in corpus.edges_out.get(e.id, []) if edge.type == "CONTAINS"
+                edge.dst
+                for edge in corpus.edges_out.get(e.id, [])
+                if edge.type == "CONTAINS"
                 and edge.dst in corpus.entities
                 and not corpus.entities[edge.dst].hidden
             ]
@@ -301,7 +303,9 @@ class Layersearch:
                 for edge in corpus.edges_out.get(e.id, [])
                 if edge.type == "JOINS"
             ]
-            refs = [edge.dst for edge in corpus.edges_out.get(e.id, []) if edge.type == "REFERENCES"]
+            refs = [
+                edge.dst for edge in corpus.edges_out.get(e.id, []) if edge.type == "REFERENCES"
+            ]
             out.entities.append(
                 EntityInfo(
                     kind=e.kind,  # type: ignore[arg-type]
@@ -421,7 +425,7 @@ def _load_catalog(
 ) -> Catalog:
     from layersearch.semantic.importers import load_catalog
 
-    return load_catalog(path, fmt, datasource=datasource, sample_values=sample_values)
+    return load_catalog(Path(path), fmt, datasource=datasource, sample_values=sample_values)
 
 
 def _pydantic_message(exc: Exception) -> str:
@@ -433,4 +437,3 @@ def _pydantic_message(exc: Exception) -> str:
             parts.append(f"{loc}: {err.get('msg')}" if loc else str(err.get("msg")))
         return "invalid request: " + "; ".join(parts)
     return f"invalid request: {exc}"
-

@@ -173,13 +173,22 @@ def init(obj: Ctx, as_json: bool) -> None:
     type=click.Choice(["auto", "native", "slayer", "dbt", "spider", "database"]),
     help="Input format.",
 )
-@click.option("--datasource", default=None, help="Datasource name for formats that do not carry one.")
-@click.option("--sample-values", default=0, show_default=True, type=click.IntRange(0, 10_000),
-              help="Databases: sample up to N distinct values per text column.")
+@click.option(
+    "--datasource", default=None, help="Datasource name for formats that do not carry one."
+)
+@click.option(
+    "--sample-values",
+    default=0,
+    show_default=True,
+    type=click.IntRange(0, 10_000),
+    help="Databases: sample up to N distinct values per text column.",
+)
 @json_option
 @click.pass_obj
 @handle_errors
-def load(obj: Ctx, path: str, fmt: str, datasource: str | None, sample_values: int, as_json: bool) -> None:
+def load(
+    obj: Ctx, path: str, fmt: str, datasource: str | None, sample_values: int, as_json: bool
+) -> None:
     """Load or re-load a semantic layer (memories are kept)."""
     ls = obj.api()
     with _status(f"loading {path}", as_json):
@@ -218,11 +227,17 @@ class _status:
 
 @main.command()
 @click.argument("question", required=False)
-@click.option("--question", "-q", "question_opt", default=None, help="The question (same as the argument).")
+@click.option(
+    "--question", "-q", "question_opt", default=None, help="The question (same as the argument)."
+)
 @click.option("--entity", "-e", "entities", multiple=True, help="Entity name or id (repeatable).")
-@click.option("--query", "query_json", default=None, help="Example-query JSON whose entities count.")
+@click.option(
+    "--query", "query_json", default=None, help="Example-query JSON whose entities count."
+)
 @click.option("--datasource", "-d", default=None, help="Scope every channel to one datasource.")
-@click.option("--filter", "cypher", default=None, help="Read-only openCypher filter returning `id`.")
+@click.option(
+    "--filter", "cypher", default=None, help="Read-only openCypher filter returning `id`."
+)
 @click.option("--param", "params", multiple=True, help="Filter parameter name=value (repeatable).")
 @click.option("--max-results", "-n", default=10, show_default=True, type=int, help="How many hits.")
 @click.option("--channels", default=None, help="Comma-separated subset of bm25,fulltext,vector.")
@@ -254,7 +269,7 @@ def search(
     question = question if question is not None else question_opt
     query = _parse_json_arg(query_json, "--query")
     if query is not None and not isinstance(query, dict):
-        raise ConfigError("--query must be a JSON object, e.g. '{\"measures\": [\"total_revenue\"]}'")
+        raise ConfigError('--query must be a JSON object, e.g. \'{"measures": ["total_revenue"]}\'')
     req = SearchRequest(
         entities=list(entities) or None,
         query=query,
@@ -372,14 +387,20 @@ def memory() -> None:
 @click.pass_obj
 @handle_errors
 def memory_add(
-    obj: Ctx, learning: str, entities: tuple[str, ...], description: str | None,
-    query_json: str | None, as_json: bool,
+    obj: Ctx,
+    learning: str,
+    entities: tuple[str, ...],
+    description: str | None,
+    query_json: str | None,
+    as_json: bool,
 ) -> None:
     """Save a memory against entities."""
     query = _parse_json_arg(query_json, "--query")
     if query is not None and not isinstance(query, dict):
         raise ConfigError("--query must be a JSON object")
-    m = obj.api().save_memory(learning, description=description, entities=list(entities), query=query)
+    m = obj.api().save_memory(
+        learning, description=description, entities=list(entities), query=query
+    )
     if as_json:
         emit_json(m)
     else:
@@ -450,7 +471,12 @@ DEMO_SEARCHES: list[dict[str, Any]] = [
 
 
 @main.command()
-@click.option("--models", "models_path", default=None, help="Semantic layer to demo on (default: the bundled models/).")
+@click.option(
+    "--models",
+    "models_path",
+    default=None,
+    help="Semantic layer to demo on (default: the bundled models/).",
+)
 @json_option
 @handle_errors
 def demo(models_path: str | None, as_json: bool) -> None:
@@ -472,11 +498,18 @@ def demo(models_path: str | None, as_json: bool) -> None:
         for kwargs in DEMO_SEARCHES:
             req = SearchRequest(**kwargs)
             resp = ls.search(req)
-            out.append({"request": req.model_dump(exclude_none=True, exclude_defaults=True), "response": resp})
+            out.append(
+                {
+                    "request": req.model_dump(exclude_none=True, exclude_defaults=True),
+                    "response": resp,
+                }
+            )
             if not as_json:
-                args = " ".join(
-                    [f'"{req.question}"'] if req.question else []
-                ) + "".join(f" --entity {e}" for e in req.entities or []) + (" --explain" if req.explain else "")
+                args = (
+                    " ".join([f'"{req.question}"'] if req.question else [])
+                    + "".join(f" --entity {e}" for e in req.entities or [])
+                    + (" --explain" if req.explain else "")
+                )
                 click.echo(f"$ layersearch search {args.strip()}")
                 _print_hits(resp, full=False, explain=req.explain)
                 click.echo()

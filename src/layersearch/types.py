@@ -29,7 +29,9 @@ class Hit(BaseModel):
     id: str
     score: float = Field(description="fused Reciprocal Rank Fusion score (k=60)")
     description: str = Field("", description="one-line summary")
-    text: str | None = Field(None, description="the whole rendered entity or memory (compact=false)")
+    text: str | None = Field(
+        None, description="the whole rendered entity or memory (compact=false)"
+    )
     explanation: list[ChannelScore] | None = Field(
         None, description="which channels ranked this hit, at which rank and score (explain=true)"
     )
@@ -44,17 +46,20 @@ class SearchRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     entities: list[str] | None = Field(
-        None, description="entity names or ids: full id, model.leaf, bare name, sum(col), memory:<id>"
+        None,
+        description="entity names or ids: full id, model.leaf, bare name, sum(col), memory:<id>",
     )
     query: dict[str, Any] | None = Field(
-        None, description="an example-query shape (measures, dimensions, filters) whose entities count"
+        None,
+        description="an example-query shape (measures, dimensions, filters) whose entities count",
     )
     question: str | None = Field(None, description="free text, any characters")
     datasource: str | None = Field(None, description="scope every channel to this datasource")
     max_results: int = Field(10, description="how many hits (1..limit)")
     compact: bool = Field(True, description="one-line hits; false adds the full text")
     cypher_filter: str | None = Field(
-        None, description="read-only openCypher returning `id`: a hard allowlist applied before ranking"
+        None,
+        description="read-only openCypher returning `id`: a hard allowlist applied before ranking",
     )
     params: dict[str, Any] | None = Field(None, description="values for $name in cypher_filter")
     explain: bool = Field(False, description="attach each hit's per-channel ranks and scores")

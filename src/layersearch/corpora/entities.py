@@ -19,7 +19,7 @@ from layersearch.ranking.fulltext import FTDoc, FullTextIndex
 from layersearch.ranking.fusion import rrf
 from layersearch.semantic.canonical import Resolver, in_scope
 from layersearch.semantic.model import EdgeRecord, Entity
-from layersearch.types import CHANNELS, Hit, Memory, SearchRequest, SearchResponse
+from layersearch.types import CHANNELS, ChannelScore, Hit, Memory, SearchRequest, SearchResponse
 
 __all__ = [
     "ENTITY_BOOSTS",
@@ -103,9 +103,7 @@ def describe_entity(e: Entity) -> str:
     return _short(" ".join(parts))
 
 
-def render_entity(
-    e: Entity, edges_out: Sequence[EdgeRecord], memories: Sequence[str]
-) -> str:
+def render_entity(e: Entity, edges_out: Sequence[EdgeRecord], memories: Sequence[str]) -> str:
     lines = [f"{e.kind} {e.id}"]
     if e.label:
         lines.append(f"label: {e.label}")
@@ -124,7 +122,8 @@ def render_entity(
             on = ", ".join(
                 f"{a} = {b}"
                 for a, b in zip(
-                    edge.props.get("source_columns") or [], edge.props.get("target_columns") or [],
+                    edge.props.get("source_columns") or [],
+                    edge.props.get("target_columns") or [],
                     strict=False,
                 )
             )
@@ -314,10 +313,13 @@ class EntityCorpus:
                 + (f" in datasource '{ds}'" if ds else "")
                 + (" within the filter" if allow_set is not None else "")
             )
-        hits: list[Hit] = []
-        for f in fused:
-            hits.append(self.hit(f.id, f.score, compact=req.compact, explanation=explain(f) if req.explain else None))
-        return SearchResponse(results=hits, warnings=warnings)
+        results = [
+            self.hit(
+                f.id, f.score, compact=req.compact, explanation=explain(f) if req.explain else None
+            )
+            for f in fused
+        ]
+        return SearchResponse(results=results, warnings=warnings)
 
     @staticmethod
     @lru_cache(maxsize=1024)
@@ -326,7 +328,14 @@ class EntityCorpus:
 
         return bool(analyze_query(text))
 
-    def hit(self, doc_id: str, score: float, *, compact: bool, explanation: list | None = None) -> Hit:
+    def hit(
+        self,
+        doc_id: str,
+        score: float,
+        *,
+        compact: bool,
+        explanation: list[ChannelScore] | None = None,
+    ) -> Hit:
         m = self.memories.get(doc_id)
         if m is not None:
             return Hit(
@@ -343,7 +352,9 @@ class EntityCorpus:
             id=e.id,
             score=round(score, 6),
             description=describe_entity(e),
-            text=None if compact else render_entity(e, self.edges_out.get(e.id, []), self.mentions(e.id)),
+            text=None
+            if compact
+            else render_entity(e, self.edges_out.get(e.id, []), self.mentions(e.id)),
             explanation=explanation,
         )
 

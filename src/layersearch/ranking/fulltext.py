@@ -12,6 +12,7 @@ stale when the stamp differs, so callers rebuild it. It is derived data.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -68,9 +69,7 @@ class FullTextIndex:
         return sb.build()
 
     @classmethod
-    def create(
-        cls, boosts: Mapping[str, float], path: Path | None = None
-    ) -> FullTextIndex:
+    def create(cls, boosts: Mapping[str, float], path: Path | None = None) -> FullTextIndex:
         """A new, empty index (in memory when ``path`` is None; a fresh directory otherwise)."""
         schema = cls._schema_for(boosts)
         if path is None:
@@ -153,10 +152,8 @@ class FullTextIndex:
             w.commit()
             w.wait_merging_threads()
         except BaseException:
-            try:
+            with contextlib.suppress(Exception):  # the original error matters more
                 w.rollback()
-            except Exception:  # noqa: BLE001 - the original error matters more
-                pass
             raise
         self._write_marker(stamp)
         self.reload()
@@ -166,7 +163,9 @@ class FullTextIndex:
         if self.path is None:
             return
         tmp = self.path / (MARKER + ".tmp")
-        tmp.write_text(json.dumps({"format": FORMAT, "fields": sorted(self.boosts), "stamp": stamp}))
+        tmp.write_text(
+            json.dumps({"format": FORMAT, "fields": sorted(self.boosts), "stamp": stamp})
+        )
         os.replace(tmp, self.path / MARKER)
 
     def reload(self) -> None:
@@ -210,9 +209,7 @@ class FullTextIndex:
                 if not values:
                     return []
                 term_set = tantivy.Query.term_set_query(self._schema, fname, sorted(values))
-                filters.append(
-                    (tantivy.Occur.Must, tantivy.Query.const_score_query(term_set, 0.0))
-                )
+                filters.append((tantivy.Occur.Must, tantivy.Query.const_score_query(term_set, 0.0)))
         if filters:
             query = tantivy.Query.boolean_query([(tantivy.Occur.Must, query), *filters])
         searcher = self._searcher

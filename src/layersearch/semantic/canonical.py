@@ -105,7 +105,11 @@ class Resolver:
                 return cands, None
             if len(cands) > 1:
                 listed = ", ".join(cands[:MAX_CANDIDATES_SHOWN])
-                more = f" and {len(cands) - MAX_CANDIDATES_SHOWN} more" if len(cands) > MAX_CANDIDATES_SHOWN else ""
+                more = (
+                    f" and {len(cands) - MAX_CANDIDATES_SHOWN} more"
+                    if len(cands) > MAX_CANDIDATES_SHOWN
+                    else ""
+                )
                 return [], (
                     f"ambiguous entity '{shown}' dropped: it matches {listed}{more}; "
                     "pass a longer id (model.column or datasource.model.column) or a datasource"
@@ -186,4 +190,9 @@ def _query_strings(query: Mapping[str, Any]) -> list[tuple[str, bool]]:
 def _is_reference(text: str) -> bool:
     if not text or any(ch.isspace() for ch in text.strip()):
         return bool(_CALL.match(text))
-    return bool(_IDENT.fullmatch(text) or _SUFFIX_AGG.match(text) or _CALL.match(text) or _MEMORY.match(text))
+    return bool(
+        _IDENT.fullmatch(text)
+        or _SUFFIX_AGG.match(text)
+        or _CALL.match(text)
+        or _MEMORY.match(text)
+    )

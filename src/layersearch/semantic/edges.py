@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from layersearch.semantic.model import Catalog, EdgeRecord
+from layersearch.semantic.model import Aggregation, Catalog, EdgeRecord, Measure
 
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
 
@@ -36,7 +36,8 @@ def catalog_edges(catalog: Catalog) -> Iterator[EdgeRecord]:
             yield EdgeRecord(m.id, f"{m.id}.{me.name}", "CONTAINS")
         for a in m.aggregations:
             yield EdgeRecord(m.id, f"{m.id}.{a.name}", "CONTAINS")
-        for leaf in [*m.measures, *m.aggregations]:
+        leaves: list[Measure | Aggregation] = [*m.measures, *m.aggregations]
+        for leaf in leaves:
             if leaf.formula:
                 for col in formula_references(leaf.formula, cols):
                     yield EdgeRecord(f"{m.id}.{leaf.name}", f"{m.id}.{col}", "REFERENCES")

@@ -46,7 +46,9 @@ def memory_number(memory_id: str) -> int:
     if text.lower().startswith("memory:"):
         text = text[7:]
     if not text.isdigit() or len(text) > 18:
-        raise ConfigError(f"'{memory_id}' is not a memory id (expected memory:<number>, e.g. memory:3)")
+        raise ConfigError(
+            f"'{memory_id}' is not a memory id (expected memory:<number>, e.g. memory:3)"
+        )
     return int(text)
 
 
@@ -114,9 +116,7 @@ class DuckDBStore(Store):
                 con.execute(
                     "INSERT INTO schema_version VALUES (?, ?)", [version, datetime.now(UTC)]
                 )
-            con.execute(
-                "INSERT INTO meta VALUES ('generation', '0') ON CONFLICT (key) DO NOTHING"
-            )
+            con.execute("INSERT INTO meta VALUES ('generation', '0') ON CONFLICT (key) DO NOTHING")
             gen = self._read_generation(con)
         self._write_gen_file(gen)
 
@@ -212,8 +212,17 @@ class DuckDBStore(Store):
             ).fetchall()
         return [
             Entity(
-                id=r[0], kind=r[1], name=r[2], datasource=r[3], model=r[4], label=r[5],
-                description=r[6], data_type=r[7], formula=r[8], hidden=r[9], primary_key=r[10],
+                id=r[0],
+                kind=r[1],
+                name=r[2],
+                datasource=r[3],
+                model=r[4],
+                label=r[5],
+                description=r[6],
+                data_type=r[7],
+                formula=r[8],
+                hidden=r[9],
+                primary_key=r[10],
                 values=tuple(json.loads(r[11])) if r[11] else (),
             )
             for r in rows
@@ -231,7 +240,10 @@ class DuckDBStore(Store):
             rows = con.execute(
                 "SELECT name, label, description, dialect, source FROM datasources ORDER BY name"
             ).fetchall()
-        return [Datasource(name=r[0], label=r[1], description=r[2], dialect=r[3], source=r[4]) for r in rows]
+        return [
+            Datasource(name=r[0], label=r[1], description=r[2], dialect=r[3], source=r[4])
+            for r in rows
+        ]
 
     # -- memories -----------------------------------------------------------------------------
 

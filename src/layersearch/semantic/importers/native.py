@@ -179,7 +179,8 @@ def parse_model(raw: Any, where: str, datasource: str | None) -> Model:
         assert target is not None
         pairs: list[tuple[str, str]] = []
         # YAML 1.1 reads a bare `on:` key as the boolean true: accept both spellings.
-        on = j.get("on", j.get(True))
+        raw_on: dict[Any, Any] = j
+        on = raw_on.get("on", raw_on.get(True))
         if not on:
             raise ModelLoadError(f"{w}: a join needs 'on: [[this_column, target_column]]'")
         for p in _list(on, w, "on"):
@@ -300,4 +301,6 @@ def check_catalog(catalog: Catalog) -> None:
             for a, b in j.on:
                 if a not in own or b not in theirs:
                     missing = f"{m.id}.{a}" if a not in own else f"{target}.{b}"
-                    raise ModelLoadError(f"{m.source}: join to '{j.target}' uses unknown column {missing}")
+                    raise ModelLoadError(
+                        f"{m.source}: join to '{j.target}' uses unknown column {missing}"
+                    )

@@ -7,7 +7,6 @@ import re
 from pathlib import Path
 
 import pytest
-
 from tests.conftest import ROOT
 
 BLOCK = re.compile(r"```python\n(.*?)```", re.S)
@@ -20,7 +19,9 @@ CASES = [
 
 
 @pytest.mark.parametrize("path, index, code", CASES)
-def test_python_blocks_run(path: Path, index: int, code: str, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_python_blocks_run(
+    path: Path, index: int, code: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.chdir(ROOT)
     exec(compile(code, f"{path.name}#{index}", "exec"), {"__name__": "__docs__"})
     _ = os
