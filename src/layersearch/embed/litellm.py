@@ -129,7 +129,9 @@ class LiteLLMEmbedder:
         try:
             return self._call_with_retry(batch)
         except Exception as exc:
-            if _status(exc) not in _REJECT_STATUS:
+            # litellm raises UnsupportedParams (a 400) before sending anything;
+            # retrying documents one by one cannot help.
+            if _status(exc) not in _REJECT_STATUS or type(exc).__name__ == "UnsupportedParamsError":
                 raise self._wrap(exc) from exc
             if len(batch) == 1:
                 raise EmbeddingUnavailable(
@@ -148,8 +150,10 @@ class LiteLLMEmbedder:
             "model": self.model,
             "input": batch,
             "timeout": self.timeout,
-            # We retry ourselves, with backoff; the SDK's own retries would
-            # multiply with ours.
+            # We retry ourselves with a longer backoff. litellm maps 0 to its
+            # default for the openai route, so that SDK may still retry a few
+            # times quickly inside each of our tries (unless the server sends
+            # x-should-retry: false); other routes honour 0.
             "max_retries": 0,
         }
         if self.api_base:
@@ -190,6 +194,8 @@ class LiteLLMEmbedder:
                 f"{self.model} returned {matrix.shape[1]}-dimensional vectors, expected {self._dims}; "
                 "check the dimensions setting"
             )
+        # The first real answer tells the dimension; no probe needed later.
+        self._dims = int(matrix.shape[1])
         return l2_normalize(matrix)
 
     def _import(self) -> Any:
@@ -214,7 +220,9 @@ class LiteLLMEmbedder:
         status = _status(exc)
         name = type(exc).__name__
         where = f" at {self.api_base}" if self.api_base else ""
-        if status in (401, 403):
+        if name == "UnsupportedParamsError":
+            hint = "litellm does not send this setting to this model; remove dimensions from the config"
+        elif status in (401, 403):
             hint = (
                 "authentication failed: set api_key in the embedder config or the provider's "
                 "environment variable (e.g. OPENAI_API_KEY)"

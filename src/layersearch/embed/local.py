@@ -159,7 +159,11 @@ class LocalEmbedder:
                 f"could not load local embedding model {source!r}: {exc} "
                 "(give a model directory, or a hub name with network access)"
             ) from exc
-        dims = model.get_sentence_embedding_dimension()
+        # Renamed in sentence-transformers 5.x; the old name warns.
+        get_dims = getattr(model, "get_embedding_dimension", None) or (
+            model.get_sentence_embedding_dimension
+        )
+        dims = get_dims()
         if not isinstance(dims, int):
             dims = int(model.encode(["probe"], convert_to_numpy=True).shape[1])
         if self._dims is not None and dims != self._dims:

@@ -49,6 +49,7 @@ class EmbeddingServer:
 
     ``fail_429`` answers that many first embedding requests with HTTP 429.
     ``reject_inputs`` answers HTTP 400 to any request containing one of them.
+    ``max_batch`` answers HTTP 400 to requests with more inputs than that.
     ``api_key``, when set, must arrive as ``Authorization: Bearer <key>``.
     """
 
@@ -61,12 +62,14 @@ class EmbeddingServer:
         port: int = 0,
         fail_429: int = 0,
         reject_inputs: Collection[str] = (),
+        max_batch: int | None = None,
         api_key: str | None = None,
     ) -> None:
         self.embedder = embedder
         self.model_name = model_name
         self.fail_429 = fail_429
         self.reject_inputs = set(reject_inputs)
+        self.max_batch = max_batch
         self.api_key = api_key
         self.requests: list[RequestRecord] = []
         self._lock = threading.Lock()
@@ -120,6 +123,11 @@ class EmbeddingServer:
             if self.fail_429 > 0:
                 self.fail_429 -= 1
                 return 429, _error("rate limited, slow down", "rate_limit_exceeded")
+        if self.max_batch is not None and len(inputs) > self.max_batch:
+            return 400, _error(
+                f"batch of {len(inputs)} exceeds the limit of {self.max_batch}",
+                "invalid_request_error",
+            )
         bad = [text for text in inputs if text in self.reject_inputs]
         if bad:
             return 400, _error(f"input rejected: {bad[0][:40]!r}", "invalid_request_error")
@@ -188,6 +196,10 @@ def _handler_for(server: EmbeddingServer) -> type[BaseHTTPRequestHandler]:
             self.send_header("Content-Length", str(len(data)))
             if status == 429:
                 self.send_header("Retry-After", "0")
+                # The openai SDK under litellm obeys this header; without it the
+                # SDK's own retries would hide the 429s from the caller's
+                # backoff, which is what tests want to observe.
+                self.send_header("x-should-retry", "false")
             self.end_headers()
             self.wfile.write(data)
 

@@ -67,7 +67,10 @@ class VectorIndex:
 
     ``mode`` is ``"auto"`` (exact below ``exact_threshold``, HNSW above),
     ``"exact"`` or ``"ann"``. ``connectivity``, ``expansion_add`` and
-    ``expansion_search`` are the HNSW parameters (M, efConstruction, efSearch).
+    ``expansion_search`` are the HNSW parameters (M, efConstruction, efSearch);
+    ``ann_dtype`` is the precision the graph stores (``"i8"`` by default:
+    4x less memory and several times faster to build than ``"f32"``, with no
+    loss in reported scores since candidates are re-scored in float32).
     """
 
     def __init__(
@@ -80,6 +83,7 @@ class VectorIndex:
         connectivity: int = 16,
         expansion_add: int = 128,
         expansion_search: int = 128,
+        ann_dtype: Literal["i8", "f16", "f32"] = "i8",
     ) -> None:
         if mode not in ("auto", "exact", "ann"):
             raise ConfigError(f"vector index mode must be auto, exact or ann, not {mode!r}")
@@ -93,6 +97,7 @@ class VectorIndex:
         self.connectivity = connectivity
         self.expansion_add = expansion_add
         self.expansion_search = expansion_search
+        self.ann_dtype = ann_dtype
         self._dims = int(matrix.shape[1])
         self._buf = matrix  # rows [0, _n) are in use; may be a read-only memmap
         self._n = len(ids)
@@ -225,8 +230,9 @@ class VectorIndex:
         fetch = k if rows is None else math.ceil(k * _OVERSAMPLE * live / len(rows))
         if rows is not None and fetch > _MAX_FETCH:
             return self._search_exact(q, k, rows)
-        # Ask for more than k so ties at the boundary and dead keys are covered.
-        fetch = min(live, max(fetch, k + 16))
+        # Over-fetch so the float32 re-scoring can repair the order the
+        # quantised graph got slightly wrong, and ties at the boundary compete.
+        fetch = min(live, max(fetch, 2 * k, k + 32))
         keys = np.asarray(index.search(q, fetch).keys, dtype=np.int64)
         if rows is not None:
             keys = keys[np.isin(keys, rows)]
@@ -248,7 +254,7 @@ class VectorIndex:
         index = Index(
             ndim=self._dims,
             metric="ip",
-            dtype="f32",
+            dtype=self.ann_dtype,
             connectivity=self.connectivity,
             expansion_add=self.expansion_add,
             expansion_search=self.expansion_search,
