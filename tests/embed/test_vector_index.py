@@ -1,0 +1,241 @@
+"""VectorIndex: exact top-k against brute force, filters, ties, updates, ANN recall."""
+
+from __future__ import annotations
+
+import logging
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from layersearch.errors import ConfigError
+from layersearch.ranking import vector as vector_module
+from layersearch.ranking.vector import VectorIndex
+
+SRC = Path(__file__).resolve().parents[2] / "src"
+
+
+def _unit(rng: np.random.Generator, n: int, d: int) -> np.ndarray:
+    m = rng.standard_normal((n, d)).astype(np.float32)
+    return m / np.linalg.norm(m, axis=1, keepdims=True)
+
+
+def _clustered(rng: np.random.Generator, n: int, d: int) -> np.ndarray:
+    """Topics, subtopics of ~50 documents, documents: how embedded corpora look."""
+    topics = rng.standard_normal((100, d)).astype(np.float32)
+    subs = topics[rng.integers(0, 100, n // 50)]
+    subs += 0.6 * rng.standard_normal(subs.shape).astype(np.float32)
+    m = subs[rng.integers(0, len(subs), n)] + 0.45 * rng.standard_normal((n, d)).astype(np.float32)
+    return m / np.linalg.norm(m, axis=1, keepdims=True)
+
+
+def _brute(ids: list[str], matrix: np.ndarray, q: np.ndarray, k: int, allow=None):
+    scored = [
+        (float(s), i) for i, s in zip(ids, matrix @ q, strict=True) if allow is None or i in allow
+    ]
+    scored.sort(key=lambda t: (-t[0], t[1]))
+    return [i for _, i in scored[:k]]
+
+
+@pytest.fixture(scope="module")
+def data():
+    rng = np.random.default_rng(7)
+    matrix = _unit(rng, 3000, 32)
+    ids = [f"e{i:05d}" for i in range(len(matrix))]
+    return ids, matrix, _unit(rng, 20, 32)
+
+
+def test_exact_top_k_matches_brute_force(data):
+    ids, matrix, queries = data
+    index = VectorIndex(ids, matrix)
+    assert not index.uses_ann
+    for q in queries:
+        hits = index.search(q, 10)
+        assert [i for i, _ in hits] == _brute(ids, matrix, q, 10)
+        scores = [s for _, s in hits]
+        assert scores == sorted(scores, reverse=True)
+        assert scores[0] == pytest.approx(float(matrix[ids.index(hits[0][0])] @ q), abs=1e-5)
+    assert len(index.search(queries[0], 10_000)) == 3000
+    assert index.search(queries[0], 0) == []
+
+
+@pytest.mark.parametrize("fraction", [0.05, 0.6])  # gather path and mask path
+def test_allow_filter(data, fraction):
+    ids, matrix, queries = data
+    rng = np.random.default_rng(1)
+    allow = {i for i in ids if rng.random() < fraction} | {"not-indexed"}
+    index = VectorIndex(ids, matrix)
+    for q in queries[:5]:
+        hits = index.search(q, 10, allow=allow)
+        assert [i for i, _ in hits] == _brute(ids, matrix, q, 10, allow)
+    assert index.search(queries[0], 10, allow=set()) == []
+    assert index.search(queries[0], 10, allow=["nope"]) == []
+    assert [i for i, _ in index.search(queries[0], 10, allow=["e00003"])] == ["e00003"]
+
+
+def test_ties_are_broken_by_id():
+    v = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 0.0], [1.0, 0.0]], dtype=np.float32)
+    index = VectorIndex(["c", "z", "a", "b"], v)
+    q = np.array([1.0, 0.0], dtype=np.float32)
+    assert index.search(q, 2) == [("a", 1.0), ("b", 1.0)]
+    assert [i for i, _ in index.search(q, 4)] == ["a", "b", "c", "z"]
+    assert [i for i, _ in index.search(q, 2, allow={"c", "b", "z"})] == ["b", "c"]
+
+
+def test_add_replace_remove(data):
+    ids, matrix, queries = data
+    index = VectorIndex(ids[:100], matrix[:100])
+    index.add(ids[100:200], matrix[100:200])
+    assert len(index) == 200
+    q = queries[0]
+    assert [i for i, _ in index.search(q, 5)] == _brute(ids[:200], matrix[:200], q, 5)
+    # Replacing a vector moves the id to its new place.
+    index.add(["e00000"], q[None, :])
+    assert index.search(q, 1) == [("e00000", pytest.approx(1.0, abs=1e-5))]
+    assert len(index) == 200
+    assert index.remove(["e00000", "e00001", "unknown"]) == 2
+    assert "e00000" not in index and len(index) == 198
+    rest = [i for i in ids[2:200]]
+    assert [i for i, _ in index.search(q, 5)] == _brute(rest, matrix[2:200], q, 5)
+    assert index.ids == rest
+    assert np.array_equal(index.vector("e00002"), matrix[2])
+
+
+def test_compaction_keeps_results(data):
+    ids, matrix, queries = data
+    index = VectorIndex(ids, matrix)
+    removed = ids[:2500]
+    index.remove(removed)  # more dead than live: compacts
+    assert index._alive is None and index._n == 500
+    assert [i for i, _ in index.search(queries[1], 7)] == _brute(
+        ids[2500:], matrix[2500:], queries[1], 7
+    )
+    index.add(["new"], matrix[:1])
+    assert index.search(matrix[0], 1)[0][0] == "new"
+
+
+def test_memory_mapped_npy(tmp_path, data):
+    ids, matrix, queries = data
+    path = tmp_path / "vectors.npy"
+    np.save(path, matrix)
+    index = VectorIndex.from_npy(path, ids)
+    assert isinstance(index._buf, np.memmap)
+    assert [i for i, _ in index.search(queries[2], 5)] == _brute(ids, matrix, queries[2], 5)
+    index.add(["x"], queries[2][None, :])  # copies out of the read-only map
+    assert index.search(queries[2], 1)[0][0] == "x"
+    assert np.array_equal(np.load(path), matrix)  # the file was not touched
+    out = tmp_path / "saved.npy"
+    saved_ids = index.save_npy(out)
+    again = VectorIndex.from_npy(out, saved_ids)
+    assert again.search(queries[3], 5) == index.search(queries[3], 5)
+    with pytest.raises(ConfigError, match="cannot memory-map"):
+        VectorIndex.from_npy(tmp_path / "missing.npy", ids)
+
+
+def test_bad_input_is_a_config_error(data):
+    ids, matrix, _ = data
+    with pytest.raises(ConfigError, match="ids for"):
+        VectorIndex(ids[:3], matrix[:2])
+    with pytest.raises(ConfigError, match="duplicate id 'a'"):
+        VectorIndex(["a", "b", "a"], matrix[:3])
+    with pytest.raises(ConfigError, match="2-D"):
+        VectorIndex(["a"], matrix[0])
+    index = VectorIndex(ids[:10], matrix[:10])
+    with pytest.raises(ConfigError, match="expected \\(32,\\)"):
+        index.search(np.zeros(3, dtype=np.float32), 5)
+    with pytest.raises(ConfigError, match="NaN"):
+        index.search(np.full(32, np.nan, dtype=np.float32), 5)
+    with pytest.raises(ConfigError, match="dimensions"):
+        index.add(["x"], np.zeros((1, 4), dtype=np.float32))
+    with pytest.raises(ConfigError, match="mode"):
+        VectorIndex(ids[:10], matrix[:10], mode="fast")  # type: ignore[arg-type]
+
+
+@pytest.fixture(scope="module")
+def clustered():
+    rng = np.random.default_rng(11)
+    matrix = _clustered(rng, 20_100, 64)
+    # Queries come from the same distribution but are not themselves indexed.
+    matrix, queries = matrix[:20_000], matrix[20_000:]
+    ids = [f"v{i:06d}" for i in range(len(matrix))]
+    return ids, matrix, queries
+
+
+def test_ann_recall_against_exact(clustered):
+    pytest.importorskip("usearch", reason="needs the [ann] extra")
+    ids, matrix, queries = clustered
+    exact = VectorIndex(ids, matrix, mode="exact")
+    ann = VectorIndex(ids, matrix, mode="ann")
+    assert ann.uses_ann
+    found = total = 0
+    for q in queries:
+        truth = {i for i, _ in exact.search(q, 10)}
+        hits = ann.search(q, 10)
+        assert len(hits) == 10
+        found += len(truth & {i for i, _ in hits})
+        total += 10
+        # ANN candidates are re-scored exactly.
+        for i, s in hits:
+            assert s == pytest.approx(float(matrix[int(i[1:])] @ q), abs=1e-5)
+    print(f"recall@10 = {found / total:.3f}")
+    assert found / total >= 0.98
+
+
+def test_ann_allow_filter_and_updates(clustered):
+    pytest.importorskip("usearch", reason="needs the [ann] extra")
+    ids, matrix, queries = clustered
+    ann = VectorIndex(ids, matrix, mode="ann")
+    exact = VectorIndex(ids, matrix, mode="exact")
+    rare = set(ids[::997])  # too selective to over-fetch: exact on the subset
+    broad = set(ids[::2])  # over-fetch then filter
+    for q in queries[:10]:
+        assert ann.search(q, 5, allow=rare) == exact.search(q, 5, allow=rare)
+        got = [i for i, _ in ann.search(q, 10, allow=broad)]
+        assert len(got) == 10 and set(got) <= broad
+    q = queries[0]
+    top = ann.search(q, 1)[0][0]
+    ann.remove([top])
+    assert top not in [i for i, _ in ann.search(q, 10)]
+    ann.add(["fresh"], q[None, :])
+    assert ann.search(q, 1)[0][0] == "fresh"
+
+
+def test_without_usearch_search_stays_exact(monkeypatch, caplog, data):
+    ids, matrix, queries = data
+    monkeypatch.setattr(vector_module, "ann_available", lambda: False)
+    monkeypatch.setattr(vector_module, "_warned_no_usearch", False)
+    index = VectorIndex(ids, matrix, mode="ann")
+    with caplog.at_level(logging.WARNING, logger="layersearch.ranking.vector"):
+        hits = index.search(queries[0], 5)
+    assert [i for i, _ in hits] == _brute(ids, matrix, queries[0], 5)
+    assert "layersearch[ann]" in caplog.text
+    assert index._ann is None
+
+
+def test_auto_mode_switches_at_the_threshold(data):
+    pytest.importorskip("usearch", reason="needs the [ann] extra")
+    ids, matrix, _ = data
+    assert VectorIndex(ids, matrix, exact_threshold=len(ids)).uses_ann
+    assert not VectorIndex(ids, matrix, exact_threshold=len(ids) + 1).uses_ann
+
+
+def test_ranking_vector_is_pure():
+    code = (
+        "import sys\n"
+        "import layersearch.ranking.vector\n"
+        "print(sorted(m for m in ('usearch', 'torch', 'litellm', 'duckdb', 'mcp', 'layersearch.store',"
+        " 'layersearch.graph', 'layersearch.embed') if m in sys.modules))\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(SRC)}
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    )
+    assert out.stdout.strip() == "[]"
