@@ -19,13 +19,28 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from layersearch.corpora.dense import (
+    ENTITY_CORPUS,
+    DenseCorpus,
+    DenseDoc,
+    entity_text,
+    memory_text,
+)
 from layersearch.corpora.entities import ENTITY_BOOSTS, EntityCorpus, memory_doc
-from layersearch.errors import ConfigError, LimitExceeded, NotFound
+from layersearch.embed.base import Embedder
+from layersearch.errors import (
+    ConfigError,
+    EmbeddingUnavailable,
+    LayersearchError,
+    LimitExceeded,
+    NotFound,
+)
 from layersearch.ranking.fulltext import FullTextIndex
 from layersearch.semantic.model import Catalog, EdgeRecord
 from layersearch.store.base import Store
 from layersearch.store.duckdb import DuckDBStore, memory_number
 from layersearch.types import (
+    EmbedReport,
     EntityInfo,
     InspectResponse,
     LoadReport,
@@ -65,7 +80,14 @@ def open_store(location: str, *, create: bool = True) -> Store:
 class Layersearch:
     """Search over one store. Thread-safe; cheap to keep open for a server's lifetime."""
 
-    def __init__(self, store: str | os.PathLike[str] | Store | None = None, *, create: bool = True):
+    def __init__(
+        self,
+        store: str | os.PathLike[str] | Store | None = None,
+        *,
+        create: bool = True,
+        embedder: str | Embedder | None = None,
+        embedder_config: dict[str, Any] | None = None,
+    ):
         self._tmp: tempfile.TemporaryDirectory[str] | None = None
         if isinstance(store, Store):
             self.store = store
@@ -77,6 +99,15 @@ class Layersearch:
                 location = str(Path(self._tmp.name) / "store.duckdb")
             self.store = open_store(location, create=create)
         self._lock = threading.RLock()
+        if embedder is None:
+            embedder = os.environ.get("LAYERSEARCH_EMBEDDER") or None
+        if isinstance(embedder, str):
+            from layersearch.embed import make_embedder
+
+            # Building an embedder is cheap (models load on first use); a bad spec fails now.
+            embedder = make_embedder(embedder, config=embedder_config)
+        self.embedder: Embedder | None = embedder
+        self._dense: dict[str, DenseCorpus] = {}
         self._corpus: EntityCorpus | None = None
         self._gen = -1
         self._graph: Any = None
@@ -224,6 +255,8 @@ class Layersearch:
             raise ConfigError("pass either a SearchRequest or keyword arguments, not both")
         corpus = self.corpus()
         warnings = self._take_pending()
+        vector_warnings: list[str] = []
+        vector = self._vector_channel(corpus, request, vector_warnings)
         allow = None
         if request.cypher_filter is not None and request.cypher_filter.strip():
             corpus.check_request(request)
@@ -231,7 +264,59 @@ class Layersearch:
             if not allow:
                 warnings.append("the cypher filter matched no entities or memories: no results")
                 return SearchResponse(results=[], warnings=warnings)
-        return corpus.search(request, allow=allow, warnings=warnings)
+        resp = corpus.search(request, allow=allow, warnings=warnings, vector=vector)
+        resp.warnings.extend(vector_warnings)
+        return resp
+
+    # -- dense vectors ------------------------------------------------------------------------
+
+    def dense(self, corpus: str = ENTITY_CORPUS) -> DenseCorpus:
+        """The vectors of one corpus for the configured embedder."""
+        if self.embedder is None:
+            raise EmbeddingUnavailable(
+                "no embedder configured; pass --embedder local|fake|litellm:<model> "
+                "or set LAYERSEARCH_EMBEDDER"
+            )
+        with self._lock:
+            d = self._dense.get(corpus)
+            if d is None:
+                d = self._dense[corpus] = DenseCorpus(self.store, corpus, self.embedder)
+            return d
+
+    def _vector_channel(
+        self, corpus: EntityCorpus, request: SearchRequest, warnings: list[str]
+    ) -> Any:
+        wanted = request.channels is None or "vector" in request.channels
+        if not wanted or not (request.question and request.question.strip()):
+            return None
+        if self.embedder is None:
+            if request.channels is not None:
+                warnings.append(
+                    "embedding unavailable: no embedder configured; pass --embedder "
+                    "local|fake|litellm:<model> or set LAYERSEARCH_EMBEDDER"
+                )
+            return None
+
+        def run(question: str, k: int, ds: str | None, allow: Any) -> list[tuple[str, float]]:
+            try:
+                dense = self.dense(ENTITY_CORPUS)
+                scope = allow
+                if ds is not None:
+                    in_ds = corpus.scope_ids(ds)
+                    scope = in_ds if allow is None else in_ds & set(allow)
+                return dense.search(question, k, scope)
+            except LayersearchError as exc:
+                warnings.append(f"embedding unavailable: {exc}")
+                return []
+
+        return run
+
+    def embed(self, progress: Any = None) -> list[EmbedReport]:
+        """Compute the stored vectors of the semantic layer and memories (incremental, resumable)."""
+        corpus = self.corpus()
+        docs = [DenseDoc(e.id, entity_text(e)) for e in corpus.entities.values() if not e.hidden]
+        docs += [DenseDoc(m.id, memory_text(m)) for m in corpus.memories.values()]
+        return [self.dense(ENTITY_CORPUS).embed(docs, progress=progress)]
 
     def _take_pending(self) -> list[str]:
         with self._lock:
@@ -383,6 +468,11 @@ class Layersearch:
                 add_memory(self._graph, m)
 
         self._after_write(before, apply)
+        if self.embedder is not None:
+            try:
+                self.dense(ENTITY_CORPUS).add(DenseDoc(m.id, memory_text(m)))
+            except LayersearchError as exc:
+                log.warning("memory %s saved without a vector: %s", m.id, exc)
         return m
 
     def get_memory(self, memory_id: str) -> Memory:

@@ -120,3 +120,15 @@ class LoadReport(BaseModel):
     unresolved_tags: list[str] = Field(
         default_factory=list, description="memory tags that no longer resolve after this load"
     )
+
+
+class EmbedReport(BaseModel):
+    """What ``embed`` did for one corpus."""
+
+    corpus: str
+    model: str = Field(description="the embedding model, e.g. local/all-MiniLM-L6-v2 (384)")
+    documents: int
+    embedded: int
+    unchanged: int = Field(description="skipped: same text, same model, already stored")
+    pruned: int = Field(description="vectors of documents that no longer exist, deleted")
+    failed: list[str] = Field(default_factory=list)

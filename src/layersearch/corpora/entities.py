@@ -198,6 +198,12 @@ class EntityCorpus:
             self._mentions = index
         return self._mentions.get(entity_id, [])
 
+    def scope_ids(self, datasource: str) -> set[str]:
+        """Visible entity ids under a datasource, and the memories in its scope."""
+        out = {i for i, e in self.entities.items() if not e.hidden and in_scope(i, datasource)}
+        out.update(m.id for m in self.memories.values() if datasource in self.memory_scopes(m))
+        return out
+
     def memory_scopes(self, m: Memory) -> set[str]:
         return {t.split(".", 1)[0] for t in m.entities if not t.startswith("memory:")}
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from typing import Any
 
+import numpy as np
+
 from layersearch.semantic.model import Catalog, Datasource, EdgeRecord, Entity
 from layersearch.types import Memory
 
@@ -57,6 +59,35 @@ class Store(ABC):
 
     @abstractmethod
     def delete_memory(self, memory_id: str) -> bool: ...
+
+    # -- vectors ------------------------------------------------------------------------------
+
+    @abstractmethod
+    def vector_fingerprints(self, corpus: str) -> list[str]:
+        """Fingerprint keys that have vectors stored for ``corpus``."""
+
+    @abstractmethod
+    def vector_hashes(self, corpus: str, fingerprint: str) -> dict[str, str]:
+        """doc id → content hash of its stored vector, for one model."""
+
+    @abstractmethod
+    def load_vectors(self, corpus: str, fingerprint: str) -> tuple[list[str], np.ndarray]:
+        """Ids (sorted) and their float32 vectors, for one model."""
+
+    @abstractmethod
+    def upsert_vectors(
+        self,
+        corpus: str,
+        fingerprint: str,
+        ids: list[str],
+        hashes: list[str],
+        matrix: np.ndarray,
+    ) -> None:
+        """Insert or replace vectors; committed at once (an interrupted run keeps them)."""
+
+    @abstractmethod
+    def prune_vectors(self, corpus: str, live_ids: set[str]) -> int:
+        """Delete vectors (of any model) whose document no longer exists; how many."""
 
     @abstractmethod
     def close(self) -> None: ...

@@ -309,5 +309,84 @@ class DuckDBStore(Store):
         self._write_gen_file(gen)
         return True
 
+    # -- vectors --------------------------------------------------------------------------------
+
+    def vector_fingerprints(self, corpus: str) -> list[str]:
+        with self.connect(write=False) as con:
+            rows = con.execute(
+                "SELECT DISTINCT fingerprint FROM vectors WHERE corpus = ? ORDER BY 1", [corpus]
+            ).fetchall()
+        return [r[0] for r in rows]
+
+    def vector_hashes(self, corpus: str, fingerprint: str) -> dict[str, str]:
+        with self.connect(write=False) as con:
+            rows = con.execute(
+                "SELECT doc_id, content_hash FROM vectors WHERE corpus = ? AND fingerprint = ?",
+                [corpus, fingerprint],
+            ).fetchall()
+        return {r[0]: r[1] for r in rows}
+
+    def load_vectors(self, corpus: str, fingerprint: str) -> tuple[list[str], np.ndarray]:
+        with self.connect(write=False) as con:
+            rows = con.execute(
+                "SELECT doc_id, dims, vector FROM vectors WHERE corpus = ? AND fingerprint = ? "
+                "ORDER BY doc_id",
+                [corpus, fingerprint],
+            ).fetchall()
+        if not rows:
+            return [], np.zeros((0, 0), dtype=np.float32)
+        dims = int(rows[0][1])
+        matrix = np.frombuffer(b"".join(r[2] for r in rows), dtype=np.float32).reshape(len(rows), dims)
+        return [r[0] for r in rows], matrix.copy()
+
+    def upsert_vectors(
+        self,
+        corpus: str,
+        fingerprint: str,
+        ids: list[str],
+        hashes: list[str],
+        matrix: np.ndarray,
+    ) -> None:
+        if not ids:
+            return
+        m = np.ascontiguousarray(matrix, dtype=np.float32)
+        data = {
+            "doc_id": np.array(ids, dtype=object),
+            "content_hash": np.array(hashes, dtype=object),
+            "vector": np.array([row.tobytes() for row in m], dtype=object),
+        }
+        with self.connect(write=True) as con:
+            con.register("vec_data", data)
+            con.execute(
+                "DELETE FROM vectors WHERE corpus = ? AND fingerprint = ? AND doc_id IN "
+                "(SELECT doc_id FROM vec_data)",
+                [corpus, fingerprint],
+            )
+            con.execute(
+                "INSERT INTO vectors SELECT ?, doc_id, ?, content_hash, ?, vector::BLOB FROM vec_data",
+                [corpus, fingerprint, int(m.shape[1])],
+            )
+            gen = self._bump(con)
+        self._write_gen_file(gen)
+
+    def prune_vectors(self, corpus: str, live_ids: set[str]) -> int:
+        with self.connect(write=True) as con:
+            # An empty object array has no type for DuckDB to infer: "" is never a document id.
+            con.register("live", {"doc_id": np.array(sorted(live_ids) or [""], dtype=object)})
+            row = con.execute(
+                "SELECT count(*) FROM vectors WHERE corpus = ? AND doc_id NOT IN (SELECT doc_id FROM live)",
+                [corpus],
+            ).fetchone()
+            n = int(row[0]) if row else 0
+            if n:
+                con.execute(
+                    "DELETE FROM vectors WHERE corpus = ? AND doc_id NOT IN (SELECT doc_id FROM live)",
+                    [corpus],
+                )
+                gen = self._bump(con)
+        if n:
+            self._write_gen_file(gen)
+        return n
+
     def close(self) -> None:
         """Nothing is held open between operations."""

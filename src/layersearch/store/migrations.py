@@ -26,6 +26,13 @@ DUCKDB: list[list[str]] = [
             id BIGINT PRIMARY KEY, learning VARCHAR NOT NULL, description VARCHAR,
             entities VARCHAR NOT NULL, query VARCHAR, created_at TIMESTAMPTZ NOT NULL)""",
     ],
+    # 2: dense vectors, one row per (corpus, document, embedding-model fingerprint)
+    [
+        """CREATE TABLE IF NOT EXISTS vectors (
+            corpus VARCHAR NOT NULL, doc_id VARCHAR NOT NULL, fingerprint VARCHAR NOT NULL,
+            content_hash VARCHAR NOT NULL, dims INTEGER NOT NULL, vector BLOB NOT NULL,
+            PRIMARY KEY (corpus, doc_id, fingerprint))""",
+    ],
 ]
 
 LATEST = len(DUCKDB)

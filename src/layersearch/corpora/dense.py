@@ -1,0 +1,209 @@
+"""Dense vectors for any corpus: incremental embedding, fingerprint checks, search.
+
+Every corpus (entities + memories, conversation messages, vault chunks) hands
+its documents as ``(id, text)``; vectors are stored per (corpus, document,
+model fingerprint) with a content hash, so unchanged text is never embedded
+again and an interrupted run resumes where it stopped (each batch is committed
+on its own).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Collection, Iterable
+from dataclasses import dataclass
+
+import numpy as np
+
+from layersearch.embed.base import Embedder, Fingerprint
+from layersearch.errors import EmbeddingUnavailable, LayersearchError, ModelMismatch
+from layersearch.ranking.vector import VectorIndex
+from layersearch.semantic.model import Entity
+from layersearch.store.base import Store
+from layersearch.types import EmbedReport, Memory
+
+__all__ = [
+    "DenseDoc",
+    "DenseCorpus",
+    "ENTITY_CORPUS",
+    "content_hash",
+    "describe_key",
+    "entity_text",
+    "memory_text",
+]
+
+log = logging.getLogger("layersearch.corpora.dense")
+
+BATCH = 64
+QUERY_CACHE = 256
+
+Progress = Callable[[int, int], None]
+
+
+@dataclass(frozen=True, slots=True)
+class DenseDoc:
+    id: str
+    text: str
+
+
+def content_hash(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
+def describe_key(key: str) -> str:
+    try:
+        return Fingerprint.from_key(key).describe()
+    except LayersearchError:
+        return key
+
+
+class DenseCorpus:
+    """One corpus's vectors for one embedder."""
+
+    def __init__(self, store: Store, corpus: str, embedder: Embedder) -> None:
+        self.store = store
+        self.corpus = corpus
+        self.embedder = embedder
+        self._fp: Fingerprint | None = None
+        self._index: VectorIndex | None = None
+        self._index_gen = -1
+        self._queries: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._lock = threading.Lock()
+
+    @property
+    def fingerprint(self) -> Fingerprint:
+        if self._fp is None:
+            self._fp = self.embedder.fingerprint
+        return self._fp
+
+    def check(self) -> None:
+        """Raise ModelMismatch when vectors exist for this corpus but none from this model;
+        EmbeddingUnavailable when there are none at all."""
+        key = self.fingerprint.key()
+        stored = self.store.vector_fingerprints(self.corpus)
+        if key in stored:
+            return
+        configured = self.fingerprint.describe()
+        if stored:
+            names = ", ".join(describe_key(k) for k in stored)
+            raise ModelMismatch(
+                f"stored: {names} — configured: {configured}; run `layersearch embed` with the "
+                "configured model, or configure the stored one"
+            )
+        raise EmbeddingUnavailable(
+            f"no vectors stored for {configured} in '{self.corpus}' yet; run `layersearch embed`"
+        )
+
+    # -- writing --------------------------------------------------------------------------------
+
+    def embed(
+        self,
+        docs: Iterable[DenseDoc],
+        *,
+        batch_size: int = BATCH,
+        progress: Progress | None = None,
+        prune: bool = True,
+    ) -> EmbedReport:
+        docs = list(docs)
+        key = self.fingerprint.key()
+        stored = self.store.vector_hashes(self.corpus, key)
+        todo = [d for d in docs if stored.get(d.id) != content_hash(d.text)]
+        done = 0
+        failed: list[str] = []
+        if progress:
+            progress(0, len(todo))
+        for start in range(0, len(todo), batch_size):
+            batch = todo[start : start + batch_size]
+            try:
+                matrix = self.embedder.embed_documents([d.text for d in batch])
+            except EmbeddingUnavailable:
+                raise
+            except LayersearchError as exc:
+                failed.extend(f"{d.id}: {exc}" for d in batch)
+                continue
+            self.store.upsert_vectors(
+                self.corpus, key, [d.id for d in batch], [content_hash(d.text) for d in batch], matrix
+            )
+            done += len(batch)
+            if progress:
+                progress(done, len(todo))
+        pruned = self.store.prune_vectors(self.corpus, {d.id for d in docs}) if prune else 0
+        with self._lock:
+            self._index = None
+        return EmbedReport(
+            corpus=self.corpus,
+            model=self.fingerprint.describe(),
+            documents=len(docs),
+            embedded=done,
+            unchanged=len(docs) - len(todo),
+            pruned=pruned,
+            failed=failed,
+        )
+
+    def add(self, doc: DenseDoc) -> None:
+        """Embed one new document now (e.g. a memory just saved), if this model has vectors."""
+        key = self.fingerprint.key()
+        if key not in self.store.vector_fingerprints(self.corpus):
+            return
+        vec = self.embedder.embed_documents([doc.text])
+        self.store.upsert_vectors(self.corpus, key, [doc.id], [content_hash(doc.text)], vec)
+        with self._lock:
+            self._index = None
+
+    # -- reading --------------------------------------------------------------------------------
+
+    def index(self) -> VectorIndex:
+        gen = self.store.generation()
+        with self._lock:
+            if self._index is None or gen != self._index_gen:
+                self.check()
+                ids, matrix = self.store.load_vectors(self.corpus, self.fingerprint.key())
+                self._index = VectorIndex(ids, matrix)
+                self._index_gen = gen
+            return self._index
+
+    def query_vector(self, text: str) -> np.ndarray:
+        with self._lock:
+            vec = self._queries.get(text)
+            if vec is not None:
+                self._queries.move_to_end(text)
+                return vec
+        vec = self.embedder.embed_query(text)
+        with self._lock:
+            self._queries[text] = vec
+            while len(self._queries) > QUERY_CACHE:
+                self._queries.popitem(last=False)
+        return vec
+
+    def search(
+        self, text: str, k: int, allow: Collection[str] | None = None
+    ) -> list[tuple[str, float]]:
+        index = self.index()
+        return index.search(self.query_vector(text), k, allow)
+
+
+# -- the entity + memory corpus -----------------------------------------------------------------
+
+ENTITY_CORPUS = "entities"
+
+
+def entity_text(e: Entity) -> str:
+    """What an entity means, in words: name, label, place, description, formula, values."""
+    name = e.name.replace("_", " ")
+    head = f"{e.label} ({name})" if e.label and e.label.lower() != name.lower() else name
+    where = f" of {e.model.replace('_', ' ')}" if e.model and e.kind != "model" else ""
+    parts = [f"{head}: {e.kind}{where} in {e.datasource}."]
+    if e.description:
+        parts.append(e.description)
+    if e.formula:
+        parts.append(f"Formula: {e.formula}.")
+    if e.values:
+        parts.append("Values: " + ", ".join(e.values[:20]) + ".")
+    return " ".join(parts)
+
+
+def memory_text(m: Memory) -> str:
+    return " ".join(x for x in (m.learning, m.description) if x)
