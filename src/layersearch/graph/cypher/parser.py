@@ -106,8 +106,9 @@ def did_you_mean(name: str, valid: Iterable[str]) -> str:
 
 def _unknown(what: str, name: str, valid: Iterable[str]) -> NoReturn:
     options = list(valid)
+    plural = what[:-1] + "ies" if what.endswith("y") else what + "s"
     raise CypherUnknownError(
-        f"unknown {what} {name!r}. Valid {what}s: {', '.join(options)}.{did_you_mean(name, options)}"
+        f"unknown {what} {name!r}. Valid {plural}: {', '.join(options)}.{did_you_mean(name, options)}"
     )
 
 
