@@ -126,7 +126,7 @@ CASES: list[Case] = [
         note="cross-datasource joins",
     ),
     Case(
-        "MATCH (me:Measure {id: 'shop.orders.net_revenue'})-[:REFERENCES]->(c) RETURN c.id AS id",
+        "MATCH (me:Measure {id: 'shop.orders.net_revenue_total'})-[:REFERENCES]->(c) RETURN c.id AS id",
         kuzu=K,
     ),
     Case(
@@ -154,7 +154,7 @@ CASES: list[Case] = [
         note="the composite-key join",
     ),
     Case(
-        "MATCH (a:Model)-[r:JOINS]->(b:Model) WHERE 'currency' IN r.target_columns RETURN b.id AS id",
+        "MATCH (a:Model)-[r:JOINS]->(b:Model) WHERE 'from_currency' IN r.target_columns RETURN b.id AS id",
         kuzu=K,
     ),
     Case(
@@ -237,7 +237,7 @@ CASES: list[Case] = [
     ),
     # -- WHERE: comparisons, boolean logic
     Case(
-        "MATCH (c:ModelColumn) WHERE c.data_type = 'boolean' AND c.datasource = 'marketing' RETURN c.id AS id",
+        "MATCH (c:ModelColumn) WHERE c.data_type IN ['boolean', 'bool'] AND c.datasource = 'marketing' RETURN c.id AS id",
         kuzu=K,
     ),
     Case(
@@ -301,12 +301,12 @@ CASES: list[Case] = [
         kuzu=K,
     ),
     Case(
-        'MATCH (n:Model) WHERE n.description CONTAINS "customer\'s" RETURN n.id AS id',
+        'MATCH (n:Model) WHERE n.description CONTAINS "payment attempt" OR n.description CONTAINS "it\'s" RETURN n.id AS id',
         kuzu=K,
         note="double-quoted string",
     ),
     Case(
-        "MATCH (n:Model) WHERE n.label = 'Order Items' RETURN n.id AS id",
+        "MATCH (n:Model) WHERE n.label = 'Order items' RETURN n.id AS id",
         kuzu=K,
         note="the human label property",
     ),
@@ -333,7 +333,7 @@ CASES: list[Case] = [
     ),
     Case("MATCH (n:ModelColumn) WHERE n.name =~ '[a-z]+_(amt|qty)' RETURN n.id AS id", kuzu=K),
     # -- null logic
-    Case("MATCH (n:Model) WHERE n.label IS NULL RETURN n.id AS id", kuzu=K),
+    Case("MATCH (n:ModelColumn {model: 'stores'}) WHERE n.description IS NULL RETURN n.id AS id", kuzu=K),
     Case("MATCH (n:Memory) WHERE n.description IS NULL RETURN n.id AS id", kuzu=K),
     Case(
         "MATCH (n:Memory) WHERE n.description <> 'Example query' RETURN n.id AS id",
@@ -367,7 +367,7 @@ CASES: list[Case] = [
         kuzu=K,
         note="true OR null is true",
     ),
-    Case("MATCH (n:Model) WHERE coalesce(n.label, 'none') = 'none' RETURN n.id AS id", kuzu=K),
+    Case("MATCH (n:ModelColumn {model: 'stores'}) WHERE coalesce(n.label, 'none') = 'none' RETURN n.id AS id", kuzu=K),
     # -- label predicates, pattern predicates, functions
     Case(
         "MATCH (m:Memory)-[:MENTIONS]->(x) WHERE x:Aggregation RETURN m.id AS id",
@@ -421,7 +421,7 @@ CASES: list[Case] = [
     ),
     Case("MATCH (n) WHERE label(n) = 'Datasource' RETURN n.id AS id", kuzu=K),
     Case("MATCH (n:Model) WHERE size(n.name) <= 6 RETURN n.id AS id", kuzu=K),
-    Case("MATCH (n:Model) WHERE size(n.name) + 1 = 6 RETURN n.id AS id", kuzu=K, note="arithmetic"),
+    Case("MATCH (n:Model) WHERE size(n.name) + 1 = 7 RETURN n.id AS id", kuzu=K, note="arithmetic"),
     Case(
         "MATCH (n:Model) WHERE size(n.name) % 2 = 0 AND size(n.name) * 2 > 14 RETURN n.id AS id",
         kuzu=K,
