@@ -333,7 +333,10 @@ CASES: list[Case] = [
     ),
     Case("MATCH (n:ModelColumn) WHERE n.name =~ '[a-z]+_(amt|qty)' RETURN n.id AS id", kuzu=K),
     # -- null logic
-    Case("MATCH (n:ModelColumn {model: 'stores'}) WHERE n.description IS NULL RETURN n.id AS id", kuzu=K),
+    Case(
+        "MATCH (n:ModelColumn {model: 'stores'}) WHERE n.description IS NULL RETURN n.id AS id",
+        kuzu=K,
+    ),
     Case("MATCH (n:Memory) WHERE n.description IS NULL RETURN n.id AS id", kuzu=K),
     Case(
         "MATCH (n:Memory) WHERE n.description <> 'Example query' RETURN n.id AS id",
@@ -367,7 +370,10 @@ CASES: list[Case] = [
         kuzu=K,
         note="true OR null is true",
     ),
-    Case("MATCH (n:ModelColumn {model: 'stores'}) WHERE coalesce(n.label, 'none') = 'none' RETURN n.id AS id", kuzu=K),
+    Case(
+        "MATCH (n:ModelColumn {model: 'stores'}) WHERE coalesce(n.label, 'none') = 'none' RETURN n.id AS id",
+        kuzu=K,
+    ),
     # -- label predicates, pattern predicates, functions
     Case(
         "MATCH (m:Memory)-[:MENTIONS]->(x) WHERE x:Aggregation RETURN m.id AS id",
