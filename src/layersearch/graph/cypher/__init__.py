@@ -16,8 +16,8 @@ from layersearch.graph.cypher.evaluate import (
     MAX_REGEX_CHARS,
     MAX_REGEX_INPUT,
     MAX_REGEX_REPEATS,
-    evaluate,
 )
+from layersearch.graph.cypher.evaluate import evaluate as _evaluate
 from layersearch.graph.cypher.parser import parse_query
 from layersearch.graph.cypher.tokens import MAX_QUERY_CHARS
 from layersearch.graph.graph import EntityGraph
@@ -43,4 +43,4 @@ def parse(text: str) -> ast.Query:
 def run_filter(graph: EntityGraph, text: str, params: dict[str, Any] | None = None) -> list[str]:
     """The entity ids ``text`` selects in ``graph``, each once: in ORDER BY order when the
     filter has one, otherwise sorted. Raises only CypherError subclasses."""
-    return evaluate(graph, parse(text), params)
+    return _evaluate(graph, parse(text), params)
