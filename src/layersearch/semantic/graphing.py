@@ -70,8 +70,8 @@ def add_memory(graph: EntityGraph, memory: Memory) -> None:
         },
     )
     for tag in memory.entities:
-        # a memory may be tagged with itself or another memory only through MENTIONS targets
-        # that exist; tags on hidden or unknown entities are simply not linked
+        # tags on hidden, unknown or not-yet-loaded entities are not linked (hidden ones must
+        # stay invisible to filters); a self-tag would be a meaningless loop
         if tag != memory.id and graph.has_node(tag):
             graph.add_edge(memory.id, tag, "MENTIONS")
 
