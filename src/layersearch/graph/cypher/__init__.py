@@ -1,1 +1,46 @@
-"""layersearch.graph.cypher"""
+"""A read-only openCypher subset for filtering entities (see docs/cypher.md).
+
+``run_filter(graph, text, params)`` parses (cached), evaluates and returns the
+ids the filter selects; every failure is a :class:`~layersearch.errors.CypherError`.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Any
+
+from layersearch.graph.cypher import ast
+from layersearch.graph.cypher.evaluate import (
+    MAX_BINDINGS,
+    MAX_HOPS,
+    MAX_REGEX_CHARS,
+    MAX_REGEX_INPUT,
+    MAX_REGEX_REPEATS,
+)
+from layersearch.graph.cypher.evaluate import evaluate as _evaluate
+from layersearch.graph.cypher.parser import parse_query
+from layersearch.graph.cypher.tokens import MAX_QUERY_CHARS
+from layersearch.graph.graph import EntityGraph
+
+__all__ = [
+    "parse",
+    "run_filter",
+    "MAX_BINDINGS",
+    "MAX_HOPS",
+    "MAX_QUERY_CHARS",
+    "MAX_REGEX_CHARS",
+    "MAX_REGEX_INPUT",
+    "MAX_REGEX_REPEATS",
+]
+
+
+@lru_cache(maxsize=512)
+def parse(text: str) -> ast.Query:
+    """Parse and check a filter (cached by text); raises only CypherError subclasses."""
+    return parse_query(text)
+
+
+def run_filter(graph: EntityGraph, text: str, params: dict[str, Any] | None = None) -> list[str]:
+    """The entity ids ``text`` selects in ``graph``, each once: in ORDER BY order when the
+    filter has one, otherwise sorted. Raises only CypherError subclasses."""
+    return _evaluate(graph, parse(text), params)
