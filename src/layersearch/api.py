@@ -337,7 +337,7 @@ class Layersearch:
 
     def filter_ids(self, cypher: str, params: dict[str, Any] | None = None) -> set[str]:
         """Ids a read-only openCypher filter returns (hidden entities never included)."""
-        from layersearch.graph.cypher import run_filter  # type: ignore[attr-defined]
+        from layersearch.graph.cypher import run_filter
 
         corpus = self.corpus()
         ids = run_filter(self.graph(), cypher, params or {})

@@ -26,16 +26,17 @@ EXIT_INTERNAL = 1
 
 
 class Ctx:
-    def __init__(self, store: str | None, verbose: bool) -> None:
+    def __init__(self, store: str | None, verbose: bool, embedder: str | None = None) -> None:
         self.store = store
         self.verbose = verbose
+        self.embedder = embedder
         self._ls: Any = None
 
     def api(self, *, create: bool = True) -> Any:
         if self._ls is None:
             from layersearch.api import Layersearch
 
-            self._ls = Layersearch(self.store, create=create)
+            self._ls = Layersearch(self.store, create=create, embedder=self.embedder)
         return self._ls
 
 
@@ -135,17 +136,23 @@ def _parse_params(pairs: tuple[str, ...]) -> dict[str, Any]:
     default=None,
     help="Store: a DuckDB file (default ./.layersearch/store.duckdb) or postgresql://… [env LAYERSEARCH_STORE]",
 )
+@click.option(
+    "--embedder",
+    envvar="LAYERSEARCH_EMBEDDER",
+    default=None,
+    help="Dense channel: local | local:<model> | litellm:<model> | fake [env LAYERSEARCH_EMBEDDER]",
+)
 @click.option("-v", "--verbose", is_flag=True, help="Log progress and details to stderr.")
 @click.version_option(package_name="layersearch")
 @click.pass_context
-def main(ctx: click.Context, store: str | None, verbose: bool) -> None:
+def main(ctx: click.Context, store: str | None, embedder: str | None, verbose: bool) -> None:
     """Find the right semantic-layer context before writing a query."""
     logging.basicConfig(
         level=logging.INFO if verbose else logging.WARNING,
         format="%(levelname)s %(name)s: %(message)s",
         stream=sys.stderr,
     )
-    ctx.obj = Ctx(store, verbose)
+    ctx.obj = Ctx(store, verbose, embedder)
 
 
 @main.command()
@@ -520,6 +527,65 @@ def demo(models_path: str | None, as_json: bool) -> None:
 # ----------------------------------------------------------------------------------------------
 # embed command: dense vectors (layersearch embed)
 # ----------------------------------------------------------------------------------------------
+
+
+class Progress:
+    """A rich progress bar on stderr for people; nothing with --json or without a terminal."""
+
+    def __init__(self, label: str, quiet: bool) -> None:
+        self.label = label
+        self.quiet = quiet or not sys.stderr.isatty()
+        self._bar: Any = None
+        self._task: Any = None
+
+    def __enter__(self) -> Progress:
+        if not self.quiet:
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
+
+            self._bar = Progress(
+                "[progress.description]{task.description}",
+                BarColumn(),
+                MofNCompleteColumn(),
+                TimeRemainingColumn(),
+                console=_console(stderr=True),
+                transient=True,
+            )
+            self._bar.__enter__()
+            self._task = self._bar.add_task(self.label, total=None)
+        return self
+
+    def __call__(self, done: int, total: int) -> None:
+        if self._bar is not None:
+            self._bar.update(self._task, completed=done, total=total)
+
+    def __exit__(self, *exc: Any) -> None:
+        if self._bar is not None:
+            self._bar.__exit__(*exc)
+
+
+@main.command()
+@json_option
+@click.pass_obj
+@handle_errors
+def embed(obj: Ctx, as_json: bool) -> None:
+    """Compute the stored vectors for the configured embedder (incremental, resumable)."""
+    ls = obj.api()
+    if ls.embedder is None:
+        raise ConfigError(
+            "no embedder configured: pass --embedder local|fake|litellm:<model> or set LAYERSEARCH_EMBEDDER"
+        )
+    with Progress("embedding", as_json) as progress:
+        reports = ls.embed(progress=progress)
+    if as_json:
+        emit_json(reports)
+        return
+    for r in reports:
+        click.echo(
+            f"{r.corpus}: {r.embedded} embedded, {r.unchanged} unchanged (skipped), "
+            f"{r.pruned} pruned, {len(r.failed)} failed — {r.model}"
+        )
+        for f in r.failed:
+            click.echo(f"failed: {f}", err=True)
 
 
 # ----------------------------------------------------------------------------------------------

@@ -125,7 +125,11 @@ class DenseCorpus:
                 failed.extend(f"{d.id}: {exc}" for d in batch)
                 continue
             self.store.upsert_vectors(
-                self.corpus, key, [d.id for d in batch], [content_hash(d.text) for d in batch], matrix
+                self.corpus,
+                key,
+                [d.id for d in batch],
+                [content_hash(d.text) for d in batch],
+                matrix,
             )
             done += len(batch)
             if progress:

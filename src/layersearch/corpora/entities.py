@@ -148,6 +148,9 @@ def render_memory(m: Memory) -> str:
 
 
 def describe_memory(m: Memory) -> str:
+    # A short description is a heading ("Example query"), not a summary: keep the note with it.
+    if m.description and len(m.description) <= 40:
+        return _short(f"{m.description}: {m.learning}")
     return _short(m.description or m.learning)
 
 

@@ -336,7 +336,9 @@ class DuckDBStore(Store):
         if not rows:
             return [], np.zeros((0, 0), dtype=np.float32)
         dims = int(rows[0][1])
-        matrix = np.frombuffer(b"".join(r[2] for r in rows), dtype=np.float32).reshape(len(rows), dims)
+        matrix = np.frombuffer(b"".join(r[2] for r in rows), dtype=np.float32).reshape(
+            len(rows), dims
+        )
         return [r[0] for r in rows], matrix.copy()
 
     def upsert_vectors(

@@ -1,0 +1,163 @@
+"""The dense channel inside search: embedding, caching, fingerprints, warnings."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pytest
+from tests.conftest import MINI
+
+from layersearch import Layersearch
+from layersearch.embed import FakeEmbedder, Fingerprint
+
+
+class Counting:
+    """Wraps an embedder, counting document embeddings; can fail after N batches."""
+
+    def __init__(
+        self, inner: FakeEmbedder, *, model: str | None = None, fail_after: int | None = None
+    ):
+        self.inner = inner
+        self.calls = 0
+        self.docs = 0
+        self.fail_after = fail_after
+        fp = inner.fingerprint
+        self._fp = fp if model is None else Fingerprint(**{**fp.model_dump(), "model": model})
+
+    @property
+    def fingerprint(self) -> Fingerprint:
+        return self._fp
+
+    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        if self.fail_after is not None and self.calls >= self.fail_after:
+            raise KeyboardInterrupt("simulated interruption")
+        self.calls += 1
+        self.docs += len(texts)
+        return self.inner.embed_documents(texts)
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return self.inner.embed_query(text)
+
+
+def channels_of(resp) -> set[str]:  # type: ignore[no-untyped-def]
+    return {c.channel for h in resp.results for c in h.explanation or []}
+
+
+def test_vector_channel_runs_after_embed(tmp_path: Path) -> None:
+    ls = Layersearch(tmp_path / "s.duckdb", embedder="fake")
+    ls.load(MINI)
+    before = ls.search(question="tax on orders", explain=True)
+    assert "vector" not in channels_of(before)
+    assert [w for w in before.warnings if w.startswith("embedding unavailable:")] == [
+        "embedding unavailable: no vectors stored for fake/hashing-v1 (256) in 'entities' yet; run `layersearch embed`"
+    ]
+    (report,) = ls.embed()
+    assert report.embedded == report.documents == 32  # 28 visible entities + 4 memories
+    after = ls.search(question="tax on orders", explain=True)
+    assert "vector" in channels_of(after) and after.warnings == []
+    only = ls.search(question="tax on orders", explain=True, channels=["vector"])
+    assert channels_of(only) == {"vector"}
+    lexical = ls.search(question="tax on orders", explain=True, channels=["fulltext"])
+    assert channels_of(lexical) == {"fulltext"}
+    ls.close()
+
+
+def test_unchanged_corpus_is_never_embedded_again(tmp_path: Path) -> None:
+    emb = Counting(FakeEmbedder())
+    ls = Layersearch(tmp_path / "s.duckdb", embedder=emb)  # type: ignore[arg-type]
+    ls.load(MINI)
+    ls.embed()
+    assert emb.docs == 32
+    emb.docs = emb.calls = 0
+    (again,) = ls.embed()
+    assert emb.calls == 0 and again.unchanged == 32 and again.embedded == 0
+    m = ls.save_memory("Gift cards are not revenue", entities=["orders"])
+    assert emb.docs == 1, "a new memory is embedded when saved"
+    ls.forget_memory(m.id)
+    (pruned,) = ls.embed()
+    assert pruned.pruned == 1 and pruned.embedded == 0
+    ls.close()
+
+
+def test_interrupted_embedding_resumes(tmp_path: Path) -> None:
+    from layersearch.corpora.dense import DenseDoc, entity_text
+
+    store = tmp_path / "s.duckdb"
+    emb = Counting(FakeEmbedder(), fail_after=2)
+    ls = Layersearch(store, embedder=emb)  # type: ignore[arg-type]
+    ls.load(MINI)
+    docs = [DenseDoc(e.id, entity_text(e)) for e in ls.corpus().entities.values() if not e.hidden]
+    with pytest.raises(KeyboardInterrupt):
+        ls.dense().embed(docs, batch_size=8)
+    emb.fail_after = None
+    emb.docs = 0
+    (report,) = ls.embed()
+    # the two committed batches survived the interruption and are not embedded again
+    assert report.unchanged == 16
+    assert report.embedded == emb.docs == report.documents - 16
+    ls.close()
+
+
+def test_fingerprint_mismatch_same_dimension_is_named(tmp_path: Path) -> None:
+    store = tmp_path / "s.duckdb"
+    a = Layersearch(store, embedder=Counting(FakeEmbedder(), model="model-a"))  # type: ignore[arg-type]
+    a.load(MINI)
+    a.embed()
+    b = Layersearch(store, embedder=Counting(FakeEmbedder(), model="model-b"))  # type: ignore[arg-type]
+    resp = b.search(question="tax", explain=True)
+    assert "vector" not in channels_of(resp)
+    (warning,) = [w for w in resp.warnings if w.startswith("embedding unavailable:")]
+    assert "stored: fake/model-a (256) — configured: fake/model-b (256)" in warning
+    assert resp.results, "the lexical channels still answer"
+    a.close()
+    b.close()
+
+
+def test_vector_requested_without_embedder_warns(mini: Layersearch) -> None:
+    resp = mini.search(question="tax", channels=["vector", "fulltext"])
+    assert resp.results
+    assert any(w.startswith("embedding unavailable: no embedder configured") for w in resp.warnings)
+    assert not any("embedding" in w for w in mini.search(question="tax").warnings)
+
+
+def test_datasource_scope_applies_to_vectors(tmp_path: Path) -> None:
+    ls = Layersearch(tmp_path / "s.duckdb", embedder="fake")
+    ls.load(MINI)
+    ls.embed()
+    resp = ls.search(
+        question="deal amount status", datasource="crm", channels=["vector"], max_results=50
+    )
+    assert resp.results and all(h.id.startswith("crm") or h.id == "memory:4" for h in resp.results)
+    ls.close()
+
+
+def test_litellm_path_end_to_end_offline(tmp_path: Path) -> None:
+    from layersearch.embed.testserver import serve_embeddings
+
+    with serve_embeddings(FakeEmbedder()) as url:
+        ls = Layersearch(
+            tmp_path / "s.duckdb",
+            embedder="litellm:openai/fake-embedding",
+            embedder_config={"api_base": url, "api_key": "test-key"},
+        )
+        ls.load(MINI)
+        (report,) = ls.embed()
+        assert report.embedded == 32 and report.model == "openai/fake-embedding (256)"
+        resp = ls.search(question="tax on orders", explain=True)
+        assert "vector" in channels_of(resp)
+        ls.close()
+
+
+@pytest.mark.local_model
+def test_local_model_channel(tmp_path: Path) -> None:
+    ls = Layersearch(tmp_path / "s.duckdb", embedder="local")
+    ls.load(MINI)
+    (report,) = ls.embed()
+    assert report.model == "local/all-MiniLM-L6-v2 (384)"
+    resp = ls.search(
+        question="levy charged by the government on purchases", explain=True, channels=["vector"]
+    )
+    assert resp.results[0].id in {"shop.orders.tax_paid", "memory:2"}
+    ls.close()
