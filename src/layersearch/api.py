@@ -415,6 +415,12 @@ class Layersearch:
             raise NotFound("; ".join(out.warnings) or "nothing found")
         return out
 
+    # -- conversations (corpora/conversations) ----------------------------------------------
+
+
+    # -- vault (corpora/vault) ----------------------------------------------------------------
+
+
     # -- memories -----------------------------------------------------------------------------
 
     def save_memory(

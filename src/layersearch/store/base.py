@@ -9,6 +9,7 @@ transaction and mirrors it to a small file beside the store, so that readers
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from contextlib import AbstractContextManager
 from typing import Any
 
 import numpy as np
@@ -20,9 +21,32 @@ __all__ = ["Store"]
 
 
 class Store(ABC):
+    """Corpora that own tables (conversations, vault) run SQL through :meth:`connect`:
+    ``con.execute(sql, params)`` with ``?`` placeholders and values always bound,
+    never formatted into the text; both backends accept the same statements
+    (DuckDB and PostgreSQL share ILIKE, ``||``, ON CONFLICT, JSON as text)."""
+
     #: where derived indexes live (a directory beside the store)
     index_dir: Any
     location: str
+    #: "duckdb" or "postgres", for the rare statement that differs
+    dialect: str
+
+    @abstractmethod
+    def connect(self, *, write: bool) -> AbstractContextManager[Any]:
+        """A connection for one operation; a write connection is one transaction."""
+
+    @abstractmethod
+    def bulk_insert(self, con: Any, table: str, columns: dict[str, list[Any]]) -> int:
+        """Insert many rows fast inside ``con``'s transaction; column name → values."""
+
+    @abstractmethod
+    def bump_generation(self, con: Any) -> int:
+        """Advance the write counter inside ``con``'s transaction (call once per write)."""
+
+    @abstractmethod
+    def publish_generation(self, gen: int) -> None:
+        """After commit: make the new generation visible to other readers."""
 
     @abstractmethod
     def generation(self) -> int:

@@ -52,7 +52,19 @@ def memory_number(memory_id: str) -> int:
     return int(text)
 
 
+_IDENT_OK = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_")
+
+
+def _identifier(name: str) -> str:
+    """Table and column names are code, never user input; refuse anything unusual."""
+    if not name or not set(name) <= _IDENT_OK or name[0].isdigit():
+        raise StoreError(f"invalid SQL identifier {name!r}")
+    return name
+
+
 class DuckDBStore(Store):
+    dialect = "duckdb"
+
     def __init__(self, path: str | Path, *, create: bool = True) -> None:
         self.path = Path(path)
         self.location = str(self.path)
@@ -129,6 +141,31 @@ class DuckDBStore(Store):
         gen = self._read_generation(con) + 1
         con.execute("UPDATE meta SET value = ? WHERE key = 'generation'", [str(gen)])
         return gen
+
+    def bulk_insert(self, con: Any, table: str, columns: dict[str, list[Any]]) -> int:
+        names = [_identifier(c) for c in columns]
+        lengths = {len(v) for v in columns.values()}
+        if len(lengths) > 1:
+            raise StoreError(f"bulk insert into {table}: columns of different lengths")
+        n = lengths.pop() if lengths else 0
+        if n == 0:
+            return 0
+        data = {c: np.array(v, dtype=object) for c, v in columns.items()}
+        view = f"bulk_{_identifier(table)}"
+        con.register(view, data)
+        try:
+            cols = ", ".join(names)
+            # identifiers are checked above; every value travels in the registered arrays
+            con.execute(f"INSERT INTO {_identifier(table)} ({cols}) SELECT {cols} FROM {view}")  # noqa: S608
+        finally:
+            con.unregister(view)
+        return n
+
+    def bump_generation(self, con: Any) -> int:
+        return self._bump(con)
+
+    def publish_generation(self, gen: int) -> None:
+        self._write_gen_file(gen)
 
     def _write_gen_file(self, gen: int) -> None:
         tmp = self._gen_file.with_name(self._gen_file.name + f".{os.getpid()}.tmp")
