@@ -162,7 +162,11 @@ class Layersearch:
             corpus.fulltext = ft
         self._corpus = corpus
         self._gen = gen
-        self._graph = None
+        if self._graph is not None:
+            from layersearch.semantic.graphing import sync_graph
+
+            changed = sync_graph(self._graph, entities.values(), self._edges, memories.values())
+            log.debug("graph synced: %d nodes, %d relationships changed", *changed)
 
     def _after_write(self, gen_before: int, apply: Any) -> None:
         """Apply an incremental index update for our own write; reload if others wrote too."""
@@ -417,9 +421,7 @@ class Layersearch:
 
     # -- conversations (corpora/conversations) ----------------------------------------------
 
-
     # -- vault (corpora/vault) ----------------------------------------------------------------
-
 
     # -- memories -----------------------------------------------------------------------------
 

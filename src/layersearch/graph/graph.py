@@ -131,6 +131,13 @@ class EntityGraph:
             self._in[dst][rel_type].pop(node_id, None)
             self.nx.remove_edge(node_id, dst, key=rel_type)
 
+    def remove_edge(self, src: str, dst: str, rel_type: str) -> None:
+        """Remove one relationship (no-op when absent)."""
+        if self._out.get(src, {}).get(rel_type, {}).pop(dst, None) is None:
+            return
+        self._in[dst][rel_type].pop(src, None)
+        self.nx.remove_edge(src, dst, key=rel_type)
+
     def _unindex(self, node_id: str) -> None:
         self._by_label[self._label[node_id]].pop(node_id, None)
         name = self._props[node_id].get("name")
