@@ -149,9 +149,26 @@ class Layersearch:
             edges_out.setdefault(edge.src, []).append(edge)
         datasources = sorted(e.id for e in entities.values() if e.kind == "datasource")
         stamp = str(gen)
+        previous = self._corpus
         ft, reason = FullTextIndex.open(self._ft_dir, ENTITY_BOOSTS, stamp)
         corpus = EntityCorpus(entities, memories, edges_out, datasources, ft or _EMPTY_FT())
-        if ft is None:
+        if (
+            ft is None
+            and previous is not None
+            and previous.fulltext.path == self._ft_dir
+            and FullTextIndex.read_stamp(self._ft_dir) == str(self._gen)
+        ):
+            # The index on disk is exactly our previous snapshot: apply the difference.
+            old = {d.id: d for d in previous.documents()}
+            new = {d.id: d for d in corpus.documents()}
+            stale = [i for i, d in old.items() if new.get(i) != d]
+            fresh = [d for i, d in new.items() if old.get(i) != d]
+            previous.fulltext.write(add=fresh, delete=stale, stamp=stamp)
+            log.info(
+                "full-text index updated: %d removed or changed, %d added", len(stale), len(fresh)
+            )
+            corpus.fulltext = previous.fulltext
+        elif ft is None:
             if reason not in ("missing", "stale"):
                 msg = f"full-text index was {reason}; rebuilt it from the store"
                 log.warning(msg)
@@ -205,8 +222,7 @@ class Layersearch:
         with self._lock:
             self.corpus()
             n = self.store.replace_datasources(catalog, names)
-            self._corpus = None  # entities changed: take a fresh snapshot (rebuilds the index)
-            corpus = self._rebuild_after_load()
+            corpus = self.corpus()  # a new snapshot; the index is updated by difference
             skipped = list(catalog.skipped)
             added = 0
             existing = {(m.learning, tuple(m.entities)) for m in corpus.memories.values()}
@@ -240,11 +256,6 @@ class Layersearch:
             skipped=skipped,
             unresolved_tags=unresolved,
         )
-
-    def _rebuild_after_load(self) -> EntityCorpus:
-        # The stamp changed, so corpus() rebuilds tantivy from the store in one pass: cheaper
-        # than deleting every old entity document one by one.
-        return self.corpus()
 
     # -- search -------------------------------------------------------------------------------
 

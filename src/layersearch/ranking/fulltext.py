@@ -104,6 +104,15 @@ class FullTextIndex:
             return None, f"corrupt ({exc})"
         return obj, None
 
+    @staticmethod
+    def read_stamp(path: Path) -> str | None:
+        """The stamp recorded in an index directory's marker, if readable."""
+        try:
+            value = json.loads((path / MARKER).read_text()).get("stamp")
+        except (OSError, ValueError, AttributeError):
+            return None
+        return value if isinstance(value, str) else None
+
     def _writer(self) -> tantivy.IndexWriter:
         # Another process may hold tantivy's writer lock for a moment: retry, then fail clearly.
         delay = 0.01
