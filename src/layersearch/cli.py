@@ -605,6 +605,9 @@ def serve(
             log_level="info" if obj.verbose else "warning",
         )
     else:
+        source = click.get_current_context().get_parameter_source("token")
+        if token and source == click.core.ParameterSource.COMMANDLINE:
+            logging.getLogger("layersearch.cli").warning("--token applies to --http only; ignored")
         server.run_stdio(mcp_server)
 
 
