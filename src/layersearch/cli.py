@@ -608,5 +608,74 @@ def embed(obj: Ctx, as_json: bool) -> None:
 # ----------------------------------------------------------------------------------------------
 
 
+@main.command()
+@click.option("--http", "use_http", is_flag=True, help="Serve streamable HTTP instead of stdio.")
+@click.option("--host", default="127.0.0.1", show_default=True, help="HTTP: address to bind.")
+@click.option(
+    "--port", default=8765, show_default=True, type=click.IntRange(1, 65535), help="HTTP: port."
+)
+@click.option(
+    "--token",
+    envvar="LAYERSEARCH_TOKEN",
+    default=None,
+    help="HTTP: require 'Authorization: Bearer TOKEN' (needed for a non-loopback host) "
+    "[env LAYERSEARCH_TOKEN]",
+)
+@click.option(
+    "--models",
+    "models_path",
+    default=None,
+    help="Load this semantic layer at start when the store is empty [env LAYERSEARCH_MODELS]",
+)
+@click.option(
+    "--config",
+    "config_path",
+    default=None,
+    help="Settings file (default ./layersearch.toml) [env LAYERSEARCH_CONFIG]",
+)
+@click.pass_obj
+@handle_errors
+def serve(
+    obj: Ctx,
+    use_http: bool,
+    host: str,
+    port: int,
+    token: str | None,
+    models_path: str | None,
+    config_path: str | None,
+) -> None:
+    """Run the MCP server (stdio by default; logs on stderr, only protocol on stdout)."""
+    from layersearch.config import load_settings
+
+    settings = load_settings(config_path).replace(
+        store=obj.store, models=Path(models_path) if models_path else None
+    )
+    if use_http:
+        from layersearch.config import is_loopback
+
+        # Refused before the (slow) server import: a clear error, fast.
+        if not is_loopback(host) and not token:
+            raise ConfigError(
+                f"refusing to serve on {host} without a bearer token: set --token or "
+                "LAYERSEARCH_TOKEN, or bind a loopback address such as 127.0.0.1"
+            )
+    from layersearch import server
+
+    mcp_server = server.create_server(settings)
+    if use_http:
+        server.run_http(
+            mcp_server,
+            host=host,
+            port=port,
+            token=token,
+            log_level="info" if obj.verbose else "warning",
+        )
+    else:
+        source = click.get_current_context().get_parameter_source("token")
+        if token and source == click.core.ParameterSource.COMMANDLINE:
+            logging.getLogger("layersearch.cli").warning("--token applies to --http only; ignored")
+        server.run_stdio(mcp_server)
+
+
 def run() -> None:  # pragma: no cover - console entry for python -m
     main()

@@ -1,0 +1,470 @@
+"""The MCP server: thin tools over :class:`layersearch.api.Layersearch`.
+
+This is the only module that imports ``mcp``. Build a server with
+:func:`create_server` and run it with :func:`run_stdio` or :func:`run_http`
+(``layersearch serve`` does both). The store is opened once per server, in the
+lifespan, on a background thread: listing tools never waits for it, the first
+tool call does.
+
+Adding a tool is one function decorated with ``@_tool(...)``: typed, described
+arguments in, a pydantic model out, calling one ``Layersearch`` method.
+Errors an agent can fix (``LayersearchError``) come back as tool errors with our
+message; anything else is logged with its traceback on stderr and reported as
+a short internal error, never as a protocol error.
+"""
+
+from __future__ import annotations
+
+import functools
+import hmac
+import logging
+import threading
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
+
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import ToolAnnotations
+from pydantic import BaseModel, Field
+
+from layersearch.config import Settings, is_loopback
+from layersearch.errors import ConfigError, LayersearchError
+from layersearch.types import Channel, InspectResponse, Memory, SearchRequest, SearchResponse
+
+if TYPE_CHECKING:
+    from layersearch.api import Layersearch
+
+__all__ = [
+    "SERVER_NAME",
+    "Service",
+    "ForgetResult",
+    "create_server",
+    "run_http",
+    "run_stdio",
+    "tool_names",
+]
+
+log = logging.getLogger("layersearch.server")
+
+SERVER_NAME = "layersearch"
+INSTRUCTIONS = """\
+layersearch finds semantic-layer context (datasources, models, columns, measures,
+aggregations) and the team's saved memories (notes, example queries) for analytics work.
+Call `search` before writing a query: name the entities you think you need and/or ask
+the question in words. Results are compact ids; call `inspect` with the ids you want
+to use for full detail (columns, joins, formulas, related memories). When you learn
+something worth keeping (a caveat, a correct query), `save_memory` it against the
+entities it concerns."""
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+# -- the service the tools call ---------------------------------------------------------------
+
+
+class Service:
+    """One ``Layersearch`` for the server's lifetime, opened on a background thread.
+
+    ``api()`` waits for the opening to finish; an error while opening (a corrupt
+    store, a semantic layer that does not load) is kept and raised by every call,
+    so an agent sees the reason instead of a dead server.
+    """
+
+    def __init__(self, settings: Settings, *, api: Layersearch | None = None) -> None:
+        self.settings = settings
+        self._api = api
+        self._owned = api is None
+        self._error: BaseException | None = None
+        self._ready = threading.Event()
+        if api is not None:
+            self._ready.set()
+
+    def start(self) -> None:
+        if self._ready.is_set():
+            return
+        threading.Thread(target=self._open, name="layersearch-open", daemon=True).start()
+
+    def _open(self) -> None:
+        try:
+            from layersearch.api import Layersearch
+
+            api = Layersearch(self.settings.store)
+            self._api = api
+            self._load_models_if_empty(api)
+            api.corpus()  # build the snapshot now, not on the first search
+            log.info("store %s ready", api.store.location)
+        except BaseException as exc:  # noqa: BLE001 - kept and reported by every tool call
+            log.error("could not open the store: %s", exc, exc_info=True)
+            self._error = exc
+        finally:
+            self._ready.set()
+
+    def _load_models_if_empty(self, api: Layersearch) -> None:
+        models = self.settings.models
+        if models is None:
+            return
+        if api.corpus().datasources:
+            log.info("store already has a semantic layer; not loading %s", models)
+            return
+        report = api.load(models)
+        log.info(
+            "loaded %d entities from %s (%s)",
+            report.entities,
+            models,
+            ", ".join(report.datasources),
+        )
+
+    def api(self, timeout: float | None = 300.0) -> Layersearch:
+        if not self._ready.wait(timeout):
+            raise LayersearchError("the store is still opening; try again in a moment")
+        if self._error is not None:
+            if isinstance(self._error, LayersearchError):
+                raise self._error
+            raise LayersearchError(
+                f"the server could not open its store ({type(self._error).__name__}: "
+                f"{self._error}); fix the configuration and restart the server"
+            )
+        assert self._api is not None
+        return self._api
+
+    def close(self) -> None:
+        if not self._owned:
+            return
+        self._ready.wait(300.0)
+        if self._api is not None:
+            self._api.close()
+            self._api = None
+
+
+# -- tools ------------------------------------------------------------------------------------
+
+_TOOLS: list[tuple[Callable[..., Any], ToolAnnotations]] = []
+
+
+def _tool(*, title: str, read_only: bool, destructive: bool = False) -> Callable[[F], F]:
+    """Register a tool and turn our errors into tool errors an agent can act on."""
+
+    def decorate(fn: F) -> F:
+        @functools.wraps(fn)
+        def guarded(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return fn(*args, **kwargs)
+            except LayersearchError as exc:
+                raise ToolError(f"{exc.code}: {exc}") from exc
+            except Exception as exc:
+                # A bug, not bad input: the traceback goes to stderr, the agent gets one line.
+                log.exception("tool %s failed", fn.__name__)
+                raise ToolError(
+                    f"internal_error: {type(exc).__name__} in {fn.__name__}; the server log "
+                    "has the details. Retrying the same call will not help."
+                ) from None
+
+        hints = ToolAnnotations(
+            title=title,
+            read_only_hint=read_only,
+            destructive_hint=destructive,
+            idempotent_hint=read_only,
+            open_world_hint=False,
+        )
+        _TOOLS.append((guarded, hints))
+        return guarded  # type: ignore[return-value]
+
+    return decorate
+
+
+def _service(ctx: Context) -> Service:
+    service = ctx.request_context.lifespan_context
+    if not isinstance(service, Service):  # the factory's lifespan always yields one
+        raise LayersearchError("the server was started without a store")
+    return service
+
+
+def _api(ctx: Context) -> Layersearch:
+    return _service(ctx).api()
+
+
+@_tool(title="Search the semantic layer", read_only=True)
+def search(
+    ctx: Context,
+    question: Annotated[
+        str | None,
+        Field(
+            description="The question in plain words, any characters "
+            "(e.g. 'monthly revenue by store'). Ranks by full text (and vectors when configured)."
+        ),
+    ] = None,
+    entities: Annotated[
+        list[str] | None,
+        Field(
+            description="Entities you already think are relevant: full ids "
+            "('shop.orders.order_total'), 'model.leaf', a bare name unique in scope, "
+            "'sum(order_total)', or 'memory:<n>'. Named entities always come back as hits, "
+            "and memories tagged with them rank first."
+        ),
+    ] = None,
+    query: Annotated[
+        dict[str, Any] | None,
+        Field(
+            description="An example-query object (measures, dimensions, filters, "
+            "time_dimensions) whose referenced entities count like `entities`."
+        ),
+    ] = None,
+    datasource: Annotated[
+        str | None,
+        Field(
+            description="Only this datasource. An unknown name is an error that lists the "
+            "known ones. Default: all datasources."
+        ),
+    ] = None,
+    max_results: Annotated[
+        int, Field(ge=1, le=100, description="How many hits, 1 to 100. Default 10.")
+    ] = 10,
+    compact: Annotated[
+        bool,
+        Field(
+            description="true (default): one line per hit (kind, id, score, description). "
+            "false: also the full text of each hit; prefer `inspect` on chosen ids instead."
+        ),
+    ] = True,
+    cypher_filter: Annotated[
+        str | None,
+        Field(
+            description="A read-only openCypher query returning `id`, e.g. "
+            "\"MATCH (m:Model)-[:CONTAINS]->(c:ModelColumn) WHERE m.name = 'orders' "
+            'RETURN c.id AS id". Its ids are a hard allowlist applied before ranking. '
+            "Labels: Datasource, Model, ModelColumn, Measure, Aggregation, Memory; "
+            "relationships: CONTAINS, JOINS, MENTIONS, REFERENCES. Default: no filter."
+        ),
+    ] = None,
+    params: Annotated[
+        dict[str, Any] | None,
+        Field(description="Values for $name parameters in cypher_filter. Default: none."),
+    ] = None,
+    explain: Annotated[
+        bool,
+        Field(
+            description="Attach to each hit which channels ranked it, at which rank and "
+            "score. Default false."
+        ),
+    ] = False,
+    channels: Annotated[
+        list[Channel] | None,
+        Field(
+            description="Restrict ranking to these channels (bm25 = memories by entity "
+            "overlap, fulltext, vector). Default: every channel that can run."
+        ),
+    ] = None,
+) -> SearchResponse:
+    """Find the datasources, models, columns, measures, aggregations and saved memories
+    relevant to an analytics question. Call this BEFORE writing a query, and again when
+    a query fails because of a name.
+
+    Give a `question`, `entities`, or both. Results are ranked, compact hits (kind, id,
+    score, one-line description); call `inspect` with the ids you intend to use to get
+    full detail (data types, joins, formulas, memories). Memories are team notes and
+    example queries: read the ones returned, they record caveats.
+
+    It does not run queries, return data rows, or write SQL. `warnings` explain
+    unresolved names (with "did you mean"), empty filters and skipped channels: read them.
+    """
+    request = SearchRequest(
+        entities=entities,
+        query=query,
+        question=question,
+        datasource=datasource,
+        max_results=max_results,
+        compact=compact,
+        cypher_filter=cypher_filter,
+        params=params,
+        explain=explain,
+        channels=list(channels) if channels is not None else None,
+    )
+    return _api(ctx).search(request)
+
+
+@_tool(title="Inspect entities and memories", read_only=True)
+def inspect(
+    ctx: Context,
+    ids: Annotated[
+        list[str],
+        Field(
+            min_length=1,
+            max_length=200,
+            description="Ids from `search` results, any kinds mixed in one call: "
+            "'shop', 'shop.orders', 'shop.orders.order_total', 'memory:3'. A name that is "
+            "not an exact id is resolved like in search. 1 to 200 ids.",
+        ),
+    ],
+) -> InspectResponse:
+    """Full detail for entities and memories by id, in one batch: for entities the
+    description, data type, formula, sample values, children, joins (with cardinality),
+    referenced columns and the memories that mention them; for memories the whole text,
+    tags and example query.
+
+    Call it after `search`, on the ids you intend to use. Unknown ids are reported in
+    `warnings`; the call fails only when none of the ids is found. It does not search:
+    use `search` to discover ids.
+    """
+    return _api(ctx).inspect(ids)
+
+
+@_tool(title="Save a memory", read_only=False)
+def save_memory(
+    ctx: Context,
+    learning: Annotated[
+        str,
+        Field(
+            min_length=1,
+            description="What to remember, in full sentences: a caveat, a definition, "
+            "a correct way to compute something (up to 20,000 characters).",
+        ),
+    ],
+    entities: Annotated[
+        list[str] | None,
+        Field(
+            description="Entities it concerns, as in search (full ids or unique names). "
+            "Each must resolve, otherwise nothing is saved and the error says which. "
+            "Default: none."
+        ),
+    ] = None,
+    description: Annotated[
+        str | None,
+        Field(max_length=500, description="A one-line summary (≤ 500 characters). Optional."),
+    ] = None,
+    query: Annotated[
+        dict[str, Any] | None,
+        Field(
+            description="An example query (measures, dimensions, filters) this memory "
+            "records; its entities are tagged too. Optional."
+        ),
+    ] = None,
+) -> Memory:
+    """Save a note or example query against semantic-layer entities, so that later
+    searches about those entities surface it. Use it when you learned something another
+    analyst (or agent) would need: a caveat, a correct filter, a confirmed query.
+
+    Returns the saved memory with its id (memory:<n>) and the canonical ids it is
+    tagged with. It does not deduplicate: search first if a similar memory may exist.
+    """
+    return _api(ctx).save_memory(learning, description=description, entities=entities, query=query)
+
+
+class ForgetResult(BaseModel):
+    forgotten: str = Field(description="the id of the memory that was deleted")
+
+
+@_tool(title="Forget a memory", read_only=False, destructive=True)
+def forget_memory(
+    ctx: Context,
+    memory_id: Annotated[
+        str, Field(description="The memory's id, 'memory:<n>' (or just the number).")
+    ],
+) -> ForgetResult:
+    """Delete one saved memory for good, e.g. one that is wrong or outdated. Use
+    `inspect` on the id first if unsure what it says. An unknown id is an error."""
+    from layersearch.store.duckdb import memory_number
+
+    canonical = f"memory:{memory_number(memory_id)}"
+    _api(ctx).forget_memory(canonical)
+    return ForgetResult(forgotten=canonical)
+
+
+def tool_names() -> list[str]:
+    return [fn.__name__ for fn, _ in _TOOLS]
+
+
+# -- the server -------------------------------------------------------------------------------
+
+
+def create_server(
+    settings: Settings | None = None, *, api: Layersearch | None = None
+) -> MCPServer[Service]:
+    """An MCP server over the store in ``settings`` (opened in the lifespan), or over an
+    already open ``api`` (left open: the caller owns it)."""
+    settings = settings or Settings()
+
+    @asynccontextmanager
+    async def lifespan(_: MCPServer[Service]) -> AsyncIterator[Service]:
+        service = Service(settings, api=api)
+        service.start()
+        try:
+            yield service
+        finally:
+            service.close()
+
+    from layersearch import __version__
+
+    server: MCPServer[Service] = MCPServer(
+        SERVER_NAME,
+        title="layersearch",
+        version=__version__,
+        instructions=INSTRUCTIONS,
+        lifespan=lifespan,
+        log_level="WARNING",
+    )
+    for fn, hints in _TOOLS:
+        server.add_tool(fn, annotations=hints, structured_output=True)
+    return server
+
+
+def run_stdio(server: MCPServer[Service]) -> None:
+    """Serve over stdin/stdout until the client closes stdin."""
+    server.run("stdio")
+
+
+def run_http(
+    server: MCPServer[Service],
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8765,
+    token: str | None = None,
+    log_level: str = "warning",
+) -> None:
+    """Serve streamable HTTP at http://host:port/mcp. A token, when given, is required as
+    ``Authorization: Bearer <token>``; a non-loopback host without one is refused."""
+    if not is_loopback(host) and not token:
+        raise ConfigError(
+            f"refusing to serve on {host} without a bearer token: set --token or "
+            "LAYERSEARCH_TOKEN, or bind a loopback address such as 127.0.0.1"
+        )
+    import uvicorn
+
+    app: Any = server.streamable_http_app(host=host)
+    if token:
+        app = BearerAuth(app, token)
+    log.warning("serving MCP over streamable HTTP at http://%s:%d/mcp", host, port)
+    config = uvicorn.Config(app, host=host, port=port, log_level=log_level, lifespan="on")
+    uvicorn.Server(config).run()
+
+
+class BearerAuth:
+    """ASGI middleware: every HTTP request must carry ``Authorization: Bearer <token>``."""
+
+    def __init__(self, app: Any, token: str) -> None:
+        self.app = app
+        self._expected = f"Bearer {token}".encode()
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            given = dict(scope.get("headers") or []).get(b"authorization", b"")
+            if not hmac.compare_digest(given, self._expected):
+                await _reject(send)
+                return
+        await self.app(scope, receive, send)
+
+
+async def _reject(send: Any) -> None:
+    body = b'{"error": "missing or wrong bearer token (Authorization: Bearer <token>)"}'
+    await send(
+        {
+            "type": "http.response.start",
+            "status": 401,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"www-authenticate", b'Bearer realm="layersearch"'),
+                (b"content-length", str(len(body)).encode()),
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
