@@ -263,3 +263,22 @@ def test_spider_dev_floors(data_dir: Path, mode: str, floors: dict[str, float]) 
         (res,) = run_schema_linking(ls, questions, mode=mode, channel_sets=[["bm25", "fulltext"]])
     for key, floor in floors.items():
         assert res.metrics[key] >= floor, (key, res.metrics)
+
+
+def test_cli_json_has_the_contract_keys(spider_files: tuple[Path, Path], tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from layersearch.cli import main
+
+    tables, qfile = spider_files
+    details = tmp_path / "d.jsonl"
+    args = ["eval", "schema-linking", "--catalog", str(tables), "--questions", str(qfile)]
+    res = CliRunner().invoke(
+        main, [*args, "--channels", "fulltext", "--json", "--details", str(details)]
+    )
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.stdout)
+    assert set(METRIC_KEYS) <= set(out) and out["questions"] == 2
+    assert len(details.read_text().splitlines()) == 2
+    bad = CliRunner().invoke(main, [*args, "--channels", "dense", "--json"])
+    assert bad.exit_code == 2 and "unknown channel" in bad.stdout
