@@ -593,6 +593,128 @@ def embed(obj: Ctx, as_json: bool) -> None:
 # ----------------------------------------------------------------------------------------------
 
 
+@main.group("eval")
+def eval_group() -> None:
+    """Measure search quality on labelled questions."""
+
+
+@eval_group.command("schema-linking")
+@click.option(
+    "--catalog", "catalog_path", required=True, help="Catalog in any format `load` reads."
+)
+@click.option(
+    "--questions",
+    "questions_path",
+    required=True,
+    help="JSONL (question, db_id, gold_tables, gold_columns[, evidence]) or a Spider dev.json.",
+)
+@click.option(
+    "--mode",
+    default="catalog",
+    show_default=True,
+    type=click.Choice(["catalog", "scoped"]),
+    help="catalog: no hint; scoped: the gold database as the datasource filter.",
+)
+@click.option(
+    "--channels",
+    "channel_sets",
+    multiple=True,
+    help="Comma list of bm25,fulltext,vector; repeat to compare sets (default: all that run).",
+)
+@click.option("--limit", default=None, type=click.IntRange(1), help="Only the first N questions.")
+@click.option("--details", "details_path", default=None, help="Write per-question JSONL here.")
+@click.option("--plot", "plot_path", default=None, help="Draw recall@k curves to this PNG.")
+@json_option
+@handle_errors
+def eval_schema_linking(
+    catalog_path: str,
+    questions_path: str,
+    mode: str,
+    channel_sets: tuple[str, ...],
+    limit: int | None,
+    details_path: str | None,
+    plot_path: str | None,
+    as_json: bool,
+) -> None:
+    """Table and column recall of search on labelled questions."""
+    from layersearch.api import Layersearch
+    from layersearch.eval.schema_linking import (
+        parse_channel_sets,
+        plot_recall,
+        read_questions,
+        run_schema_linking,
+        write_details,
+    )
+
+    sets = parse_channel_sets(channel_sets)
+    questions = read_questions(questions_path, catalog_path)[:limit]
+    with Layersearch(":memory:") as ls:
+        with _status(f"loading {catalog_path}", as_json):
+            ls.load(catalog_path)
+            ls.corpus()
+        with _eval_progress(len(questions) * len(sets), as_json) as advance:
+            results = run_schema_linking(
+                ls, questions, mode=mode, channel_sets=sets, progress=advance
+            )
+    if details_path:
+        write_details(results, details_path)
+    if plot_path:
+        plot_recall(results, plot_path, title=f"{Path(catalog_path).name}, {mode} mode")
+    if as_json:
+        if len(results) == 1:
+            emit_json({**results[0].summary(), "mode": mode})
+        else:
+            emit_json({"mode": mode, "runs": [r.summary() for r in results]})
+        return
+    _print_eval(results, mode)
+
+
+class _eval_progress:
+    """A rich progress bar on stderr for people; a no-op callback otherwise."""
+
+    def __init__(self, total: int, quiet: bool) -> None:
+        self.total = total
+        self.quiet = quiet or not sys.stderr.isatty()
+        self._progress: Any = None
+
+    def __enter__(self) -> Callable[[int], None]:
+        if self.quiet:
+            return lambda _done: None
+        from rich.progress import Progress
+
+        self._progress = Progress(console=_console(stderr=True), transient=True)
+        self._progress.__enter__()
+        task = self._progress.add_task("asking questions", total=self.total)
+        return lambda done: self._progress.update(task, completed=done)
+
+    def __exit__(self, *exc: Any) -> None:
+        if self._progress is not None:
+            self._progress.__exit__(*exc)
+
+
+def _print_eval(results: list[Any], mode: str) -> None:
+    from rich.table import Table
+
+    con = _console()
+    for res in results:
+        table = Table(title=f"{res.label or 'no channel'} ({mode} mode)", show_edge=False)
+        table.add_column("metric")
+        table.add_column("value", justify="right")
+        for key, value in res.summary().items():
+            if key == "channels":
+                continue
+            shown = (
+                "n/a"
+                if value is None
+                else (f"{value:.3f}" if isinstance(value, float) else str(value))
+            )
+            table.add_row(key, shown)
+        con.print(table)
+        for w in res.warnings:
+            click.echo(f"warning: {w}", err=True)
+        con.print()
+
+
 # ----------------------------------------------------------------------------------------------
 # conversations and summaries commands
 # ----------------------------------------------------------------------------------------------

@@ -14,9 +14,10 @@ from functools import lru_cache
 
 from layersearch.errors import ConfigError, LimitExceeded
 from layersearch.ranking.bm25 import EntityOverlapIndex
+from layersearch.ranking.coverage import CoverageIndex, CoverageNode, links_from_edges
 from layersearch.ranking.explain import explain
 from layersearch.ranking.fulltext import FTDoc, FullTextIndex
-from layersearch.ranking.fusion import rrf
+from layersearch.ranking.fusion import Fused, rrf
 from layersearch.semantic.canonical import Resolver, in_scope
 from layersearch.semantic.model import EdgeRecord, Entity
 from layersearch.types import CHANNELS, ChannelScore, Hit, Memory, SearchRequest, SearchResponse
@@ -171,6 +172,13 @@ class EntityCorpus:
     def __post_init__(self) -> None:
         self.resolver = Resolver(self.entities.values(), self.memories.__contains__)
         self._mentions: dict[str, list[str]] | None = None
+        self._coverage: CoverageIndex | None = None
+
+    def coverage(self) -> CoverageIndex:
+        """The schema channel's index over visible entities, built on first use."""
+        if self._coverage is None:
+            self._coverage = build_coverage(self.entities, self.edges_out)
+        return self._coverage
 
     # -- incremental updates -------------------------------------------------------------------
 
@@ -296,12 +304,19 @@ class EntityCorpus:
                     scopes=[ds] if ds is not None else None,
                     ids=allow_set,
                 )
-                if hits:
-                    rankings["fulltext"] = hits
-                elif not self._has_words(question):
+                if not hits and not self._has_words(question):
                     warnings.append(
                         "question has no searchable words (only stop words or punctuation)"
                     )
+                schema = [
+                    h
+                    for h in self.coverage().search(question, CHANNEL_DEPTH * 2, scope=ds)
+                    if admitted(h[0])
+                ][:CHANNEL_DEPTH]
+                if schema:
+                    rankings["schema"] = schema
+                if hits:
+                    rankings["fulltext"] = hits
             if "vector" in channels and vector is not None:
                 hits = [h for h in vector(question, CHANNEL_DEPTH, ds, allow_set) if admitted(h[0])]
                 if hits:
@@ -315,7 +330,10 @@ class EntityCorpus:
                 reverse=True,
             )
             rankings["recent"] = [(m.id, 0.0) for m in newest[:CHANNEL_DEPTH]]
-        fused = rrf(rankings)[: req.max_results]
+        fused = rrf(rankings)
+        if "schema" in rankings:
+            fused = self._schema_supersedes_fulltext(fused)
+        fused = fused[: req.max_results]
         if not fused and not no_input:
             warnings.append(
                 "no results: nothing matched"
@@ -329,6 +347,31 @@ class EntityCorpus:
             for f in fused
         ]
         return SearchResponse(results=results, warnings=warnings)
+
+    def _schema_ranked(self, doc_id: str) -> bool:
+        e = self.entities.get(doc_id)
+        return e is not None and e.kind in _SCHEMA_KINDS
+
+    def _schema_supersedes_fulltext(self, fused: list[Fused]) -> list[Fused]:
+        """Drop full text's vote on tables and leaves once the schema channel ranked them.
+
+        The schema channel scores those same words with their table and database
+        context; counting their per-entity full-text ranks as well would count the
+        words twice and let isolated matches from unrelated databases back in.
+        Memories and datasources keep their full-text rank as it was (among all
+        documents), so moving entities out does not promote them.
+        """
+        out = []
+        for f in fused:
+            if "fulltext" in f.channels and self._schema_ranked(f.id):
+                del f.channels["fulltext"]
+                if not f.channels:
+                    continue
+                f.score = sum(c[2] for c in f.channels.values())
+                f.best_rank = min(c[0] for c in f.channels.values())
+            out.append(f)
+        out.sort(key=lambda f: (-f.score, f.best_rank, f.id))
+        return out
 
     @staticmethod
     @lru_cache(maxsize=1024)
@@ -373,6 +416,50 @@ class EntityCorpus:
                 yield entity_doc(e)
         for m in self.memories.values():
             yield memory_doc(m)
+
+
+_SCHEMA_KINDS = frozenset({"model", "column", "measure", "aggregation"})
+_COVERAGE_LEVEL = {
+    "datasource": "group",
+    "model": "table",
+    "column": "leaf",
+    "measure": "leaf",
+    "aggregation": "leaf",
+}
+
+
+def build_coverage(
+    entities: Mapping[str, Entity], edges_out: Mapping[str, Sequence[EdgeRecord]]
+) -> CoverageIndex:
+    """Coverage nodes for every visible entity, linked along joins (foreign keys)."""
+    nodes = []
+    for e in sorted(entities.values(), key=lambda e: e.id):
+        if e.hidden:
+            continue
+        doc = entity_doc(e)
+        fields = {k: v for k, v in doc.fields.items() if k != "parent"}
+        parent = None if e.kind == "datasource" else e.id.rsplit(".", 1)[0]
+        nodes.append(CoverageNode(e.id, _COVERAGE_LEVEL[e.kind], parent, fields))
+    joins = [
+        (edge.src, edge.dst)
+        for out in edges_out.values()
+        for edge in out
+        if edge.type == "JOINS"
+        and not _hidden(entities, edge.src)
+        and not _hidden(entities, edge.dst)
+    ]
+    keys = {e.id for e in entities.values() if e.primary_key and not e.hidden}
+    for out in edges_out.values():
+        for edge in out:
+            if edge.type == "JOINS":
+                keys.update(f"{edge.src}.{c}" for c in edge.props.get("source_columns") or [])
+                keys.update(f"{edge.dst}.{c}" for c in edge.props.get("target_columns") or [])
+    return CoverageIndex(nodes, ENTITY_BOOSTS, links_from_edges(joins), keys)
+
+
+def _hidden(entities: Mapping[str, Entity], entity_id: str) -> bool:
+    e = entities.get(entity_id)
+    return e is None or e.hidden
 
 
 def _memory_order(memory_id: str) -> int:
