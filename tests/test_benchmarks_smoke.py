@@ -1,0 +1,94 @@
+"""The benchmark and its generator run end to end at a tiny size (no timing asserted)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+BENCH = ROOT / "benchmarks"
+
+
+@pytest.fixture(scope="module")
+def synthetic():  # type: ignore[no-untyped-def]
+    sys.path.insert(0, str(BENCH))
+    try:
+        import synthetic as mod
+
+        yield mod
+    finally:
+        sys.path.remove(str(BENCH))
+
+
+def test_generator_is_deterministic_and_sized(synthetic) -> None:  # type: ignore[no-untyped-def]
+    a = synthetic.generate_catalog(2000, 50, seed=3)
+    b = synthetic.generate_catalog(2000, 50, seed=3)
+    c = synthetic.generate_catalog(2000, 50, seed=4)
+    ids_a = [e.id for e in a.entities()]
+    assert ids_a == [e.id for e in b.entities()]
+    assert ids_a != [e.id for e in c.entities()]
+    assert 2000 <= len(ids_a) < 2100
+    assert len(set(ids_a)) == len(ids_a), "entity ids must be unique"
+    assert len(a.memories) == 50
+    known = set(ids_a)
+    assert all(t in known for m in a.memories for t in m.entities)
+    assert any(m.query for m in a.memories)
+    assert any(m.joins for m in a.models)
+    q = synthetic.generate_queries(a, 10, seed=1)
+    assert len(q.questions) == len(q.entities) == 10
+
+
+def test_generated_catalog_loads_and_searches(synthetic, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    from layersearch import Layersearch
+
+    cat = synthetic.generate_catalog(500, 5, seed=0)
+    with Layersearch(tmp_path / "s.duckdb") as ls:
+        report = ls.load_catalog(cat)
+        assert report.memories_added == 5
+        assert not report.unresolved_tags
+        q = synthetic.generate_queries(cat, 3, seed=1)
+        resp = ls.search(question=q.questions[0], entities=q.entities[0])
+        assert resp.results
+
+
+# ~20 s: it spawns a worker, a reopen process, and the import / CLI timing subprocesses.
+@pytest.mark.slow
+def test_benchmark_quick_writes_json(tmp_path: Path) -> None:
+    out = tmp_path / "bench.json"
+    proc = subprocess.run(
+        [
+            sys.executable,
+            str(BENCH / "search_latency.py"),
+            "--sizes",
+            "2000",
+            "--memories",
+            "200",
+            "--quick",
+            "--out",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    data = json.loads(out.read_text())
+    assert {"machine", "targets", "sizes", "package", "command"} <= data.keys()
+    (size,) = data["sizes"]
+    assert "error" not in size, size.get("error")
+    assert size["memories_total"] == 200
+    assert size["entities"] >= 2000
+    for key in ("index_build_s", "load_catalog_s", "per_memory_ms", "phases"):
+        assert key in size["build"]
+    for kind in ("question", "entities", "both"):
+        assert {"p50_ms", "p99_ms", "n"} <= size["search"][kind].keys()
+        assert "ratio_baseline_over_ours_p50" in size["baseline"][kind]
+    assert {"peak_rss_mib", "rss_after_build_mib", "tantivy_dir_mib"} <= size["memory"].keys()
+    assert size["reopen"]["hits"] > 0
+    assert {"import_layersearch_ms", "cli_search_s"} <= data["package"].keys()
+    assert data["package"]["top_hit"]
+    assert "| entities |" in proc.stdout
