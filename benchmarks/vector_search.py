@@ -79,22 +79,32 @@ def bench_size(n: int, args: argparse.Namespace) -> dict[str, object]:
     row["exact_p50_ms"] = round(float(np.percentile(exact_ms, 50)), 3)
     row["exact_p95_ms"] = round(float(np.percentile(exact_ms, 95)), 3)
 
-    ann = VectorIndex(ids, matrix, mode="ann", expansion_search=args.ef)
+    ann = VectorIndex(ids, matrix, mode="ann")
     if not ann.uses_ann:
         row["ann"] = "usearch not installed"
         return row
     start = time.perf_counter()
     ann._ann_index()  # build now so that search timings exclude it
     row["ann_build_s"] = round(time.perf_counter() - start, 1)
-    found, ann_ms = timed(ann, queries, args.k)
-    hits = sum(len(set(a) & set(t)) for a, t in zip(found, truth, strict=True))
-    row["ann_p50_ms"] = round(float(np.percentile(ann_ms, 50)), 3)
-    row["ann_p95_ms"] = round(float(np.percentile(ann_ms, 95)), 3)
-    row["ann_recall_at_k"] = round(hits / (args.k * len(queries)), 4)
+    # One build, several search widths: the rows differ only in ef.
+    rows = []
+    for ef in args.ef:
+        ann.expansion_search = ef
+        found, ann_ms = timed(ann, queries, args.k)
+        hits = sum(len(set(a) & set(t)) for a, t in zip(found, truth, strict=True))
+        rows.append(
+            {
+                "ef": ef,
+                "ann_p50_ms": round(float(np.percentile(ann_ms, 50)), 3),
+                "ann_p95_ms": round(float(np.percentile(ann_ms, 95)), 3),
+                "ann_recall_at_k": round(hits / (args.k * len(queries)), 4),
+            }
+        )
+    row["ann_by_ef"] = rows
     row["ann_params"] = {
         "connectivity": ann.connectivity,
         "expansion_add": ann.expansion_add,
-        "expansion_search": ann.expansion_search,
+        "expansion_search_default": VectorIndex.__init__.__kwdefaults__["expansion_search"],
         "dtype": ann.ann_dtype,
     }
     return row
@@ -145,11 +155,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dims", type=int, default=384)
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--k", type=int, default=10)
-    parser.add_argument("--ef", type=int, default=128, help="HNSW expansion_search")
+    parser.add_argument(
+        "--ef", default="128,256", help="comma-separated HNSW expansion_search values to time"
+    )
     parser.add_argument("--data", choices=["topical", "uniform"], default="topical")
     parser.add_argument("--no-local", action="store_true", help="skip the local model timing")
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
+    args.ef = [int(v) for v in args.ef.split(",") if v.strip()]
     sizes = [20_000] if args.quick else [int(s) for s in args.sizes.split(",") if s.strip()]
     if args.quick:
         args.queries = 50
@@ -165,13 +178,16 @@ def main(argv: list[str] | None = None) -> int:
         "exact_p50_ms",
         "exact_p95_ms",
         "ann_build_s",
+        "ef",
         "ann_p50_ms",
         "ann_p95_ms",
         "ann_recall_at_k",
     ]
     print(" | ".join(f"{h:>15}" for h in header))
     for row in rows:
-        print(" | ".join(f"{row.get(h, '-')!s:>15}" for h in header))
+        for sub in row.get("ann_by_ef") or [{}]:  # type: ignore[union-attr]
+            cells = {**row, **sub}
+            print(" | ".join(f"{cells.get(h, '-')!s:>15}" for h in header))
     for key, value in local.items():
         print(f"{key}: {value}")
 
