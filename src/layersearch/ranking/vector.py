@@ -82,7 +82,7 @@ class VectorIndex:
         exact_threshold: int = EXACT_THRESHOLD,
         connectivity: int = 16,
         expansion_add: int = 128,
-        expansion_search: int = 128,
+        expansion_search: int = 256,
         ann_dtype: Literal["i8", "f16", "f32"] = "i8",
     ) -> None:
         if mode not in ("auto", "exact", "ann"):
@@ -226,6 +226,9 @@ class VectorIndex:
         self, q: np.ndarray, k: int, rows: np.ndarray | None
     ) -> list[tuple[str, float]]:
         index = self._ann_index()
+        # expansion_search may be tuned on a live index (recall vs latency).
+        if index.expansion_search != self.expansion_search:
+            index.expansion_search = self.expansion_search
         live = len(self)
         fetch = k if rows is None else math.ceil(k * _OVERSAMPLE * live / len(rows))
         if rows is not None and fetch > _MAX_FETCH:
