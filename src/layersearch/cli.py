@@ -625,8 +625,10 @@ def eval_group() -> None:
 @click.option("--details", "details_path", default=None, help="Write per-question JSONL here.")
 @click.option("--plot", "plot_path", default=None, help="Draw recall@k curves to this PNG.")
 @json_option
+@click.pass_obj
 @handle_errors
 def eval_schema_linking(
+    obj: Ctx,
     catalog_path: str,
     questions_path: str,
     mode: str,
@@ -648,10 +650,13 @@ def eval_schema_linking(
 
     sets = parse_channel_sets(channel_sets)
     questions = read_questions(questions_path, catalog_path)[:limit]
-    with Layersearch(":memory:") as ls:
+    with Layersearch(":memory:", embedder=obj.embedder) as ls:
         with _status(f"loading {catalog_path}", as_json):
             ls.load(catalog_path)
             ls.corpus()
+        if ls.embedder is not None:
+            with Progress("embedding the catalog", as_json) as progress:
+                ls.embed(progress=progress)
         with _eval_progress(len(questions) * len(sets), as_json) as advance:
             results = run_schema_linking(
                 ls, questions, mode=mode, channel_sets=sets, progress=advance
