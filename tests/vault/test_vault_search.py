@@ -272,3 +272,18 @@ def test_hits_are_pydantic(indexed: VaultService):
     hits = indexed.search("dbt", limit=2)
     assert len(hits) == 2 and all(isinstance(h, VaultHit) for h in hits)
     assert VaultHit.model_validate(hits[0].model_dump()) == hits[0]
+
+
+@pytest.mark.local_model
+def test_local_model_ranks_and_gibberish_scores_low(tmp_path: Path):
+    pytest.importorskip("sentence_transformers")
+    from layersearch.embed import make_embedder
+
+    emb = make_embedder("local")
+    svc = VaultService(DuckDBStore(tmp_path / "s.duckdb"), embedder=lambda: emb)
+    svc.index(VAULT)
+    real = svc.search("are gift card purchases counted as revenue", limit=3)
+    assert real[0].slug == "Metrics/Net revenue" and real[0].score > 0.3
+    junk = svc.search("qxzv wpljk fnord zzyzx", limit=3)
+    assert junk[0].score < 0.3
+    assert svc.search("qxzv wpljk fnord zzyzx", min_score=0.3) == []

@@ -63,6 +63,9 @@ MODES = ("vector", "hybrid")
 CHANNEL_DEPTH = 100
 FT_BOOSTS = {"title": 3.0, "tags": 2.0, "heading": 1.5, "body": 1.0}
 MAX_QUERY_CHARS = 100_000
+# Each batch is one embedder call and one committed write: big enough that the write
+# (a DuckDB connection costs ~25 ms) is not the bottleneck, small enough to resume cheaply.
+EMBED_BATCH = 256
 _FT_KIND = "note"
 _NO_EMBEDDER = (
     "no embedder configured: vault search ranks notes by vector similarity; pass "
@@ -233,7 +236,7 @@ class VaultService:
             if progress is not None:
                 progress("embedding", done, total)
 
-        report = dense.embed(todo, progress=step, prune=False)
+        report = dense.embed(todo, batch_size=EMBED_BATCH, progress=step, prune=False)
         pruned = 0
         if prune or not live.issuperset(stored):
             pruned = self.store.prune_vectors(tables.CORPUS, live)
@@ -330,11 +333,10 @@ class VaultService:
             rows = _allowed_rows(snap, filters, statuses)
             if rows is not None and not len(rows):
                 return []
-            allow = (
-                None if rows is None else [c for r in rows for c in snap.chunk_ids[snap.slugs[r]]]
-            )
+            allow = None if rows is None else snap.chunks_of(rows)
+            widest = int(snap.chunk_counts.max() if rows is None else snap.chunk_counts[rows].max())
             depth = limit if mode == "vector" else max(limit, CHANNEL_DEPTH)
-            ranked = _vector_notes(dense, query, depth, allow)
+            ranked = _vector_notes(dense, query, depth, allow, widest)
             if min_score is not None:
                 ranked = [(s, x) for s, x in ranked if x >= min_score]
             channels = {"vector": ranked}
@@ -521,24 +523,23 @@ def _allowed_rows(
 
 
 def _vector_notes(
-    dense: DenseCorpus, query: str, depth: int, allow: list[str] | None
+    dense: DenseCorpus, query: str, depth: int, allow: list[str] | None, widest: int
 ) -> list[tuple[str, float]]:
-    """The ``depth`` best notes by their best chunk's cosine (ties by slug)."""
+    """The ``depth`` best notes by their best chunk's cosine (ties by slug).
+
+    ``widest`` is the most chunks any candidate note has: the best ``(depth + 1) * widest``
+    chunks then hold at least ``depth + 1`` notes, so one vector search suffices, and the
+    extra note settles a tie at the cut by slug rather than by chunk id.
+    """
     total = len(dense.index()) if allow is None else len(allow)
     if total == 0:
         return []
-    k = min(total, max(4 * depth, 32))
-    while True:
-        hits = dense.search(query, k, allow)
-        best: dict[str, float] = {}
-        for cid, score in hits:
-            slug = tables.chunk_id_slug(cid)
-            if slug not in best or score > best[slug]:
-                best[slug] = score
-        # One more note than needed, so a tie at the cut is decided by slug, not by chunk id.
-        if len(best) > depth or k >= total:
-            break
-        k = min(total, k * 4)
+    k = min(total, (depth + 1) * max(widest, 1))
+    best: dict[str, float] = {}
+    for cid, score in dense.search(query, k, allow):
+        slug = tables.chunk_id_slug(cid)
+        if slug not in best or score > best[slug]:
+            best[slug] = score
     ranked = sorted(best.items(), key=lambda kv: (-kv[1], kv[0]))
     return [(s, float(x)) for s, x in ranked[:depth]]
 

@@ -111,8 +111,16 @@ class VaultSnapshot:
     #: tag → rows of notes carrying it, or a tag nested under it (``project`` → ``project/alpha``)
     tag_rows: dict[str, np.ndarray] = field(default_factory=dict)
 
+    #: every chunk id, grouped by note row, and where each note's group starts and ends
+    flat_chunks: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=object))
+    chunk_counts: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+
     def __post_init__(self) -> None:
         self.row = {s: i for i, s in enumerate(self.slugs)}
+        groups = [self.chunk_ids.get(s, []) for s in self.slugs]
+        self.chunk_counts = np.array([len(g) for g in groups], dtype=np.int64)
+        self.flat_chunks = np.array([c for g in groups for c in g], dtype=object)
+        self._ends = np.cumsum(self.chunk_counts)
         index: dict[str, list[int]] = {}
         for i, tags in enumerate(self.tags):
             seen: set[str] = set()
@@ -126,6 +134,16 @@ class VaultSnapshot:
 
     def __len__(self) -> int:
         return len(self.slugs)
+
+    def chunks_of(self, rows: np.ndarray) -> list[str]:
+        """The chunk ids of the notes at ``rows``."""
+        if not len(rows):
+            return []
+        counts = self.chunk_counts[rows]
+        starts = self._ends[rows] - counts
+        # Index of every wanted chunk in flat_chunks, built without a Python loop over notes.
+        offsets = np.arange(int(counts.sum())) - np.repeat(np.cumsum(counts) - counts, counts)
+        return list(self.flat_chunks[np.repeat(starts, counts) + offsets])
 
 
 # -- writing ------------------------------------------------------------------------------------
