@@ -31,7 +31,7 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, Field, model_serializer
 
-from layersearch.corpora.dense import DenseCorpus, DenseDoc, content_hash, describe_key
+from layersearch.corpora.dense import DenseCorpus, DenseDoc, describe_key
 from layersearch.embed.base import Embedder
 from layersearch.errors import ConfigError, EmbeddingUnavailable, ModelMismatch, NotFound
 from layersearch.ranking.explain import explain
@@ -228,9 +228,10 @@ class VaultService:
         dense = self._dense_for(embedder)
         key = dense.fingerprint.key()
         stored = self.store.vector_hashes(tables.CORPUS, key)
-        chunks = tables.load_chunks(self.store)
-        todo = [DenseDoc(c.id, c.text) for c in chunks if stored.get(c.id) != content_hash(c.text)]
-        live = {c.id for c in chunks}
+        # The chunk rows carry the hash of their text, so only texts to embed are read.
+        live = tables.chunk_hashes(self.store)
+        todo_ids = [cid for cid, h in live.items() if stored.get(cid) != h]
+        todo = [DenseDoc(c.id, c.text) for c in tables.load_chunks(self.store, todo_ids)]
 
         def step(done: int, total: int) -> None:
             if progress is not None:
@@ -238,12 +239,12 @@ class VaultService:
 
         report = dense.embed(todo, batch_size=EMBED_BATCH, progress=step, prune=False)
         pruned = 0
-        if prune or not live.issuperset(stored):
-            pruned = self.store.prune_vectors(tables.CORPUS, live)
+        if prune or not live.keys() >= stored.keys():
+            pruned = self.store.prune_vectors(tables.CORPUS, set(live))
         return report.model_copy(
             update={
-                "documents": len(chunks),
-                "unchanged": len(chunks) - len(todo) + report.unchanged,
+                "documents": len(live),
+                "unchanged": len(live) - len(todo) + report.unchanged,
                 "pruned": pruned,
             }
         )

@@ -35,6 +35,7 @@ __all__ = [
     "VaultSnapshot",
     "all_slugs",
     "apply_sync",
+    "chunk_hashes",
     "chunk_id_slug",
     "load_chunks",
     "load_meta",
@@ -303,14 +304,32 @@ def load_snapshot(store: Store) -> VaultSnapshot:
     )
 
 
-def load_chunks(store: Store) -> list[StoredChunk]:
-    """Every stored chunk, by slug then position."""
+def load_chunks(store: Store, ids: Sequence[str] | None = None) -> list[StoredChunk]:
+    """Stored chunks (all, or those of ``ids``), by slug then position."""
+    cols = "c.id, c.slug, c.position, c.heading_path, c.text"
     with store.connect(write=False) as con:
-        rows = con.execute(
-            "SELECT id, slug, position, heading_path, text FROM vault_chunks "
-            "ORDER BY slug, position"
-        ).fetchall()
+        if ids is None:
+            rows = con.execute(
+                f"SELECT {cols} FROM vault_chunks c ORDER BY c.slug, c.position"  # noqa: S608
+            ).fetchall()
+        elif not ids:
+            rows = []
+        else:
+            con.execute("CREATE TEMPORARY TABLE vault_wanted (id VARCHAR PRIMARY KEY)")
+            store.bulk_insert(con, "vault_wanted", {"id": list(ids)})
+            rows = con.execute(
+                f"SELECT {cols} FROM vault_chunks c JOIN vault_wanted w ON w.id = c.id "  # noqa: S608
+                "ORDER BY c.slug, c.position"
+            ).fetchall()
+            con.execute("DROP TABLE vault_wanted")
     return [StoredChunk(r[0], r[1], int(r[2]), r[3], r[4]) for r in rows]
+
+
+def chunk_hashes(store: Store) -> dict[str, str]:
+    """chunk id → hash of its text (the hash its vector is stored with)."""
+    with store.connect(write=False) as con:
+        rows = con.execute("SELECT id, content_hash FROM vault_chunks").fetchall()
+    return {r[0]: r[1] for r in rows}
 
 
 def load_note_rows(store: Store, slug: str) -> list[dict[str, Any]]:
