@@ -347,7 +347,9 @@ class VaultService:
             fused = rrf(channels)[:limit]
         hits = []
         for f in fused:
-            i = snap.row[f.id]
+            i = snap.row.get(f.id)
+            if i is None:  # in a full-text index written by a newer sync than this snapshot
+                continue
             score = f.score if mode == "hybrid" else f.channels["vector"][1]
             hits.append(
                 VaultHit(
