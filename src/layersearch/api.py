@@ -435,6 +435,17 @@ class Layersearch:
 
     # -- vault (corpora/vault) ----------------------------------------------------------------
 
+    @property
+    def vault(self) -> Any:
+        """The vault of markdown notes in this store (``index``, ``search``, ``get_note``)."""
+        with self._lock:
+            service = getattr(self, "_vault", None)
+            if service is None:
+                from layersearch.corpora.vault.search import VaultService
+
+                service = self._vault = VaultService(self.store, embedder=lambda: self.embedder)
+            return service
+
     # -- memories -----------------------------------------------------------------------------
 
     def save_memory(
