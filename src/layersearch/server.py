@@ -29,6 +29,7 @@ from mcp.types import ToolAnnotations
 from pydantic import BaseModel, Field
 
 from layersearch.config import Settings, is_loopback
+from layersearch.corpora.vault.search import NoteDetail, VaultHit
 from layersearch.errors import ConfigError, LayersearchError
 from layersearch.types import Channel, InspectResponse, Memory, SearchRequest, SearchResponse
 
@@ -89,7 +90,11 @@ class Service:
         try:
             from layersearch.api import Layersearch
 
-            api = Layersearch(self.settings.store)
+            api = Layersearch(
+                self.settings.store,
+                embedder=self.settings.embedder,
+                embedder_config=dict(self.settings.embedder_options or {}) or None,
+            )
             self._api = api
             self._load_models_if_empty(api)
             api.corpus()  # build the snapshot now, not on the first search
@@ -368,6 +373,76 @@ def forget_memory(
     canonical = f"memory:{memory_number(memory_id)}"
     _api(ctx).forget_memory(canonical)
     return ForgetResult(forgotten=canonical)
+
+
+# -- vault -----------------------------------------------------------------------------------
+
+
+@_tool(title="Search the notes vault", read_only=True)
+def vault_search(
+    ctx: Context,
+    query: Annotated[
+        str, Field(min_length=1, description="What the notes should be about, in words.")
+    ],
+    tags: Annotated[
+        list[str] | None,
+        Field(
+            description="Keep notes carrying ANY of these tags (nested tags match). Default: any."
+        ),
+    ] = None,
+    domain: Annotated[
+        str | None,
+        Field(description="Keep notes of this domain (as the vault declares). Default: any."),
+    ] = None,
+    status: Annotated[
+        list[str] | None,
+        Field(description="Keep notes whose status is one of these. Default: any."),
+    ] = None,
+    note_type: Annotated[
+        str | None, Field(description="Keep notes of this type (frontmatter type/note_type).")
+    ] = None,
+    date_range: Annotated[
+        dict[str, str | None] | None,
+        Field(
+            description="{start, end} ISO dates (YYYY-MM-DD) on the note's `updated` date; "
+            "either end may be omitted."
+        ),
+    ] = None,
+    limit: Annotated[int, Field(ge=1, le=1000, description="How many notes (default 10).")] = 10,
+) -> list[VaultHit]:
+    """Find notes in the indexed markdown vault (runbooks, metric definitions, incident
+    write-ups, decisions) by meaning, within the filters you give (all combine with AND).
+
+    Returns [{slug, title, path, score}] best first, score the cosine similarity of the
+    note's best-matching section; no content: call `vault_get_note` with a slug to read
+    one. An empty list means nothing matched; an error means the search could not run
+    (no embedder configured, vectors made by another model, bad filter value).
+    """
+    return list(
+        _api(ctx).vault.search(
+            query,
+            tags=tags,
+            domain=domain,
+            status=status,
+            note_type=note_type,
+            date_range=date_range,
+            limit=limit,
+        )
+    )
+
+
+@_tool(title="Read a vault note", read_only=True)
+def vault_get_note(
+    ctx: Context,
+    slug: Annotated[
+        str,
+        Field(description="The note's slug as vault_search returned it (path without .md)."),
+    ],
+) -> NoteDetail:
+    """The whole note (markdown body) and its metadata: title, tags, domain, status,
+    type, created/updated dates, frontmatter. A slug that does not exist, or that tries
+    to leave the vault (`../`), is an error."""
+    return _api(ctx).vault.get_note(slug)
 
 
 def tool_names() -> list[str]:

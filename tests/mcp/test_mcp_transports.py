@@ -16,6 +16,8 @@ from mcp import Client, StdioServerParameters
 from tests.conftest import MINI
 from tests.mcp.conftest import cli_env, free_port, layersearch_cmd, wait_for_port
 
+from layersearch.server import tool_names
+
 pytestmark = pytest.mark.anyio
 
 TOKEN = "test-token-123"
@@ -48,7 +50,7 @@ async def test_stdio_subprocess_speaks_only_json_rpc_on_stdout(tmp_path: Path) -
 
         async with Client(stdio_client(params, errlog=errlog)) as client:
             tools = (await client.list_tools()).tools
-            assert [t.name for t in tools] == ["search", "inspect", "save_memory", "forget_memory"]
+            assert [t.name for t in tools] == tool_names()
             result = await client.call_tool("search", {"question": "tax", "max_results": 3})
             assert not result.is_error, result.content
             assert result.structured_content["results"][0]["id"] == "shop.orders.tax_paid"
@@ -108,7 +110,7 @@ def test_http_requires_the_token(http_server: str) -> None:
 async def test_http_lists_tools_and_searches(http_server: str) -> None:
     async with http_client(http_server) as client:
         tools = (await client.list_tools()).tools
-        assert {t.name for t in tools} == {"search", "inspect", "save_memory", "forget_memory"}
+        assert {t.name for t in tools} == set(tool_names())
         result = await client.call_tool("inspect", {"ids": ["shop.orders", "memory:1"]})
         assert not result.is_error, result.content
         assert result.structured_content["entities"][0]["id"] == "shop.orders"
