@@ -162,7 +162,15 @@ def _tokens(text: str, *, drop_stop: bool) -> list[str]:
 
 def analyze(text: str | None) -> list[str]:
     """Tokens for a document field (nothing dropped)."""
+    if text and len(text) <= 64:
+        # Names, labels, types and short values repeat across a catalog: cache them whole.
+        return list(_short_field(text))
     return _tokens(text or "", drop_stop=False)
+
+
+@lru_cache(maxsize=200_000)
+def _short_field(text: str) -> tuple[str, ...]:
+    return tuple(_tokens(text, drop_stop=False))
 
 
 def analyze_query(text: str | None) -> list[str]:

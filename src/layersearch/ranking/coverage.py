@@ -204,28 +204,7 @@ class CoverageIndex:
         n_tables = len(self.table_nodes)
         nb_ptr = np.zeros(n_tables + 1, dtype=np.int64)
         np.cumsum(np.bincount(self.nb_src, minlength=n_tables), out=nb_ptr[1:])
-        self.tcov: list[tuple[np.ndarray, np.ndarray]] = []
-        self.lcov: list[tuple[np.ndarray, np.ndarray]] = []
-        for p_nodes_j, p_w_j in self.post:
-            t = self.table_idx[p_nodes_j]
-            keep = t >= 0
-            tables, maxw = _group_max(t[keep], p_w_j[keep])
-            self.tcov.append((tables, maxw))
-            if len(self.nb_src) and len(tables):
-                degree = nb_ptr[tables + 1] - nb_ptr[tables]
-                starts = np.repeat(nb_ptr[tables], degree)
-                offsets = np.arange(int(degree.sum())) - np.repeat(
-                    np.cumsum(degree) - degree, degree
-                )
-                targets = self.nb_dst[starts + offsets]
-                self.lcov.append(
-                    _group_max(
-                        np.concatenate([tables, targets]),
-                        np.concatenate([maxw, np.repeat(maxw, degree)]),
-                    )
-                )
-            else:
-                self.lcov.append((tables, maxw))
+        self.tcov, self.lcov = self._table_coverage(nb_ptr)
         # direct children of each table node (CSR over compact table numbers)
         child_of = np.where(parent >= 0, t_of[np.maximum(parent, 0)], -1)
         kids = np.flatnonzero(child_of >= 0)
@@ -236,6 +215,31 @@ class CoverageIndex:
             np.bincount(child_of[kids], minlength=len(self.table_nodes)), out=self.children_ptr[1:]
         )
         self._group_by_id = {self.ids[g]: k for k, g in enumerate(self.group_nodes)}
+
+    def _table_coverage(
+        self, nb_ptr: np.ndarray
+    ) -> tuple[list[tuple[np.ndarray, np.ndarray]], list[tuple[np.ndarray, np.ndarray]]]:
+        """Per term: (tables, strongest weight of the term among each table's nodes), and the
+        same over each table plus its join neighbours. Computed for all terms at once."""
+        n_terms = len(self.post)
+        sizes = np.array([len(p[0]) for p in self.post], dtype=np.int64)
+        term = np.repeat(np.arange(n_terms, dtype=np.int64), sizes)
+        nodes = np.concatenate([p[0] for p in self.post]) if n_terms else _EMPTY_I
+        weight = np.concatenate([p[1] for p in self.post]) if n_terms else _EMPTY_F
+        table = self.table_idx[nodes]
+        keep = table >= 0
+        t_term, t_table, t_w = _pair_max(term[keep], table[keep], weight[keep])
+        tcov = _split(t_term, t_table, t_w, n_terms)
+        if not len(self.nb_src):
+            return tcov, tcov
+        degree = nb_ptr[t_table + 1] - nb_ptr[t_table]
+        total = int(degree.sum())
+        starts = np.repeat(nb_ptr[t_table], degree)
+        offsets = np.arange(total) - np.repeat(np.cumsum(degree) - degree, degree)
+        l_term = np.concatenate([t_term, np.repeat(t_term, degree)])
+        l_table = np.concatenate([t_table, self.nb_dst[starts + offsets]])
+        l_w = np.concatenate([t_w, np.repeat(t_w, degree)])
+        return tcov, _split(*_pair_max(l_term, l_table, l_w), n_terms)
 
     def _up_to(self, parent: np.ndarray, level: int) -> np.ndarray:
         """For every node, the nearest node at ``level`` on its parent chain (itself included)."""
@@ -336,14 +340,27 @@ class CoverageIndex:
         return [(self.ids[pool[i]], round(float(score[i]), 6)) for i in final]
 
 
-def _group_max(keys: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Distinct keys (ascending) and the largest value for each."""
-    if not len(keys):
-        return _EMPTY_I, _EMPTY_F
-    order = np.lexsort((values, keys))
-    k, v = keys[order], values[order]
-    last = np.r_[k[1:] != k[:-1], True]
-    return k[last], v[last]
+def _pair_max(
+    a: np.ndarray, b: np.ndarray, values: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Distinct (a, b) pairs, sorted, with the largest value of each."""
+    if not len(a):
+        return _EMPTY_I, _EMPTY_I, _EMPTY_F
+    order = np.lexsort((values, b, a))
+    a, b, v = a[order], b[order], values[order]
+    last = np.r_[(a[1:] != a[:-1]) | (b[1:] != b[:-1]), True]
+    return a[last], b[last], v[last]
+
+
+def _split(
+    term: np.ndarray, table: np.ndarray, weight: np.ndarray, n_terms: int
+) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Per-term slices of term-sorted (table, weight) pairs."""
+    bounds = np.searchsorted(term, np.arange(n_terms + 1))
+    return [
+        (table[bounds[j] : bounds[j + 1]], weight[bounds[j] : bounds[j + 1]])
+        for j in range(n_terms)
+    ]
 
 
 def _key(values: np.ndarray) -> np.ndarray:
