@@ -108,3 +108,27 @@ def test_init_and_demo(tmp_path: Path) -> None:
     demo = json.loads(run(tmp_path / "y.duckdb", "demo", "--json").stdout)
     assert demo["loaded"]["entities"] >= 150
     assert all(s["response"]["results"] for s in demo["searches"])
+
+
+def test_settings_file_gives_store_and_embedder(tmp_path: Path) -> None:
+    (tmp_path / "layersearch.toml").write_text(
+        f'store = "{tmp_path / "from-toml.duckdb"}"\nembedder = "fake"\n'
+    )
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(ROOT / "src")
+    for k in ("LAYERSEARCH_STORE", "LAYERSEARCH_EMBEDDER", "LAYERSEARCH_CONFIG"):
+        env.pop(k, None)
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "layersearch", *args], capture_output=True,
+                              text=True, env=env, cwd=tmp_path, timeout=120)
+
+    assert cli("load", str(MINI)).returncode == 0
+    assert (tmp_path / "from-toml.duckdb").exists()
+    out = json.loads(cli("embed", "--json").stdout)
+    assert out[0]["model"] == "fake/hashing-v1 (256)"
+    flagged = cli("--embedder", "fake:64", "search", "tax", "--json")
+    assert any("configured: fake/hashing-v1 (64)" in w for w in json.loads(flagged.stdout)["warnings"])
+    (tmp_path / "layersearch.toml").write_text("embedder = 3\n")
+    bad = cli("search", "tax")
+    assert bad.returncode == 2 and bad.stderr.startswith("error: ") and "embedder" in bad.stderr

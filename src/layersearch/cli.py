@@ -26,17 +26,44 @@ EXIT_INTERNAL = 1
 
 
 class Ctx:
-    def __init__(self, store: str | None, verbose: bool, embedder: str | None = None) -> None:
+    def __init__(
+        self,
+        store: str | None,
+        verbose: bool,
+        embedder: str | None = None,
+        config: str | None = None,
+    ) -> None:
         self.store = store
         self.verbose = verbose
         self.embedder = embedder
+        self.embedder_options: dict[str, Any] | None = None
+        self.config = config
         self._ls: Any = None
+
+    def settings(self) -> Any:
+        """layersearch.toml (or --config / $LAYERSEARCH_CONFIG) under the command-line flags."""
+        from layersearch.config import load_settings
+
+        settings = load_settings(self.config)
+        if self.store is None:
+            self.store = settings.store
+        if self.embedder is None:
+            self.embedder = settings.embedder
+        if self.embedder == settings.embedder:
+            self.embedder_options = dict(settings.embedder_options or {}) or None
+        return settings
 
     def api(self, *, create: bool = True) -> Any:
         if self._ls is None:
             from layersearch.api import Layersearch
 
-            self._ls = Layersearch(self.store, create=create, embedder=self.embedder)
+            self.settings()
+            self._ls = Layersearch(
+                self.store,
+                create=create,
+                embedder=self.embedder,
+                embedder_config=self.embedder_options,
+            )
         return self._ls
 
 
@@ -142,17 +169,30 @@ def _parse_params(pairs: tuple[str, ...]) -> dict[str, Any]:
     default=None,
     help="Dense channel: local | local:<model> | litellm:<model> | fake [env LAYERSEARCH_EMBEDDER]",
 )
+@click.option(
+    "--config",
+    "config_path",
+    envvar="LAYERSEARCH_CONFIG",
+    default=None,
+    help="Settings file (default ./layersearch.toml when present) [env LAYERSEARCH_CONFIG]",
+)
 @click.option("-v", "--verbose", is_flag=True, help="Log progress and details to stderr.")
 @click.version_option(package_name="layersearch")
 @click.pass_context
-def main(ctx: click.Context, store: str | None, embedder: str | None, verbose: bool) -> None:
+def main(
+    ctx: click.Context,
+    store: str | None,
+    embedder: str | None,
+    config_path: str | None,
+    verbose: bool,
+) -> None:
     """Find the right semantic-layer context before writing a query."""
     logging.basicConfig(
         level=logging.INFO if verbose else logging.WARNING,
         format="%(levelname)s %(name)s: %(message)s",
         stream=sys.stderr,
     )
-    ctx.obj = Ctx(store, verbose, embedder)
+    ctx.obj = Ctx(store, verbose, embedder, config_path)
 
 
 @main.command()
@@ -650,7 +690,8 @@ def eval_schema_linking(
 
     sets = parse_channel_sets(channel_sets)
     questions = read_questions(questions_path, catalog_path)[:limit]
-    with Layersearch(":memory:", embedder=obj.embedder) as ls:
+    obj.settings()
+    with Layersearch(":memory:", embedder=obj.embedder, embedder_config=obj.embedder_options) as ls:
         with _status(f"loading {catalog_path}", as_json):
             ls.load(catalog_path)
             ls.corpus()
@@ -961,8 +1002,10 @@ def serve(
     """Run the MCP server (stdio by default; logs on stderr, only protocol on stdout)."""
     from layersearch.config import load_settings
 
-    settings = load_settings(config_path).replace(
-        store=obj.store, models=Path(models_path) if models_path else None
+    settings = load_settings(config_path or obj.config).replace(
+        store=obj.store,
+        models=Path(models_path) if models_path else None,
+        embedder=obj.embedder,
     )
     if use_http:
         from layersearch.config import is_loopback
