@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pytest
 
-from layersearch.corpora.conversations import import_conversations
 from layersearch.corpora.conversations.records import Conversation, Message
 from layersearch.corpora.conversations.search import ConversationService
 from layersearch.corpora.dense import DenseCorpus
