@@ -21,6 +21,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, Field
 
@@ -28,6 +29,7 @@ from layersearch.corpora.dense import DenseCorpus, DenseDoc
 from layersearch.errors import ConfigError, EmbeddingUnavailable, LayersearchError, ModelMismatch
 from layersearch.ranking.fulltext import FTDoc, FullTextIndex
 from layersearch.ranking.fusion import rrf
+from layersearch.store import migrations
 from layersearch.store.base import Store
 from layersearch.types import EmbedReport
 
@@ -152,15 +154,17 @@ class MessageSearchConfig:
     context_after: int = 1
     #: tantivy field boosts: the turn itself counts most
     boost_text: float = 1.0
-    boost_speaker: float = 0.5
-    boost_context: float = 0.3
+    boost_speaker: float = 1.0
+    boost_context: float = 0.5
     boost_date: float = 0.2
     #: the dense document: the turn, its speaker and date, and the turn before it
     dense_context_before: int = 1
     dense_context_chars: int = 300
-    #: RRF weights per channel
+    #: RRF weights per channel, and RRF's k: within one conversation the first ranks
+    #: carry the signal, so contributions decay faster than entity search's k = 60
     weight_fulltext: float = 1.0
-    weight_vector: float = 1.0
+    weight_vector: float = 0.7
+    rrf_k: int = 10
     #: drop conversational function words from full-text queries
     extra_stop_words: bool = True
 
@@ -396,6 +400,9 @@ class _Snapshot:
     summaries: dict[str, Summary]
     messages_ft: FullTextIndex
     summaries_ft: FullTextIndex
+    #: an in-memory DuckDB copy of messages and conversations: keyword search runs the
+    #: same bound SQL as on the store, without opening the store file per query
+    mirror: Any
 
 
 class ConversationService:
@@ -418,6 +425,8 @@ class ConversationService:
         self._snap: _Snapshot | None = None
         self._gen = -1
         self._lock = threading.RLock()
+        #: corpus → (store generation, fingerprint) at which its vectors were last checked
+        self._checked: dict[str, tuple[int, str]] = {}
 
     # -- import -------------------------------------------------------------------------------------
 
@@ -510,6 +519,7 @@ class ConversationService:
             summaries=summaries,
             messages_ft=messages_ft,
             summaries_ft=summaries_ft,
+            mirror=_mirror(messages, conversations),
         )
 
     def _dense_corpus(self, corpus: str) -> DenseCorpus:
@@ -523,8 +533,11 @@ class ConversationService:
     def _checked_dense(self, corpus: str) -> DenseCorpus:
         """The corpus's vectors, or EmbeddingUnavailable saying exactly why not."""
         what = "message" if corpus == MESSAGE_CORPUS else "summary"
+        gen = self.store.generation()
         try:
             dense = self._dense_corpus(corpus)
+            if self._checked.get(corpus) == (gen, dense.fingerprint.key()):
+                return dense  # checked since the last write: skip two store round trips
             if not self.store.vector_fingerprints(corpus):
                 raise EmbeddingUnavailable(
                     f"no {what} vectors stored yet; run `layersearch --embedder <spec> "
@@ -536,6 +549,7 @@ class ConversationService:
             if not text.startswith("embedding unavailable:"):
                 text = f"embedding unavailable: {text}"
             raise EmbeddingUnavailable(text) from exc
+        self._checked[corpus] = (gen, dense.fingerprint.key())
         return dense
 
     # -- search_conversations -----------------------------------------------------------------------
@@ -548,9 +562,15 @@ class ConversationService:
             raise ConfigError("term must be a string")
         _check_limit(limit)
         role = _choice("role", role, ROLES)
-        rows = db.keyword_search(
-            self.store, term, limit=limit, role=role, questions_only=term == "" and role == "user"
+        sql, params = db.keyword_query(
+            term, limit=limit, role=role, questions_only=term == "" and role == "user"
         )
+        snap = self.snapshot()
+        cursor = snap.mirror.cursor()
+        try:
+            rows = db.keyword_rows(cursor.execute(sql, params).fetchall())
+        finally:
+            cursor.close()
         hits = [
             ConversationHit(
                 date=_day(m.created),
@@ -646,7 +666,7 @@ class ConversationService:
                     raise
                 warnings.append(str(exc))
         weights = {"fulltext": self.config.weight_fulltext, "vector": self.config.weight_vector}
-        fused = rrf(rankings, weights=weights)
+        fused = rrf(rankings, k=self.config.rrf_k, weights=weights)
         hits = []
         for f in fused[:limit]:
             m = snap.messages[f.id]
@@ -764,6 +784,61 @@ class ConversationService:
             (f.id, f.score, {c: r for c, (r, _, _) in sorted(f.channels.items())})
             for f in rrf(rankings)
         ]
+
+
+def _mirror(messages: Sequence[MessageRow], conversations: dict[str, ConversationRow]) -> Any:
+    import duckdb
+    import numpy as np
+
+    con = duckdb.connect(":memory:")
+    con.execute("SET threads = 1")  # one query at a time per cursor; no pool contention
+    for stmt in migrations.DUCKDB[2]:
+        if "messages" in stmt.split("(")[0] or "conversations" in stmt.split("(")[0]:
+            con.execute(stmt)
+
+    def col(values: list[Any]) -> Any:
+        return np.array(values, dtype=object)
+
+    con.register(
+        "m_data",
+        {
+            "id": col([m.id for m in messages]),
+            "conversation_id": col([m.conversation_id for m in messages]),
+            "role": col([m.role for m in messages]),
+            "content": col([m.content for m in messages]),
+            "created": col([m.created for m in messages]),
+            "has_question": np.array([m.has_question for m in messages], dtype=bool),
+            "position": np.array([m.position for m in messages], dtype=np.int64),
+            "injected": np.array([m.injected for m in messages], dtype=bool),
+            "speaker": col([m.speaker for m in messages]),
+            "turn_id": col([m.turn_id for m in messages]),
+        },
+    )
+    convs = list(conversations.values())
+    con.register(
+        "c_data",
+        {
+            "id": col([c.id for c in convs]),
+            "title": col([c.title for c in convs]),
+            "source": col([c.source for c in convs]),
+            "created": col([c.created for c in convs]),
+            "updated": col([c.updated for c in convs]),
+        },
+    )
+    if messages:
+        con.execute(
+            "INSERT INTO messages (id, conversation_id, role, content, created, has_question, "
+            "position, injected, speaker, turn_id) SELECT id, conversation_id, role, content, "
+            "created, has_question, position, injected, speaker, turn_id FROM m_data"
+        )
+    if convs:
+        con.execute(
+            "INSERT INTO conversations (id, title, source, created, updated) "
+            "SELECT id, title, source, created, updated FROM c_data"
+        )
+    con.unregister("m_data")
+    con.unregister("c_data")
+    return con
 
 
 def _open_index(

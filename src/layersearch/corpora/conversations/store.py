@@ -34,6 +34,8 @@ __all__ = [
     "MessageRow",
     "SummaryImportReport",
     "corpus_version",
+    "keyword_query",
+    "keyword_rows",
     "keyword_search",
     "load_conversations",
     "load_messages",
@@ -351,17 +353,16 @@ def save_summaries(
 # -- queries -------------------------------------------------------------------------------------
 
 
-def keyword_search(
-    store: Store,
+def keyword_query(
     term: str,
     *,
     limit: int,
     role: str | None = None,
     questions_only: bool = False,
     include_injected: bool = False,
-) -> list[tuple[MessageRow, ConversationRow]]:
-    """``content ILIKE '%' || term || '%'``: the term as written (``%`` and ``_`` stay
-    wildcards), newest first, ties by id; every value bound."""
+) -> tuple[str, list[Any]]:
+    """The keyword-search SQL and its bound parameters: ``content ILIKE '%' || ? || '%'``
+    with the term as written (``%`` and ``_`` stay wildcards), newest first, ties by id."""
     where = ["m.content ILIKE '%' || ? || '%'"]
     params: list[Any] = [term]
     if role is not None:
@@ -380,9 +381,32 @@ def keyword_search(
         f"WHERE {' AND '.join(where)} "
         "ORDER BY m.created DESC NULLS LAST, m.id LIMIT ?"
     )
-    with store.connect(write=False) as con:
-        rows = con.execute(sql, params).fetchall()
+    return sql, params
+
+
+def keyword_rows(rows: Sequence[Sequence[Any]]) -> list[tuple[MessageRow, ConversationRow]]:
     return [(_message(r[:10]), _conversation(r[10:])) for r in rows]
+
+
+def keyword_search(
+    store: Store,
+    term: str,
+    *,
+    limit: int,
+    role: str | None = None,
+    questions_only: bool = False,
+    include_injected: bool = False,
+) -> list[tuple[MessageRow, ConversationRow]]:
+    """:func:`keyword_query` run on the store itself."""
+    sql, params = keyword_query(
+        term,
+        limit=limit,
+        role=role,
+        questions_only=questions_only,
+        include_injected=include_injected,
+    )
+    with store.connect(write=False) as con:
+        return keyword_rows(con.execute(sql, params).fetchall())
 
 
 def _conversation(r: Sequence[Any]) -> ConversationRow:
