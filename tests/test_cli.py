@@ -120,15 +120,23 @@ def test_settings_file_gives_store_and_embedder(tmp_path: Path) -> None:
         env.pop(k, None)
 
     def cli(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "layersearch", *args], capture_output=True,
-                              text=True, env=env, cwd=tmp_path, timeout=120)
+        return subprocess.run(
+            [sys.executable, "-m", "layersearch", *args],
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=tmp_path,
+            timeout=120,
+        )
 
     assert cli("load", str(MINI)).returncode == 0
     assert (tmp_path / "from-toml.duckdb").exists()
     out = json.loads(cli("embed", "--json").stdout)
     assert out[0]["model"] == "fake/hashing-v1 (256)"
     flagged = cli("--embedder", "fake:64", "search", "tax", "--json")
-    assert any("configured: fake/hashing-v1 (64)" in w for w in json.loads(flagged.stdout)["warnings"])
+    assert any(
+        "configured: fake/hashing-v1 (64)" in w for w in json.loads(flagged.stdout)["warnings"]
+    )
     (tmp_path / "layersearch.toml").write_text("embedder = 3\n")
     bad = cli("search", "tax")
     assert bad.returncode == 2 and bad.stderr.startswith("error: ") and "embedder" in bad.stderr

@@ -433,6 +433,19 @@ class Layersearch:
 
     # -- conversations (corpora/conversations) ----------------------------------------------
 
+    @property
+    def conversations(self) -> Any:
+        """The conversation corpus: import, embed, and the three search contracts
+        (a :class:`~layersearch.corpora.conversations.search.ConversationService`)."""
+        with self._lock:
+            service = getattr(self, "_conversations", None)
+            if service is None:
+                from layersearch.corpora.conversations.search import ConversationService
+
+                service = ConversationService(self.store, self.dense)
+                self._conversations = service
+            return service
+
     # -- vault (corpora/vault) ----------------------------------------------------------------
 
     @property

@@ -44,6 +44,25 @@ DUCKDB: list[list[str]] = [
             id VARCHAR PRIMARY KEY, slug VARCHAR NOT NULL, position INTEGER NOT NULL,
             heading_path VARCHAR NOT NULL, text VARCHAR NOT NULL, content_hash VARCHAR NOT NULL)""",
     ],
+    # 4: conversations, their messages, and summaries. Portable SQL: TIMESTAMPTZ, BOOLEAN,
+    # VARCHAR and JSON-as-text mean the same in PostgreSQL; list fields are JSON arrays.
+    [
+        """CREATE TABLE IF NOT EXISTS conversations (
+            id VARCHAR PRIMARY KEY, title VARCHAR, source VARCHAR NOT NULL,
+            created TIMESTAMPTZ, updated TIMESTAMPTZ)""",
+        """CREATE TABLE IF NOT EXISTS messages (
+            id VARCHAR PRIMARY KEY, conversation_id VARCHAR NOT NULL, role VARCHAR NOT NULL,
+            content VARCHAR NOT NULL, created TIMESTAMPTZ, has_question BOOLEAN NOT NULL,
+            position INTEGER NOT NULL, injected BOOLEAN NOT NULL, speaker VARCHAR,
+            turn_id VARCHAR)""",
+        "CREATE INDEX IF NOT EXISTS messages_conversation ON messages (conversation_id)",
+        """CREATE TABLE IF NOT EXISTS summaries (
+            id VARCHAR PRIMARY KEY, conversation_id VARCHAR NOT NULL, summary VARCHAR NOT NULL,
+            domain VARCHAR, importance VARCHAR, thinking_stage VARCHAR, decisions VARCHAR NOT NULL,
+            open_questions VARCHAR NOT NULL, quotables VARCHAR NOT NULL, concepts VARCHAR NOT NULL,
+            created TIMESTAMPTZ)""",
+        "CREATE INDEX IF NOT EXISTS summaries_conversation ON summaries (conversation_id)",
+    ],
 ]
 
 LATEST = len(DUCKDB)

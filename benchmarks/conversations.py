@@ -1,0 +1,220 @@
+"""Conversation search at scale: import, keyword, semantic and hybrid summary search.
+
+    PYTHONPATH=src python benchmarks/conversations.py [--messages 100000] [--out FILE]
+
+Builds a synthetic store of ``--messages`` messages (conversations of 20 turns
+drawn from a fixed vocabulary, seeded), times the import (embedding excluded:
+vectors are random unit vectors stored under the fake embedder's fingerprint,
+since the targets exclude the embedding model), then the p50/p95 of
+``search_conversations``, ``semantic_search`` (the query vector cached, so the
+query embedding is excluded) and hybrid ``search_summaries`` over warm snapshots.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import statistics
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import numpy as np
+
+from layersearch.corpora.conversations.records import Conversation, Message, message_id
+from layersearch.corpora.conversations.search import (
+    MESSAGE_CORPUS,
+    SUMMARY_CORPUS,
+    ConversationService,
+    dense_text,
+    summary_dense_text,
+)
+from layersearch.corpora.conversations.store import save_summaries
+from layersearch.corpora.conversations.summaries import Summary
+from layersearch.corpora.dense import DenseCorpus, content_hash
+from layersearch.embed.fake import FakeEmbedder
+from layersearch.store.duckdb import DuckDBStore
+
+WORDS = [
+    "revenue",
+    "churn",
+    "orders",
+    "customers",
+    "weekly",
+    "monthly",
+    "dashboard",
+    "warehouse",
+    "snowflake",
+    "dbt",
+    "model",
+    "incremental",
+    "metric",
+    "measure",
+    "cohort",
+    "retention",
+    "signup",
+    "paid",
+    "conversion",
+    "channel",
+    "campaign",
+    "invoice",
+    "subscription",
+    "plan",
+    "discount",
+    "refund",
+    "region",
+    "store",
+    "product",
+    "category",
+    "margin",
+    "cost",
+    "latency",
+    "query",
+    "join",
+    "filter",
+    "partition",
+    "backfill",
+    "owner",
+    "definition",
+    "source",
+    "truth",
+    "active",
+]
+QUERIES = ["churn", "weekly active", "revenue dashboard", "zebra", "subscription plan", "cost"]
+
+
+def synth(n_messages: int, seed: int = 7) -> tuple[list[Conversation], list[Summary]]:
+    rng = random.Random(seed)
+    start = datetime(2023, 1, 1, tzinfo=UTC)
+    convs: list[Conversation] = []
+    sums: list[Summary] = []
+    per = 20
+    for c in range(n_messages // per):
+        cid = f"bench:{c:06d}"
+        t0 = start + timedelta(minutes=37 * c)
+        msgs = []
+        for p in range(per):
+            text = " ".join(rng.choice(WORDS) for _ in range(rng.randint(8, 40)))
+            if p % 2 == 0:
+                text = "how do we compute " + text + "?"
+            msgs.append(
+                Message(
+                    id=message_id(cid, p, text),
+                    conversation_id=cid,
+                    role="user" if p % 2 == 0 else "assistant",
+                    content=text,
+                    created=t0 + timedelta(seconds=30 * p),
+                    position=p,
+                    has_question=p % 2 == 0,
+                    injected=False,
+                )
+            )
+        convs.append(Conversation(cid, f"conversation {c}", "bench", t0, None, tuple(msgs)))
+        sums.append(
+            Summary(
+                id=f"summary:{c:06d}",
+                conversation_id=cid,
+                summary=" ".join(rng.choice(WORDS) for _ in range(30)),
+                domain=rng.choice(["finance", "product", "data platform"]),
+                importance=rng.choice(["breakthrough", "significant", "routine"]),
+                thinking_stage=rng.choice(["exploring", "refining"]),
+                decisions=(" ".join(rng.choice(WORDS) for _ in range(8)),),
+                open_questions=(),
+                quotables=(),
+                concepts=(rng.choice(WORDS),),
+                created=t0,
+            )
+        )
+    return convs, sums
+
+
+def timed(fn: object, runs: int) -> dict[str, float]:
+    samples = []
+    for i in range(runs):
+        t = time.perf_counter()
+        fn(i)  # type: ignore[operator]
+        samples.append((time.perf_counter() - t) * 1000)
+    samples.sort()
+    return {
+        "p50_ms": round(statistics.median(samples), 2),
+        "p95_ms": round(samples[int(0.95 * (len(samples) - 1))], 2),
+    }
+
+
+def store_random_vectors(store: DuckDBStore, corpus: str, docs: list[tuple[str, str]]) -> None:
+    fp = FakeEmbedder(64).fingerprint.key()
+    rng = np.random.default_rng(0)
+    matrix = rng.standard_normal((len(docs), 64)).astype(np.float32)
+    matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
+    store.upsert_vectors(
+        corpus, fp, [d for d, _ in docs], [content_hash(t) for _, t in docs], matrix
+    )
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--messages", type=int, default=100_000)
+    ap.add_argument("--runs", type=int, default=60)
+    ap.add_argument("--out", default=None)
+    args = ap.parse_args()
+    convs, sums = synth(args.messages)
+    with tempfile.TemporaryDirectory() as tmp:
+        store = DuckDBStore(Path(tmp) / "bench.duckdb")
+        embedder = FakeEmbedder(64)
+        dense: dict[str, DenseCorpus] = {}
+        svc = ConversationService(
+            store, lambda c: dense.setdefault(c, DenseCorpus(store, c, embedder))
+        )
+        t = time.perf_counter()
+        report = svc.import_conversations(convs)
+        import_s = time.perf_counter() - t
+        save_summaries(store, sums)
+        t = time.perf_counter()
+        snap = svc.snapshot()
+        index_s = time.perf_counter() - t
+        docs = [
+            (m.id, dense_text(turns, i, svc.config))
+            for turns in snap.turns.values()
+            for i, m in enumerate(turns)
+        ]
+        store_random_vectors(store, MESSAGE_CORPUS, docs)
+        store_random_vectors(store, SUMMARY_CORPUS, [(s.id, summary_dense_text(s)) for s in sums])
+        for q in QUERIES:  # warm: snapshot, vector indexes, cached query vectors
+            svc.semantic_search(q, 10)
+            svc.search_summaries(q, limit=10)
+            svc.search_conversations(q)
+        n = len(QUERIES)
+        result = {
+            "messages": report.messages_added,
+            "summaries": len(sums),
+            "import_s (embedding excluded)": round(import_s, 2),
+            "first snapshot + full-text index build_s": round(index_s, 2),
+            "search_conversations": timed(
+                lambda i: svc.search_conversations(QUERIES[i % n], 15), args.runs
+            ),
+            "search_conversations role=user, empty term": timed(
+                lambda i: svc.search_conversations("", 15, role="user"), args.runs
+            ),
+            "semantic_search (query embedding excluded)": timed(
+                lambda i: svc.semantic_search(QUERIES[i % n], 10), args.runs
+            ),
+            "search_summaries hybrid": timed(
+                lambda i: svc.search_summaries(QUERIES[i % n], limit=10), args.runs
+            ),
+            "search_summaries hybrid + importance filter": timed(
+                lambda i: svc.search_summaries(QUERIES[i % n], limit=10, importance="routine"),
+                args.runs,
+            ),
+        }
+    text = json.dumps(result, indent=2)
+    print(text)
+    if args.out:
+        Path(args.out).write_text(text + "\n")
+    sys.exit(0)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,918 @@
+"""The conversation search contracts: keyword, semantic, summaries, and message search.
+
+:class:`ConversationService` owns the conversation corpus of one store: it
+imports, keeps an in-memory snapshot (messages, conversations, summaries and
+their tantivy indexes), reloads it when the store's conversations change, and
+answers the three contracts. Each contract returns a pydantic result with the
+structured hits and ``markdown``, the exact text agents rely on.
+
+What a message means for ranking (see docs/conversations.md, "Message search"):
+a turn alone ("yes, last Tuesday") often carries no words of the question it
+answers, so both channels see the turn with its speaker, its date and its
+neighbouring turns; the turn's own words count most.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from layersearch.corpora.dense import DenseCorpus, DenseDoc
+from layersearch.errors import ConfigError, EmbeddingUnavailable, LayersearchError, ModelMismatch
+from layersearch.ranking.fulltext import FTDoc, FullTextIndex
+from layersearch.ranking.fusion import rrf
+from layersearch.store import migrations
+from layersearch.store.base import Store
+from layersearch.types import EmbedReport
+
+from . import store as db
+from .importers import import_conversations
+from .records import Conversation
+from .store import ConversationRow, ImportReport, MessageRow, SummaryImportReport
+from .summaries import IMPORTANCE, THINKING_STAGES, Summary, import_summaries
+
+__all__ = [
+    "ConversationService",
+    "MessageSearchConfig",
+    "MESSAGE_CORPUS",
+    "SUMMARY_CORPUS",
+    "ConversationHit",
+    "ConversationSearchResult",
+    "SemanticHit",
+    "SemanticSearchResult",
+    "SummaryHit",
+    "SummarySearchResult",
+    "MessageHit",
+    "MessageSearchResult",
+    "EXTRACTS",
+    "MODES",
+]
+
+log = logging.getLogger("layersearch.corpora.conversations.search")
+
+MESSAGE_CORPUS = "messages"
+SUMMARY_CORPUS = "summaries"
+ROLES = ("user", "assistant")
+EXTRACTS = ("summary", "questions", "decisions", "quotes")
+MODES = ("hybrid", "fts", "vector")
+MAX_LIMIT = 100
+#: every channel ranks this deep, whatever the limit, so results for n are a prefix of n + k
+DEPTH = 100
+KEYWORD_PREVIEW = 200
+SEMANTIC_PREVIEW = 400
+_FREE_TEXT = re.compile(r"^[a-zA-Z0-9\s\-_.,]+$")
+
+SUMMARY_BOOSTS = {
+    "summary": 1.0,
+    "decisions": 0.8,
+    "questions": 0.8,
+    "quotes": 0.8,
+    "concepts": 1.0,
+    "domain": 0.5,
+    "title": 0.5,
+}
+
+# Words that carry no content in questions about people's lives and chats, beyond the
+# analyzer's own stop list: pronouns, auxiliaries and question scaffolding.
+CONVERSATION_STOP_WORDS = frozenset(
+    {
+        "about",
+        "after",
+        "ago",
+        "any",
+        "anything",
+        "around",
+        "been",
+        "before",
+        "being",
+        "both",
+        "during",
+        "else",
+        "ever",
+        "he",
+        "her",
+        "hers",
+        "herself",
+        "him",
+        "himself",
+        "his",
+        "kind",
+        "kinds",
+        "likely",
+        "might",
+        "most",
+        "must",
+        "not",
+        "other",
+        "others",
+        "own",
+        "recently",
+        "same",
+        "several",
+        "she",
+        "should",
+        "some",
+        "something",
+        "still",
+        "such",
+        "thing",
+        "things",
+        "time",
+        "type",
+        "types",
+        "us",
+        "very",
+        "way",
+        "ways",
+        "well",
+        "yet",
+    }
+)
+_RAW_WORD = re.compile(r"[\w'’-]+", re.UNICODE)
+
+DenseGetter = Callable[[str], DenseCorpus]
+
+
+@dataclass(frozen=True)
+class MessageSearchConfig:
+    """How messages become ranking documents and how the channels count.
+
+    The defaults are argued from first principles in docs/conversations.md and were
+    checked (not fitted) on two LoCoMo conversations; see docs/quality.md.
+    """
+
+    #: neighbouring turns added as context, before and after the turn
+    context_before: int = 1
+    context_after: int = 1
+    #: tantivy field boosts: the turn itself counts most
+    boost_text: float = 1.0
+    boost_speaker: float = 1.0
+    boost_context: float = 0.5
+    boost_date: float = 0.2
+    #: the dense document: the turn, its speaker and date, and the turn before it
+    dense_context_before: int = 1
+    dense_context_chars: int = 300
+    #: RRF weights per channel, and RRF's k: within one conversation the first ranks
+    #: carry the signal, so contributions decay faster than entity search's k = 60
+    weight_fulltext: float = 1.0
+    weight_vector: float = 0.7
+    rrf_k: int = 10
+    #: drop conversational function words from full-text queries
+    extra_stop_words: bool = True
+
+    def boosts(self) -> dict[str, float]:
+        return {
+            "text": self.boost_text,
+            "speaker": self.boost_speaker,
+            "context": self.boost_context,
+            "date": self.boost_date,
+        }
+
+
+# -- results ---------------------------------------------------------------------------------------
+
+
+class ConversationHit(BaseModel):
+    date: str | None
+    source: str
+    role: str
+    conversation_id: str
+    message_id: str
+    created: datetime | None
+    preview: str
+
+
+class ConversationSearchResult(BaseModel):
+    term: str
+    role: str | None
+    limit: int
+    hits: list[ConversationHit]
+    markdown: str
+
+
+class SemanticHit(BaseModel):
+    rank: int
+    conversation_id: str
+    conversation_title: str
+    source: str
+    date: str | None
+    message_id: str
+    distance: float
+    similarity: float
+    preview: str
+
+
+class SemanticSearchResult(BaseModel):
+    query: str
+    limit: int
+    hits: list[SemanticHit]
+    markdown: str
+
+
+class SummaryHit(BaseModel):
+    rank: int
+    summary_id: str
+    conversation_id: str
+    conversation_title: str | None
+    date: str | None
+    extract: str
+    items: list[str] = Field(description="the projected field, verbatim (one item for summary)")
+    score: float
+    channels: dict[str, int] = Field(default_factory=dict, description="channel → rank")
+
+
+class SummarySearchResult(BaseModel):
+    query: str
+    extract: str
+    mode: str
+    limit: int
+    hits: list[SummaryHit]
+    warnings: list[str] = Field(default_factory=list)
+    markdown: str
+
+
+class MessageHit(BaseModel):
+    message_id: str
+    conversation_id: str
+    turn_id: str | None
+    role: str
+    speaker: str | None
+    score: float
+    channels: dict[str, int] = Field(default_factory=dict)
+
+
+class MessageSearchResult(BaseModel):
+    query: str
+    hits: list[MessageHit]
+    warnings: list[str] = Field(default_factory=list)
+
+
+# -- helpers -------------------------------------------------------------------------------------------
+
+
+def _day(value: datetime | None) -> str | None:
+    return value.strftime("%Y-%m-%d") if value is not None else None
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _check_limit(limit: int) -> None:
+    if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= MAX_LIMIT:
+        raise ConfigError(f"limit must be an integer from 1 to {MAX_LIMIT}, got {limit!r}")
+
+
+def _choice(name: str, value: str | None, allowed: Sequence[str]) -> str | None:
+    if value is None:
+        return None
+    norm = value.strip().lower() if isinstance(value, str) else value
+    if norm not in allowed:
+        raise ConfigError(f"invalid {name} {value!r}: valid values are {', '.join(allowed)}")
+    return str(norm)
+
+
+def _free_text(name: str, value: str | None) -> str | None:
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None
+    if not isinstance(value, str) or not _FREE_TEXT.match(value):
+        raise ConfigError(
+            f"invalid {name} {value!r}: only letters, digits, spaces and - _ . , are allowed"
+        )
+    return value.strip()
+
+
+def searchable(m: MessageRow) -> bool:
+    """People's words only: tool output and harness-injected text stay out of search."""
+    return not m.injected and m.role in ("user", "assistant", "system")
+
+
+def query_text(query: str, config: MessageSearchConfig) -> str:
+    """The full-text query with conversational function words removed."""
+    if not config.extra_stop_words:
+        return query
+    words = [
+        w
+        for w in _RAW_WORD.findall(query)
+        if w.lower().replace("’", "'") not in CONVERSATION_STOP_WORDS
+    ]
+    return " ".join(words)
+
+
+def _speaker(m: MessageRow) -> str:
+    return m.speaker or m.role
+
+
+def _date_words(m: MessageRow) -> str:
+    # "8 May 2023": day, month name and year, as people write them in questions
+    return f"{m.created.day} {m.created:%B %Y}" if m.created else ""
+
+
+def dense_text(turns: Sequence[MessageRow], i: int, config: MessageSearchConfig) -> str:
+    """What is embedded for turn ``i``: speaker, date, the turn, then the turn(s) before it.
+
+    The turn comes first so that a model's input limit cuts the context, not the turn.
+    """
+    m = turns[i]
+    head = f"{_speaker(m)}"
+    if m.created:
+        head += f" ({_date_words(m)})"
+    parts = [f"{head}: {m.content}"]
+    for j in range(max(0, i - config.dense_context_before), i):
+        prev = turns[j]
+        parts.append(
+            f"[replying to {_speaker(prev)}: {prev.content[: config.dense_context_chars]}]"
+        )
+    return "\n".join(parts)
+
+
+def message_doc(turns: Sequence[MessageRow], i: int, config: MessageSearchConfig) -> FTDoc:
+    m = turns[i]
+    lo, hi = max(0, i - config.context_before), min(len(turns), i + 1 + config.context_after)
+    context = " ".join(turns[j].content for j in range(lo, hi) if j != i)
+    return FTDoc(
+        id=m.id,
+        kind=m.role,
+        scopes=(m.conversation_id,),
+        fields={
+            "text": m.content,
+            "speaker": _speaker(m),
+            "context": context,
+            "date": _date_words(m),
+        },
+    )
+
+
+def summary_doc(s: Summary, title: str | None) -> FTDoc:
+    return FTDoc(
+        id=s.id,
+        kind="summary",
+        scopes=(s.conversation_id,),
+        fields={
+            "summary": s.summary,
+            "decisions": "\n".join(s.decisions),
+            "questions": "\n".join(s.open_questions),
+            "quotes": "\n".join(s.quotables),
+            "concepts": "\n".join(s.concepts),
+            "domain": s.domain,
+            "title": title,
+        },
+    )
+
+
+def summary_dense_text(s: Summary) -> str:
+    parts = [s.summary]
+    if s.concepts:
+        parts.append("Concepts: " + ", ".join(s.concepts) + ".")
+    parts.extend(s.decisions)
+    parts.extend(s.open_questions)
+    return "\n".join(parts)
+
+
+def projection(s: Summary, extract: str) -> list[str]:
+    if extract == "summary":
+        return [s.summary]
+    if extract == "questions":
+        return list(s.open_questions)
+    if extract == "decisions":
+        return list(s.decisions)
+    return list(s.quotables)
+
+
+# -- the snapshot --------------------------------------------------------------------------------------
+
+
+@dataclass
+class _Snapshot:
+    version: int
+    messages: dict[str, MessageRow]
+    #: searchable turns of each conversation, in order
+    turns: dict[str, list[MessageRow]]
+    conversations: dict[str, ConversationRow]
+    summaries: dict[str, Summary]
+    messages_ft: FullTextIndex
+    summaries_ft: FullTextIndex
+    #: an in-memory DuckDB copy of messages and conversations: keyword search runs the
+    #: same bound SQL as on the store, without opening the store file per query
+    mirror: Any
+
+
+class ConversationService:
+    """Conversations of one store: import, embed, and the search contracts.
+
+    ``dense`` gives the :class:`DenseCorpus` of a corpus name for the configured
+    embedder, and raises :class:`EmbeddingUnavailable` when there is none.
+    """
+
+    def __init__(
+        self,
+        store: Store,
+        dense: DenseGetter | None = None,
+        *,
+        config: MessageSearchConfig | None = None,
+    ) -> None:
+        self.store = store
+        self._dense = dense
+        self.config = config or MessageSearchConfig()
+        self._snap: _Snapshot | None = None
+        self._gen = -1
+        self._lock = threading.RLock()
+        #: corpus → (store generation, fingerprint) at which its vectors were last checked
+        self._checked: dict[str, tuple[int, str]] = {}
+
+    # -- import -------------------------------------------------------------------------------------
+
+    def import_path(
+        self,
+        path: str | Path,
+        fmt: str = "auto",
+        *,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> ImportReport:
+        """Parse a file or folder of exports and upsert it; malformed records are reported."""
+        result = import_conversations(path, fmt)
+        return self.import_conversations(
+            result.conversations, problems=result.problems, progress=progress
+        )
+
+    def import_conversations(
+        self,
+        conversations: Sequence[Conversation],
+        *,
+        problems: Sequence[str] = (),
+        progress: Callable[[int, int], None] | None = None,
+    ) -> ImportReport:
+        with self._lock:
+            return db.save_conversations(
+                self.store, conversations, problems=problems, progress=progress
+            )
+
+    def import_summaries(self, path: str | Path) -> SummaryImportReport:
+        summaries, problems = import_summaries(path)
+        with self._lock:
+            return db.save_summaries(self.store, summaries, problems=problems)
+
+    def embed(self, progress: Callable[[int, int], None] | None = None) -> list[EmbedReport]:
+        """Compute message and summary vectors for the configured embedder (incremental)."""
+        snap = self.snapshot()
+        dense = self._dense_corpus(MESSAGE_CORPUS)
+        docs = [
+            DenseDoc(m.id, dense_text(turns, i, self.config))
+            for turns in snap.turns.values()
+            for i, m in enumerate(turns)
+        ]
+        reports = [dense.embed(docs, progress=progress)]
+        if snap.summaries:
+            sums = [DenseDoc(s.id, summary_dense_text(s)) for s in snap.summaries.values()]
+            reports.append(self._dense_corpus(SUMMARY_CORPUS).embed(sums, progress=progress))
+        return reports
+
+    # -- snapshot -----------------------------------------------------------------------------------
+
+    def snapshot(self) -> _Snapshot:
+        gen = self.store.generation()
+        with self._lock:
+            if self._snap is None or gen != self._gen:
+                version = db.corpus_version(self.store)
+                if self._snap is None or version != self._snap.version:
+                    self._snap = self._load(version)
+                self._gen = gen
+            return self._snap
+
+    def _load(self, version: int) -> _Snapshot:
+        messages = db.load_messages(self.store)
+        conversations = db.load_conversations(self.store)
+        summaries = {s.id: s for s in db.load_summaries(self.store)}
+        turns: dict[str, list[MessageRow]] = {}
+        for m in messages:
+            if searchable(m):
+                turns.setdefault(m.conversation_id, []).append(m)
+        # The documents depend on the context window too: a changed config rebuilds the index.
+        shape = f"{self.config.context_before}.{self.config.context_after}"
+        stamp = f"conversations-{version}-ctx{shape}"
+        base = Path(self.store.index_dir)
+
+        def message_docs() -> list[FTDoc]:
+            return [
+                message_doc(ts, i, self.config) for ts in turns.values() for i in range(len(ts))
+            ]
+
+        def summary_docs() -> list[FTDoc]:
+            titles = {c.id: c.title for c in conversations.values()}
+            return [summary_doc(s, titles.get(s.conversation_id)) for s in summaries.values()]
+
+        messages_ft = _open_index(base / "messages", self.config.boosts(), stamp, message_docs)
+        summaries_ft = _open_index(base / "summaries", SUMMARY_BOOSTS, stamp, summary_docs)
+        return _Snapshot(
+            version=version,
+            messages={m.id: m for m in messages},
+            turns=turns,
+            conversations=conversations,
+            summaries=summaries,
+            messages_ft=messages_ft,
+            summaries_ft=summaries_ft,
+            mirror=_mirror(messages, conversations),
+        )
+
+    def _dense_corpus(self, corpus: str) -> DenseCorpus:
+        if self._dense is None:
+            raise EmbeddingUnavailable(
+                "no embedder configured; pass --embedder local|fake|litellm:<model> "
+                "or set LAYERSEARCH_EMBEDDER"
+            )
+        return self._dense(corpus)
+
+    def _checked_dense(self, corpus: str) -> DenseCorpus:
+        """The corpus's vectors, or EmbeddingUnavailable saying exactly why not."""
+        what = "message" if corpus == MESSAGE_CORPUS else "summary"
+        gen = self.store.generation()
+        try:
+            dense = self._dense_corpus(corpus)
+            if self._checked.get(corpus) == (gen, dense.fingerprint.key()):
+                return dense  # checked since the last write: skip two store round trips
+            if not self.store.vector_fingerprints(corpus):
+                raise EmbeddingUnavailable(
+                    f"no {what} vectors stored yet; run `layersearch --embedder <spec> "
+                    "conversations embed`"
+                )
+            dense.check()
+        except (EmbeddingUnavailable, ModelMismatch) as exc:
+            text = str(exc)
+            if not text.startswith("embedding unavailable:"):
+                text = f"embedding unavailable: {text}"
+            raise EmbeddingUnavailable(text) from exc
+        self._checked[corpus] = (gen, dense.fingerprint.key())
+        return dense
+
+    # -- search_conversations -----------------------------------------------------------------------
+
+    def search_conversations(
+        self, term: str = "", limit: int = 15, role: str | None = None
+    ) -> ConversationSearchResult:
+        """Keyword retrieval: messages whose content ILIKE ``%term%``, newest first."""
+        if not isinstance(term, str):
+            raise ConfigError("term must be a string")
+        _check_limit(limit)
+        role = _choice("role", role, ROLES)
+        sql, params = db.keyword_query(
+            term, limit=limit, role=role, questions_only=term == "" and role == "user"
+        )
+        snap = self.snapshot()
+        cursor = snap.mirror.cursor()
+        try:
+            rows = db.keyword_rows(cursor.execute(sql, params).fetchall())
+        finally:
+            cursor.close()
+        hits = [
+            ConversationHit(
+                date=_day(m.created),
+                source=c.source,
+                role=m.role,
+                conversation_id=c.id,
+                message_id=m.id,
+                created=m.created,
+                preview=m.content[:KEYWORD_PREVIEW],
+            )
+            for m, c in rows
+        ]
+        return ConversationSearchResult(
+            term=term, role=role, limit=limit, hits=hits, markdown=render_conversations(term, hits)
+        )
+
+    # -- semantic_search ----------------------------------------------------------------------------
+
+    def semantic_search(self, query: str, limit: int = 10) -> SemanticSearchResult:
+        """Vector retrieval over messages, nearest first (cosine distance ascending)."""
+        if not isinstance(query, str) or not query.strip():
+            raise ConfigError("semantic search needs a non-empty query")
+        _check_limit(limit)
+        dense = self._checked_dense(MESSAGE_CORPUS)
+        snap = self.snapshot()
+        try:
+            found = dense.search(query, limit + 20)
+        except (EmbeddingUnavailable, ModelMismatch) as exc:
+            raise EmbeddingUnavailable(f"embedding unavailable: {exc}") from exc
+        hits: list[SemanticHit] = []
+        for doc_id, cosine in found:
+            m = snap.messages.get(doc_id)
+            if m is None or not searchable(m):
+                continue  # a vector whose message was removed since the last embed
+            c = snap.conversations.get(m.conversation_id)
+            distance = 1.0 - cosine
+            hits.append(
+                SemanticHit(
+                    rank=len(hits) + 1,
+                    conversation_id=m.conversation_id,
+                    conversation_title=(c.title if c and c.title else "(untitled)"),
+                    source=c.source if c else "unknown",
+                    date=_day(m.created),
+                    message_id=m.id,
+                    distance=distance,
+                    similarity=round(1.0 / (1.0 + distance), 4),
+                    preview=m.content[:SEMANTIC_PREVIEW],
+                )
+            )
+            if len(hits) == limit:
+                break
+        return SemanticSearchResult(
+            query=query, limit=limit, hits=hits, markdown=render_semantic(query, hits)
+        )
+
+    # -- message search (both channels, fused) ------------------------------------------------------
+
+    def search_messages(
+        self,
+        query: str,
+        limit: int = 10,
+        *,
+        conversation_id: str | None = None,
+        channels: Sequence[str] | None = None,
+    ) -> MessageSearchResult:
+        """Messages ranked by full text and vectors over turns-with-context, fused by RRF.
+
+        ``channels`` is a subset of ``fulltext`` and ``vector``; by default both, with
+        the vector channel skipped (and a warning) when it cannot run.
+        """
+        _check_limit(limit)
+        wanted = list(channels) if channels is not None else ["fulltext", "vector"]
+        unknown = set(wanted) - {"fulltext", "vector"}
+        if unknown or not wanted:
+            raise ConfigError("channels must be a non-empty subset of fulltext, vector")
+        snap = self.snapshot()
+        warnings: list[str] = []
+        rankings: dict[str, list[tuple[str, float]]] = {}
+        scope = None if conversation_id is None else [conversation_id]
+        if "fulltext" in wanted:
+            rankings["fulltext"] = snap.messages_ft.search(
+                query_text(query, self.config), DEPTH, scopes=scope
+            )
+        if "vector" in wanted:
+            try:
+                dense = self._checked_dense(MESSAGE_CORPUS)
+                allow = None
+                if conversation_id is not None:
+                    allow = [m.id for m in snap.turns.get(conversation_id, [])]
+                rankings["vector"] = dense.search(query, DEPTH, allow)
+            except LayersearchError as exc:
+                if channels is not None:
+                    raise
+                warnings.append(str(exc))
+        weights = {"fulltext": self.config.weight_fulltext, "vector": self.config.weight_vector}
+        fused = rrf(rankings, k=self.config.rrf_k, weights=weights)
+        hits = []
+        for f in fused[:limit]:
+            m = snap.messages[f.id]
+            hits.append(
+                MessageHit(
+                    message_id=m.id,
+                    conversation_id=m.conversation_id,
+                    turn_id=m.turn_id,
+                    role=m.role,
+                    speaker=m.speaker,
+                    score=f.score,
+                    channels={c: r for c, (r, _, _) in sorted(f.channels.items())},
+                )
+            )
+        return MessageSearchResult(query=query, hits=hits, warnings=warnings)
+
+    # -- search_summaries ---------------------------------------------------------------------------
+
+    def search_summaries(
+        self,
+        query: str,
+        extract: str = "summary",
+        limit: int = 10,
+        domain: str | None = None,
+        importance: str | None = None,
+        thinking_stage: str | None = None,
+        source: str | None = None,
+        mode: str = "hybrid",
+    ) -> SummarySearchResult:
+        """Summaries ranked by full text and/or vectors, projected to one stored field."""
+        if not isinstance(query, str):
+            raise ConfigError("query must be a string")
+        extract_ = _choice("extract", extract, EXTRACTS)
+        mode_ = _choice("mode", mode, MODES)
+        assert extract_ is not None and mode_ is not None
+        _check_limit(limit)
+        importance = _choice("importance", importance, IMPORTANCE)
+        thinking_stage = _choice("thinking_stage", thinking_stage, THINKING_STAGES)
+        domain = _free_text("domain", domain)
+        source = _free_text("source", source)
+        snap = self.snapshot()
+        allow: set[str] | None = None
+        if any(v is not None for v in (domain, importance, thinking_stage, source)):
+            allow = db.summary_ids_matching(
+                self.store,
+                domain=domain,
+                importance=importance,
+                thinking_stage=thinking_stage,
+                source=source,
+            )
+        warnings: list[str] = []
+        ranked = self._rank_summaries(snap, query, mode_, allow, warnings)
+        hits: list[SummaryHit] = []
+        for sid, score, chans in ranked:
+            s = snap.summaries.get(sid)
+            if s is None:
+                continue
+            items = projection(s, extract_)
+            if not items:
+                continue  # the summary has nothing to show for this projection
+            c = snap.conversations.get(s.conversation_id)
+            when = s.created or (c.updated or c.created if c else None)
+            hits.append(
+                SummaryHit(
+                    rank=len(hits) + 1,
+                    summary_id=s.id,
+                    conversation_id=s.conversation_id,
+                    conversation_title=c.title if c else None,
+                    date=_day(when),
+                    extract=extract_,
+                    items=items,
+                    score=score,
+                    channels=chans,
+                )
+            )
+            if len(hits) == limit:
+                break
+        return SummarySearchResult(
+            query=query,
+            extract=extract_,
+            mode=mode_,
+            limit=limit,
+            hits=hits,
+            warnings=warnings,
+            markdown=render_summaries(query, extract_, hits, warnings),
+        )
+
+    def _rank_summaries(
+        self,
+        snap: _Snapshot,
+        query: str,
+        mode: str,
+        allow: set[str] | None,
+        warnings: list[str],
+    ) -> list[tuple[str, float, dict[str, int]]]:
+        if not query.strip():
+            # No query: the newest summaries passing the filters.
+            pool = [s for s in snap.summaries.values() if allow is None or s.id in allow]
+            pool.sort(
+                key=lambda s: (-(s.created.timestamp() if s.created else float("-inf")), s.id)
+            )
+            return [(s.id, 0.0, {}) for s in pool]
+        rankings: dict[str, list[tuple[str, float]]] = {}
+        if mode in ("hybrid", "fts"):
+            rankings["fulltext"] = snap.summaries_ft.search(query, DEPTH, ids=allow)
+        if mode in ("hybrid", "vector"):
+            try:
+                dense = self._checked_dense(SUMMARY_CORPUS)
+                rankings["vector"] = dense.search(query, DEPTH, allow)
+            except EmbeddingUnavailable as exc:
+                if mode == "vector":
+                    raise
+                warnings.append(f"{exc}; showing full-text results only")
+        return [
+            (f.id, f.score, {c: r for c, (r, _, _) in sorted(f.channels.items())})
+            for f in rrf(rankings)
+        ]
+
+
+def _mirror(messages: Sequence[MessageRow], conversations: dict[str, ConversationRow]) -> Any:
+    import duckdb
+    import numpy as np
+
+    con = duckdb.connect(":memory:")
+    con.execute("SET threads = 1")  # one query at a time per cursor; no pool contention
+    # The mirror holds the store's own messages and conversations tables, wherever in the
+    # migration history they were created.
+    for version in migrations.DUCKDB:
+        for stmt in version:
+            head = stmt.split("(")[0]
+            if "TABLE" in head and ("messages" in head or "conversations" in head):
+                con.execute(stmt)
+
+    def col(values: list[Any]) -> Any:
+        return np.array(values, dtype=object)
+
+    con.register(
+        "m_data",
+        {
+            "id": col([m.id for m in messages]),
+            "conversation_id": col([m.conversation_id for m in messages]),
+            "role": col([m.role for m in messages]),
+            "content": col([m.content for m in messages]),
+            "created": col([m.created for m in messages]),
+            "has_question": np.array([m.has_question for m in messages], dtype=bool),
+            "position": np.array([m.position for m in messages], dtype=np.int64),
+            "injected": np.array([m.injected for m in messages], dtype=bool),
+            "speaker": col([m.speaker for m in messages]),
+            "turn_id": col([m.turn_id for m in messages]),
+        },
+    )
+    convs = list(conversations.values())
+    con.register(
+        "c_data",
+        {
+            "id": col([c.id for c in convs]),
+            "title": col([c.title for c in convs]),
+            "source": col([c.source for c in convs]),
+            "created": col([c.created for c in convs]),
+            "updated": col([c.updated for c in convs]),
+        },
+    )
+    if messages:
+        con.execute(
+            "INSERT INTO messages (id, conversation_id, role, content, created, has_question, "
+            "position, injected, speaker, turn_id) SELECT id, conversation_id, role, content, "
+            "created, has_question, position, injected, speaker, turn_id FROM m_data"
+        )
+    if convs:
+        con.execute(
+            "INSERT INTO conversations (id, title, source, created, updated) "
+            "SELECT id, title, source, created, updated FROM c_data"
+        )
+    con.unregister("m_data")
+    con.unregister("c_data")
+    return con
+
+
+def _open_index(
+    path: Path,
+    boosts: dict[str, float],
+    stamp: str,
+    docs: Callable[[], list[FTDoc]],
+) -> FullTextIndex:
+    ft, reason = FullTextIndex.open(path, boosts, stamp)
+    if ft is not None:
+        return ft
+    if reason not in ("missing", "stale"):
+        log.warning("full-text index %s was %s; rebuilding it from the store", path, reason)
+    try:
+        ft = FullTextIndex.create(boosts, path)
+    except OSError as exc:
+        log.warning("cannot write the index at %s (%s); keeping it in memory", path, exc)
+        ft = FullTextIndex.create(boosts, None)
+    ft.write(add=docs(), stamp=stamp)
+    return ft
+
+
+# -- rendering (the exact contract text) -----------------------------------------------------------
+
+
+def _cell(text: str) -> str:
+    """A table cell: one line, pipes escaped so the row keeps its columns."""
+    return _one_line(text).replace("|", "\\|")
+
+
+def render_conversations(term: str, hits: Sequence[ConversationHit]) -> str:
+    if not hits:
+        return f"No conversations found containing '{term}'"
+    lines = ["| Date | Source | Role | conv_id | Preview |", "|---|---|---|---|---|"]
+    for h in hits:
+        lines.append(
+            f"| {h.date or 'unknown'} | {_cell(h.source)} | {h.role} | {h.conversation_id} "
+            f"| {_cell(h.preview)} |"
+        )
+    return "\n".join(lines)
+
+
+def render_semantic(query: str, hits: Sequence[SemanticHit]) -> str:
+    if not hits:
+        return f"No messages found for '{query}'"
+    blocks = []
+    for h in hits:
+        blocks.append(
+            f"### [{h.rank}] {_one_line(h.conversation_title)}\n"
+            f"**Similarity**: {h.similarity:.4f}\n"
+            f"**Source**: {h.source} · **Date**: {h.date or 'unknown'} · "
+            f"**conv_id**: {h.conversation_id}\n\n"
+            f"> {_one_line(h.preview)}"
+        )
+    return "\n\n".join(blocks)
+
+
+def render_summaries(
+    query: str, extract: str, hits: Sequence[SummaryHit], warnings: Sequence[str] = ()
+) -> str:
+    lines = [f"> warning: {w}" for w in warnings]
+    if warnings:
+        lines.append("")
+    if not hits:
+        lines.append(f"No summaries found for '{query}'")
+        return "\n".join(lines)
+    n = 0
+    for h in hits:
+        tag = f"[{h.conversation_id} · {h.date or 'unknown'}] [{h.summary_id}]"
+        for item in h.items:
+            n += 1
+            lines.append(f"{n}. {item} {tag}")
+    return "\n".join(lines)
