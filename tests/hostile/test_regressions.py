@@ -3,15 +3,26 @@
 from __future__ import annotations
 
 import datetime
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.conftest import MINI
 
 from layersearch import ConfigError, Layersearch, LimitExceeded, SearchRequest
 from layersearch.errors import LayersearchError
 
 from .snapshot import snapshot
+
+
+@pytest.fixture(scope="module")
+def mini(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Layersearch]:
+    # One store for the module: these tests only add memories, which no assertion counts.
+    with Layersearch(tmp_path_factory.mktemp("reg") / "store.duckdb") as ls:
+        ls.load(MINI)
+        yield ls
+
 
 NATIVE = "datasource:\n  name: shop\n  models:\n    - model: a\n      columns: [{name: id}]\n"
 
