@@ -11,6 +11,7 @@ refreshes it when the store's generation changes, whoever changed it.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import tempfile
@@ -212,6 +213,8 @@ class Layersearch:
         sample_values: int = 0,
     ) -> LoadReport:
         """Load (or re-load) a semantic layer; memories are kept, file memories added once."""
+        if not str(path).strip():
+            raise ConfigError("load needs a path (a folder, file or database); got an empty one")
         catalog = _load_catalog(path, fmt, datasource=datasource, sample_values=sample_values)
         return self.load_catalog(catalog)
 
@@ -219,6 +222,12 @@ class Layersearch:
         names = catalog.datasource_names()
         if not names:
             raise ConfigError("nothing to load: the files define no datasource or model")
+        # Refuse bad memory queries before anything is written: a load either happens or not.
+        for spec in catalog.memories:
+            try:
+                check_query(spec.query)
+            except ConfigError as exc:
+                raise type(exc)(f"{spec.source}: {exc}") from exc
         with self._lock:
             self.corpus()
             n = self.store.replace_datasources(catalog, names)
@@ -269,6 +278,11 @@ class Layersearch:
                 raise ConfigError(_pydantic_message(exc)) from exc
         elif kwargs:
             raise ConfigError("pass either a SearchRequest or keyword arguments, not both")
+        elif not isinstance(request, SearchRequest):
+            raise ConfigError(
+                f"search takes a SearchRequest or keyword arguments, not {type(request).__name__}"
+                " (e.g. search(question=...))"
+            )
         corpus = self.corpus()
         warnings = self._take_pending()
         vector_warnings: list[str] = []
@@ -363,9 +377,12 @@ class Layersearch:
 
     def inspect(self, ids: Iterable[str]) -> InspectResponse:
         """Full detail for ids (entities, hidden ones included when named exactly, and memories)."""
-        ids = list(ids)
+        # A lone string is one id, not a sequence of one-character ids.
+        ids = [ids] if isinstance(ids, str) else list(ids)
         if not ids:
             raise ConfigError("inspect needs at least one id")
+        if not all(isinstance(i, str) for i in ids):
+            raise ConfigError("inspect takes ids as strings")
         if len(ids) > MAX_INSPECT_IDS:
             raise LimitExceeded(f"{len(ids)} ids given; inspect takes at most {MAX_INSPECT_IDS}")
         corpus = self.corpus()
@@ -480,6 +497,9 @@ class Layersearch:
             raise ConfigError(
                 f"description is {len(description)} characters; at most {MAX_DESCRIPTION_CHARS} allowed"
             )
+        check_query(query)
+        if isinstance(entities, str):
+            entities = [entities]
         corpus = self.corpus()
         tags: list[str] = []
         problems: list[str] = []
@@ -527,8 +547,10 @@ class Layersearch:
         return m
 
     def list_memories(self, limit: int = 50, offset: int = 0) -> list[Memory]:
-        if limit < 1 or offset < 0:
-            raise ConfigError("limit must be ≥ 1 and offset ≥ 0")
+        if not _is_int(limit) or not _is_int(offset) or limit < 1 or offset < 0:
+            raise ConfigError(
+                f"limit and offset must be integers, limit ≥ 1 and offset ≥ 0; got {limit!r}, {offset!r}"
+            )
         ordered = sorted(self.corpus().memories.values(), key=lambda m: -memory_number(m.id))
         return ordered[offset : offset + limit]
 
@@ -548,6 +570,27 @@ class Layersearch:
                     remove_memory(self._graph, mid)
 
             self._after_write(before, apply)
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def check_query(query: Any) -> None:
+    """A memory's query must be a bounded JSON object: it is stored as JSON and shown as JSON."""
+    if query is None:
+        return
+    from layersearch.semantic.canonical import Resolver
+
+    # An empty resolver still checks the type and the nesting depth (a bounded walk), which
+    # must come before json.dumps: that one recurses without a bound.
+    Resolver([], lambda _: False).resolve(None, query)
+    try:
+        json.dumps(query, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(
+            f"query must hold only JSON values (strings, numbers, lists, objects): {exc}"
+        ) from exc
 
 
 def _EMPTY_FT() -> FullTextIndex:

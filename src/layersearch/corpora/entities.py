@@ -253,6 +253,8 @@ class EntityCorpus:
             raise ConfigError(f"unknown datasource '{req.datasource}'; known datasources: {known}")
         channels = list(CHANNELS) if req.channels is None else list(req.channels)
         bad = [c for c in channels if c not in CHANNELS]
+        if not channels:
+            raise ConfigError(f"channels is empty; name at least one of {', '.join(CHANNELS)}")
         if bad:
             raise ConfigError(
                 f"unknown channel(s) {', '.join(map(repr, bad))}; valid channels: {', '.join(CHANNELS)}"

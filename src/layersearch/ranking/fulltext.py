@@ -74,8 +74,11 @@ class FullTextIndex:
         schema = cls._schema_for(boosts)
         if path is None:
             return cls(tantivy.Index(schema), boosts, None)
-        if path.exists():
+        # Derived data: whatever is in the way (an old index, a stray file) is replaced.
+        if path.is_dir() and not path.is_symlink():
             shutil.rmtree(path)
+        elif path.exists() or path.is_symlink():
+            path.unlink()
         path.mkdir(parents=True)
         idx = tantivy.Index(schema, path=str(path))
         return cls(idx, boosts, path)

@@ -42,10 +42,13 @@ def _is_lock_error(exc: Exception) -> bool:
 
 def memory_number(memory_id: str) -> int:
     """``memory:12`` → 12; anything else is a clear error."""
+    if not isinstance(memory_id, str):
+        raise ConfigError(f"a memory id is a string like memory:3, not {type(memory_id).__name__}")
     text = memory_id.strip()
     if text.lower().startswith("memory:"):
         text = text[7:]
-    if not text.isdigit() or len(text) > 18:
+    # ASCII only: str.isdigit() accepts superscripts and other scripts' digits.
+    if not (text.isascii() and text.isdigit()) or len(text) > 18:
         raise ConfigError(
             f"'{memory_id}' is not a memory id (expected memory:<number>, e.g. memory:3)"
         )

@@ -1,0 +1,1080 @@
+"""The hostile input catalogue: one row per (input, entry point), with the outcome we promise.
+
+A :class:`Case` says what to send and what must happen. Each entry point has its
+own runner module that reads the field it understands:
+
+- ``api``: a callable ``(Layersearch, files_dir) -> result`` (``test_api_catalogue.py``)
+- ``cli``: argv after ``--store STORE`` (``test_cli_catalogue.py``); ``{dir}`` in an
+  argument is replaced by the directory the case's ``files`` were written to.
+
+Later entry points (the MCP tools, conversation and vault commands) add a field
+and a runner the same way, and their rows to ``CASES``. The outcome is either
+:class:`Ok` (the correct result; a search response is never silently empty) or
+:class:`Err` (one of our errors, of that class, whose message contains ``match``).
+Every case must leave the store unchanged unless it says ``writes=True``.
+
+Inputs that argv cannot carry (NUL bytes, strings over Linux's 128 KiB argument
+limit) are exercised through the CLI's JSON options or at the API only.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from layersearch import Layersearch
+from layersearch.errors import (
+    ConfigError,
+    CypherLimitError,
+    CypherReadOnlyError,
+    CypherSyntaxError,
+    CypherUnknownError,
+    LayersearchError,
+    LimitExceeded,
+    ModelLoadError,
+    NotFound,
+)
+
+MB = 1_000_000
+#: Longest single argv string Linux accepts is 128 KiB; this is over every text limit.
+ARGV_BIG = 120_000
+HIDDEN = "shop.orders.internal_score"
+HIDDEN_MODEL = "shop.raw_events"
+
+Api = Callable[[Layersearch, Path], Any]
+
+
+@dataclass(frozen=True)
+class Ok:
+    """The call succeeds; ``check`` (if given) holds on the API result."""
+
+    check: Callable[[Any], bool] | None = None
+    #: a substring one of the response's warnings must contain
+    warning: str | None = None
+
+
+@dataclass(frozen=True)
+class Err:
+    error: type[LayersearchError]
+    match: str
+
+
+@dataclass(frozen=True)
+class Case:
+    id: str
+    #: the catalogue row in docs/reliability.md this case belongs to
+    category: str
+    expect: Ok | Err
+    api: Api | None = None
+    cli: tuple[str, ...] | None = None
+    #: files written to a fresh directory before the call (name → text or bytes)
+    files: dict[str, str | bytes] = field(default_factory=dict)
+    #: an Ok case that is allowed to change the store
+    writes: bool = False
+
+
+def ids(resp: Any) -> list[str]:
+    return [h.id for h in resp.results]
+
+
+def no_hidden(resp: Any) -> bool:
+    text = resp.model_dump_json()
+    return HIDDEN not in text and HIDDEN_MODEL not in text
+
+
+def no_hidden_beyond_echo(resp: Any) -> bool:
+    """Hidden ids may be echoed back as the user typed them ("unknown entity '…'"), exactly as
+    a name that does not exist would be; they must never be a hit or a suggestion."""
+    if any(h.id in (HIDDEN, HIDDEN_MODEL) for h in resp.results):
+        return False
+    for w in resp.warnings:
+        rest = re.sub(r"'[^']*'", "", w, count=1)
+        if "internal_score" in rest or "raw_events" in rest:
+            return False
+    return True
+
+
+def found(*wanted: str) -> Callable[[Any], bool]:
+    return lambda resp: set(wanted) <= set(ids(resp)) and no_hidden(resp)
+
+
+def _deep(levels: int) -> dict[str, Any]:
+    root: dict[str, Any] = {}
+    cur = root
+    for _ in range(levels):
+        cur["m"] = {}
+        cur = cur["m"]
+    return root
+
+
+def _cyclic() -> dict[str, Any]:
+    d: dict[str, Any] = {"measures": []}
+    d["measures"].append(d)
+    return d
+
+
+DEEP_JSON = '{"m": ' * 40 + "1" + "}" * 40
+NATIVE_DS = "datasource:\n  name: shop\n  models:\n    - model: a\n      columns: [{name: id}]\n"
+SYNTAX = ['"', "'", ":", "(", "*", "~", "^", "AND", "-", 'name:"tax" AND (order* OR ~x^2) -y']
+SQL = ["%", "_", "%_%", "' OR '1'='1", "x'; DROP TABLE memories; --", '"; DELETE FROM entities; --']
+WRITES = [
+    "CREATE (n:Model {id: 'x'}) RETURN n.id AS id",
+    "MATCH (n) DETACH DELETE n",
+    "MATCH (n) SET n.hidden = false RETURN n.id AS id",
+    "MATCH (n) REMOVE n.hidden RETURN n.id AS id",
+    "MERGE (n:Model {id: 'x'}) RETURN n.id AS id",
+    "LOAD CSV FROM 'file:///etc/passwd' AS r RETURN r AS id",
+    "CALL db.labels() YIELD label RETURN label AS id",
+    "MATCH (n) RETURN n.id AS id; MATCH (m) DELETE m",
+]
+
+
+def _search_cases() -> list[Case]:
+    c: list[Case] = [
+        # empty and whitespace: no input → the newest memories, with a warning saying so
+        Case(
+            "search.question.empty",
+            "empty",
+            Ok(warning="no entities"),
+            api=lambda ls, _: ls.search(question=""),
+            cli=("search", ""),
+        ),
+        Case(
+            "search.question.whitespace",
+            "empty",
+            Ok(warning="no entities"),
+            api=lambda ls, _: ls.search(question=" \t\n "),
+            cli=("search", " \t\n "),
+        ),
+        Case(
+            "search.entity.empty",
+            "empty",
+            Ok(warning="empty entity reference"),
+            api=lambda ls, _: ls.search(entities=["", "  "]),
+            cli=("search", "-e", "", "-e", "  "),
+        ),
+        Case(
+            "search.question.1mb",
+            "huge",
+            Err(LimitExceeded, "limit is 100000"),
+            api=lambda ls, _: ls.search(question="x" * MB),
+            cli=("search", "y" * ARGV_BIG),
+        ),
+        Case(
+            "search.entity.1mb",
+            "huge",
+            Ok(warning="unknown entity"),
+            api=lambda ls, _: ls.search(entities=["x" * MB]),
+        ),
+        Case(
+            "search.entities.too-many",
+            "huge",
+            Err(LimitExceeded, "limit is 1000"),
+            api=lambda ls, _: ls.search(entities=["orders"] * 1001),
+        ),
+        Case(
+            "search.question.nul",
+            "nul",
+            Ok(found("shop.orders.tax_paid")),
+            api=lambda ls, _: ls.search(question="tax\x00 paid\x01"),
+        ),
+        Case(
+            "search.entity.nul",
+            "nul",
+            Ok(warning="unknown entity"),
+            api=lambda ls, _: ls.search(entities=["orders\x00"]),
+        ),
+        Case(
+            "search.query.nul",
+            "nul",
+            Ok(warning="no results"),
+            api=lambda ls, _: ls.search(query={"measures": ["a\x00b"]}),
+            cli=("search", "--query", '{"measures": ["a\\u0000b"]}'),
+        ),
+        Case(
+            "search.query.deep",
+            "nesting",
+            Err(LimitExceeded, "nested deeper than 16"),
+            api=lambda ls, _: ls.search(query=_deep(50)),
+            cli=("search", "--query", DEEP_JSON),
+        ),
+        Case(
+            "search.query.cyclic",
+            "nesting",
+            Err(LimitExceeded, "nested deeper than 16"),
+            api=lambda ls, _: ls.search(query=_cyclic()),
+        ),
+        Case(
+            "search.query.not-object",
+            "malformed",
+            Err(ConfigError, "query"),
+            api=lambda ls, _: ls.search(query=[1, 2]),
+            cli=("search", "--query", "[1, 2]"),
+        ),
+        Case(
+            "search.query.bad-json",
+            "malformed",
+            Err(ConfigError, "not valid JSON"),
+            cli=("search", "--query", '{"measures": ['),
+        ),
+        Case(
+            "search.query.non-strings",
+            "malformed",
+            Ok(warning="no results"),
+            api=lambda ls, _: ls.search(query={"measures": [1, None, 2.5, True, {}]}),
+            cli=("search", "--query", '{"measures": [1, null, 2.5, true, {}]}'),
+        ),
+        Case(
+            "search.max-results.negative",
+            "limits",
+            Err(ConfigError, "between 1 and 100"),
+            api=lambda ls, _: ls.search(question="tax", max_results=-1),
+            cli=("search", "tax", "-n", "-1"),
+        ),
+        Case(
+            "search.max-results.zero",
+            "limits",
+            Err(ConfigError, "between 1 and 100"),
+            api=lambda ls, _: ls.search(question="tax", max_results=0),
+            cli=("search", "tax", "-n", "0"),
+        ),
+        Case(
+            "search.max-results.huge",
+            "limits",
+            Err(ConfigError, "between 1 and 100"),
+            api=lambda ls, _: ls.search(question="tax", max_results=10**30),
+            cli=("search", "tax", "-n", str(10**30)),
+        ),
+        Case(
+            "search.max-results.fraction",
+            "limits",
+            Err(ConfigError, "max_results"),
+            api=lambda ls, _: ls.search(question="tax", max_results=2.5),
+        ),
+        Case(
+            "search.max-results.not-a-number",
+            "limits",
+            Err(ConfigError, "not a valid integer"),
+            cli=("search", "tax", "-n", "ten"),
+        ),
+        Case(
+            "search.max-results.boundary",
+            "limits",
+            Ok(lambda r: len(r.results) <= 100),
+            api=lambda ls, _: ls.search(question="order", max_results=100),
+            cli=("search", "order", "-n", "100"),
+        ),
+        Case(
+            "search.channel.unknown",
+            "enum",
+            Err(ConfigError, "valid channels"),
+            api=lambda ls, _: ls.search(question="tax", channels=["BM25"]),
+            cli=("search", "tax", "--channels", "bm25,nope"),
+        ),
+        Case(
+            "search.channel.empty",
+            "enum",
+            Err(ConfigError, "channels is empty"),
+            api=lambda ls, _: ls.search(question="tax", channels=[]),
+        ),
+        Case(
+            "search.field.unknown",
+            "enum",
+            Err(ConfigError, "Extra inputs"),
+            api=lambda ls, _: ls.search(question="tax", bogus=1),
+        ),
+        Case(
+            "search.datasource.unknown",
+            "enum",
+            Err(ConfigError, "known datasources: crm, shop"),
+            api=lambda ls, _: ls.search(question="tax", datasource="nope"),
+            cli=("search", "tax", "-d", "nope"),
+        ),
+        Case(
+            "search.datasource.empty",
+            "empty",
+            Err(ConfigError, "unknown datasource"),
+            api=lambda ls, _: ls.search(question="tax", datasource=""),
+        ),
+        Case(
+            "search.datasource.sql",
+            "sql",
+            Err(ConfigError, "unknown datasource"),
+            api=lambda ls, _: ls.search(question="tax", datasource="shop' OR '1'='1"),
+            cli=("search", "tax", "-d", "shop' OR '1'='1"),
+        ),
+        Case(
+            "search.datasource.path",
+            "path",
+            Err(ConfigError, "unknown datasource"),
+            api=lambda ls, _: ls.search(question="tax", datasource="../shop"),
+            cli=("search", "tax", "-d", "../shop"),
+        ),
+        Case(
+            "search.request.wrong-type",
+            "malformed",
+            Err(ConfigError, "SearchRequest"),
+            api=lambda ls, _: ls.search("tax"),
+        ),
+        Case(
+            "search.params.not-object",
+            "malformed",
+            Err(ConfigError, "params"),
+            api=lambda ls, _: ls.search(question="x", params=[1]),
+        ),
+        Case(
+            "search.param.no-equals",
+            "malformed",
+            Err(ConfigError, "name=value"),
+            cli=("search", "tax", "--filter", "MATCH (n) RETURN n.id AS id", "--param", "x"),
+        ),
+        # hidden entities: never a hit, never in a filter result, never in a warning
+        Case(
+            "search.hidden.by-question",
+            "hidden",
+            Ok(no_hidden),
+            api=lambda ls, _: ls.search(question="fraud model score internal raw clickstream"),
+            cli=("search", "fraud model score internal raw clickstream"),
+        ),
+        Case(
+            "search.hidden.by-entity",
+            "hidden",
+            Ok(no_hidden_beyond_echo),
+            api=lambda ls, _: ls.search(entities=[HIDDEN, "internal_score", HIDDEN_MODEL]),
+            cli=("search", "-e", HIDDEN, "-e", "internal_score"),
+        ),
+        Case(
+            "search.hidden.by-filter",
+            "hidden",
+            Ok(no_hidden),
+            api=lambda ls, _: ls.search(
+                question="score", cypher_filter="MATCH (n) WHERE n.hidden RETURN n.id AS id"
+            ),
+        ),
+        Case(
+            "filter.hidden",
+            "hidden",
+            Ok(lambda r: HIDDEN not in r and HIDDEN_MODEL not in r),
+            api=lambda ls, _: ls.filter_ids("MATCH (n) RETURN n.id AS id"),
+        ),
+        Case(
+            "filter.hidden.did-you-mean",
+            "hidden",
+            Err(CypherUnknownError, "unknown"),
+            api=lambda ls, _: ls.filter_ids("MATCH (n:Internal_score) RETURN n.id AS id"),
+        ),
+    ]
+    for i, text in enumerate(SYNTAX):
+        c.append(
+            Case(
+                f"search.question.syntax-{i}",
+                "syntax",
+                Ok(lambda r: r.results or r.warnings),
+                api=lambda ls, _, t=text: ls.search(question=t),
+                cli=("search", text),
+            )
+        )
+        c.append(
+            Case(
+                f"search.entity.syntax-{i}",
+                "syntax",
+                Ok(lambda r: r.results or r.warnings),
+                api=lambda ls, _, t=text: ls.search(entities=[t]),
+            )
+        )
+    for i, text in enumerate(SQL):
+        c.append(
+            Case(
+                f"search.question.sql-{i}",
+                "sql",
+                Ok(lambda r: r.results or r.warnings),
+                api=lambda ls, _, t=text: ls.search(question=t),
+                cli=("search", text),
+            )
+        )
+        c.append(
+            Case(
+                f"search.entity.sql-{i}",
+                "sql",
+                Ok(warning="entity"),
+                api=lambda ls, _, t=text: ls.search(entities=[t]),
+                cli=("search", "-e", text),
+            )
+        )
+    return c
+
+
+def _cypher_cases() -> list[Case]:
+    c: list[Case] = []
+    for i, text in enumerate(WRITES):
+        c.append(
+            Case(
+                f"cypher.write-{i}",
+                "cypher-write",
+                Err(CypherReadOnlyError, "read-only"),
+                api=lambda ls, _, t=text: ls.search(question="tax", cypher_filter=t),
+                cli=("search", "tax", "--filter", text),
+            )
+        )
+    c += [
+        Case(
+            "cypher.param.missing",
+            "param",
+            Err(CypherUnknownError, "$x has no value"),
+            api=lambda ls, _: ls.search(
+                question="tax", cypher_filter="MATCH (n:Model) WHERE n.name = $x RETURN n.id AS id"
+            ),
+            cli=(
+                "search",
+                "tax",
+                "--filter",
+                "MATCH (n:Model) WHERE n.name = $x RETURN n.id AS id",
+            ),
+        ),
+        Case(
+            "cypher.param.injection",
+            "cypher-injection",
+            Ok(warning="matched no entities"),
+            api=lambda ls, _: ls.search(
+                question="tax",
+                cypher_filter="MATCH (n) WHERE n.name = $x RETURN n.id AS id",
+                params={"x": "' OR 1=1 //"},
+            ),
+            cli=(
+                "search",
+                "tax",
+                "--filter",
+                "MATCH (n) WHERE n.name = $x RETURN n.id AS id",
+                "--param",
+                "x=' OR 1=1 //",
+            ),
+        ),
+        Case(
+            "cypher.comment-injection",
+            "cypher-injection",
+            Ok(found("shop.orders.tax_paid")),
+            api=lambda ls, _: ls.search(
+                question="tax", cypher_filter="MATCH (n) RETURN n.id AS id // '; DETACH DELETE n"
+            ),
+        ),
+        Case(
+            "cypher.string-escape",
+            "cypher-injection",
+            Err(CypherSyntaxError, "line 1"),
+            api=lambda ls, _: ls.filter_ids("MATCH (n) WHERE n.name = 'x\\' RETURN n.id AS id"),
+        ),
+        Case(
+            "cypher.empty",
+            "empty",
+            Err(CypherSyntaxError, "unexpected end of input"),
+            api=lambda ls, _: ls.filter_ids(""),
+        ),
+        Case(
+            "cypher.whitespace-in-search",
+            "empty",
+            Ok(found("shop.orders.tax_paid")),
+            api=lambda ls, _: ls.search(question="tax", cypher_filter="  \n "),
+        ),
+        Case(
+            "cypher.nul",
+            "nul",
+            Err(CypherSyntaxError, "unexpected character"),
+            api=lambda ls, _: ls.filter_ids("MATCH (n) RETURN n.id AS id\x00"),
+        ),
+        Case(
+            "cypher.1mb",
+            "huge",
+            Err(CypherLimitError, "over the limit of 20000"),
+            api=lambda ls, _: ls.filter_ids("x" * MB),
+            cli=("search", "tax", "--filter", "x" * ARGV_BIG),
+        ),
+        Case(
+            "cypher.hops",
+            "limits",
+            Err(CypherLimitError, "maximum of 6 hops"),
+            api=lambda ls, _: ls.filter_ids("MATCH (a)-[*1..100]->(b) RETURN b.id AS id"),
+        ),
+        Case(
+            "cypher.regex",
+            "limits",
+            Err(CypherLimitError, "nested quantifiers"),
+            api=lambda ls, _: ls.filter_ids("MATCH (n) WHERE n.name =~ '(a+)+$' RETURN n.id AS id"),
+        ),
+        Case(
+            "cypher.nesting",
+            "nesting",
+            Err(CypherLimitError, "nested"),
+            api=lambda ls, _: ls.filter_ids(
+                "MATCH (n) WHERE " + "(" * 200 + "true" + ")" * 200 + " RETURN n.id AS id"
+            ),
+        ),
+        Case(
+            "cypher.not-a-string",
+            "malformed",
+            Err(CypherSyntaxError, "must be a string"),
+            api=lambda ls, _: ls.filter_ids(None),
+        ),
+        Case(
+            "cypher.join-cycle",
+            "join-cycle",
+            Ok(lambda r: "shop.orders" in r),
+            api=lambda ls, _: ls.filter_ids(
+                "MATCH (a:Model)-[:JOINS*1..6]-(b:Model) RETURN b.id AS id"
+            ),
+        ),
+    ]
+    return c
+
+
+def _inspect_cases() -> list[Case]:
+    return [
+        Case(
+            "inspect.none",
+            "empty",
+            Err(ConfigError, "at least one id"),
+            api=lambda ls, _: ls.inspect([]),
+        ),
+        Case(
+            "inspect.empty",
+            "empty",
+            Err(NotFound, "empty entity reference"),
+            api=lambda ls, _: ls.inspect([""]),
+            cli=("inspect", ""),
+        ),
+        Case(
+            "inspect.1mb",
+            "huge",
+            Err(NotFound, "unknown entity"),
+            api=lambda ls, _: ls.inspect(["x" * MB]),
+        ),
+        Case(
+            "inspect.too-many",
+            "limits",
+            Err(LimitExceeded, "at most 200"),
+            api=lambda ls, _: ls.inspect(["shop"] * 201),
+        ),
+        Case(
+            "inspect.syntax",
+            "syntax",
+            Err(NotFound, "unknown"),
+            api=lambda ls, _: ls.inspect(SYNTAX),
+            cli=("inspect", *SYNTAX),
+        ),
+        Case(
+            "inspect.sql",
+            "sql",
+            Err(NotFound, "unknown"),
+            api=lambda ls, _: ls.inspect(SQL),
+            cli=("inspect", *SQL),
+        ),
+        Case(
+            "inspect.path",
+            "path",
+            Err(NotFound, "unknown"),
+            api=lambda ls, _: ls.inspect(["../../etc/passwd"]),
+            cli=("inspect", "../../etc/passwd"),
+        ),
+        Case(
+            "inspect.memory.huge-number",
+            "limits",
+            Err(NotFound, "not a memory id"),
+            api=lambda ls, _: ls.inspect(["memory:" + "9" * 30]),
+        ),
+        Case(
+            "inspect.hidden.by-name",
+            "hidden",
+            Err(NotFound, "unknown entity 'internal_score'"),
+            api=lambda ls, _: ls.inspect(["internal_score"]),
+            cli=("inspect", "internal_score"),
+        ),
+        # named exactly, a hidden entity may be shown (documented in DESIGN.md)
+        Case(
+            "inspect.hidden.by-id",
+            "hidden",
+            Ok(lambda r: r.entities[0].hidden),
+            api=lambda ls, _: ls.inspect([HIDDEN]),
+        ),
+        Case(
+            "inspect.model.hides-hidden-children",
+            "hidden",
+            Ok(lambda r: HIDDEN not in r.entities[0].children),
+            api=lambda ls, _: ls.inspect(["shop.orders"]),
+        ),
+    ]
+
+
+def _memory_cases() -> list[Case]:
+    return [
+        Case(
+            "memory.save.empty",
+            "empty",
+            Err(ConfigError, "non-empty learning"),
+            api=lambda ls, _: ls.save_memory(""),
+            cli=("memory", "add", ""),
+        ),
+        Case(
+            "memory.save.whitespace",
+            "empty",
+            Err(ConfigError, "non-empty learning"),
+            api=lambda ls, _: ls.save_memory(" \n\t"),
+            cli=("memory", "add", " \n\t"),
+        ),
+        Case(
+            "memory.save.1mb",
+            "huge",
+            Err(LimitExceeded, "limit is 20000"),
+            api=lambda ls, _: ls.save_memory("x" * MB),
+            cli=("memory", "add", "x" * ARGV_BIG),
+        ),
+        Case(
+            "memory.save.description-huge",
+            "huge",
+            Err(ConfigError, "at most 500"),
+            api=lambda ls, _: ls.save_memory("note", description="d" * MB),
+        ),
+        Case(
+            "memory.save.nul",
+            "nul",
+            Ok(lambda m: m.learning == "a\x00b"),
+            writes=True,
+            api=lambda ls, _: ls.save_memory("a\x00b", entities=["shop.orders"]),
+        ),
+        Case(
+            "memory.save.unknown-entity",
+            "enum",
+            Err(ConfigError, "unknown entity 'nope'"),
+            api=lambda ls, _: ls.save_memory("note", entities=["nope"]),
+            cli=("memory", "add", "note", "-e", "nope"),
+        ),
+        Case(
+            "memory.save.hidden-entity",
+            "hidden",
+            Err(ConfigError, "unknown entity"),
+            api=lambda ls, _: ls.save_memory("note", entities=[HIDDEN]),
+            cli=("memory", "add", "note", "-e", HIDDEN),
+        ),
+        Case(
+            "memory.save.sql-entity",
+            "sql",
+            Err(ConfigError, "unknown entity"),
+            api=lambda ls, _: ls.save_memory("note", entities=[SQL[4]]),
+            cli=("memory", "add", "note", "-e", SQL[4]),
+        ),
+        Case(
+            "memory.save.sql-text",
+            "sql",
+            Ok(lambda m: m.learning == SQL[4]),
+            writes=True,
+            api=lambda ls, _: ls.save_memory(SQL[4], entities=["shop.orders"]),
+            cli=("memory", "add", SQL[4], "-e", "shop.orders"),
+        ),
+        Case(
+            "memory.save.query-deep",
+            "nesting",
+            Err(LimitExceeded, "nested deeper"),
+            api=lambda ls, _: ls.save_memory("note", query=_deep(40)),
+            cli=("memory", "add", "note", "--query", DEEP_JSON),
+        ),
+        Case(
+            "memory.save.query-not-object",
+            "malformed",
+            Err(ConfigError, "JSON object"),
+            api=lambda ls, _: ls.save_memory("note", query=[1]),
+            cli=("memory", "add", "note", "--query", "[1]"),
+        ),
+        Case(
+            "memory.save.query-non-json",
+            "malformed",
+            Err(ConfigError, "only JSON values"),
+            api=lambda ls, _: ls.save_memory("note", query={"a": {1, 2}}),
+        ),
+        Case(
+            "memory.save.query-nan",
+            "malformed",
+            Err(ConfigError, "only JSON values"),
+            api=lambda ls, _: ls.save_memory("note", query={"a": float("nan")}),
+            cli=("memory", "add", "note", "--query", '{"a": NaN}'),
+        ),
+        Case(
+            "memory.save.query-bad-json",
+            "malformed",
+            Err(ConfigError, "not valid JSON"),
+            cli=("memory", "add", "note", "--query", "{'single': 'quotes'}"),
+        ),
+        Case(
+            "memory.save.query-unresolved",
+            "enum",
+            Err(ConfigError, "cannot save"),
+            api=lambda ls, _: ls.save_memory("note", query={"measures": ["nope_measure"]}),
+        ),
+        Case(
+            "memory.get.empty",
+            "empty",
+            Err(ConfigError, "not a memory id"),
+            api=lambda ls, _: ls.get_memory(""),
+            cli=("memory", "show", ""),
+        ),
+        Case(
+            "memory.get.none",
+            "malformed",
+            Err(ConfigError, "not NoneType"),
+            api=lambda ls, _: ls.get_memory(None),
+        ),
+        Case(
+            "memory.get.missing",
+            "enum",
+            Err(NotFound, "no memory memory:999"),
+            api=lambda ls, _: ls.get_memory("memory:999"),
+            cli=("memory", "show", "memory:999"),
+        ),
+        Case(
+            "memory.get.sql",
+            "sql",
+            Err(ConfigError, "not a memory id"),
+            api=lambda ls, _: ls.get_memory("1 OR 1=1"),
+            cli=("memory", "show", "1 OR 1=1"),
+        ),
+        Case(
+            "memory.get.unicode-digits",
+            "malformed",
+            Err(ConfigError, "not a memory id"),
+            api=lambda ls, _: ls.get_memory("memory:²"),
+            cli=("memory", "show", "memory:²"),
+        ),
+        Case(
+            "memory.get.huge-number",
+            "limits",
+            Err(ConfigError, "not a memory id"),
+            api=lambda ls, _: ls.get_memory("memory:" + "9" * 30),
+            cli=("memory", "show", "memory:" + "9" * 30),
+        ),
+        Case(
+            "memory.get.path",
+            "path",
+            Err(ConfigError, "not a memory id"),
+            api=lambda ls, _: ls.get_memory("memory:../1"),
+            cli=("memory", "show", "memory:../1"),
+        ),
+        Case(
+            "memory.forget.missing",
+            "enum",
+            Err(NotFound, "no memory memory:999"),
+            api=lambda ls, _: ls.forget_memory("memory:999"),
+            cli=("memory", "forget", "memory:999"),
+        ),
+        Case(
+            "memory.forget.negative",
+            "limits",
+            Err(ConfigError, "not a memory id"),
+            api=lambda ls, _: ls.forget_memory("memory:-1"),
+            cli=("memory", "forget", "memory:-1"),
+        ),
+        Case(
+            "memory.forget.wildcard",
+            "sql",
+            Err(ConfigError, "not a memory id"),
+            api=lambda ls, _: ls.forget_memory("%"),
+            cli=("memory", "forget", "%"),
+        ),
+        Case(
+            "memory.list.negative",
+            "limits",
+            Err(ConfigError, "limit ≥ 1"),
+            api=lambda ls, _: ls.list_memories(limit=-1),
+            cli=("memory", "list", "--limit", "-1"),
+        ),
+        Case(
+            "memory.list.zero",
+            "limits",
+            Err(ConfigError, "limit ≥ 1"),
+            api=lambda ls, _: ls.list_memories(limit=0),
+            cli=("memory", "list", "--limit", "0"),
+        ),
+        Case(
+            "memory.list.offset-negative",
+            "limits",
+            Err(ConfigError, "offset ≥ 0"),
+            api=lambda ls, _: ls.list_memories(offset=-5),
+            cli=("memory", "list", "--offset", "-5"),
+        ),
+        Case(
+            "memory.list.huge",
+            "limits",
+            Ok(lambda r: len(r) >= 4),
+            api=lambda ls, _: ls.list_memories(limit=10**30),
+            cli=("memory", "list", "--limit", str(10**30)),
+        ),
+        Case(
+            "memory.list.huge-offset",
+            "limits",
+            Ok(lambda r: r == []),
+            api=lambda ls, _: ls.list_memories(offset=10**30),
+        ),
+        Case(
+            "memory.list.not-int",
+            "malformed",
+            Err(ConfigError, "must be integers"),
+            api=lambda ls, _: ls.list_memories(limit="5"),
+        ),
+    ]
+
+
+def _load_cases() -> list[Case]:
+    def load(sub: str = "", fmt: str = "auto") -> Api:
+        return lambda ls, d: ls.load(d / sub if sub else d, fmt)
+
+    return [
+        Case(
+            "load.path.empty",
+            "empty",
+            Err(ConfigError, "empty"),
+            api=lambda ls, _: ls.load(""),
+            cli=("load", ""),
+        ),
+        Case(
+            "load.path.missing",
+            "path",
+            Err(ModelLoadError, "no such file"),
+            api=lambda ls, d: ls.load(d / "nope"),
+            cli=("load", "{dir}/nope"),
+        ),
+        Case(
+            "load.path.dotdot",
+            "path",
+            Err(ModelLoadError, "no such file"),
+            api=lambda ls, d: ls.load(d / ".." / ".." / "no-such-dir-anywhere"),
+            cli=("load", "{dir}/../../no-such-dir-anywhere"),
+        ),
+        Case(
+            "load.path.nul",
+            "nul",
+            Err(ModelLoadError, "no such file"),
+            api=lambda ls, d: ls.load(f"{d}/a\x00b"),
+        ),
+        Case(
+            "load.format.unknown",
+            "enum",
+            Err(ConfigError, "unknown format"),
+            api=load(fmt="bogus"),
+            files={"d.yaml": NATIVE_DS},
+        ),
+        Case(
+            "load.format.unknown-cli",
+            "enum",
+            Err(ConfigError, "Invalid value"),
+            cli=("load", "{dir}", "--format", "bogus"),
+            files={"d.yaml": NATIVE_DS},
+        ),
+        Case(
+            "load.empty-dir",
+            "empty",
+            Err(ModelLoadError, "no YAML files"),
+            api=load("empty"),
+            cli=("load", "{dir}/empty"),
+            files={"empty/.keep": ""},
+        ),
+        Case(
+            "load.utf8-invalid",
+            "encoding",
+            Err(ModelLoadError, "not valid UTF-8"),
+            api=load(),
+            cli=("load", "{dir}"),
+            files={"d.yaml": NATIVE_DS.encode() + b"  description: \xff\xfe\n"},
+        ),
+        Case(
+            "load.yaml-nul",
+            "nul",
+            Err(ModelLoadError, "invalid YAML"),
+            api=load(),
+            files={"d.yaml": NATIVE_DS + "  description: a\x00b\n"},
+        ),
+        Case(
+            "load.yaml-malformed",
+            "malformed",
+            Err(ModelLoadError, "d.yaml:2:1: invalid YAML"),
+            api=load(),
+            cli=("load", "{dir}"),
+            files={"d.yaml": "datasource: [\n"},
+        ),
+        Case(
+            "load.yaml-python-tag",
+            "malformed",
+            Err(ModelLoadError, "invalid YAML"),
+            api=load(),
+            files={"d.yaml": "datasource: !!python/object/apply:os.system ['true']\n"},
+        ),
+        Case(
+            "load.yaml-not-mapping",
+            "malformed",
+            Err(ModelLoadError, "no recognisable"),
+            api=load(),
+            files={"d.yaml": "- just\n- a list\n"},
+        ),
+        Case(
+            "load.yaml-wrong-types",
+            "malformed",
+            Err(ModelLoadError, "'columns' must be a list"),
+            api=load(),
+            files={"d.yaml": NATIVE_DS.replace("[{name: id}]", "5")},
+        ),
+        Case(
+            "load.json-malformed",
+            "malformed",
+            Err(ModelLoadError, "invalid JSON"),
+            api=load("tables.json", "spider"),
+            cli=("load", "{dir}/tables.json", "--format", "spider"),
+            files={"tables.json": "{not json"},
+        ),
+        Case(
+            "load.json-utf8-invalid",
+            "encoding",
+            Err(ModelLoadError, "not valid UTF-8"),
+            api=load("tables.json", "spider"),
+            files={"tables.json": b'["\xff"]'},
+        ),
+        Case(
+            "load.database-garbage",
+            "malformed",
+            Err(ModelLoadError, "cannot open"),
+            api=load("x.duckdb", "database"),
+            files={"x.duckdb": b"garbage" * 100},
+        ),
+        Case(
+            "load.name-sql",
+            "sql",
+            Err(ModelLoadError, "may not contain"),
+            api=load(),
+            files={"d.yaml": 'datasource: {name: "x\'; DROP TABLE entities; --"}\n'},
+        ),
+        Case(
+            "load.name-dotdot",
+            "path",
+            Err(ModelLoadError, "may not contain"),
+            api=load(),
+            files={"d.yaml": "datasource: {name: ../etc}\n"},
+        ),
+        Case(
+            "load.duplicate-datasource",
+            "duplicates",
+            Err(ModelLoadError, "duplicate datasource"),
+            api=load(),
+            cli=("load", "{dir}"),
+            files={"a.yaml": "datasource: {name: shop}\n", "b.yaml": "datasource: {name: shop}\n"},
+        ),
+        Case(
+            "load.duplicate-model",
+            "duplicates",
+            Err(ModelLoadError, "duplicate model"),
+            api=load(),
+            files={
+                "d.yaml": "datasource: {name: shop}\n",
+                "a.yaml": "model: t\ndatasource: shop\ncolumns: [{name: a}]\n",
+                "b.yaml": "model: t\ndatasource: shop\ncolumns: [{name: b}]\n",
+            },
+        ),
+        Case(
+            "load.duplicate-column",
+            "duplicates",
+            Err(ModelLoadError, "duplicate name 'id'"),
+            api=load(),
+            files={"d.yaml": NATIVE_DS.replace("[{name: id}]", "[{name: id}, {name: id}]")},
+        ),
+        Case(
+            "load.join-unknown",
+            "join-cycle",
+            Err(ModelLoadError, "join to unknown model"),
+            api=load(),
+            files={"d.yaml": NATIVE_DS + "      joins: [{to: zzz, on: [[id, id]]}]\n"},
+        ),
+        Case(
+            "load.memory-query-deep",
+            "nesting",
+            Err(LimitExceeded, "m.yaml memories[0]"),
+            api=load(),
+            files={
+                "d.yaml": NATIVE_DS,
+                "m.yaml": "memories: [{learning: hi, query: " + DEEP_JSON + "}]\n",
+            },
+        ),
+        Case(
+            "load.memory-query-date",
+            "malformed",
+            Err(ConfigError, "only JSON values"),
+            api=load(),
+            cli=("load", "{dir}"),
+            files={
+                "d.yaml": NATIVE_DS,
+                "m.yaml": "memories: [{learning: hi, query: {since: 2024-01-01}}]\n",
+            },
+        ),
+        Case(
+            "load.memory-missing-learning",
+            "malformed",
+            Err(ModelLoadError, "missing required key"),
+            api=load(),
+            files={"d.yaml": NATIVE_DS, "m.yaml": "memories: [{entities: [shop.a]}]\n"},
+        ),
+    ]
+
+
+#: Loads that succeed change the store, so they run against a throwaway store of their own.
+LOAD_OK: list[Case] = [
+    Case(
+        "load.join-cycle",
+        "join-cycle",
+        Ok(lambda r: r.models == 2),
+        writes=True,
+        api=lambda ls, d: ls.load(d),
+        cli=("load", "{dir}"),
+        files={
+            "d.yaml": (
+                "datasource:\n  name: cyc\n  models:\n"
+                "    - model: a\n      columns: [{name: id}]\n      joins: [{to: b, on: [[id, id]]}]\n"
+                "    - model: b\n      columns: [{name: id}]\n      joins: [{to: a, on: [[id, id]]}]\n"
+            )
+        },
+    ),
+    Case(
+        "load.self-join",
+        "join-cycle",
+        Ok(lambda r: r.models == 1),
+        writes=True,
+        api=lambda ls, d: ls.load(d),
+        files={
+            "d.yaml": (
+                "datasource:\n  name: cyc\n  models:\n    - model: a\n"
+                "      columns: [{name: id}, {name: parent}]\n      joins: [{to: a, on: [[parent, id]]}]\n"
+            )
+        },
+    ),
+    Case(
+        "load.bom",
+        "encoding",
+        Ok(lambda r: r.datasources == ["bom"]),
+        writes=True,
+        api=lambda ls, d: ls.load(d),
+        files={"d.yaml": "\ufeffdatasource: {name: bom}\n".encode()},
+    ),
+]
+
+CASES: list[Case] = (
+    _search_cases() + _cypher_cases() + _inspect_cases() + _memory_cases() + _load_cases()
+)
+
+
+def by_entry(entry: str, cases: list[Case] | None = None) -> list[Case]:
+    return [c for c in (CASES if cases is None else cases) if getattr(c, entry) is not None]
+
+
+def write_files(case: Case, root: Path) -> Path:
+    for name, content in case.files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(content, bytes):
+            path.write_bytes(content)
+        else:
+            path.write_text(content)
+    return root

@@ -1,0 +1,114 @@
+"""Hostile inputs that used to escape as foreign exceptions or change the store."""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from tests.conftest import MINI
+
+from layersearch import ConfigError, Layersearch, LimitExceeded, SearchRequest
+from layersearch.errors import LayersearchError
+
+from .snapshot import snapshot
+
+
+@pytest.fixture(scope="module")
+def mini(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Layersearch]:
+    # One store for the module: these tests only add memories, which no assertion counts.
+    with Layersearch(tmp_path_factory.mktemp("reg") / "store.duckdb") as ls:
+        ls.load(MINI)
+        yield ls
+
+
+NATIVE = "datasource:\n  name: shop\n  models:\n    - model: a\n      columns: [{name: id}]\n"
+
+
+@pytest.mark.parametrize(
+    "query, message",
+    [
+        ({"a": {1, 2}}, "only JSON values"),
+        ({"a": object()}, "only JSON values"),
+        ({"since": datetime.date(2024, 1, 1)}, "only JSON values"),
+        ({"x": float("nan")}, "only JSON values"),
+        ({"x": float("inf")}, "only JSON values"),
+    ],
+)
+def test_save_memory_refuses_non_json_queries(mini: Layersearch, query: Any, message: str) -> None:
+    before = snapshot(mini)
+    with pytest.raises(ConfigError, match=message):
+        mini.save_memory("note", entities=["shop.orders"], query=query)
+    assert snapshot(mini) == before
+
+
+@pytest.mark.parametrize(
+    "query_yaml, error",
+    [
+        ("{since: 2024-01-01}", ConfigError),
+        ("{x: .nan}", ConfigError),
+        ("{measures: [" + "{a: " * 20 + "1" + "}" * 20 + "]}", LimitExceeded),
+    ],
+)
+def test_load_with_a_bad_memory_query_changes_nothing(
+    mini: Layersearch, tmp_path: Path, query_yaml: str, error: type[Exception]
+) -> None:
+    (tmp_path / "d.yaml").write_text(NATIVE)
+    (tmp_path / "m.yaml").write_text(f"memories: [{{learning: hi, query: {query_yaml}}}]\n")
+    before = snapshot(mini)
+    with pytest.raises(error, match="m.yaml memories"):
+        mini.load(tmp_path)
+    assert snapshot(mini) == before
+
+
+@pytest.mark.parametrize("memory_id", [None, 3, "memory:²", "memory:١٢", "memory:½"])
+def test_memory_ids_are_ascii_strings(mini: Layersearch, memory_id: Any) -> None:
+    for call in (mini.get_memory, mini.forget_memory):
+        with pytest.raises(ConfigError, match="memory"):
+            call(memory_id)
+
+
+@pytest.mark.parametrize("kwargs", [{"limit": "5"}, {"offset": 1.5}, {"limit": True}])
+def test_list_memories_wants_integers(mini: Layersearch, kwargs: dict[str, Any]) -> None:
+    with pytest.raises(ConfigError, match="must be integers"):
+        mini.list_memories(**kwargs)
+
+
+def test_search_positional_must_be_a_request(mini: Layersearch) -> None:
+    with pytest.raises(ConfigError, match="SearchRequest or keyword"):
+        mini.search("tax")  # type: ignore[arg-type]
+    assert mini.search(SearchRequest(question="tax")).results
+
+
+def test_a_lone_string_is_one_id(mini: Layersearch) -> None:
+    assert [e.id for e in mini.inspect("shop.orders").entities] == ["shop.orders"]
+    m = mini.save_memory("lone string tag", entities="shop.orders")  # type: ignore[arg-type]
+    assert m.entities == ["shop.orders"]
+    with pytest.raises(ConfigError, match="strings"):
+        mini.inspect([1])  # type: ignore[list-item]
+
+
+def test_empty_load_path_is_an_error_not_the_current_directory(mini: Layersearch) -> None:
+    before = snapshot(mini)
+    for path in ("", "   "):
+        with pytest.raises(ConfigError, match="empty"):
+            mini.load(path)
+    assert snapshot(mini) == before
+
+
+def test_empty_channel_list_is_an_error(mini: Layersearch) -> None:
+    with pytest.raises(ConfigError, match="channels is empty"):
+        mini.search(question="tax", channels=[])
+
+
+def test_errors_are_ours(mini: Layersearch) -> None:
+    # The regressions above all raised TypeError, AttributeError or ValueError before.
+    for call in (
+        lambda: mini.get_memory(None),  # type: ignore[arg-type]
+        lambda: mini.save_memory("x", query={"a": {1}}),
+        lambda: mini.list_memories(limit="x"),  # type: ignore[arg-type]
+    ):
+        with pytest.raises(LayersearchError):
+            call()
