@@ -63,6 +63,10 @@ EXACT_ALLOW_MAX = 2000
 # Candidates fetched beyond k so the float32 re-scoring can repair a slightly
 # wrong graph order and ties at the boundary compete on id.
 _EXTRA = 32
+# Ranking statements are never server-prepared: a generic plan sees the allow-list
+# as a parameter and tests each row against it linearly, while a one-off plan
+# turns the constant array into a hash lookup (measured on 50k vectors with 5k
+# allowed ids: p50 30 ms prepared, 11 ms not).
 # pgvector stops an iterative scan after this many tuples; past it the
 # fallback to exact search takes over.
 _MAX_SCAN_TUPLES = 40_000
@@ -637,7 +641,8 @@ class PostgresStore(Store):
                 )
             )
             with con.cursor(binary=True) as cur:
-                return [(r[0], r[1]) for r in cur.execute(stmt, params).fetchall()]
+                rows = cur.execute(stmt, params, prepare=False).fetchall()
+                return [(r[0], r[1]) for r in rows]
 
     def _exact(
         self,
@@ -658,7 +663,8 @@ class PostgresStore(Store):
         if allow is not None:
             params["allow"] = allow
         with self._raw(write=False) as con, con.cursor(binary=True) as cur:
-            return [(r[0], r[1]) for r in cur.execute(stmt, params).fetchall()]
+            rows = cur.execute(stmt, params, prepare=False).fetchall()
+            return [(r[0], r[1]) for r in rows]
 
     def _count(self, corpus: str, fingerprint: str, allow: list[str] | None) -> int:
         stmt = "SELECT count(*) FROM vectors WHERE corpus = %s AND fingerprint = %s"
