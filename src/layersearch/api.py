@@ -224,8 +224,8 @@ class Layersearch:
             n = self.store.replace_datasources(catalog, names)
             corpus = self.corpus()  # a new snapshot; the index is updated by difference
             skipped = list(catalog.skipped)
-            added = 0
             existing = {(m.learning, tuple(m.entities)) for m in corpus.memories.values()}
+            batch: list[tuple[str, str | None, list[str], dict[str, Any] | None]] = []
             for spec in catalog.memories:
                 tags: list[str] = []
                 for ref in spec.entities:
@@ -238,9 +238,10 @@ class Layersearch:
                     tags.extend(i for i in res.ids if i not in tags)
                 if (spec.learning, tuple(tags)) in existing:
                     continue
-                self._save(spec.learning, spec.description, tags, spec.query)
+                batch.append((spec.learning, spec.description, tags, spec.query))
                 existing.add((spec.learning, tuple(tags)))
-                added += 1
+            # One transaction for all file memories; the next snapshot indexes them by difference.
+            added = len(self.store.add_memories(batch))
             corpus = self.corpus()
             unresolved = [
                 f"{m.id} → {t}"
@@ -433,6 +434,17 @@ class Layersearch:
     # -- conversations (corpora/conversations) ----------------------------------------------
 
     # -- vault (corpora/vault) ----------------------------------------------------------------
+
+    @property
+    def vault(self) -> Any:
+        """The vault of markdown notes in this store (``index``, ``search``, ``get_note``)."""
+        with self._lock:
+            service = getattr(self, "_vault", None)
+            if service is None:
+                from layersearch.corpora.vault.search import VaultService
+
+                service = self._vault = VaultService(self.store, embedder=lambda: self.embedder)
+            return service
 
     # -- memories -----------------------------------------------------------------------------
 

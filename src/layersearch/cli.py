@@ -625,8 +625,10 @@ def eval_group() -> None:
 @click.option("--details", "details_path", default=None, help="Write per-question JSONL here.")
 @click.option("--plot", "plot_path", default=None, help="Draw recall@k curves to this PNG.")
 @json_option
+@click.pass_obj
 @handle_errors
 def eval_schema_linking(
+    obj: Ctx,
     catalog_path: str,
     questions_path: str,
     mode: str,
@@ -648,10 +650,13 @@ def eval_schema_linking(
 
     sets = parse_channel_sets(channel_sets)
     questions = read_questions(questions_path, catalog_path)[:limit]
-    with Layersearch(":memory:") as ls:
+    with Layersearch(":memory:", embedder=obj.embedder) as ls:
         with _status(f"loading {catalog_path}", as_json):
             ls.load(catalog_path)
             ls.corpus()
+        if ls.embedder is not None:
+            with Progress("embedding the catalog", as_json) as progress:
+                ls.embed(progress=progress)
         with _eval_progress(len(questions) * len(sets), as_json) as advance:
             results = run_schema_linking(
                 ls, questions, mode=mode, channel_sets=sets, progress=advance
@@ -723,6 +728,193 @@ def _print_eval(results: list[Any], mode: str) -> None:
 # ----------------------------------------------------------------------------------------------
 # vault commands
 # ----------------------------------------------------------------------------------------------
+
+
+@main.group()
+def vault() -> None:
+    """Index, search and read a vault of markdown notes (Obsidian-style)."""
+
+
+class _VaultProgress:
+    """Reading and embedding progress on stderr (silent with --json or without a terminal)."""
+
+    def __init__(self, quiet: bool) -> None:
+        self._bars = Progress("reading notes", quiet)
+        self._stage = "reading"
+
+    def __enter__(self) -> _VaultProgress:
+        self._bars.__enter__()
+        return self
+
+    def __call__(self, stage: str, done: int, total: int) -> None:
+        bar = self._bars._bar
+        if bar is not None and stage != self._stage:
+            self._stage = stage
+            bar.update(self._bars._task, description=f"{stage} chunks", completed=0)
+        self._bars(done, total)
+
+    def __exit__(self, *exc: Any) -> None:
+        self._bars.__exit__(*exc)
+
+
+@vault.command("index")
+@click.argument("path", type=click.Path(file_okay=False, path_type=Path))
+@json_option
+@click.pass_obj
+@handle_errors
+def vault_index(obj: Ctx, path: Path, as_json: bool) -> None:
+    """Index (or re-index) the vault at PATH: only added and changed notes are processed."""
+    ls = obj.api()
+    with _VaultProgress(as_json) as progress:
+        report = ls.vault.index(path, progress=progress)
+    if as_json:
+        emit_json(report)
+        return
+    click.echo(
+        f"{report.notes} notes in {report.root}: {report.added} added, {report.changed} changed, "
+        f"{report.unchanged} unchanged, {report.deleted} deleted ({report.seconds:.2f}s)"
+    )
+    v = report.vectors
+    if v is not None:
+        click.echo(
+            f"vectors: {v.embedded} embedded, {v.unchanged} unchanged, {v.pruned} pruned, "
+            f"{len(v.failed)} failed — {v.model}"
+        )
+        for f in v.failed:
+            click.echo(f"failed: {f}", err=True)
+    for p in report.problems:
+        click.echo(f"problem: {p}", err=True)
+    for w in report.warnings:
+        click.echo(f"warning: {w}", err=True)
+
+
+@vault.command("search")
+@click.argument("query")
+@click.option("--tag", "tags", multiple=True, help="Notes carrying any of these tags (repeatable).")
+@click.option("--domain", default=None, help="Only notes of this domain.")
+@click.option("--status", "statuses", multiple=True, help="Any of these statuses (repeatable).")
+@click.option("--type", "note_type", default=None, help="Only notes of this type.")
+@click.option("--from", "date_from", default=None, help="Updated on or after YYYY-MM-DD.")
+@click.option("--to", "date_to", default=None, help="Updated on or before YYYY-MM-DD.")
+@click.option("--limit", "-n", default=10, show_default=True, type=int, help="How many notes.")
+@click.option(
+    "--mode",
+    default="vector",
+    show_default=True,
+    type=click.Choice(["vector", "hybrid"]),
+    help="vector similarity, or fused with full text (score is then the RRF score).",
+)
+@click.option("--min-score", default=None, type=float, help="Drop notes whose cosine is below it.")
+@click.option("--explain", is_flag=True, help="Add which channels ranked each note.")
+@json_option
+@click.pass_obj
+@handle_errors
+def vault_search(
+    obj: Ctx,
+    query: str,
+    tags: tuple[str, ...],
+    domain: str | None,
+    statuses: tuple[str, ...],
+    note_type: str | None,
+    date_from: str | None,
+    date_to: str | None,
+    limit: int,
+    mode: str,
+    min_score: float | None,
+    explain: bool,
+    as_json: bool,
+) -> None:
+    """Notes most similar to QUERY, as a JSON list of {slug, title, path, score}."""
+    date_range = None
+    if date_from is not None or date_to is not None:
+        date_range = {"start": date_from, "end": date_to}
+    hits = obj.api().vault.search(
+        query,
+        tags=list(tags) or None,
+        domain=domain,
+        status=list(statuses) or None,
+        note_type=note_type,
+        date_range=date_range,
+        limit=limit,
+        mode=mode,
+        min_score=min_score,
+        explain=explain,
+    )
+    # The list is the output for people too: it is short, and what an agent would see.
+    emit_json(hits)
+
+
+@vault.command("get")
+@click.argument("slug")
+@json_option
+@click.pass_obj
+@handle_errors
+def vault_get(obj: Ctx, slug: str, as_json: bool) -> None:
+    """The whole note SLUG (e.g. "Metrics/Net revenue") and its metadata."""
+    note = obj.api().vault.get_note(slug)
+    if as_json:
+        emit_json(note)
+        return
+    con = _console()
+    con.print(f"[bold]{note.title}[/]  ({note.path})", markup=True, highlight=False)
+    for key in ("domain", "note_type", "status", "created", "updated"):
+        value = getattr(note, key)
+        if value is not None:
+            con.print(f"  {key}: {value}", markup=False)
+    if note.tags:
+        con.print("  tags: " + ", ".join(note.tags), markup=False)
+    for p in note.problems:
+        click.echo(f"problem: {p}", err=True)
+    con.print()
+    con.print(note.body, markup=False, highlight=False)
+
+
+@click.command("vault")
+@click.option("--vault", "vault_dir", default=None, help="Vault folder (default: fixtures/vault).")
+@click.option(
+    "--queries",
+    default=None,
+    help="Labelled queries JSONL (default: fixtures/vault_queries.jsonl).",
+)
+@click.option(
+    "--mode", default="vector", show_default=True, type=click.Choice(["vector", "hybrid"])
+)
+@json_option
+@click.pass_obj
+@handle_errors
+def eval_vault(
+    obj: Ctx, vault_dir: str | None, queries: str | None, mode: str, as_json: bool
+) -> None:
+    """Recall@5/@10 and MRR of vault search on a labelled query set (a temporary store)."""
+    from layersearch.eval.vault import evaluate_vault
+
+    result = evaluate_vault(vault_dir, queries, mode=mode, embedder=obj.embedder or "fake")
+    if as_json:
+        emit_json(result)
+        return
+    click.echo(
+        f"{result['queries']} queries, {result['mode']} mode, {result['embedder']}: "
+        f"recall@5 {result['recall@5']:.3f}  recall@10 {result['recall@10']:.3f}  "
+        f"mrr {result['mrr']:.3f}"
+    )
+    for miss in result["misses"]:
+        click.echo(f"  missed at 5: {miss['query']}  (wanted {', '.join(miss['missing'])})")
+
+
+def _register_eval(command: click.Command) -> None:
+    """Add ``command`` to the ``eval`` group, creating the group when no one else has."""
+    group = main.commands.get("eval")
+    if not isinstance(group, click.Group):
+
+        @main.group("eval")
+        def eval_group() -> None:
+            """Evaluations on labelled data."""
+
+        group = eval_group
+    group.add_command(command)
+
+
+_register_eval(eval_vault)
 
 
 # ----------------------------------------------------------------------------------------------

@@ -7,12 +7,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from mcp import Client
 from tests.conftest import MINI
 
 from layersearch.config import Settings
 from layersearch.server import create_server, tool_names
 from layersearch.types import SearchRequest
-from mcp import Client
 
 pytestmark = pytest.mark.anyio
 

@@ -12,10 +12,9 @@ from typing import Any
 import anyio
 import httpx
 import pytest
+from mcp import Client, StdioServerParameters
 from tests.conftest import MINI
 from tests.mcp.conftest import cli_env, free_port, layersearch_cmd, wait_for_port
-
-from mcp import Client, StdioServerParameters
 
 pytestmark = pytest.mark.anyio
 

@@ -119,6 +119,8 @@ def normalize(text: str) -> str:
 
     Idempotent: ``normalize(normalize(s)) == normalize(s)``.
     """
+    if text.isascii() and text.isprintable():
+        return text
     text = unicodedata.normalize("NFKC", text)
     if not text.isprintable():
         text = "".join(ch if ch.isprintable() or ch in "\t\n" else " " for ch in text)
@@ -137,26 +139,24 @@ def split_identifier(word: str) -> list[str]:
     return out
 
 
+@lru_cache(maxsize=500_000)
+def _word_tokens(raw: str, drop_stop: bool) -> tuple[str, ...]:
+    """The tokens of one word; words repeat across documents, so this is cached."""
+    parts = split_identifier(raw)
+    if len(parts) > 1:
+        # The whole identifier is kept as one token so an exact name scores above its parts.
+        return (raw.lower(), *(_stem(p) for p in parts if not (drop_stop and p in STOP_WORDS)))
+    if parts and not (drop_stop and parts[0] in STOP_WORDS):
+        return (_stem(parts[0]),)
+    return ()
+
+
 def _tokens(text: str, *, drop_stop: bool) -> list[str]:
     if not text:
         return []
     out: list[str] = []
-    for m in _WORD.finditer(normalize(text)):
-        raw = m.group(0)
-        parts = split_identifier(raw)
-        whole = raw.lower()
-        if len(parts) > 1:
-            # The whole identifier is kept as one token so an exact name scores above its parts.
-            out.append(whole)
-            for p in parts:
-                if drop_stop and p in STOP_WORDS:
-                    continue
-                out.append(_stem(p))
-        elif parts:
-            p = parts[0]
-            if drop_stop and p in STOP_WORDS:
-                continue
-            out.append(_stem(p))
+    for raw in _WORD.findall(normalize(text)):
+        out.extend(_word_tokens(raw, drop_stop))
     return out
 
 

@@ -43,6 +43,8 @@ import math
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
 from layersearch.ranking.analyzer import analyze, analyze_query
 
 __all__ = ["LINK_PRIOR", "TOP_TABLES", "CoverageNode", "CoverageIndex", "links_from_edges"]
@@ -68,44 +70,65 @@ class CoverageNode:
 
 
 class _Bags:
-    """BM25 statistics over bags of nodes (database documents or table documents)."""
+    """BM25 statistics over bags of nodes (database documents or table documents), as arrays.
 
-    def __init__(self, owner: Sequence[int], terms: Sequence[Mapping[str, float]]) -> None:
-        self.tf: dict[str, dict[int, float]] = {}
-        self.length: dict[int, int] = {}
-        for i, node_terms in enumerate(terms):
-            bag = owner[i]
-            if bag < 0:
+    A bag's term frequency is the sum of its nodes' field-weighted term weights;
+    its length is its number of nodes.
+    """
+
+    def __init__(self, n_bags: int, owner: np.ndarray, post: list[tuple[np.ndarray, np.ndarray]]):
+        counts = np.bincount(owner[owner >= 0], minlength=n_bags).astype(np.float64)
+        self.length = counts
+        present = int(np.count_nonzero(counts))
+        n = max(1, present)
+        self.avg_length = float(counts.sum() / n) or 1.0
+        self.bags: list[np.ndarray] = []
+        self.tf: list[np.ndarray] = []
+        idf = np.zeros(len(post), dtype=np.float64)
+        for j, (nodes, weights) in enumerate(post):
+            b = owner[nodes]
+            keep = b >= 0
+            if not keep.any():
+                self.bags.append(_EMPTY_I)
+                self.tf.append(_EMPTY_F)
+                idf[j] = np.nan  # the term is in no bag: rank_bm25-style "absent", contributes 0
                 continue
-            self.length[bag] = self.length.get(bag, 0) + 1
-            for tok, w in node_terms.items():
-                per = self.tf.setdefault(tok, {})
-                per[bag] = per.get(bag, 0.0) + w
-        n = max(1, len(self.length))
-        self.avg_length = sum(self.length.values()) / n or 1.0
-        self.idf = {
-            tok: math.log(1.0 + (n - len(per) + 0.5) / (len(per) + 0.5))
-            for tok, per in self.tf.items()
-        }
+            uniq, inv = np.unique(b[keep], return_inverse=True)
+            self.bags.append(uniq)
+            self.tf.append(np.bincount(inv, weights=weights[keep]))
+            idf[j] = math.log(1.0 + (n - len(uniq) + 0.5) / (len(uniq) + 0.5))
+        self.idf = idf
 
-    def scores(self, query: Sequence[str]) -> dict[int, float]:
-        """BM25 of every bag that matches, as a fraction of the best possible score."""
-        top = sum(self.idf.get(q, 0.0) for q in query) * (BM25_K1 + 1)
-        out: dict[int, float] = {}
+    def scores(self, query: Sequence[int], n_bags: int) -> np.ndarray:
+        """BM25 of every bag, as a fraction of the best possible score (0 where no match)."""
+        out = np.zeros(n_bags, dtype=np.float64)
+        idfs = [self.idf[j] for j in query if not np.isnan(self.idf[j])]
+        top = sum(idfs) * (BM25_K1 + 1)
         if top <= 0:
             return out
-        for q in query:
-            idf = self.idf.get(q)
-            if idf is None:
+        for j in query:
+            idf = self.idf[j]
+            if np.isnan(idf):
                 continue
-            for bag, tf in self.tf[q].items():
-                norm = 1 - BM25_B + BM25_B * self.length[bag] / self.avg_length
-                out[bag] = out.get(bag, 0.0) + idf * tf * (BM25_K1 + 1) / (tf + BM25_K1 * norm)
-        return {bag: s / top for bag, s in out.items()}
+            bags, tf = self.bags[j], self.tf[j]
+            norm = 1 - BM25_B + BM25_B * self.length[bags] / self.avg_length
+            out[bags] += idf * tf * (BM25_K1 + 1) / (tf + BM25_K1 * norm)
+        return out / top
+
+
+_EMPTY_I = np.zeros(0, dtype=np.int64)
+_EMPTY_F = np.zeros(0, dtype=np.float64)
+_LEVELS = {"group": 0, "table": 1, "leaf": 2}
 
 
 class CoverageIndex:
-    """Leaves, tables and groups with their terms, for the ``schema`` channel."""
+    """Leaves, tables and groups with their terms, for the ``schema`` channel.
+
+    Everything a query touches is an array (postings per term, bags per term,
+    join pairs), so a query costs numpy work proportional to its terms'
+    postings, not Python loops over them. Nodes are kept in id order, so a
+    node's index is also its id tie-break.
+    """
 
     def __init__(
         self,
@@ -116,53 +139,130 @@ class CoverageIndex:
     ) -> None:
         top = max(field_weights.values(), default=1.0) or 1.0
         weights = {f: w / top for f, w in field_weights.items() if w > 0}
-        self.ids: list[str] = []
-        self.level: list[str] = []
-        self.terms: list[dict[str, float]] = []
-        index: dict[str, int] = {}
-        parents: list[str | None] = []
-        for n in nodes:
-            index[n.id] = len(self.ids)
-            self.ids.append(n.id)
-            self.level.append(n.level)
-            parents.append(n.parent)
-            self.terms.append(_terms(n.fields, weights))
-        self.parent = [index.get(p, -1) if p is not None else -1 for p in parents]
-        self.children: list[list[int]] = [[] for _ in self.ids]
-        for i, p in enumerate(self.parent):
-            if p >= 0:
-                self.children[p].append(i)
-        self.table = [self._up_to(i, "table") for i in range(len(self.ids))]
-        self.group = [self._up_to(i, "group") for i in range(len(self.ids))]
-        self.neighbours: list[set[int]] = [set() for _ in self.ids]
+        ordered = sorted(nodes, key=lambda n: n.id)
+        self.ids: list[str] = [n.id for n in ordered]
+        index = {node_id: i for i, node_id in enumerate(self.ids)}
+        n_nodes = len(ordered)
+        self.level = np.array([_LEVELS[n.level] for n in ordered], dtype=np.int8)
+        parent = np.array(
+            [index.get(n.parent, -1) if n.parent is not None else -1 for n in ordered],
+            dtype=np.int64,
+        )
+        self.table = self._up_to(parent, 1)
+        self.group = self._up_to(parent, 0)
+        # compact numbering of tables and groups
+        self.table_nodes = np.flatnonzero(self.level == 1)
+        self.group_nodes = np.flatnonzero(self.level == 0)
+        t_of = np.full(n_nodes, -1, dtype=np.int64)
+        t_of[self.table_nodes] = np.arange(len(self.table_nodes))
+        g_of = np.full(n_nodes, -1, dtype=np.int64)
+        g_of[self.group_nodes] = np.arange(len(self.group_nodes))
+        self.table_idx = np.where(self.table >= 0, t_of[np.maximum(self.table, 0)], -1)
+        self.group_idx = np.where(self.group >= 0, g_of[np.maximum(self.group, 0)], -1)
+        # postings: term → (nodes ascending, field weight of the term in that node)
+        vocab: dict[str, int] = {}
+        p_nodes: list[list[int]] = []
+        p_weights: list[list[float]] = []
+        n_terms = np.zeros(n_nodes, dtype=np.int64)
+        for i, n in enumerate(ordered):
+            terms = _terms(n.fields, weights)
+            n_terms[i] = len(terms)
+            for tok, w in terms.items():
+                j = vocab.get(tok)
+                if j is None:
+                    j = vocab[tok] = len(p_nodes)
+                    p_nodes.append([])
+                    p_weights.append([])
+                p_nodes[j].append(i)
+                p_weights[j].append(w)
+        self.vocab = vocab
+        self.n_terms = n_terms
+        self.post = [
+            (np.asarray(a, dtype=np.int64), np.asarray(w, dtype=np.float64))
+            for a, w in zip(p_nodes, p_weights, strict=True)
+        ]
+        df = np.array([len(a) for a in p_nodes], dtype=np.float64)
+        self.idf = np.log(1.0 + (n_nodes - df + 0.5) / (df + 0.5))
+        self.tables = _Bags(len(self.table_nodes), self.table_idx, self.post)
+        self.groups = _Bags(len(self.group_nodes), self.group_idx, self.post)
+        src: list[int] = []
+        dst: list[int] = []
         for a, b in links:
-            ia, ib = index.get(a), index.get(b)
-            if ia is not None and ib is not None and ia != ib:
-                self.neighbours[ia].add(ib)
-                self.neighbours[ib].add(ia)
-        self.is_key = [node_id in keys for node_id in self.ids]
-        self.postings: dict[str, list[int]] = {}
-        for i, terms in enumerate(self.terms):
-            for tok in terms:
-                self.postings.setdefault(tok, []).append(i)
-        n_docs = len(self.ids)
-        self.idf = {
-            tok: math.log(1.0 + (n_docs - len(p) + 0.5) / (len(p) + 0.5))
-            for tok, p in self.postings.items()
-        }
-        self.tables = _Bags(self.table, self.terms)
-        self.groups = _Bags(self.group, self.terms)
+            ia, ib = index.get(a, -1), index.get(b, -1)
+            if ia < 0 or ib < 0 or ia == ib:
+                continue
+            ta, tb = self.table_idx[ia], self.table_idx[ib]
+            if self.level[ia] == 1 and self.level[ib] == 1 and ta != tb:
+                src += [int(ta), int(tb)]
+                dst += [int(tb), int(ta)]
+        pairs = sorted(set(zip(src, dst, strict=True)))
+        self.nb_src = np.array([p[0] for p in pairs], dtype=np.int64)
+        self.nb_dst = np.array([p[1] for p in pairs], dtype=np.int64)
+        self.is_key = np.array([node_id in keys for node_id in self.ids], dtype=bool)
+        # Per term, static: each table's coverage (strongest weight of the term among its
+        # nodes) and the same over the table plus its join neighbours.
+        n_tables = len(self.table_nodes)
+        nb_ptr = np.zeros(n_tables + 1, dtype=np.int64)
+        np.cumsum(np.bincount(self.nb_src, minlength=n_tables), out=nb_ptr[1:])
+        self.tcov: list[tuple[np.ndarray, np.ndarray]] = []
+        self.lcov: list[tuple[np.ndarray, np.ndarray]] = []
+        for p_nodes_j, p_w_j in self.post:
+            t = self.table_idx[p_nodes_j]
+            keep = t >= 0
+            tables, maxw = _group_max(t[keep], p_w_j[keep])
+            self.tcov.append((tables, maxw))
+            if len(self.nb_src) and len(tables):
+                degree = nb_ptr[tables + 1] - nb_ptr[tables]
+                starts = np.repeat(nb_ptr[tables], degree)
+                offsets = np.arange(int(degree.sum())) - np.repeat(
+                    np.cumsum(degree) - degree, degree
+                )
+                targets = self.nb_dst[starts + offsets]
+                self.lcov.append(
+                    _group_max(
+                        np.concatenate([tables, targets]),
+                        np.concatenate([maxw, np.repeat(maxw, degree)]),
+                    )
+                )
+            else:
+                self.lcov.append((tables, maxw))
+        # direct children of each table node (CSR over compact table numbers)
+        child_of = np.where(parent >= 0, t_of[np.maximum(parent, 0)], -1)
+        kids = np.flatnonzero(child_of >= 0)
+        order = np.argsort(child_of[kids], kind="stable")
+        self.children = kids[order]
+        self.children_ptr = np.zeros(len(self.table_nodes) + 1, dtype=np.int64)
+        np.cumsum(
+            np.bincount(child_of[kids], minlength=len(self.table_nodes)), out=self.children_ptr[1:]
+        )
+        self._group_by_id = {self.ids[g]: k for k, g in enumerate(self.group_nodes)}
 
-    def _up_to(self, i: int, level: str) -> int:
-        while i >= 0 and self.level[i] != level:
-            i = self.parent[i]
-        return i
+    def _up_to(self, parent: np.ndarray, level: int) -> np.ndarray:
+        """For every node, the nearest node at ``level`` on its parent chain (itself included)."""
+        out = np.where(self.level == level, np.arange(len(parent)), -1)
+        cur = parent.copy()
+        todo = out < 0
+        while True:
+            hit = todo & (cur >= 0)
+            if not hit.any():
+                break
+            at_level = hit & (self.level[np.maximum(cur, 0)] == level)
+            out[at_level] = cur[at_level]
+            todo &= ~at_level
+            step = todo & (cur >= 0)
+            cur = np.where(step, parent[np.maximum(cur, 0)], -1)
+        return out
 
-    def _in(self, i: int, scope: str | None, allowed: set[str] | None) -> bool:
-        node_id = self.ids[i]
-        if scope is not None and not (node_id == scope or node_id.startswith(scope + ".")):
-            return False
-        return allowed is None or node_id in allowed
+    def _mask(
+        self, nodes: np.ndarray, scope: str | None, allowed: Collection[str] | None
+    ) -> np.ndarray:
+        keep = np.ones(len(nodes), dtype=bool)
+        if scope is not None:
+            g = self._group_by_id.get(scope, -2)
+            keep &= self.group_idx[nodes] == g
+        if allowed is not None:
+            keep &= np.fromiter((self.ids[i] in allowed for i in nodes.tolist()), bool, len(nodes))
+        return keep
 
     def search(
         self,
@@ -173,57 +273,82 @@ class CoverageIndex:
         ids: Collection[str] | None = None,
     ) -> list[tuple[str, float]]:
         """Top ``k`` tables and leaves for ``text``, within a group id and an id allowlist."""
-        query = [q for q in analyze_query(text) if q in self.idf]
-        total = sum(self.idf[q] for q in query)
+        query = [self.vocab[q] for q in analyze_query(text) if q in self.vocab]
+        total = float(sum(self.idf[j] for j in query))
         if not query or k < 1 or total <= 0:
             return []
-        allowed = set(ids) if ids is not None else None
-        own: dict[int, dict[str, float]] = {}
-        table_cov: dict[int, dict[str, float]] = {}
-        for q in query:
-            for i in self.postings[q]:
-                w = self.terms[i][q]
-                own.setdefault(i, {})[q] = w
-                t = self.table[i]
-                if t >= 0:
-                    _raise(table_cov.setdefault(t, {}), q, w)
+        allowed = ids if ids is None or isinstance(ids, set | frozenset) else set(ids)
+        n_tables = len(self.table_nodes)
+        # the entity's own coverage: Σ idf·weight over the query terms it holds (a term's
+        # postings hold each node once, so plain fancy-index adds are exact)
+        own_mass = np.zeros(len(self.ids))
+        own_count = np.zeros(len(self.ids), dtype=np.int32)
+        linked_mass = np.zeros(n_tables)
+        covered = np.zeros(n_tables, dtype=bool)
+        for j in query:
+            nodes, w = self.post[j]
+            own_mass[nodes] += self.idf[j] * w
+            own_count[nodes] += 1
+            covered[self.tcov[j][0]] = True
+            tables, linked = self.lcov[j]
+            linked_mass[tables] += self.idf[j] * linked
+        matched = np.flatnonzero(own_count)
+        table_bm25 = self.tables.scores(query, n_tables)
+        group_bm25 = self.groups.scores(query, len(self.group_nodes))
+        # candidates: covered tables and the join neighbours of covered tables (bridge tables)
+        cand = covered.copy()
+        if len(self.nb_src):
+            cand[self.nb_src[covered[self.nb_dst]]] = True
+        cand_t = np.flatnonzero(cand)
+        cand_nodes = self.table_nodes[cand_t]
+        keep = self._mask(cand_nodes, scope, allowed)
+        cand_t, cand_nodes = cand_t[keep], cand_nodes[keep]
+        if not len(cand_t):
+            return []
+        g_idx = self.group_idx[cand_nodes]
+        group_part = np.where(g_idx >= 0, group_bm25[np.maximum(g_idx, 0)], 0.0)
+        score_t = np.full(n_tables, np.nan)
+        score_t[cand_t] = group_part + table_bm25[cand_t] + LINK_PRIOR * linked_mass[cand_t] / total
+        # tables in score order, ties by id (= node index)
+        order = np.lexsort((cand_nodes, -_key(score_t[cand_t])))
+        best = cand_t[order]
+        ranked = np.zeros(n_tables, dtype=bool)
+        ranked[best[:TOP_TABLES]] = True
+        leaf_sel = (self.level[matched] == 2) & (self.table_idx[matched] >= 0)
+        leaf_sel &= ranked[np.maximum(self.table_idx[matched], 0)]
+        extra = [
+            self.children[self.children_ptr[t] : self.children_ptr[t + 1]]
+            for t in best[:TOP_LEAF_TABLES]
+        ]
+        leaves = (
+            np.unique(np.concatenate([matched[leaf_sel], *extra]))
+            if extra or leaf_sel.any()
+            else _EMPTY_I
+        )
+        leaves = leaves[self._mask(leaves, scope, allowed)]
+        # own coverage and match counts for leaves and candidate tables
+        pool = np.unique(np.concatenate([cand_nodes, leaves]))
+        score = score_t[self.table_idx[pool]] + own_mass[pool] / total
+        count = own_count[pool]
+        n_terms = self.n_terms[pool]
+        precision = np.divide(count, n_terms, out=np.zeros(len(pool)), where=n_terms > 0)
+        final = np.lexsort((pool, ~self.is_key[pool], -precision, -_key(score)))[:k]
+        return [(self.ids[pool[i]], round(float(score[i]), 6)) for i in final]
 
-        def mass(cov: Mapping[str, float]) -> float:
-            return sum(self.idf[q] * w for q, w in cov.items())
 
-        table_bm25 = self.tables.scores(query)
-        group_bm25 = self.groups.scores(query)
-        # Join neighbours of matched tables are candidates too: bridge tables hold only keys.
-        candidates = set(table_cov)
-        candidates.update(n for t in table_cov for n in self.neighbours[t])
-        table_score: dict[int, float] = {}
-        for t in candidates:
-            if not self._in(t, scope, allowed):
-                continue
-            linked = dict(table_cov.get(t, {}))
-            for n in self.neighbours[t]:
-                for q, w in table_cov.get(n, {}).items():
-                    _raise(linked, q, w)
-            table_score[t] = (
-                group_bm25.get(self.group[t], 0.0)
-                + table_bm25.get(t, 0.0)
-                + LINK_PRIOR * mass(linked) / total
-            )
-        best = sorted(table_score, key=lambda t: (-table_score[t], self.ids[t]))
-        ranked_tables = set(best[:TOP_TABLES])
-        leaves = {i for i in own if self.level[i] == "leaf" and self.table[i] in ranked_tables}
-        leaves.update(c for t in best[:TOP_LEAF_TABLES] for c in self.children[t])
-        scored: list[tuple[float, float, bool, str]] = []
-        for i in (*table_score, *leaves):
-            if not self._in(i, scope, allowed):
-                continue
-            mine = own.get(i, {})
-            score = table_score[self.table[i]] + mass(mine) / total
-            n_terms = len(self.terms[i])
-            precision = len(mine) / n_terms if n_terms else 0.0
-            scored.append((score, precision, self.is_key[i], self.ids[i]))
-        scored.sort(key=lambda s: (-s[0], -s[1], not s[2], s[3]))
-        return [(node_id, round(score, 6)) for score, _p, _k, node_id in scored[:k]]
+def _group_max(keys: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Distinct keys (ascending) and the largest value for each."""
+    if not len(keys):
+        return _EMPTY_I, _EMPTY_F
+    order = np.lexsort((values, keys))
+    k, v = keys[order], values[order]
+    last = np.r_[k[1:] != k[:-1], True]
+    return k[last], v[last]
+
+
+def _key(values: np.ndarray) -> np.ndarray:
+    """Scores as sort keys: rounded so that sums taken in another order tie as they should."""
+    return np.round(values, 9)
 
 
 def _terms(fields: Mapping[str, str | None], weights: Mapping[str, float]) -> dict[str, float]:

@@ -78,6 +78,12 @@ class Store(ABC):
         query: dict[str, Any] | None,
     ) -> Memory: ...
 
+    def add_memories(
+        self, items: list[tuple[str, str | None, list[str], dict[str, Any] | None]]
+    ) -> list[Memory]:
+        """Save many memories (learning, description, entities, query); backends batch this."""
+        return [self.add_memory(*item) for item in items]
+
     @abstractmethod
     def load_memories(self) -> list[Memory]: ...
 

@@ -318,6 +318,48 @@ class DuckDBStore(Store):
             created_at=created,
         )
 
+    def add_memories(
+        self, items: list[tuple[str, str | None, list[str], dict[str, Any] | None]]
+    ) -> list[Memory]:
+        if not items:
+            return []
+        created = datetime.now(UTC)
+        with self.connect(write=True) as con:
+            numbers = [
+                int(r[0])
+                for r in con.execute(
+                    "SELECT nextval('memory_ids') FROM range(?)", [len(items)]
+                ).fetchall()
+            ]
+            self.bulk_insert(
+                con,
+                "memories",
+                {
+                    "id": numbers,
+                    "learning": [i[0] for i in items],
+                    "description": [i[1] for i in items],
+                    "entities": [json.dumps(i[2]) for i in items],
+                    "query": [
+                        json.dumps(i[3], sort_keys=True) if i[3] is not None else None
+                        for i in items
+                    ],
+                    "created_at": [created] * len(items),
+                },
+            )
+            gen = self._bump(con)
+        self._write_gen_file(gen)
+        return [
+            Memory(
+                id=f"memory:{n}",
+                learning=i[0],
+                description=i[1],
+                entities=i[2],
+                query=i[3],
+                created_at=created,
+            )
+            for n, i in zip(numbers, items, strict=True)
+        ]
+
     def load_memories(self) -> list[Memory]:
         with self.connect(write=False) as con:
             rows = con.execute(

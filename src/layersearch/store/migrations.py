@@ -39,6 +39,17 @@ DUCKDB: list[list[str]] = [
             content_hash VARCHAR NOT NULL, dims INTEGER NOT NULL, vector BLOB NOT NULL,
             PRIMARY KEY (corpus, doc_id, fingerprint))""",
     ],
+    # 3: vault notes and their chunks (their vectors live in `vectors`, corpus 'vault')
+    [
+        """CREATE TABLE IF NOT EXISTS vault_notes (
+            slug VARCHAR PRIMARY KEY, path VARCHAR NOT NULL, title VARCHAR NOT NULL,
+            tags VARCHAR NOT NULL, domain VARCHAR, status VARCHAR, note_type VARCHAR,
+            created DATE, updated DATE NOT NULL, content_hash VARCHAR NOT NULL,
+            frontmatter VARCHAR NOT NULL, problems VARCHAR NOT NULL, body VARCHAR NOT NULL)""",
+        """CREATE TABLE IF NOT EXISTS vault_chunks (
+            id VARCHAR PRIMARY KEY, slug VARCHAR NOT NULL, position INTEGER NOT NULL,
+            heading_path VARCHAR NOT NULL, text VARCHAR NOT NULL, content_hash VARCHAR NOT NULL)""",
+    ],
 ]
 
 POSTGRES: list[list[str]] = [

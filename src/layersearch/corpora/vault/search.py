@@ -1,0 +1,572 @@
+"""Vault indexing and retrieval: ``VaultService.index``, ``.search`` and ``.get_note``.
+
+Indexing is incremental by content hash: a re-run reads and hashes every file
+but parses, chunks and embeds only added and changed notes; deleted and renamed
+notes leave no rows (notes, chunks, vectors) behind.
+
+Search ranks notes by their best chunk's cosine similarity to the query, within
+the notes that pass the filters (applied before ranking, never after). Filters
+run on an in-memory snapshot of the note metadata, refreshed when the store
+generation changes: opening a DuckDB connection alone costs ~25 ms, more than
+the whole search budget. ``mode="hybrid"`` fuses the vector ranking with a
+tantivy full-text ranking (title, tags, headings, body) by Reciprocal Rank
+Fusion; the score is then the fused score.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import logging
+import math
+import re
+import threading
+import time
+import unicodedata
+from collections.abc import Callable, Mapping, Sequence
+from datetime import date
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+from pydantic import BaseModel, Field, model_serializer
+
+from layersearch.corpora.dense import DenseCorpus, DenseDoc, describe_key
+from layersearch.embed.base import Embedder
+from layersearch.errors import ConfigError, EmbeddingUnavailable, ModelMismatch, NotFound
+from layersearch.ranking.explain import explain
+from layersearch.ranking.fulltext import FTDoc, FullTextIndex
+from layersearch.ranking.fusion import rrf
+from layersearch.store.base import Store
+from layersearch.types import ChannelScore, EmbedReport
+
+from . import store as tables
+from .chunking import Chunk, chunk_note
+from .config import VaultConfig, VaultFilters, load_config, validate_filters
+from .notes import Note, parse_note, plan_sync, scan_vault, slug_for
+
+__all__ = [
+    "CHANNEL_DEPTH",
+    "FT_BOOSTS",
+    "NoteDetail",
+    "VaultHit",
+    "VaultIndexReport",
+    "VaultService",
+]
+
+log = logging.getLogger("layersearch.corpora.vault")
+
+Mode = Literal["vector", "hybrid"]
+MODES = ("vector", "hybrid")
+#: each channel of a hybrid search ranks this many notes (or ``limit``, if more), so that the
+#: results for ``limit=n`` are a prefix of those for ``n + k``
+CHANNEL_DEPTH = 100
+FT_BOOSTS = {"title": 3.0, "tags": 2.0, "heading": 1.5, "body": 1.0}
+MAX_QUERY_CHARS = 100_000
+# Each batch is one embedder call and one committed write: big enough that the write
+# (a DuckDB connection costs ~25 ms) is not the bottleneck, small enough to resume cheaply.
+EMBED_BATCH = 256
+_FT_KIND = "note"
+_NO_EMBEDDER = (
+    "no embedder configured: vault search ranks notes by vector similarity; pass "
+    "--embedder local|fake|litellm:<model> (or set LAYERSEARCH_EMBEDDER) and run "
+    "`layersearch vault index PATH` with it"
+)
+
+#: ``progress(stage, done, total)``; stages are "reading" and "embedding"
+IndexProgress = Callable[[str, int, int], None]
+
+
+class VaultHit(BaseModel):
+    """One note found by ``vault_search``; the content is fetched with ``vault_get_note``."""
+
+    slug: str = Field(description="the note's path in the vault without .md, e.g. Metrics/Churn")
+    title: str
+    path: str = Field(description="the file, relative to the vault root")
+    score: float = Field(
+        description="vector mode: cosine similarity of the best chunk (-1..1); "
+        "hybrid mode: the fused Reciprocal Rank Fusion score"
+    )
+    explanation: list[ChannelScore] | None = Field(
+        None, description="which channels ranked this note, at which rank and score (explain)"
+    )
+
+    @model_serializer(mode="wrap")
+    def _drop_empty_explanation(self, handler: Any) -> Any:
+        # The wire contract is {slug, title, path, score}; the explanation only when asked for.
+        data = handler(self)
+        if isinstance(data, dict) and data.get("explanation") is None:
+            data.pop("explanation", None)
+        return data
+
+
+class NoteDetail(BaseModel):
+    """A whole note and its metadata, as stored by the last index run."""
+
+    slug: str
+    path: str
+    title: str
+    tags: list[str]
+    domain: str | None = None
+    status: str | None = None
+    note_type: str | None = None
+    created: date | None = None
+    updated: date
+    body: str = Field(description="the markdown after the frontmatter")
+    content_hash: str
+    frontmatter: dict[str, Any] = Field(default_factory=dict)
+    problems: list[str] = Field(default_factory=list, description="what could not be read")
+
+
+class VaultIndexReport(BaseModel):
+    """What one ``vault index`` run did."""
+
+    root: str
+    notes: int
+    added: int
+    changed: int
+    unchanged: int = Field(description="skipped: same content hash as stored")
+    deleted: int = Field(description="notes gone from the vault (renamed ones included), pruned")
+    chunks_written: int
+    vectors: EmbedReport | None = Field(None, description="None when no embedder is configured")
+    problems: list[str] = Field(default_factory=list, description="path: what could not be read")
+    warnings: list[str] = Field(default_factory=list)
+    seconds: float
+
+
+class VaultService:
+    """Index, search and read one vault kept in ``store``.
+
+    ``root`` overrides the vault folder; otherwise the one recorded by the last
+    ``index`` is used. ``embedder`` is called whenever vectors are needed, so
+    the service follows the embedder its owner has configured.
+    """
+
+    def __init__(
+        self,
+        store: Store,
+        root: str | Path | None = None,
+        embedder: Callable[[], Embedder | None] = lambda: None,
+    ) -> None:
+        self.store = store
+        self.root = Path(root) if root is not None else None
+        self._embedder = embedder
+        self._lock = threading.RLock()
+        self._dense: DenseCorpus | None = None
+        self._snap: tables.VaultSnapshot | None = None
+        self._snap_gen = -1
+        self._ft: FullTextIndex | None = None
+        self._ft_stamp: str | None = None
+
+    @property
+    def _ft_dir(self) -> Path:
+        return Path(self.store.index_dir) / "vault"
+
+    # -- indexing -----------------------------------------------------------------------------
+
+    def index(
+        self, path: str | Path | None = None, progress: IndexProgress | None = None
+    ) -> VaultIndexReport:
+        """Bring the store up to date with the vault at ``path`` (or the remembered one)."""
+        started = time.perf_counter()
+        root = self._index_root(path)
+        config = load_config(root)
+        files = _hash_files(root, config, progress)
+        plan = plan_sync(tables.stored_hashes(self.store), {s: h for s, (_, h) in files.items()})
+        notes: list[Note] = []
+        problems: list[str] = []
+        for slug in (*plan.added, *plan.changed):
+            note = parse_note(root, files[slug][0], config=config)
+            problems.extend(f"{note.path}: {p}" for p in note.problems)
+            notes.append(note)
+        chunks: list[Chunk] = [c for n in notes for c in chunk_note(n)]
+        with self._lock:
+            old_version = tables.load_meta(self.store).version
+            gen = tables.apply_sync(self.store, plan, notes, chunks, root=str(root), config=config)
+            if gen is not None:
+                self._update_fulltext(old_version, str(gen), plan, notes, chunks)
+        warnings: list[str] = []
+        vectors = None
+        embedder = self._embedder()
+        if embedder is None:
+            warnings.append(
+                "no embedder configured: notes stored without vectors; vault search needs "
+                "--embedder local|fake|litellm:<model>"
+            )
+        else:
+            vectors = self._embed(
+                embedder, prune=bool(plan.deleted or plan.changed), progress=progress
+            )
+        return VaultIndexReport(
+            root=str(root),
+            notes=len(files),
+            added=len(plan.added),
+            changed=len(plan.changed),
+            unchanged=len(plan.unchanged),
+            deleted=len(plan.deleted),
+            chunks_written=len(chunks),
+            vectors=vectors,
+            problems=problems,
+            warnings=warnings,
+            seconds=round(time.perf_counter() - started, 3),
+        )
+
+    def _index_root(self, path: str | Path | None) -> Path:
+        if path is not None:
+            return Path(path).absolute()
+        if self.root is not None:
+            return self.root.absolute()
+        remembered = tables.load_meta(self.store).root
+        if remembered is None:
+            raise ConfigError("no vault path given and none indexed yet: pass the vault folder")
+        return Path(remembered)
+
+    def _embed(
+        self, embedder: Embedder, *, prune: bool, progress: IndexProgress | None
+    ) -> EmbedReport:
+        """Embed the chunks whose text has no vector from this model yet; drop dead vectors."""
+        dense = self._dense_for(embedder)
+        key = dense.fingerprint.key()
+        stored = self.store.vector_hashes(tables.CORPUS, key)
+        # The chunk rows carry the hash of their text, so only texts to embed are read.
+        live = tables.chunk_hashes(self.store)
+        todo_ids = [cid for cid, h in live.items() if stored.get(cid) != h]
+        todo = [DenseDoc(c.id, c.text) for c in tables.load_chunks(self.store, todo_ids)]
+
+        def step(done: int, total: int) -> None:
+            if progress is not None:
+                progress("embedding", done, total)
+
+        report = dense.embed(todo, batch_size=EMBED_BATCH, progress=step, prune=False)
+        pruned = 0
+        if prune or not live.keys() >= stored.keys():
+            pruned = self.store.prune_vectors(tables.CORPUS, set(live))
+        return report.model_copy(
+            update={
+                "documents": len(live),
+                "unchanged": len(live) - len(todo) + report.unchanged,
+                "pruned": pruned,
+            }
+        )
+
+    # -- full text ------------------------------------------------------------------------------
+
+    def _update_fulltext(
+        self,
+        old_version: str,
+        version: str,
+        plan: Any,
+        notes: Sequence[Note],
+        chunks: Sequence[Chunk],
+    ) -> None:
+        """Apply a sync to the full-text index when it reflects the state before it; otherwise
+        leave it stale, and the next hybrid search rebuilds it from the store."""
+        ft, _reason = FullTextIndex.open(self._ft_dir, FT_BOOSTS, old_version)
+        if ft is None:
+            return
+        by_slug: dict[str, list[tuple[str, str]]] = {}
+        for c in chunks:
+            by_slug.setdefault(c.slug, []).append((c.heading_path, c.text))
+        docs = [_ft_doc(n.slug, n.title, n.tags, by_slug.get(n.slug, [])) for n in notes]
+        ft.write(add=docs, delete=[*plan.deleted, *plan.changed], stamp=version)
+        self._ft, self._ft_stamp = ft, version
+
+    def _fulltext(self, snap: tables.VaultSnapshot) -> FullTextIndex:
+        stamp = snap.meta.version
+        if self._ft is not None and self._ft_stamp == stamp:
+            return self._ft
+        ft, reason = FullTextIndex.open(self._ft_dir, FT_BOOSTS, stamp)
+        if ft is None:
+            log.info("building the vault full-text index (%s)", reason)
+            by_slug: dict[str, list[tuple[str, str]]] = {}
+            for c in tables.load_chunks(self.store):
+                by_slug.setdefault(c.slug, []).append((c.heading_path, c.text))
+            docs = [
+                _ft_doc(slug, snap.titles[i], snap.tags[i], by_slug.get(slug, []))
+                for i, slug in enumerate(snap.slugs)
+            ]
+            ft = FullTextIndex.create(FT_BOOSTS, self._ft_dir)
+            ft.write(add=docs, stamp=stamp)
+        self._ft, self._ft_stamp = ft, stamp
+        return ft
+
+    # -- search -------------------------------------------------------------------------------
+
+    def search(
+        self,
+        query: str,
+        tags: Sequence[str] | str | None = None,
+        domain: str | None = None,
+        status: Sequence[str] | str | None = None,
+        note_type: str | None = None,
+        date_range: Mapping[str, str | None] | Sequence[str | None] | str | None = None,
+        limit: int = 10,
+        mode: str = "vector",
+        min_score: float | None = None,
+        explain: bool = False,
+    ) -> list[VaultHit]:
+        """Notes most similar to ``query`` among those passing every filter (AND).
+
+        ``tags``: any of them (a tag also finds its nested tags); ``status``: any of the
+        list; ``date_range``: ``{"start", "end"}`` on ``updated``, inclusive, either
+        optional; ``min_score`` drops notes whose cosine is below it.
+        """
+        _check_query(query)
+        if mode not in MODES:
+            raise ConfigError(f"mode must be 'vector' or 'hybrid', got {mode!r}")
+        min_score = _check_min_score(min_score)
+        with self._lock:
+            snap = self._snapshot()
+            filters, statuses = _validate(
+                snap.meta.config, tags, domain, status, note_type, date_range, limit
+            )
+            embedder = self._embedder()
+            if embedder is None:
+                raise EmbeddingUnavailable(_NO_EMBEDDER)
+            if not len(snap):
+                if snap.meta.root is None:
+                    raise NotFound(
+                        "no vault indexed in this store: run `layersearch vault index PATH`"
+                    )
+                return []
+            dense = self._dense_for(embedder)
+            self._check_vectors(dense)
+            rows = _allowed_rows(snap, filters, statuses)
+            if rows is not None and not len(rows):
+                return []
+            allow = None if rows is None else snap.chunks_of(rows)
+            widest = int(snap.chunk_counts.max() if rows is None else snap.chunk_counts[rows].max())
+            depth = limit if mode == "vector" else max(limit, CHANNEL_DEPTH)
+            ranked = _vector_notes(dense, query, depth, allow, widest)
+            if min_score is not None:
+                ranked = [(s, x) for s, x in ranked if x >= min_score]
+            channels = {"vector": ranked}
+            if mode == "hybrid":
+                ids = None if rows is None else {snap.slugs[r] for r in rows}
+                channels["fulltext"] = self._fulltext(snap).search(query, depth, ids=ids)
+            fused = rrf(channels)[:limit]
+        hits = []
+        for f in fused:
+            i = snap.row.get(f.id)
+            if i is None:  # in a full-text index written by a newer sync than this snapshot
+                continue
+            score = f.score if mode == "hybrid" else f.channels["vector"][1]
+            hits.append(
+                VaultHit(
+                    slug=f.id,
+                    title=snap.titles[i],
+                    path=snap.paths[i],
+                    score=round(score, 6),
+                    explanation=_explanation(f) if explain else None,
+                )
+            )
+        return hits
+
+    def _snapshot(self) -> tables.VaultSnapshot:
+        gen = self.store.generation()
+        if self._snap is None or gen != self._snap_gen:
+            self._snap = tables.load_snapshot(self.store)
+            self._snap_gen = gen
+        return self._snap
+
+    def _dense_for(self, embedder: Embedder) -> DenseCorpus:
+        if self._dense is None or self._dense.embedder is not embedder:
+            self._dense = DenseCorpus(self.store, tables.CORPUS, embedder)
+        return self._dense
+
+    def _check_vectors(self, dense: DenseCorpus) -> None:
+        """Load the vectors (cached per generation); say how to fix a missing or foreign model."""
+        try:
+            dense.index()
+        except (ModelMismatch, EmbeddingUnavailable) as exc:
+            configured = dense.fingerprint.describe()
+            stored = self.store.vector_fingerprints(tables.CORPUS)
+            if not stored:
+                raise EmbeddingUnavailable(
+                    f"the vault has no vectors from {configured} yet: run "
+                    "`layersearch vault index` with this embedder"
+                ) from exc
+            if isinstance(exc, ModelMismatch):
+                names = ", ".join(describe_key(k) for k in stored)
+                raise ModelMismatch(
+                    f"the vault's vectors were made by {names}, but the configured embedder is "
+                    f"{configured}; configure the stored model, or re-run `layersearch vault "
+                    "index` with the configured one"
+                ) from exc
+            raise
+
+    # -- reading one note -----------------------------------------------------------------------
+
+    def get_note(self, slug: str) -> NoteDetail:
+        """The whole note ``slug`` (exact, else a unique case-insensitive match)."""
+        wanted = _check_slug(slug)
+        rows = tables.load_note_rows(self.store, wanted)
+        if len(rows) == 1:
+            return NoteDetail(**rows[0])
+        if len(rows) > 1:
+            names = ", ".join(repr(r["slug"]) for r in rows[:5])
+            raise ConfigError(f"slug {slug!r} matches several notes ignoring case: {names}")
+        slugs = tables.all_slugs(self.store)
+        if not slugs and tables.load_meta(self.store).root is None:
+            raise NotFound("no vault indexed in this store: run `layersearch vault index PATH`")
+        close = difflib.get_close_matches(wanted, slugs, n=3, cutoff=0.6)
+        hint = f"; did you mean: {', '.join(repr(c) for c in close)}" if close else ""
+        raise NotFound(f"no note with slug {slug!r} in the indexed vault{hint}")
+
+
+# -- helpers ------------------------------------------------------------------------------------
+
+
+def _hash_files(
+    root: Path, config: VaultConfig, progress: IndexProgress | None
+) -> dict[str, tuple[Path, str]]:
+    """slug → (file, sha256 of its bytes) for every note of the vault."""
+    paths = list(scan_vault(root, config=config))
+    out: dict[str, tuple[Path, str]] = {}
+    absolute = root.absolute()
+    for done, path in enumerate(paths, start=1):
+        try:
+            raw = path.read_bytes()
+        except OSError as exc:
+            log.warning("skipping %s: cannot read it: %s", path, exc.strerror or exc)
+            continue
+        slug = slug_for(path.relative_to(absolute).as_posix())
+        out[slug] = (path, hashlib.sha256(raw).hexdigest())
+        if progress is not None and (done % 200 == 0 or done == len(paths)):
+            progress("reading", done, len(paths))
+    return out
+
+
+def _ft_doc(slug: str, title: str, tags: Sequence[str], chunks: Sequence[tuple[str, str]]) -> FTDoc:
+    headings = dict.fromkeys(h for h, _ in chunks)
+    return FTDoc(
+        id=slug,
+        kind=_FT_KIND,
+        fields={
+            "title": title,
+            "tags": " ".join(tags),
+            "heading": "\n".join(headings),
+            "body": "\n\n".join(t for _, t in chunks),
+        },
+    )
+
+
+def _check_query(query: Any) -> None:
+    if not isinstance(query, str) or not query.strip():
+        raise ConfigError("query must be non-empty text")
+    if len(query) > MAX_QUERY_CHARS:
+        raise ConfigError(f"query is {len(query)} characters; the limit is {MAX_QUERY_CHARS}")
+
+
+def _check_min_score(value: Any) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or math.isnan(value):
+        raise ConfigError(f"min_score must be a number from -1 to 1, got {value!r}")
+    if not -1.0 <= float(value) <= 1.0:
+        raise ConfigError(f"min_score must be from -1 to 1 (a cosine), got {value}")
+    return float(value)
+
+
+def _validate(
+    config: VaultConfig,
+    tags: Sequence[str] | str | None,
+    domain: str | None,
+    status: Sequence[str] | str | None,
+    note_type: str | None,
+    date_range: Mapping[str, str | None] | Sequence[str | None] | str | None,
+    limit: int,
+) -> tuple[VaultFilters, tuple[str, ...]]:
+    if isinstance(date_range, Mapping):
+        unknown = sorted(set(date_range) - {"start", "end"})
+        if unknown:
+            raise ConfigError(
+                f"date_range takes 'start' and 'end' (YYYY-MM-DD, either optional), "
+                f"not {', '.join(map(repr, unknown))}"
+            )
+        date_range = (date_range.get("start"), date_range.get("end"))
+    filters = validate_filters(
+        config, domain=domain, note_type=note_type, tags=tags, date_range=date_range, limit=limit
+    )
+    if status is None:
+        return filters, ()
+    wanted = [status] if isinstance(status, str) else list(status)
+    statuses = {validate_filters(config, status=s).status for s in wanted}
+    return filters, tuple(sorted(s for s in statuses if s is not None))
+
+
+def _allowed_rows(
+    snap: tables.VaultSnapshot, f: VaultFilters, statuses: tuple[str, ...]
+) -> np.ndarray | None:
+    """Rows of the notes passing every filter; None when there is no filter at all."""
+    masks: list[np.ndarray] = []
+    if f.domain is not None:
+        masks.append(snap.domain == f.domain)
+    if f.note_type is not None:
+        masks.append(snap.note_type == f.note_type)
+    if statuses:
+        wanted = set(statuses)
+        masks.append(np.fromiter((s in wanted for s in snap.status), bool, len(snap)))
+    if f.tags:
+        any_tag = np.zeros(len(snap), dtype=bool)
+        for tag in f.tags:
+            rows = snap.tag_rows.get(tag)
+            if rows is not None:
+                any_tag[rows] = True
+        masks.append(any_tag)
+    epoch = date(1970, 1, 1).toordinal()
+    if f.date_from is not None:
+        masks.append(snap.updated >= f.date_from.toordinal() - epoch)
+    if f.date_to is not None:
+        masks.append(snap.updated <= f.date_to.toordinal() - epoch)
+    if not masks:
+        return None
+    mask = np.logical_and.reduce(masks)
+    return np.flatnonzero(mask)
+
+
+def _vector_notes(
+    dense: DenseCorpus, query: str, depth: int, allow: list[str] | None, widest: int
+) -> list[tuple[str, float]]:
+    """The ``depth`` best notes by their best chunk's cosine (ties by slug).
+
+    ``widest`` is the most chunks any candidate note has: the best ``(depth + 1) * widest``
+    chunks then hold at least ``depth + 1`` notes, so one vector search suffices, and the
+    extra note settles a tie at the cut by slug rather than by chunk id.
+    """
+    total = len(dense.index()) if allow is None else len(allow)
+    if total == 0:
+        return []
+    k = min(total, (depth + 1) * max(widest, 1))
+    best: dict[str, float] = {}
+    for cid, score in dense.search(query, k, allow):
+        slug = tables.chunk_id_slug(cid)
+        if slug not in best or score > best[slug]:
+            best[slug] = score
+    ranked = sorted(best.items(), key=lambda kv: (-kv[1], kv[0]))
+    return [(s, float(x)) for s, x in ranked[:depth]]
+
+
+def _explanation(f: Any) -> list[ChannelScore]:
+    return explain(f)
+
+
+_ABSOLUTE = re.compile(r"^[A-Za-z]:")
+
+
+def _check_slug(slug: Any) -> str:
+    """The normalised slug; paths leaving the vault, absolute paths and NUL are errors."""
+    if not isinstance(slug, str) or not slug.strip():
+        raise ConfigError("slug must be a non-empty string, e.g. 'Metrics/Net revenue'")
+    text = slug.strip().replace("\\", "/")
+    if "\x00" in text:
+        raise ConfigError(f"slug {slug!r} contains a NUL character")
+    if text.startswith("/") or _ABSOLUTE.match(text):
+        raise ConfigError(
+            f"slug {slug!r} is an absolute path; slugs are relative to the vault, "
+            "e.g. 'Metrics/Net revenue'"
+        )
+    parts = [p for p in text.split("/") if p]
+    if any(p in (".", "..") for p in parts):
+        raise ConfigError(f"slug {slug!r} tries to leave the vault ('.' and '..' are not allowed)")
+    return unicodedata.normalize("NFC", slug_for("/".join(parts)))

@@ -1,0 +1,101 @@
+"""The vault commands as a user runs them: real subprocesses, JSON, exit codes."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from tests.conftest import ROOT
+from tests.vault.conftest import VAULT
+
+
+def run(store: Path, *args: str, ok: bool = True) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(ROOT / "src")
+    env.pop("LAYERSEARCH_DEBUG", None)
+    proc = subprocess.run(
+        [sys.executable, "-m", "layersearch", "--store", str(store), "--embedder", "fake", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    if ok:
+        assert proc.returncode == 0, proc.stderr
+    return proc
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    s = tmp_path_factory.mktemp("vault-cli") / "s.duckdb"
+    report = json.loads(run(s, "vault", "index", str(VAULT), "--json").stdout)
+    assert report["added"] == 69 and report["vectors"]["embedded"] > 0
+    return s
+
+
+def test_index_human_output_and_rerun(store: Path):
+    out = run(store, "vault", "index", str(VAULT))
+    assert "69 unchanged" in out.stdout and "0 embedded" in out.stdout
+
+
+def test_search_prints_the_json_list(store: Path):
+    out = run(
+        store,
+        "vault",
+        "search",
+        "revenue did not match the ledger",
+        "--type",
+        "meeting",
+        "--tag",
+        "finance",
+        "--tag",
+        "revenue",
+        "--from",
+        "2024-01-01",
+        "--limit",
+        "3",
+    )
+    hits = json.loads(out.stdout)
+    assert isinstance(hits, list) and 0 < len(hits) <= 3
+    assert all(set(h) == {"slug", "title", "path", "score"} for h in hits)
+    assert all(h["slug"].startswith("Meetings/") for h in hits)
+    statuses = ["--status", "resolved", "--status", "open", "--type", "incident", "-n", "50"]
+    both = json.loads(run(store, "vault", "search", "orders", *statuses).stdout)
+    one = json.loads(run(store, "vault", "search", "orders", *statuses[2:]).stdout)
+    assert 0 < len(one) < len(both)
+
+
+def test_search_hybrid_and_explain(store: Path):
+    hits = json.loads(
+        run(store, "vault", "search", "stripe webhook", "--mode", "hybrid", "--explain").stdout
+    )
+    assert {p["channel"] for h in hits for p in h["explanation"]} == {"vector", "fulltext"}
+
+
+def test_search_errors_are_one_line(store: Path):
+    bad = run(store, "vault", "search", "x", "--domain", "sales", ok=False)
+    assert bad.returncode == 2 and bad.stderr.startswith("error: unknown domain 'sales'")
+    bad = run(store, "vault", "search", "x", "--to", "31/12/2024", "--json", ok=False)
+    assert bad.returncode == 2
+    assert json.loads(bad.stdout)["error"]["code"] == "invalid_argument"
+
+
+def test_get(store: Path):
+    note = json.loads(run(store, "vault", "get", "Metrics/Net revenue", "--json").stdout)
+    assert note["title"] == "Net revenue" and note["body"]
+    human = run(store, "vault", "get", "Metrics/Net revenue")
+    assert human.stdout.startswith("Net revenue") and "domain: finance" in human.stdout
+    bad = run(store, "vault", "get", "../../etc/passwd", ok=False)
+    assert bad.returncode == 2 and "leave the vault" in bad.stderr
+
+
+def test_eval_vault_json(tmp_path: Path):
+    out = json.loads(run(tmp_path / "unused.duckdb", "eval", "vault", "--json").stdout)
+    assert {"queries", "recall@5", "recall@10", "mrr"} <= set(out)
+    assert out["queries"] == 45 and out["embedder"].startswith("fake/")
+    # Fake hashing vectors: a floor well under what they reach (0.88), so a regression shows.
+    assert out["recall@5"] >= 0.8 and out["recall@10"] >= out["recall@5"]
