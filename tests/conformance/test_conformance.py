@@ -196,3 +196,32 @@ def test_reopen_keeps_data(location: str) -> None:
     with Layersearch(location) as again:
         assert again.store.generation() == gen, "reopening applies no migration and no write"
         assert again.search(question="revenue").model_dump_json() == first
+
+
+VAULT = ROOT / "fixtures" / "vault"
+VAULT_SEARCHES: list[dict[str, object]] = [
+    {"query": "net revenue after refunds", "limit": 1000},
+    {"query": "metrics and incidents", "limit": 5, "tags": ["revenue"], "explain": True},
+    {"query": "outage", "note_type": "incident", "date_range": {"start": "2024-03-01"}},
+    {"query": "fx rates", "domain": "finance", "status": ["active", "resolved"]},
+    {"query": "weekly sync notes", "mode": "hybrid", "limit": 7, "explain": True},
+    {"query": "anything", "domain": "personal", "note_type": "incident"},
+]
+
+
+@pytest.mark.postgres
+def test_vault_identical_across_backends(location_for: Callable[[str], str]) -> None:
+    outputs: dict[str, list[str]] = {}
+    for backend in ("duckdb", "postgres"):
+        with Layersearch(location_for(backend), embedder=FakeEmbedder(128)) as ls:
+            first = ls.vault.index(VAULT)
+            assert first.notes and first.vectors is not None
+            runs = [ls.vault.search(**s) for s in VAULT_SEARCHES]  # type: ignore[arg-type]
+            assert runs[0] and runs[1] and not runs[-1]
+            note = ls.vault.get_note(runs[0][0].slug)
+            outputs[backend] = [repr(r) for r in runs] + [repr(note)]
+            again = ls.vault.index(VAULT)
+            assert again.unchanged == again.notes and again.chunks_written == 0
+            outputs[backend].append(repr(first.model_dump(exclude={"seconds", "root"})))
+    for duck, pg in zip(outputs["duckdb"], outputs["postgres"], strict=True):
+        assert duck == pg

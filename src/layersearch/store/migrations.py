@@ -52,20 +52,24 @@ DUCKDB: list[list[str]] = [
     ],
 ]
 
+# Identifier columns are COLLATE "C": ORDER BY then sorts by code point, as DuckDB
+# does, whatever the database's locale (results must not depend on it). Columns
+# compared with lower() keep the database collation, whose lower() knows Unicode.
 POSTGRES: list[list[str]] = [
     # 1: semantic layer and memories
     [
         "CREATE TABLE IF NOT EXISTS meta (key text PRIMARY KEY, value text)",
         """CREATE TABLE IF NOT EXISTS datasources (
-            name text PRIMARY KEY, label text, description text, dialect text, source text)""",
+            name text COLLATE "C" PRIMARY KEY, label text, description text, dialect text, source text)""",
         """CREATE TABLE IF NOT EXISTS entities (
-            id text PRIMARY KEY, kind text NOT NULL, name text NOT NULL,
+            id text COLLATE "C" PRIMARY KEY, kind text NOT NULL, name text NOT NULL,
             datasource text NOT NULL, model text, label text, description text,
             data_type text, formula text, hidden boolean NOT NULL,
             primary_key boolean NOT NULL, sample_values text)""",
         "CREATE INDEX IF NOT EXISTS entities_datasource ON entities (datasource)",
         """CREATE TABLE IF NOT EXISTS edges (
-            src text NOT NULL, dst text NOT NULL, type text NOT NULL,
+            src text COLLATE "C" NOT NULL, dst text COLLATE "C" NOT NULL,
+            type text COLLATE "C" NOT NULL,
             datasource text NOT NULL, props text)""",
         "CREATE INDEX IF NOT EXISTS edges_datasource ON edges (datasource)",
         "CREATE SEQUENCE IF NOT EXISTS memory_ids START 1",
@@ -79,9 +83,23 @@ POSTGRES: list[list[str]] = [
     [
         "CREATE EXTENSION IF NOT EXISTS vector",
         """CREATE TABLE IF NOT EXISTS vectors (
-            corpus text NOT NULL, doc_id text NOT NULL, fingerprint text NOT NULL,
+            corpus text NOT NULL, doc_id text COLLATE "C" NOT NULL,
+            fingerprint text COLLATE "C" NOT NULL,
             content_hash text NOT NULL, dims integer NOT NULL, embedding vector NOT NULL,
             PRIMARY KEY (corpus, doc_id, fingerprint))""",
+    ],
+    # 3: vault notes and their chunks (their vectors live in `vectors`, corpus 'vault')
+    [
+        """CREATE TABLE IF NOT EXISTS vault_notes (
+            slug text PRIMARY KEY, path text NOT NULL, title text NOT NULL,
+            tags text NOT NULL, domain text, status text, note_type text,
+            created date, updated date NOT NULL, content_hash text NOT NULL,
+            frontmatter text NOT NULL, problems text NOT NULL, body text NOT NULL)""",
+        """CREATE TABLE IF NOT EXISTS vault_chunks (
+            id text COLLATE "C" PRIMARY KEY, slug text COLLATE "C" NOT NULL,
+            position integer NOT NULL,
+            heading_path text NOT NULL, text text NOT NULL, content_hash text NOT NULL)""",
+        "CREATE INDEX IF NOT EXISTS vault_chunks_slug ON vault_chunks (slug)",
     ],
 ]
 
