@@ -225,3 +225,32 @@ def test_vault_identical_across_backends(location_for: Callable[[str], str]) -> 
             outputs[backend].append(repr(first.model_dump(exclude={"seconds", "root"})))
     for duck, pg in zip(outputs["duckdb"], outputs["postgres"], strict=True):
         assert duck == pg
+
+
+@pytest.mark.postgres
+def test_short_hnsw_scan_falls_back_to_exact(
+    location_for: Callable[[str], str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from layersearch.store import postgres
+
+    store = open_store(location_for("postgres"))
+    assert isinstance(store, postgres.PostgresStore)
+    rng = np.random.default_rng(3)
+    ids = [f"d{i:05d}" for i in range(3000)]
+    m = _unit(rng, 3000, 24)
+    store.upsert_vectors("c", "fp", ids, ["h"] * 3000, m)
+    allow = set(ids[::2][:2100])  # past the exact-from-the-start limit
+    q = _unit(rng, 1, 24)[0]
+    exact_calls: list[int] = []
+    original = store._exact
+
+    def spy(*args, **kwargs):  # type: ignore[no-untyped-def]
+        exact_calls.append(1)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(store, "_exact", spy)
+    monkeypatch.setattr(postgres, "_MAX_SCAN_TUPLES", 20)  # the walk stops almost at once
+    got = store.search_vectors("c", "fp", q, 50, allow)
+    assert exact_calls, "the short scan was completed by exact ranking"
+    assert got == VectorIndex(ids, m, mode="exact").search(q, 50, allow)
+    store.close()
