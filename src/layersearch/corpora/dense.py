@@ -70,6 +70,7 @@ class DenseCorpus:
         self._fp: Fingerprint | None = None
         self._index: VectorIndex | None = None
         self._index_gen = -1
+        self._checked_gen = -1
         self._queries: OrderedDict[str, np.ndarray] = OrderedDict()
         self._lock = threading.Lock()
 
@@ -185,8 +186,26 @@ class DenseCorpus:
     def search(
         self, text: str, k: int, allow: Collection[str] | None = None
     ) -> list[tuple[str, float]]:
-        index = self.index()
-        return index.search(self.query_vector(text), k, allow)
+        in_store = getattr(self.store, "search_vectors", None)
+        if in_store is None:
+            index = self.index()
+            return index.search(self.query_vector(text), k, allow)
+        # The store ranks in the database (PostgreSQL's HNSW), so nothing is loaded here;
+        # the model check runs once per store generation, as the in-memory index does.
+        self._check_current()
+        found: list[tuple[str, float]] = in_store(
+            self.corpus, self.fingerprint.key(), self.query_vector(text), k, allow
+        )
+        return found
+
+    def _check_current(self) -> None:
+        gen = self.store.generation()
+        with self._lock:
+            if gen == self._checked_gen:
+                return
+        self.check()
+        with self._lock:
+            self._checked_gen = gen
 
 
 # -- the entity + memory corpus -----------------------------------------------------------------

@@ -1,7 +1,13 @@
 """Forward-only schema migrations, one list per backend, applied in order.
 
 ``schema_version`` records each applied version; opening a store applies the
-missing ones in one transaction each. A store newer than this code is refused.
+missing ones in one transaction. A store newer than this code is refused.
+
+EVERY NEW DUCKDB VERSION NEEDS ITS POSTGRESQL TWIN at the same position in
+``POSTGRES`` (a test checks that both lists have the same length, and the
+conformance suite runs every corpus on both backends). Keep the statements
+portable where you can (``?`` placeholders, TIMESTAMPTZ, BOOLEAN, JSON as text),
+write ``text`` for VARCHAR and ``bytea`` for BLOB on the PostgreSQL side.
 """
 
 from __future__ import annotations
@@ -62,6 +68,57 @@ DUCKDB: list[list[str]] = [
             open_questions VARCHAR NOT NULL, quotables VARCHAR NOT NULL, concepts VARCHAR NOT NULL,
             created TIMESTAMPTZ)""",
         "CREATE INDEX IF NOT EXISTS summaries_conversation ON summaries (conversation_id)",
+    ],
+]
+
+# Identifier columns are COLLATE "C": ORDER BY then sorts by code point, as DuckDB
+# does, whatever the database's locale (results must not depend on it). Columns
+# compared with lower() keep the database collation, whose lower() knows Unicode.
+POSTGRES: list[list[str]] = [
+    # 1: semantic layer and memories
+    [
+        "CREATE TABLE IF NOT EXISTS meta (key text PRIMARY KEY, value text)",
+        """CREATE TABLE IF NOT EXISTS datasources (
+            name text COLLATE "C" PRIMARY KEY, label text, description text, dialect text, source text)""",
+        """CREATE TABLE IF NOT EXISTS entities (
+            id text COLLATE "C" PRIMARY KEY, kind text NOT NULL, name text NOT NULL,
+            datasource text NOT NULL, model text, label text, description text,
+            data_type text, formula text, hidden boolean NOT NULL,
+            primary_key boolean NOT NULL, sample_values text)""",
+        "CREATE INDEX IF NOT EXISTS entities_datasource ON entities (datasource)",
+        """CREATE TABLE IF NOT EXISTS edges (
+            src text COLLATE "C" NOT NULL, dst text COLLATE "C" NOT NULL,
+            type text COLLATE "C" NOT NULL,
+            datasource text NOT NULL, props text)""",
+        "CREATE INDEX IF NOT EXISTS edges_datasource ON edges (datasource)",
+        "CREATE SEQUENCE IF NOT EXISTS memory_ids START 1",
+        """CREATE TABLE IF NOT EXISTS memories (
+            id bigint PRIMARY KEY, learning text NOT NULL, description text,
+            entities text NOT NULL, query text, created_at timestamptz NOT NULL)""",
+    ],
+    # 2: dense vectors. `embedding` has no fixed dimension so that models of any size
+    # share the table; each (corpus, fingerprint) gets a partial HNSW index over
+    # embedding::vector(n), created by the store when its first vectors arrive.
+    [
+        "CREATE EXTENSION IF NOT EXISTS vector",
+        """CREATE TABLE IF NOT EXISTS vectors (
+            corpus text NOT NULL, doc_id text COLLATE "C" NOT NULL,
+            fingerprint text COLLATE "C" NOT NULL,
+            content_hash text NOT NULL, dims integer NOT NULL, embedding vector NOT NULL,
+            PRIMARY KEY (corpus, doc_id, fingerprint))""",
+    ],
+    # 3: vault notes and their chunks (their vectors live in `vectors`, corpus 'vault')
+    [
+        """CREATE TABLE IF NOT EXISTS vault_notes (
+            slug text PRIMARY KEY, path text NOT NULL, title text NOT NULL,
+            tags text NOT NULL, domain text, status text, note_type text,
+            created date, updated date NOT NULL, content_hash text NOT NULL,
+            frontmatter text NOT NULL, problems text NOT NULL, body text NOT NULL)""",
+        """CREATE TABLE IF NOT EXISTS vault_chunks (
+            id text COLLATE "C" PRIMARY KEY, slug text COLLATE "C" NOT NULL,
+            position integer NOT NULL,
+            heading_path text NOT NULL, text text NOT NULL, content_hash text NOT NULL)""",
+        "CREATE INDEX IF NOT EXISTS vault_chunks_slug ON vault_chunks (slug)",
     ],
 ]
 

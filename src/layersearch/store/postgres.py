@@ -1,0 +1,767 @@
+"""The shared store: PostgreSQL with pgvector.
+
+Several agents (processes, machines) can point at one database. Connections
+are pooled per store object (a PostgreSQL connection is cheap to keep and
+costly to open); every operation borrows one, runs one transaction and gives
+it back. SQL written for the DuckDB store (``?`` placeholders) runs unchanged:
+:func:`translate` rewrites the placeholders for psycopg.
+
+Vectors live in one ``vectors`` table whose ``embedding`` column is a pgvector
+``vector`` without a fixed dimension; each (corpus, model fingerprint) gets its
+own partial HNSW index over ``embedding::vector(n)``, created the first time
+vectors of that pair are written. :meth:`PostgresStore.search_vectors` ranks
+in the database with that index and re-scores the candidates in float32 the
+way :class:`~layersearch.ranking.vector.VectorIndex` does, so both backends
+report the same cosines.
+
+Derived full-text indexes still live on the local disk (tantivy needs files):
+``$LAYERSEARCH_INDEX_DIR`` or ``~/.cache/layersearch``, in a subdirectory
+named after the store's random id (kept in ``meta``), so that a database that
+is dropped and re-created never reuses a stale index.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import queue
+import threading
+import uuid
+from collections.abc import Collection, Iterator, Sequence
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import psycopg
+from psycopg import sql as pgsql
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+from layersearch.errors import NotFound, StoreError
+from layersearch.semantic.edges import catalog_edges
+from layersearch.semantic.model import Catalog, Datasource, EdgeRecord, Entity
+from layersearch.store import migrations
+from layersearch.store.base import Store
+from layersearch.store.duckdb import _identifier, memory_number
+from layersearch.types import Memory
+
+__all__ = ["PostgresStore", "translate", "redact"]
+
+log = logging.getLogger("layersearch.store.postgres")
+
+#: idle connections kept per store object
+POOL_SIZE = int(os.environ.get("LAYERSEARCH_PG_POOL", "4"))
+# Any constant works: it only has to be the same for every layersearch process.
+_MIGRATION_LOCK = 0x6C617965
+# An allow-list at most this long is ranked exactly (primary-key lookups), which
+# beats walking the graph past rows the filter rejects.
+EXACT_ALLOW_MAX = 2000
+# Candidates fetched beyond k so the float32 re-scoring can repair a slightly
+# wrong graph order and ties at the boundary compete on id.
+_EXTRA = 32
+# Ranking statements are never server-prepared: a generic plan sees the allow-list
+# as a parameter and tests each row against it linearly, while a one-off plan
+# turns the constant array into a hash lookup (measured on 50k vectors with 5k
+# allowed ids: p50 30 ms prepared, 11 ms not).
+# pgvector stops an iterative scan after this many tuples; past it the
+# fallback to exact search takes over.
+_MAX_SCAN_TUPLES = 40_000
+
+
+# -- SQL translation ------------------------------------------------------------------------------
+
+
+@lru_cache(maxsize=1024)
+def translate(sql: str) -> str:
+    """``?`` placeholders → ``%s``, and every literal ``%`` doubled, for psycopg.
+
+    ``?`` inside string literals, quoted identifiers, comments and dollar-quoted
+    bodies is left alone (psycopg scans the whole text for ``%``, so those are
+    doubled everywhere). PostgreSQL's jsonb ``?`` operators are therefore not
+    expressible through this interface; nothing in layersearch uses them.
+    """
+    out: list[str] = []
+    i, n = 0, len(sql)
+    while i < n:
+        ch = sql[i]
+        if ch == "?":
+            out.append("%s")
+            i += 1
+        elif ch == "%":
+            out.append("%%")
+            i += 1
+        elif ch in "'\"":
+            end = _quoted_end(sql, i, ch, escapes=ch == "'" and _is_escape_string(sql, i))
+            out.append(sql[i:end].replace("%", "%%"))
+            i = end
+        elif sql.startswith("--", i):
+            end = sql.find("\n", i)
+            end = n if end < 0 else end
+            out.append(sql[i:end].replace("%", "%%"))
+            i = end
+        elif sql.startswith("/*", i):
+            end = sql.find("*/", i + 2)
+            end = n if end < 0 else end + 2
+            out.append(sql[i:end].replace("%", "%%"))
+            i = end
+        elif ch == "$" and (tag := _dollar_tag(sql, i)) is not None:
+            end = sql.find(tag, i + len(tag))
+            end = n if end < 0 else end + len(tag)
+            out.append(sql[i:end].replace("%", "%%"))
+            i = end
+        else:
+            out.append(ch)
+            i += 1
+    return "".join(out)
+
+
+def _is_escape_string(sql: str, quote: int) -> bool:
+    """E'...' strings take backslash escapes (E not part of a longer word)."""
+    if quote == 0 or sql[quote - 1] not in "eE":
+        return False
+    return quote == 1 or not (sql[quote - 2].isalnum() or sql[quote - 2] == "_")
+
+
+def _quoted_end(sql: str, start: int, quote: str, *, escapes: bool) -> int:
+    i = start + 1
+    while i < len(sql):
+        c = sql[i]
+        if escapes and c == "\\":
+            i += 2
+            continue
+        if c == quote:
+            if i + 1 < len(sql) and sql[i + 1] == quote:  # doubled quote inside
+                i += 2
+                continue
+            return i + 1
+        i += 1
+    return len(sql)
+
+
+def _dollar_tag(sql: str, i: int) -> str | None:
+    """``$tag$`` or ``$$`` at ``i`` (not a ``$1`` parameter, not part of an identifier)."""
+    if i > 0 and (sql[i - 1].isalnum() or sql[i - 1] == "_"):
+        return None
+    j = i + 1
+    while j < len(sql) and (sql[j].isalnum() or sql[j] == "_"):
+        j += 1
+    if j < len(sql) and sql[j] == "$" and not sql[i + 1 : j][:1].isdigit():
+        return sql[i : j + 1]
+    return None
+
+
+def redact(dsn: str) -> str:
+    """The DSN without its password, for messages and logs."""
+    try:
+        params = conninfo_to_dict(dsn)
+    except psycopg.Error:
+        return "<unparseable PostgreSQL DSN>"
+    if "password" in params:
+        params["password"] = "***"
+    return make_conninfo("", **params)
+
+
+# -- connections ----------------------------------------------------------------------------------
+
+
+class Connection:
+    """What :meth:`PostgresStore.connect` yields: ``execute(sql, params)`` with ``?``
+    placeholders, returning a cursor (``fetchone``/``fetchall``), like DuckDB's."""
+
+    def __init__(self, raw: psycopg.Connection[Any]) -> None:
+        self.raw = raw
+
+    def execute(self, sql: str, params: Sequence[Any] | None = None) -> psycopg.Cursor[Any]:
+        return self.raw.execute(translate(sql), list(params or ()))
+
+    def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        with self.raw.cursor() as cur:
+            cur.executemany(translate(sql), [list(r) for r in rows])
+
+
+class PostgresStore(Store):
+    dialect = "postgres"
+
+    def __init__(self, dsn: str, *, index_dir: str | os.PathLike[str] | None = None) -> None:
+        self.dsn = dsn
+        self.location = redact(dsn)
+        self._idle: queue.LifoQueue[psycopg.Connection[Any]] = queue.LifoQueue()
+        self._closed = False
+        self._indexed: set[str] = set()
+        self._index_lock = threading.Lock()
+        store_id = self._migrate()
+        if index_dir is None:
+            base = os.environ.get("LAYERSEARCH_INDEX_DIR") or _cache_home() / "layersearch"
+            index_dir = Path(base) / f"pg-{store_id}"
+        self.index_dir = Path(index_dir)
+
+    # -- connections --------------------------------------------------------------------------
+
+    def _checkout(self) -> psycopg.Connection[Any]:
+        if self._closed:
+            raise StoreError(f"store {self.location} is closed")
+        while True:
+            try:
+                con = self._idle.get_nowait()
+            except queue.Empty:
+                break
+            if not con.closed and not con.broken:
+                return con
+        try:
+            # UTC sessions: timestamps read back the same on every client.
+            return psycopg.connect(self.dsn, autocommit=True, options="-c TimeZone=UTC")
+        except psycopg.Error as exc:
+            raise StoreError(f"cannot connect to {self.location}: {exc}") from exc
+
+    def _checkin(self, con: psycopg.Connection[Any]) -> None:
+        healthy = (
+            not con.closed
+            and not con.broken
+            and con.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
+        )
+        if healthy and not self._closed and self._idle.qsize() < POOL_SIZE:
+            self._idle.put(con)
+        else:
+            con.close()
+
+    @contextmanager
+    def _raw(self, *, write: bool) -> Iterator[psycopg.Connection[Any]]:
+        con = self._checkout()
+        try:
+            with con.transaction():
+                if not write:
+                    # One consistent snapshot for every statement of a read.
+                    con.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+                yield con
+        except psycopg.Error as exc:
+            raise StoreError(f"store {self.location}: {exc}") from exc
+        finally:
+            self._checkin(con)
+
+    @contextmanager
+    def connect(self, *, write: bool) -> Iterator[Connection]:
+        """One transaction on a pooled connection (committed on success, rolled back on error)."""
+        with self._raw(write=write) as con:
+            yield Connection(con)
+
+    def _migrate(self) -> str:
+        with self._raw(write=True) as con:
+            con.execute("SELECT pg_advisory_xact_lock(%s)", [_MIGRATION_LOCK])
+            con.execute(
+                "CREATE TABLE IF NOT EXISTS schema_version "
+                "(version INTEGER PRIMARY KEY, applied_at TIMESTAMPTZ)"
+            )
+            row = con.execute("SELECT max(version) FROM schema_version").fetchone()
+            current = int(row[0]) if row and row[0] is not None else 0
+            if current > migrations.LATEST:
+                raise StoreError(
+                    f"store {self.location} has schema version {current}, newer than this "
+                    f"layersearch ({migrations.LATEST}): upgrade layersearch"
+                )
+            for version in range(current + 1, migrations.LATEST + 1):
+                for stmt in migrations.POSTGRES[version - 1]:
+                    try:
+                        con.execute(stmt)
+                    except psycopg.errors.FeatureNotSupported as exc:
+                        raise StoreError(_extension_hint(self.location, exc)) from exc
+                    except psycopg.errors.UndefinedFile as exc:
+                        raise StoreError(_extension_hint(self.location, exc)) from exc
+                con.execute(
+                    "INSERT INTO schema_version VALUES (%s, %s)", [version, datetime.now(UTC)]
+                )
+            con.execute("INSERT INTO meta VALUES ('generation', '0') ON CONFLICT (key) DO NOTHING")
+            con.execute(
+                "INSERT INTO meta VALUES ('store_id', %s) ON CONFLICT (key) DO NOTHING",
+                [uuid.uuid4().hex],
+            )
+            row = con.execute("SELECT value FROM meta WHERE key = 'store_id'").fetchone()
+            assert row is not None
+            return str(row[0])
+
+    # -- generic surface ----------------------------------------------------------------------
+
+    def bulk_insert(self, con: Any, table: str, columns: dict[str, list[Any]]) -> int:
+        names = [_identifier(c) for c in columns]
+        lengths = {len(v) for v in columns.values()}
+        if len(lengths) > 1:
+            raise StoreError(f"bulk insert into {table}: columns of different lengths")
+        n = lengths.pop() if lengths else 0
+        if n == 0:
+            return 0
+        raw = con.raw if isinstance(con, Connection) else con
+        stmt = pgsql.SQL("COPY {} ({}) FROM STDIN").format(
+            pgsql.Identifier(_identifier(table)), pgsql.SQL(", ").join(map(pgsql.Identifier, names))
+        )
+        with raw.cursor() as cur, cur.copy(stmt) as copy:
+            for row in zip(*columns.values(), strict=True):
+                copy.write_row(row)
+        return n
+
+    def bump_generation(self, con: Any) -> int:
+        raw = con.raw if isinstance(con, Connection) else con
+        # A row lock serialises concurrent writers: every write gets its own number.
+        row = raw.execute(
+            "UPDATE meta SET value = (value::bigint + 1)::text WHERE key = 'generation' "
+            "RETURNING value"
+        ).fetchone()
+        if row is None:
+            raise StoreError(f"store {self.location} has no generation counter: reopen it")
+        return int(row[0])
+
+    def publish_generation(self, gen: int) -> None:
+        """Nothing to do: readers ask the database, which knows once the commit is done."""
+
+    def generation(self) -> int:
+        con = self._checkout()
+        try:
+            row = con.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()
+        except psycopg.Error as exc:
+            raise StoreError(f"store {self.location}: {exc}") from exc
+        finally:
+            self._checkin(con)
+        return int(row[0]) if row else 0
+
+    # -- semantic layer -----------------------------------------------------------------------
+
+    def replace_datasources(self, catalog: Catalog, names: list[str]) -> int:
+        ents = [e for e in catalog.entities() if e.datasource in names]
+        edges = [e for e in catalog_edges(catalog) if e.src.split(".", 1)[0] in names]
+        ds_rows = {d.name: d for d in catalog.datasources}
+        with self._raw(write=True) as con:
+            for name in names:
+                con.execute("DELETE FROM entities WHERE datasource = %s", [name])
+                con.execute("DELETE FROM edges WHERE datasource = %s", [name])
+                con.execute("DELETE FROM datasources WHERE name = %s", [name])
+                d = ds_rows.get(name)
+                con.execute(
+                    "INSERT INTO datasources VALUES (%s, %s, %s, %s, %s)",
+                    [name, d and d.label, d and d.description, d and d.dialect, d and d.source],
+                )
+            self.bulk_insert(
+                con,
+                "entities",
+                {
+                    "id": [e.id for e in ents],
+                    "kind": [e.kind for e in ents],
+                    "name": [e.name for e in ents],
+                    "datasource": [e.datasource for e in ents],
+                    "model": [e.model for e in ents],
+                    "label": [e.label for e in ents],
+                    "description": [e.description for e in ents],
+                    "data_type": [e.data_type for e in ents],
+                    "formula": [e.formula for e in ents],
+                    "hidden": [bool(e.hidden) for e in ents],
+                    "primary_key": [bool(e.primary_key) for e in ents],
+                    "sample_values": [
+                        json.dumps(list(e.values)) if e.values else None for e in ents
+                    ],
+                },
+            )
+            self.bulk_insert(
+                con,
+                "edges",
+                {
+                    "src": [e.src for e in edges],
+                    "dst": [e.dst for e in edges],
+                    "type": [e.type for e in edges],
+                    "datasource": [e.src.split(".", 1)[0] for e in edges],
+                    "props": [
+                        json.dumps(e.props, sort_keys=True) if e.props else None for e in edges
+                    ],
+                },
+            )
+            self.bump_generation(con)
+        return len(ents)
+
+    # ORDER BY ... COLLATE "C": code-point order, as DuckDB sorts, whatever the database locale.
+
+    def load_entities(self) -> list[Entity]:
+        with self._raw(write=False) as con:
+            rows = con.execute(
+                "SELECT id, kind, name, datasource, model, label, description, data_type, formula, "
+                'hidden, primary_key, sample_values FROM entities ORDER BY id COLLATE "C"'
+            ).fetchall()
+        return [
+            Entity(
+                id=r[0],
+                kind=r[1],
+                name=r[2],
+                datasource=r[3],
+                model=r[4],
+                label=r[5],
+                description=r[6],
+                data_type=r[7],
+                formula=r[8],
+                hidden=r[9],
+                primary_key=r[10],
+                values=tuple(json.loads(r[11])) if r[11] else (),
+            )
+            for r in rows
+        ]
+
+    def load_edges(self) -> list[EdgeRecord]:
+        with self._raw(write=False) as con:
+            rows = con.execute(
+                'SELECT src, dst, type, props FROM edges ORDER BY type COLLATE "C", '
+                'src COLLATE "C", dst COLLATE "C"'
+            ).fetchall()
+        return [EdgeRecord(r[0], r[1], r[2], json.loads(r[3]) if r[3] else {}) for r in rows]
+
+    def load_datasources(self) -> list[Datasource]:
+        with self._raw(write=False) as con:
+            rows = con.execute(
+                "SELECT name, label, description, dialect, source FROM datasources "
+                'ORDER BY name COLLATE "C"'
+            ).fetchall()
+        return [
+            Datasource(name=r[0], label=r[1], description=r[2], dialect=r[3], source=r[4])
+            for r in rows
+        ]
+
+    # -- memories -----------------------------------------------------------------------------
+
+    def add_memory(
+        self,
+        learning: str,
+        description: str | None,
+        entities: list[str],
+        query: dict[str, Any] | None,
+    ) -> Memory:
+        created = datetime.now(UTC)
+        with self._raw(write=True) as con:
+            row = con.execute(
+                "INSERT INTO memories VALUES (nextval('memory_ids'), %s, %s, %s, %s, %s) "
+                "RETURNING id",
+                [
+                    learning,
+                    description,
+                    json.dumps(entities),
+                    json.dumps(query, sort_keys=True) if query is not None else None,
+                    created,
+                ],
+            ).fetchone()
+            assert row is not None
+            number = int(row[0])
+            self.bump_generation(con)
+        return Memory(
+            id=f"memory:{number}",
+            learning=learning,
+            description=description,
+            entities=entities,
+            query=query,
+            created_at=created,
+        )
+
+    def load_memories(self) -> list[Memory]:
+        with self._raw(write=False) as con:
+            rows = con.execute(
+                "SELECT id, learning, description, entities, query, created_at FROM memories "
+                "ORDER BY id"
+            ).fetchall()
+        return [
+            Memory(
+                id=f"memory:{r[0]}",
+                learning=r[1],
+                description=r[2],
+                entities=json.loads(r[3]),
+                query=json.loads(r[4]) if r[4] else None,
+                created_at=r[5],
+            )
+            for r in rows
+        ]
+
+    def delete_memory(self, memory_id: str) -> bool:
+        number = memory_number(memory_id)
+        with self._raw(write=True) as con:
+            cur = con.execute("DELETE FROM memories WHERE id = %s", [number])
+            if cur.rowcount == 0:
+                raise NotFound(f"no memory {memory_id}: `layersearch memory list` shows the ids")
+            self.bump_generation(con)
+        return True
+
+    # -- vectors ------------------------------------------------------------------------------
+
+    def vector_fingerprints(self, corpus: str) -> list[str]:
+        with self._raw(write=False) as con:
+            rows = con.execute(
+                'SELECT DISTINCT fingerprint COLLATE "C" FROM vectors WHERE corpus = %s ORDER BY 1',
+                [corpus],
+            ).fetchall()
+        return [r[0] for r in rows]
+
+    def vector_hashes(self, corpus: str, fingerprint: str) -> dict[str, str]:
+        with self._raw(write=False) as con:
+            rows = con.execute(
+                "SELECT doc_id, content_hash FROM vectors WHERE corpus = %s AND fingerprint = %s",
+                [corpus, fingerprint],
+            ).fetchall()
+        return {r[0]: r[1] for r in rows}
+
+    def load_vectors(self, corpus: str, fingerprint: str) -> tuple[list[str], np.ndarray]:
+        with self._raw(write=False) as con, con.cursor(binary=True) as cur:
+            rows = cur.execute(
+                "SELECT doc_id, embedding FROM vectors WHERE corpus = %s AND fingerprint = %s "
+                'ORDER BY doc_id COLLATE "C"',
+                [corpus, fingerprint],
+            ).fetchall()
+        if not rows:
+            return [], np.zeros((0, 0), dtype=np.float32)
+        return [r[0] for r in rows], _decode_vectors([r[1] for r in rows])
+
+    def upsert_vectors(
+        self,
+        corpus: str,
+        fingerprint: str,
+        ids: list[str],
+        hashes: list[str],
+        matrix: np.ndarray,
+    ) -> None:
+        if not ids:
+            return
+        m = np.ascontiguousarray(matrix, dtype=np.float32)
+        if m.ndim != 2 or m.shape[0] != len(ids) or len(hashes) != len(ids):
+            raise StoreError(f"upsert_vectors: {len(ids)} ids for a matrix of shape {m.shape}")
+        dims = int(m.shape[1])
+        encoded = _encode_vectors(m)
+        with self._raw(write=True) as con:
+            con.execute(
+                "CREATE TEMPORARY TABLE vec_in (doc_id text, content_hash text, embedding vector) "
+                "ON COMMIT DROP"
+            )
+            with (
+                con.cursor() as cur,
+                cur.copy(
+                    "COPY vec_in (doc_id, content_hash, embedding) FROM STDIN (FORMAT BINARY)"
+                ) as copy,
+            ):
+                # The vector travels in pgvector's own binary form, declared as bytea so
+                # psycopg passes it through untouched.
+                copy.set_types(["text", "text", "bytea"])
+                for row in zip(ids, hashes, encoded, strict=True):
+                    copy.write_row(row)
+            con.execute(
+                "INSERT INTO vectors (corpus, doc_id, fingerprint, content_hash, dims, embedding) "
+                "SELECT %s, doc_id, %s, content_hash, %s, embedding FROM vec_in "
+                "ON CONFLICT (corpus, doc_id, fingerprint) DO UPDATE SET "
+                "content_hash = excluded.content_hash, dims = excluded.dims, "
+                "embedding = excluded.embedding",
+                [corpus, fingerprint, dims],
+            )
+            # After the rows: building the graph over a batch beats inserting one by one.
+            self._ensure_index(con, corpus, fingerprint, dims)
+            self.bump_generation(con)
+
+    def prune_vectors(self, corpus: str, live_ids: set[str]) -> int:
+        with self._raw(write=True) as con:
+            cur = con.execute(
+                "DELETE FROM vectors WHERE corpus = %s AND NOT (doc_id = ANY(%s))",
+                [corpus, sorted(live_ids)],
+            )
+            n = cur.rowcount
+            if n:
+                self.bump_generation(con)
+        return n
+
+    # -- vector search ------------------------------------------------------------------------
+
+    def search_vectors(
+        self,
+        corpus: str,
+        fingerprint: str,
+        query_vec: np.ndarray,
+        k: int,
+        allow_ids: Collection[str] | None = None,
+    ) -> list[tuple[str, float]]:
+        """Top ``k`` stored vectors by cosine to ``query_vec`` (unit vectors), descending,
+        ties by id; only ``allow_ids`` when given, filtered in the ranking statement itself.
+
+        The HNSW index is walked with pgvector's iterative scan, so a selective
+        filter keeps the scan going instead of coming back short; when it still
+        comes back short (the scan limit was reached), the allowed rows are
+        ranked exactly. A short allow-list is ranked exactly from the start.
+        """
+        q = np.ascontiguousarray(query_vec, dtype=np.float32)
+        if q.ndim != 1 or not np.all(np.isfinite(q)):
+            raise StoreError("search_vectors: the query must be one finite vector")
+        if k <= 0:
+            return []
+        allow = None if allow_ids is None else sorted(set(allow_ids))
+        if allow is not None and not allow:
+            return []
+        dims = int(q.shape[0])
+        fetch = k + max(k, _EXTRA)
+        if allow is not None and len(allow) <= EXACT_ALLOW_MAX:
+            return self._rescore(self._exact(corpus, fingerprint, q, fetch, allow), q, k)
+        found = self._hnsw(corpus, fingerprint, q, dims, fetch, allow)
+        if len(found) < fetch:
+            # Short: fewer rows exist, or the scan limit cut a selective filter off.
+            wanted = self._count(corpus, fingerprint, allow)
+            if len(found) < min(fetch, wanted):
+                log.debug("HNSW scan returned %d of %d; ranking exactly", len(found), wanted)
+                found = self._exact(corpus, fingerprint, q, fetch, allow)
+        return self._rescore(found, q, k)
+
+    def _hnsw(
+        self,
+        corpus: str,
+        fingerprint: str,
+        q: np.ndarray,
+        dims: int,
+        fetch: int,
+        allow: list[str] | None,
+    ) -> list[tuple[str, bytes]]:
+        # Literal corpus and fingerprint so the planner can match the partial index.
+        where = pgsql.SQL("corpus = {} AND fingerprint = {}").format(
+            pgsql.Literal(corpus), pgsql.Literal(fingerprint)
+        )
+        if allow is not None:
+            where = pgsql.SQL("{} AND doc_id = ANY(%(allow)s)").format(where)
+        cast = pgsql.SQL("embedding::vector({})").format(pgsql.Literal(dims))
+        stmt = pgsql.SQL(
+            "SELECT doc_id, embedding FROM vectors WHERE {where} "
+            "ORDER BY {cast} <=> %(q)s::vector({dims}) LIMIT %(fetch)s"
+        ).format(where=where, cast=cast, dims=pgsql.Literal(dims))
+        params: dict[str, Any] = {"q": _vector_text(q), "fetch": fetch}
+        if allow is not None:
+            params["allow"] = allow
+        with self._raw(write=True) as con:
+            con.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+            con.execute(
+                pgsql.SQL("SET LOCAL hnsw.ef_search = {}").format(
+                    pgsql.Literal(min(1000, max(40, fetch)))
+                )
+            )
+            con.execute(
+                pgsql.SQL("SET LOCAL hnsw.max_scan_tuples = {}").format(
+                    pgsql.Literal(_MAX_SCAN_TUPLES)
+                )
+            )
+            with con.cursor(binary=True) as cur:
+                rows = cur.execute(stmt, params, prepare=False).fetchall()
+                return [(r[0], r[1]) for r in rows]
+
+    def _exact(
+        self,
+        corpus: str,
+        fingerprint: str,
+        q: np.ndarray,
+        fetch: int,
+        allow: list[str] | None,
+    ) -> list[tuple[str, bytes]]:
+        # The uncast column matches no index expression: a plain, exact scan.
+        filtered = pgsql.SQL("AND doc_id = ANY(%(allow)s)" if allow is not None else "")
+        stmt = pgsql.SQL(
+            "SELECT doc_id, embedding FROM vectors WHERE corpus = %(c)s AND fingerprint = %(f)s "
+            '{} ORDER BY embedding <=> %(q)s::vector, doc_id COLLATE "C" LIMIT %(fetch)s'
+        ).format(filtered)
+        params: dict[str, Any] = {"c": corpus, "f": fingerprint, "q": _vector_text(q)}
+        params["fetch"] = fetch
+        if allow is not None:
+            params["allow"] = allow
+        with self._raw(write=False) as con, con.cursor(binary=True) as cur:
+            rows = cur.execute(stmt, params, prepare=False).fetchall()
+            return [(r[0], r[1]) for r in rows]
+
+    def _count(self, corpus: str, fingerprint: str, allow: list[str] | None) -> int:
+        stmt = "SELECT count(*) FROM vectors WHERE corpus = %s AND fingerprint = %s"
+        params: list[Any] = [corpus, fingerprint]
+        if allow is not None:
+            stmt += " AND doc_id = ANY(%s)"
+            params.append(allow)
+        with self._raw(write=False) as con:
+            row = con.execute(stmt, params).fetchone()
+        return int(row[0]) if row else 0
+
+    @staticmethod
+    def _rescore(found: list[tuple[str, bytes]], q: np.ndarray, k: int) -> list[tuple[str, float]]:
+        """float32 cosines, best first, ties by id: the same numbers as VectorIndex."""
+        if not found:
+            return []
+        matrix = _decode_vectors([v for _, v in found])
+        if matrix.shape[1] != q.shape[0]:
+            raise StoreError(
+                f"stored vectors have {matrix.shape[1]} dimensions, the query {q.shape[0]}"
+            )
+        scores = (matrix @ q).tolist()
+        ranked = sorted(
+            zip((i for i, _ in found), scores, strict=True), key=lambda r: (-r[1], r[0])
+        )
+        return [(i, float(s)) for i, s in ranked[:k]]
+
+    def _ensure_index(self, con: psycopg.Connection[Any], corpus: str, fp: str, dims: int) -> None:
+        name = "vectors_hnsw_" + hashlib.sha256(f"{corpus}\0{fp}\0{dims}".encode()).hexdigest()[:16]
+        with self._index_lock:
+            if name in self._indexed:
+                return
+        exists = con.execute("SELECT 1 FROM pg_indexes WHERE indexname = %s", [name]).fetchone()
+        if not exists:
+            log.info("building the HNSW index of %s vectors (%s)", corpus, fp)
+            # The graph of tens of thousands of vectors outgrows the 64 MB default,
+            # and a build that spills is many times slower.
+            con.execute("SET LOCAL maintenance_work_mem = '512MB'")
+            con.execute(
+                pgsql.SQL(
+                    "CREATE INDEX IF NOT EXISTS {} ON vectors USING hnsw "
+                    "((embedding::vector({})) vector_cosine_ops) "
+                    "WHERE corpus = {} AND fingerprint = {}"
+                ).format(
+                    pgsql.Identifier(name),
+                    pgsql.Literal(dims),
+                    pgsql.Literal(corpus),
+                    pgsql.Literal(fp),
+                )
+            )
+        with self._index_lock:
+            self._indexed.add(name)
+
+    def close(self) -> None:
+        self._closed = True
+        while True:
+            try:
+                self._idle.get_nowait().close()
+            except queue.Empty:
+                break
+
+
+# -- helpers --------------------------------------------------------------------------------------
+
+
+def _cache_home() -> Path:
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    return Path(xdg) if xdg else Path.home() / ".cache"
+
+
+def _extension_hint(location: str, exc: Exception) -> str:
+    return (
+        f"store {location}: the pgvector extension is not available ({exc}); install pgvector "
+        "on the server (https://github.com/pgvector/pgvector) or run `CREATE EXTENSION vector` "
+        "as a superuser"
+    )
+
+
+def _vector_text(v: np.ndarray) -> str:
+    # repr of a float32 widened to float64 is exact, so the server sees the same number.
+    return "[" + ",".join(repr(float(x)) for x in v.tolist()) + "]"
+
+
+def _encode_vectors(m: np.ndarray) -> list[bytes]:
+    """pgvector's binary wire form: int16 dims, int16 unused, big-endian float32s."""
+    header = np.array([m.shape[1], 0], dtype=">i2").tobytes()
+    body = m.astype(">f4")
+    return [header + row.tobytes() for row in body]
+
+
+def _decode_vectors(blobs: Sequence[bytes]) -> np.ndarray:
+    if not blobs:
+        return np.zeros((0, 0), dtype=np.float32)
+    dims = int.from_bytes(blobs[0][:2], "big")
+    width = 4 + 4 * dims
+    joined = b"".join(blobs)
+    if len(joined) != width * len(blobs):
+        raise StoreError("stored vectors of different dimensions under one model fingerprint")
+    raw = np.frombuffer(joined, dtype=np.uint8).reshape(len(blobs), width)[:, 4:]
+    return np.ascontiguousarray(raw).view(">f4").astype(np.float32)
