@@ -291,8 +291,11 @@ def test_index_rebuilt_when_missing_or_corrupt(tmp_path: Path) -> None:
     shutil.rmtree(store.with_name("s.duckdb.index") / "entities")
     with Layersearch(store) as ls:
         assert ids(ls.search(question="tax")) == before
-    marker = store.with_name("s.duckdb.index") / "entities" / "layersearch-index.json"
-    marker.write_text("{not json")
+    from layersearch.ranking.fulltext import MARKER, FullTextIndex
+
+    current = FullTextIndex.current_dir(store.with_name("s.duckdb.index") / "entities")
+    assert current is not None
+    (current / MARKER).write_text("{not json")
     with Layersearch(store) as ls:
         resp = ls.search(question="tax")
         assert ids(resp) == before

@@ -156,7 +156,9 @@ class Layersearch:
         if (
             ft is None
             and previous is not None
-            and previous.fulltext.path == self._ft_dir
+            and previous.fulltext.path is not None
+            and previous.fulltext.path.parent == self._ft_dir
+            and previous.fulltext.is_current()
             and FullTextIndex.read_stamp(self._ft_dir) == str(self._gen)
         ):
             # The index on disk is exactly our previous snapshot: apply the difference.
@@ -170,7 +172,9 @@ class Layersearch:
             )
             corpus.fulltext = previous.fulltext
         elif ft is None:
-            if reason not in ("missing", "stale"):
+            # Missing with content in the store means someone deleted it: say so once.
+            lost = reason == "missing" and bool(entities or memories)
+            if reason not in ("missing", "stale") or lost:
                 msg = f"full-text index was {reason}; rebuilt it from the store"
                 log.warning(msg)
                 self._pending.append(msg)

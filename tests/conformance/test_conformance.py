@@ -254,3 +254,31 @@ def test_short_hnsw_scan_falls_back_to_exact(
     assert exact_calls, "the short scan was completed by exact ranking"
     assert got == VectorIndex(ids, m, mode="exact").search(q, 50, allow)
     store.close()
+
+
+CONVERSATIONS = ROOT / "fixtures" / "conversations"
+
+
+@pytest.mark.postgres
+def test_conversations_identical_across_backends(location_for: Callable[[str], str]) -> None:
+    outputs: dict[str, list[str]] = {}
+    for backend in ("duckdb", "postgres"):
+        with Layersearch(location_for(backend), embedder=FakeEmbedder(128)) as ls:
+            conv = ls.conversations
+            first = conv.import_path(CONVERSATIONS)
+            again = conv.import_path(CONVERSATIONS)
+            conv.import_summaries(CONVERSATIONS / "summaries.jsonl")
+            conv.embed()
+            runs = [
+                conv.search_conversations("revenue").markdown,
+                conv.search_conversations("%_%", limit=5, role="user").markdown,
+                conv.search_conversations("", role="user").markdown,
+                conv.search_conversations("zzz-no-match").markdown,
+                conv.semantic_search("churn definition", limit=5).markdown,
+                conv.search_summaries("metrics", extract="decisions").markdown,
+                conv.search_summaries("pipeline", mode="fts", importance="significant").markdown,
+            ]
+            outputs[backend] = [*runs, repr(first.model_dump()), repr(again.model_dump())]
+    for duck, pg in zip(outputs["duckdb"], outputs["postgres"], strict=True):
+        assert duck == pg
+    assert outputs["duckdb"][3] == "No conversations found containing 'zzz-no-match'"

@@ -12,7 +12,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 from tests.conftest import MINI, ROOT
 
 from layersearch import Layersearch
@@ -50,13 +49,6 @@ print(json.dumps({"searches": searches, "errors": errors, "seen": seen}))
 """
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="known bug: a reader that sees the new generation before the writer has committed "
-    "the full-text index finds it stale and rebuilds it in place (FullTextIndex.create rmtree's "
-    "the shared directory), so the writer's index reload fails with a raw ValueError "
-    "(FileDoesNotExist) after its DuckDB commit; see docs/reliability.md",
-)
 def test_writer_and_reader_processes(tmp_path: Path) -> None:
     store = tmp_path / "s.duckdb"
     with Layersearch(store) as ls:

@@ -10,6 +10,7 @@ import pytest
 from tests.conftest import MINI
 
 from layersearch import Layersearch
+from layersearch.ranking.fulltext import FullTextIndex
 
 
 def _garble(ent: Path, data: bytes) -> None:
@@ -30,8 +31,8 @@ DAMAGE: dict[str, tuple[Callable[[Path], None], bool]] = {
     "segments-truncated": (lambda ent: _garble(ent, b""), True),
     "marker-garbage": (lambda ent: (ent / "layersearch-index.json").write_text("{"), True),
     "directory-is-a-file": (_replace_with_file, True),
-    # A missing index is the normal state of a store copied without it: rebuilt, logged at info.
-    "directory-deleted": (shutil.rmtree, False),
+    # Deleted (or a store copied without it): rebuilt, and said once.
+    "directory-deleted": (shutil.rmtree, True),
 }
 
 
@@ -54,7 +55,13 @@ def test_damaged_index_is_rebuilt(
     root = tmp_path / "copy"
     shutil.copytree(src, root)
     damage, warns = DAMAGE[name]
-    damage(root / "s.duckdb.index" / "entities")
+    base = root / "s.duckdb.index" / "entities"
+    if name.startswith("directory"):
+        damage(base)
+    else:
+        current = FullTextIndex.current_dir(base)
+        assert current is not None
+        damage(current)
     with Layersearch(root / "s.duckdb") as ls:
         resp = ls.search(question="quokka", max_results=20)
         assert [h.id for h in resp.results] == expected

@@ -25,13 +25,39 @@ ALLOWED = {
     ("semantic/importers/database.py", "_postgres"): "the same sampler, seen from its enclosing "
     "function",
 }
-#: Functions that turn a name into a safe SQL identifier; formatting only their output is fine.
-IDENTIFIER_QUOTERS = {"quote_ident", "_identifier"}
+#: Functions that turn a name into a safe SQL identifier, or return only "?, ?, …"
+#: placeholders; formatting only their output is fine.
+IDENTIFIER_QUOTERS = {"quote_ident", "_identifier", "_placeholders"}
+
+#: Module-level constants (ALL_CAPS names bound to string literals, tuples of them, or
+#: joins of those) per file being scanned; formatting them in is formatting code, not data.
+_CONSTANTS: dict[str, ast.expr] = {}
+
+
+def _constant_text(node: ast.expr) -> bool:
+    """A literal string, a tuple/list of literals, a join of such, or an ALL_CAPS constant."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return True
+    if isinstance(node, ast.Tuple | ast.List):
+        return all(_constant_text(e) for e in node.elts)
+    if isinstance(node, ast.Name):
+        bound = _CONSTANTS.get(node.id)
+        return bound is not None and _constant_text(bound)
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "join"
+        and isinstance(node.func.value, ast.Constant)
+    ):
+        return len(node.args) == 1 and _constant_text(node.args[0])
+    return isinstance(node, ast.BinOp) and _literal(node)
 
 
 def _is_identifier(node: ast.expr, assigned: dict[str, ast.expr]) -> bool:
     if isinstance(node, ast.Name) and node.id in assigned:
         node = assigned[node.id]
+    if _constant_text(node):
+        return True
     return (
         isinstance(node, ast.Call)
         and isinstance(node.func, ast.Name)
@@ -48,6 +74,16 @@ def _dynamic(node: ast.expr, assigned: dict[str, ast.expr] | None = None) -> boo
         )
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mod | ast.Add):
         return not (_literal(node.left) and _literal(node.right))
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "format"
+        and isinstance(node.func.value, ast.Call)
+        and isinstance(node.func.value.func, ast.Attribute)
+        and node.func.value.func.attr == "SQL"
+    ):
+        # psycopg's sql.SQL(...).format(...) composes Identifier/Literal objects safely
+        return False
     return (
         isinstance(node, ast.Call)
         and isinstance(node.func, ast.Attribute)
@@ -65,6 +101,13 @@ def _literal(node: ast.expr) -> bool:
 
 def find_formatted_sql(path: Path) -> list[tuple[str, int]]:
     tree = ast.parse(path.read_text(), filename=str(path))
+    _CONSTANTS.clear()
+    for stmt in tree.body:
+        if isinstance(stmt, ast.Assign | ast.AnnAssign) and stmt.value is not None:
+            targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+            for t in targets:
+                if isinstance(t, ast.Name) and t.id.lstrip("_").isupper():
+                    _CONSTANTS[t.id] = stmt.value
     out = []
     for func in ast.walk(tree):
         if not isinstance(func, ast.FunctionDef | ast.AsyncFunctionDef):
@@ -120,3 +163,18 @@ def test_allowlist_entries_still_exist() -> None:
     for rel, func in ALLOWED:
         names = {f for f, _ in find_formatted_sql(SRC / rel)}
         assert func in names, f"{rel}:{func} no longer formats SQL; drop it from ALLOWED"
+
+
+def test_the_scanner_catches_values(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.py"
+    bad.write_text(
+        "COLS = 'a, b'\n"
+        "def f(con, name):\n"
+        "    con.execute(f'SELECT {COLS} FROM t WHERE n = {name}')\n"
+        "def g(con, name):\n"
+        "    sql = 'SELECT * FROM t WHERE n = ' + name\n"
+        "    con.execute(sql)\n"
+        "def ok(con, name):\n"
+        "    con.execute(f'SELECT {COLS} FROM t WHERE n IN ({_placeholders(3)})', [name])\n"
+    )
+    assert [f for f, _ in find_formatted_sql(bad)] == ["f", "g"]

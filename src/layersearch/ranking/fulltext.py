@@ -32,6 +32,9 @@ __all__ = ["FTDoc", "FullTextIndex"]
 log = logging.getLogger("layersearch.ranking.fulltext")
 
 MARKER = "layersearch-index.json"
+CURRENT = "CURRENT"
+#: how long a replaced index generation is kept for processes that still have it open
+_GRACE_S = 600.0
 FORMAT = 1
 _WRITER_HEAP = 64_000_000
 
@@ -55,6 +58,7 @@ class FullTextIndex:
         self.path = path
         self._schema = index.schema
         self._searcher = index.searcher()
+        self._unpublished = False
 
     # -- construction -------------------------------------------------------------------------
 
@@ -70,51 +74,105 @@ class FullTextIndex:
 
     @classmethod
     def create(cls, boosts: Mapping[str, float], path: Path | None = None) -> FullTextIndex:
-        """A new, empty index (in memory when ``path`` is None; a fresh directory otherwise)."""
+        """A new, empty index: in memory when ``path`` is None; otherwise in a fresh
+        generation directory under ``path`` that becomes current on its first write.
+
+        An index in use is never rebuilt in place: another process may have it open
+        (a server beside the CLI), so a rebuild goes to a new directory and the
+        ``CURRENT`` pointer moves atomically once the new one is complete.
+        """
         schema = cls._schema_for(boosts)
         if path is None:
             return cls(tantivy.Index(schema), boosts, None)
-        # Derived data: whatever is in the way (an old index, a stray file) is replaced.
-        if path.is_dir() and not path.is_symlink():
-            shutil.rmtree(path)
-        elif path.exists() or path.is_symlink():
+        # Derived data: a stray file where the index directory belongs is replaced.
+        if (path.exists() or path.is_symlink()) and not path.is_dir():
             path.unlink()
-        path.mkdir(parents=True)
-        idx = tantivy.Index(schema, path=str(path))
-        return cls(idx, boosts, path)
+        sub = path / f"g{time.time_ns():x}-{os.getpid()}"
+        sub.mkdir(parents=True)
+        idx = tantivy.Index(schema, path=str(sub))
+        obj = cls(idx, boosts, sub)
+        obj._unpublished = True
+        return obj
+
+    @staticmethod
+    def current_dir(path: Path) -> Path | None:
+        """The generation directory ``path/CURRENT`` points at, if any."""
+        try:
+            name = (path / CURRENT).read_text().strip()
+        except OSError:
+            return None
+        if not name or "/" in name or name.startswith("."):
+            return None
+        return path / name
 
     @classmethod
     def open(
         cls, path: Path, boosts: Mapping[str, float], stamp: str
     ) -> tuple[FullTextIndex | None, str | None]:
-        """Open an existing index; ``(None, reason)`` when missing, stale or unreadable."""
-        marker = path / MARKER
+        """Open the current index under ``path``; ``(None, reason)`` when missing, stale or
+        unreadable."""
         if not path.exists():
             return None, "missing"
+        sub = cls.current_dir(path)
+        if sub is None:
+            return None, "corrupt (no readable CURRENT pointer)"
+        if not sub.is_dir():
+            return None, "corrupt (CURRENT points at a missing directory)"
         try:
-            meta = json.loads(marker.read_text())
+            meta = json.loads((sub / MARKER).read_text())
         except (OSError, ValueError):
             return None, "corrupt (no readable marker)"
+        if not isinstance(meta, dict):
+            return None, "corrupt (unreadable marker)"
         if meta.get("format") != FORMAT or meta.get("fields") != sorted(boosts):
             return None, "built by another version"
         if meta.get("stamp") != stamp:
             return None, "stale"
         try:
-            idx = tantivy.Index.open(str(path))
-            obj = cls(idx, boosts, path)
+            idx = tantivy.Index.open(str(sub))
+            obj = cls(idx, boosts, sub)
             obj._searcher.num_docs  # noqa: B018 - touch the segments so corruption shows now
         except (ValueError, OSError) as exc:
             return None, f"corrupt ({exc})"
         return obj, None
 
-    @staticmethod
-    def read_stamp(path: Path) -> str | None:
-        """The stamp recorded in an index directory's marker, if readable."""
+    @classmethod
+    def read_stamp(cls, path: Path) -> str | None:
+        """The stamp recorded by the current index under ``path``, if readable."""
+        sub = cls.current_dir(path)
+        if sub is None:
+            return None
         try:
-            value = json.loads((path / MARKER).read_text()).get("stamp")
+            value = json.loads((sub / MARKER).read_text()).get("stamp")
         except (OSError, ValueError, AttributeError):
             return None
         return value if isinstance(value, str) else None
+
+    def is_current(self) -> bool:
+        """Whether this index is the one ``CURRENT`` points at (always true in memory)."""
+        if self.path is None:
+            return True
+        return self.current_dir(self.path.parent) == self.path
+
+    def _publish(self) -> None:
+        """Point ``CURRENT`` here, then drop generation directories nobody should use."""
+        assert self.path is not None
+        base = self.path.parent
+        tmp = base / f"{CURRENT}.{os.getpid()}.tmp"
+        tmp.write_text(self.path.name)
+        os.replace(tmp, base / CURRENT)
+        self._unpublished = False
+        # A process that has an old generation open keeps reading it until its next
+        # reload; leave recent ones alone, remove those older than the grace period.
+        cutoff = time.time() - _GRACE_S
+        for other in base.iterdir():
+            if other == self.path or not other.is_dir() or not other.name.startswith("g"):
+                continue
+            try:
+                if other.stat().st_mtime < cutoff:
+                    shutil.rmtree(other, ignore_errors=True)
+            except OSError:
+                continue
 
     def _writer(self) -> tantivy.IndexWriter:
         # Another process may hold tantivy's writer lock for a moment: retry, then fail clearly.
@@ -168,6 +226,8 @@ class FullTextIndex:
                 w.rollback()
             raise
         self._write_marker(stamp)
+        if self._unpublished:
+            self._publish()
         self.reload()
         return n
 

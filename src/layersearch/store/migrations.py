@@ -120,6 +120,24 @@ POSTGRES: list[list[str]] = [
             heading_path text NOT NULL, text text NOT NULL, content_hash text NOT NULL)""",
         "CREATE INDEX IF NOT EXISTS vault_chunks_slug ON vault_chunks (slug)",
     ],
+    # 4: conversations, their messages, and summaries
+    [
+        """CREATE TABLE IF NOT EXISTS conversations (
+            id text COLLATE "C" PRIMARY KEY, title text, source text NOT NULL,
+            created timestamptz, updated timestamptz)""",
+        """CREATE TABLE IF NOT EXISTS messages (
+            id text COLLATE "C" PRIMARY KEY, conversation_id text COLLATE "C" NOT NULL,
+            role text NOT NULL, content text NOT NULL, created timestamptz,
+            has_question boolean NOT NULL, position integer NOT NULL, injected boolean NOT NULL,
+            speaker text, turn_id text)""",
+        "CREATE INDEX IF NOT EXISTS messages_conversation ON messages (conversation_id)",
+        """CREATE TABLE IF NOT EXISTS summaries (
+            id text COLLATE "C" PRIMARY KEY, conversation_id text COLLATE "C" NOT NULL,
+            summary text NOT NULL, domain text, importance text, thinking_stage text,
+            decisions text NOT NULL, open_questions text NOT NULL, quotables text NOT NULL,
+            concepts text NOT NULL, created timestamptz)""",
+        "CREATE INDEX IF NOT EXISTS summaries_conversation ON summaries (conversation_id)",
+    ],
 ]
 
 LATEST = len(DUCKDB)
