@@ -37,6 +37,7 @@ from layersearch.errors import (
     NotFound,
 )
 from layersearch.ranking.fulltext import FullTextIndex
+from layersearch.semantic.canonical import Resolver
 from layersearch.semantic.model import Catalog, EdgeRecord
 from layersearch.store.base import Store
 from layersearch.store.duckdb import DuckDBStore, memory_number
@@ -233,27 +234,32 @@ class Layersearch:
             except ConfigError as exc:
                 raise type(exc)(f"{spec.source}: {exc}") from exc
         with self._lock:
-            self.corpus()
-            n = self.store.replace_datasources(catalog, names)
-            corpus = self.corpus()  # a new snapshot; the index is updated by difference
+            before = self.corpus()
+            # File memories resolve against what the store will hold after this load: the
+            # other datasources as they are, these as the catalog defines them. That needs
+            # no snapshot in between, so the load costs one reload, not two.
+            keep = [e for e in before.entities.values() if e.datasource not in names]
+            resolver = Resolver([*keep, *catalog.entities()], before.memories.__contains__)
             skipped = list(catalog.skipped)
-            existing = {(m.learning, tuple(m.entities)) for m in corpus.memories.values()}
+            existing = {(m.learning, tuple(m.entities)) for m in before.memories.values()}
             batch: list[tuple[str, str | None, list[str], dict[str, Any] | None]] = []
             for spec in catalog.memories:
                 tags: list[str] = []
                 for ref in spec.entities:
-                    ids, warning = corpus.resolver.resolve_one(ref)
+                    ids, warning = resolver.resolve_one(ref)
                     if warning:
                         skipped.append(f"{spec.source}: {warning}")
                     tags.extend(i for i in ids if i not in tags)
                 if spec.query:
-                    res = corpus.resolver.resolve(None, spec.query)
+                    res = resolver.resolve(None, spec.query)
                     tags.extend(i for i in res.ids if i not in tags)
                 if (spec.learning, tuple(tags)) in existing:
                     continue
                 batch.append((spec.learning, spec.description, tags, spec.query))
                 existing.add((spec.learning, tuple(tags)))
-            # One transaction for all file memories; the next snapshot indexes them by difference.
+            n = self.store.replace_datasources(catalog, names)
+            # One transaction for all file memories; the next snapshot indexes entities and
+            # memories by difference in one pass.
             added = len(self.store.add_memories(batch))
             corpus = self.corpus()
             unresolved = [
