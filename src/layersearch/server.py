@@ -21,14 +21,19 @@ import logging
 import threading
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING, Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp.types import ToolAnnotations
+from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, Field
 
 from layersearch.config import Settings, is_loopback
+from layersearch.corpora.conversations.search import (
+    ConversationSearchResult,
+    SemanticSearchResult,
+    SummarySearchResult,
+)
 from layersearch.corpora.vault.search import NoteDetail, VaultHit
 from layersearch.errors import ConfigError, LayersearchError
 from layersearch.types import Channel, InspectResponse, Memory, SearchRequest, SearchResponse
@@ -373,6 +378,104 @@ def forget_memory(
     canonical = f"memory:{memory_number(memory_id)}"
     _api(ctx).forget_memory(canonical)
     return ForgetResult(forgotten=canonical)
+
+
+# -- conversations -------------------------------------------------------------------------
+#
+# The three conversation tools return their markdown contract as the text content, exactly,
+# and the same result as structured content (with its output schema).
+
+
+def _contract(result: Any) -> CallToolResult:
+    return CallToolResult(
+        content=[TextContent(type="text", text=result.markdown)],
+        structured_content=result.model_dump(mode="json"),
+    )
+
+
+@_tool(title="Keyword search in past conversations", read_only=True)
+def search_conversations(
+    ctx: Context,
+    term: Annotated[
+        str,
+        Field(
+            description="Text to find inside messages, matched with SQL ILIKE '%term%' as "
+            "written (% and _ are wildcards). Empty with role='user': the most recent "
+            "questions the user asked. Default: empty."
+        ),
+    ] = "",
+    limit: Annotated[int, Field(ge=1, le=100, description="How many messages (default 15).")] = 15,
+    role: Annotated[
+        Literal["user", "assistant"] | None,
+        Field(description="Only messages of this role. Default: both."),
+    ] = None,
+) -> Annotated[CallToolResult, ConversationSearchResult]:
+    """Find exact words or names in imported chat conversations (deterministic, newest
+    first): e.g. a table name, an error message, a metric someone defined. Use
+    `semantic_search` when you only know the meaning. Returns a markdown table
+    | Date | Source | Role | conv_id | Preview | (first 200 characters), or
+    "No conversations found containing '<term>'"."""
+    return _contract(_api(ctx).conversations.search_conversations(term, limit=limit, role=role))
+
+
+@_tool(title="Semantic search in past conversations", read_only=True)
+def semantic_search(
+    ctx: Context,
+    query: Annotated[str, Field(min_length=1, description="What the messages should be about.")],
+    limit: Annotated[int, Field(ge=1, le=100, description="How many messages (default 10).")] = 10,
+) -> Annotated[CallToolResult, SemanticSearchResult]:
+    """Find messages in imported conversations by meaning, with the configured embedder
+    (vectors made by `layersearch conversations import` + `layersearch embed`). Returns, per
+    hit, the conversation title, similarity 1/(1+distance), source, date, conv_id and a
+    400-character preview. Without an embedder, or with vectors from another model, it is an
+    error starting 'embedding unavailable:' — never a silent keyword fallback."""
+    return _contract(_api(ctx).conversations.semantic_search(query, limit=limit))
+
+
+@_tool(title="Search conversation summaries", read_only=True)
+def search_summaries(
+    ctx: Context,
+    query: Annotated[str, Field(description="What the summarised conversations were about.")],
+    extract: Annotated[
+        Literal["summary", "questions", "decisions", "quotes"],
+        Field(description="Which stored field to return, verbatim (default summary)."),
+    ] = "summary",
+    limit: Annotated[int, Field(ge=1, le=100, description="How many summaries (default 10).")] = 10,
+    domain: Annotated[
+        str | None, Field(description="Only this domain (letters, digits, spaces, - _ . ,).")
+    ] = None,
+    importance: Annotated[
+        Literal["breakthrough", "significant", "routine"] | None,
+        Field(description="Only summaries of this importance."),
+    ] = None,
+    thinking_stage: Annotated[
+        Literal["exploring", "crystallizing", "refining", "executing"] | None,
+        Field(description="Only summaries at this thinking stage."),
+    ] = None,
+    source: Annotated[
+        str | None, Field(description="Only conversations from this source (e.g. claude, chatgpt).")
+    ] = None,
+    mode: Annotated[
+        Literal["hybrid", "fts", "vector"],
+        Field(description="hybrid (full text + vectors, fused by RRF; default), fts, or vector."),
+    ] = "hybrid",
+) -> Annotated[CallToolResult, SummarySearchResult]:
+    """Search the imported summaries of past conversations (decisions, open questions,
+    quotable lines) and return one projection per call; every row carries
+    [conv_id · date] and [summary_id]. Invalid filter values are errors listing the valid
+    ones."""
+    return _contract(
+        _api(ctx).conversations.search_summaries(
+            query,
+            extract=extract,
+            limit=limit,
+            domain=domain,
+            importance=importance,
+            thinking_stage=thinking_stage,
+            source=source,
+            mode=mode,
+        )
+    )
 
 
 # -- vault -----------------------------------------------------------------------------------

@@ -54,6 +54,9 @@ async def test_tools_listed_with_typed_schemas(api: Any) -> None:
             "inspect",
             "save_memory",
             "search",
+            "search_conversations",
+            "search_summaries",
+            "semantic_search",
             "vault_get_note",
             "vault_search",
         ]
