@@ -22,9 +22,8 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-from mcp.client.stdio import stdio_client
-
 from mcp import Client, StdioServerParameters
+from mcp.client.stdio import stdio_client
 
 ROOT = Path(__file__).resolve().parents[1]
 MODELS = ROOT / "models"

@@ -12,8 +12,22 @@ MODELS = ROOT / "models"
 
 
 def shared_data() -> Path:
+    """$LAYERSEARCH_SHARED_DATA, else ``shared/data`` beside the checkout (or beside the
+    folder of worktrees that holds it); the first candidate when none exists."""
     env = os.environ.get("LAYERSEARCH_SHARED_DATA")
-    return Path(env) if env else ROOT.parent / "shared" / "data"
+    if env:
+        return Path(env)
+    candidates = [ROOT.parent / "shared" / "data", ROOT.parent.parent / "shared" / "data"]
+    return next((c.resolve() for c in candidates if c.is_dir()), candidates[0])
+
+
+@pytest.fixture
+def data_dir() -> Path:
+    """The shared real data; tests that need it skip with the reason when it is absent."""
+    found = shared_data()
+    if not found.is_dir():
+        pytest.skip(f"shared real data not found at {found} (set LAYERSEARCH_SHARED_DATA)")
+    return found
 
 
 @pytest.fixture(autouse=True)

@@ -77,6 +77,17 @@ def _console(stderr: bool = False) -> Any:
     return Console(stderr=stderr, soft_wrap=False, highlight=False, width=width)
 
 
+def _with_embedder(obj: Ctx) -> Any:
+    """The API, for a command that cannot do anything without an embedder."""
+    ls = obj.api()
+    if ls.embedder is None:
+        raise ConfigError(
+            "no embedder configured: pass --embedder local|fake|litellm:<model> "
+            "or set LAYERSEARCH_EMBEDDER"
+        )
+    return ls
+
+
 def emit_json(obj: Any) -> None:
     """Pydantic models, lists of them, or plain data → one JSON document on stdout."""
 
@@ -609,11 +620,7 @@ class Progress:
 @handle_errors
 def embed(obj: Ctx, as_json: bool) -> None:
     """Compute the stored vectors for the configured embedder (incremental, resumable)."""
-    ls = obj.api()
-    if ls.embedder is None:
-        raise ConfigError(
-            "no embedder configured: pass --embedder local|fake|litellm:<model> or set LAYERSEARCH_EMBEDDER"
-        )
+    ls = _with_embedder(obj)
     with Progress("embedding", as_json) as progress:
         reports = ls.embed(progress=progress)
     if as_json:
@@ -841,11 +848,7 @@ def conversations_import(obj: Ctx, path: str, fmt: str, no_embed: bool, as_json:
 @handle_errors
 def conversations_embed(obj: Ctx, as_json: bool) -> None:
     """Compute message and summary vectors for the configured embedder (incremental)."""
-    ls = obj.api()
-    if ls.embedder is None:
-        raise ConfigError(
-            "no embedder configured: pass --embedder local|fake|litellm:<model> or set LAYERSEARCH_EMBEDDER"
-        )
+    ls = _with_embedder(obj)
     with Progress("embedding", as_json) as progress:
         reports = ls.conversations.embed(progress=progress)
     if as_json:

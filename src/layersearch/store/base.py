@@ -8,12 +8,15 @@ transaction and mirrors it to a small file beside the store, so that readers
 
 from __future__ import annotations
 
+import json
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from typing import Any
 
 import numpy as np
 
+from layersearch.semantic.edges import catalog_edges
 from layersearch.semantic.model import Catalog, Datasource, EdgeRecord, Entity
 from layersearch.types import Memory
 
@@ -54,9 +57,27 @@ class Store(ABC):
 
     # -- semantic layer -----------------------------------------------------------------------
 
-    @abstractmethod
     def replace_datasources(self, catalog: Catalog, names: list[str]) -> int:
-        """Replace everything of datasources ``names`` by what ``catalog`` holds; entity count."""
+        """Replace everything of datasources ``names`` by what ``catalog`` holds, in one
+        transaction; returns the entity count."""
+        ents = [e for e in catalog.entities() if e.datasource in names]
+        edges = [e for e in catalog_edges(catalog) if e.src.split(".", 1)[0] in names]
+        ds_rows = {d.name: d for d in catalog.datasources}
+        with self.connect(write=True) as con:
+            for name in names:
+                con.execute("DELETE FROM entities WHERE datasource = ?", [name])
+                con.execute("DELETE FROM edges WHERE datasource = ?", [name])
+                con.execute("DELETE FROM datasources WHERE name = ?", [name])
+                d = ds_rows.get(name)
+                con.execute(
+                    "INSERT INTO datasources VALUES (?, ?, ?, ?, ?)",
+                    [name, d and d.label, d and d.description, d and d.dialect, d and d.source],
+                )
+            self.bulk_insert(con, "entities", entity_columns(ents))
+            self.bulk_insert(con, "edges", edge_columns(edges))
+            gen = self.bump_generation(con)
+        self.publish_generation(gen)
+        return len(ents)
 
     @abstractmethod
     def load_entities(self) -> list[Entity]: ...
@@ -121,3 +142,75 @@ class Store(ABC):
 
     @abstractmethod
     def close(self) -> None: ...
+
+
+# -- rows ↔ objects, shared by every backend --------------------------------------------------
+
+ENTITY_COLUMNS = (
+    "id, kind, name, datasource, model, label, description, data_type, formula, "
+    "hidden, primary_key, sample_values"
+)
+
+
+def entity_columns(ents: list[Entity]) -> dict[str, list[Any]]:
+    return {
+        "id": [e.id for e in ents],
+        "kind": [e.kind for e in ents],
+        "name": [e.name for e in ents],
+        "datasource": [e.datasource for e in ents],
+        "model": [e.model for e in ents],
+        "label": [e.label for e in ents],
+        "description": [e.description for e in ents],
+        "data_type": [e.data_type for e in ents],
+        "formula": [e.formula for e in ents],
+        "hidden": [bool(e.hidden) for e in ents],
+        "primary_key": [bool(e.primary_key) for e in ents],
+        "sample_values": [json.dumps(list(e.values)) if e.values else None for e in ents],
+    }
+
+
+def edge_columns(edges: list[EdgeRecord]) -> dict[str, list[Any]]:
+    return {
+        "src": [e.src for e in edges],
+        "dst": [e.dst for e in edges],
+        "type": [e.type for e in edges],
+        "datasource": [e.src.split(".", 1)[0] for e in edges],
+        "props": [json.dumps(e.props, sort_keys=True) if e.props else None for e in edges],
+    }
+
+
+def entity_from_row(r: Sequence[Any]) -> Entity:
+    return Entity(
+        id=r[0],
+        kind=r[1],
+        name=r[2],
+        datasource=r[3],
+        model=r[4],
+        label=r[5],
+        description=r[6],
+        data_type=r[7],
+        formula=r[8],
+        hidden=bool(r[9]),
+        primary_key=bool(r[10]),
+        values=tuple(json.loads(r[11])) if r[11] else (),
+    )
+
+
+def edge_from_row(r: Sequence[Any]) -> EdgeRecord:
+    return EdgeRecord(r[0], r[1], r[2], json.loads(r[3]) if r[3] else {})
+
+
+def datasource_from_row(r: Sequence[Any]) -> Datasource:
+    return Datasource(name=r[0], label=r[1], description=r[2], dialect=r[3], source=r[4])
+
+
+def memory_from_row(r: Sequence[Any]) -> Memory:
+    """(id number, learning, description, entities JSON, query JSON, created_at)."""
+    return Memory(
+        id=f"memory:{r[0]}",
+        learning=r[1],
+        description=r[2],
+        entities=json.loads(r[3]),
+        query=json.loads(r[4]) if r[4] else None,
+        created_at=r[5],
+    )

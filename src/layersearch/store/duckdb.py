@@ -22,10 +22,15 @@ import duckdb
 import numpy as np
 
 from layersearch.errors import ConfigError, NotFound, StoreError
-from layersearch.semantic.edges import catalog_edges
-from layersearch.semantic.model import Catalog, Datasource, EdgeRecord, Entity
+from layersearch.semantic.model import Datasource, EdgeRecord, Entity
 from layersearch.store import migrations
-from layersearch.store.base import Store
+from layersearch.store.base import (
+    Store,
+    datasource_from_row,
+    edge_from_row,
+    entity_from_row,
+    memory_from_row,
+)
 from layersearch.types import Memory
 
 __all__ = ["DuckDBStore"]
@@ -194,96 +199,27 @@ class DuckDBStore(Store):
 
     # -- semantic layer -----------------------------------------------------------------------
 
-    def replace_datasources(self, catalog: Catalog, names: list[str]) -> int:
-        ents = [e for e in catalog.entities() if e.datasource in names]
-        edges = [e for e in catalog_edges(catalog) if e.src.split(".", 1)[0] in names]
-        ds_rows = {d.name: d for d in catalog.datasources}
-
-        def col(values: list[Any]) -> np.ndarray:
-            return np.array(values, dtype=object)
-
-        ent_data = {
-            "id": col([e.id for e in ents]),
-            "kind": col([e.kind for e in ents]),
-            "name": col([e.name for e in ents]),
-            "datasource": col([e.datasource for e in ents]),
-            "model": col([e.model for e in ents]),
-            "label": col([e.label for e in ents]),
-            "description": col([e.description for e in ents]),
-            "data_type": col([e.data_type for e in ents]),
-            "formula": col([e.formula for e in ents]),
-            "hidden": np.array([e.hidden for e in ents], dtype=bool),
-            "primary_key": np.array([e.primary_key for e in ents], dtype=bool),
-            "sample_values": col([json.dumps(list(e.values)) if e.values else None for e in ents]),
-        }
-        edge_data = {
-            "src": col([e.src for e in edges]),
-            "dst": col([e.dst for e in edges]),
-            "type": col([e.type for e in edges]),
-            "datasource": col([e.src.split(".", 1)[0] for e in edges]),
-            "props": col([json.dumps(e.props, sort_keys=True) if e.props else None for e in edges]),
-        }
-        with self.connect(write=True) as con:
-            for name in names:
-                con.execute("DELETE FROM entities WHERE datasource = ?", [name])
-                con.execute("DELETE FROM edges WHERE datasource = ?", [name])
-                con.execute("DELETE FROM datasources WHERE name = ?", [name])
-                d = ds_rows.get(name)
-                con.execute(
-                    "INSERT INTO datasources VALUES (?, ?, ?, ?, ?)",
-                    [name, d and d.label, d and d.description, d and d.dialect, d and d.source],
-                )
-            con.register("ent_data", ent_data)
-            con.execute(
-                "INSERT INTO entities SELECT id, kind, name, datasource, model, label, description, "
-                "data_type, formula, hidden, primary_key, sample_values FROM ent_data"
-            )
-            con.register("edge_data", edge_data)
-            con.execute("INSERT INTO edges SELECT src, dst, type, datasource, props FROM edge_data")
-            gen = self._bump(con)
-        self._write_gen_file(gen)
-        return len(ents)
-
     def load_entities(self) -> list[Entity]:
         with self.connect(write=False) as con:
             rows = con.execute(
                 "SELECT id, kind, name, datasource, model, label, description, data_type, formula, "
                 "hidden, primary_key, sample_values FROM entities ORDER BY id"
             ).fetchall()
-        return [
-            Entity(
-                id=r[0],
-                kind=r[1],
-                name=r[2],
-                datasource=r[3],
-                model=r[4],
-                label=r[5],
-                description=r[6],
-                data_type=r[7],
-                formula=r[8],
-                hidden=r[9],
-                primary_key=r[10],
-                values=tuple(json.loads(r[11])) if r[11] else (),
-            )
-            for r in rows
-        ]
+        return [entity_from_row(r) for r in rows]
 
     def load_edges(self) -> list[EdgeRecord]:
         with self.connect(write=False) as con:
             rows = con.execute(
                 "SELECT src, dst, type, props FROM edges ORDER BY type, src, dst"
             ).fetchall()
-        return [EdgeRecord(r[0], r[1], r[2], json.loads(r[3]) if r[3] else {}) for r in rows]
+        return [edge_from_row(r) for r in rows]
 
     def load_datasources(self) -> list[Datasource]:
         with self.connect(write=False) as con:
             rows = con.execute(
                 "SELECT name, label, description, dialect, source FROM datasources ORDER BY name"
             ).fetchall()
-        return [
-            Datasource(name=r[0], label=r[1], description=r[2], dialect=r[3], source=r[4])
-            for r in rows
-        ]
+        return [datasource_from_row(r) for r in rows]
 
     # -- memories -----------------------------------------------------------------------------
 
@@ -368,17 +304,7 @@ class DuckDBStore(Store):
             rows = con.execute(
                 "SELECT id, learning, description, entities, query, created_at FROM memories ORDER BY id"
             ).fetchall()
-        return [
-            Memory(
-                id=f"memory:{r[0]}",
-                learning=r[1],
-                description=r[2],
-                entities=json.loads(r[3]),
-                query=json.loads(r[4]) if r[4] else None,
-                created_at=r[5],
-            )
-            for r in rows
-        ]
+        return [memory_from_row(r) for r in rows]
 
     def delete_memory(self, memory_id: str) -> bool:
         number = memory_number(memory_id)

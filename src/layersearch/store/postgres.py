@@ -42,10 +42,15 @@ from psycopg import sql as pgsql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from layersearch.errors import NotFound, StoreError
-from layersearch.semantic.edges import catalog_edges
-from layersearch.semantic.model import Catalog, Datasource, EdgeRecord, Entity
+from layersearch.semantic.model import Datasource, EdgeRecord, Entity
 from layersearch.store import migrations
-from layersearch.store.base import Store
+from layersearch.store.base import (
+    Store,
+    datasource_from_row,
+    edge_from_row,
+    entity_from_row,
+    memory_from_row,
+)
 from layersearch.store.duckdb import _identifier, memory_number
 from layersearch.types import Memory
 
@@ -327,81 +332,13 @@ class PostgresStore(Store):
 
     # -- semantic layer -----------------------------------------------------------------------
 
-    def replace_datasources(self, catalog: Catalog, names: list[str]) -> int:
-        ents = [e for e in catalog.entities() if e.datasource in names]
-        edges = [e for e in catalog_edges(catalog) if e.src.split(".", 1)[0] in names]
-        ds_rows = {d.name: d for d in catalog.datasources}
-        with self._raw(write=True) as con:
-            for name in names:
-                con.execute("DELETE FROM entities WHERE datasource = %s", [name])
-                con.execute("DELETE FROM edges WHERE datasource = %s", [name])
-                con.execute("DELETE FROM datasources WHERE name = %s", [name])
-                d = ds_rows.get(name)
-                con.execute(
-                    "INSERT INTO datasources VALUES (%s, %s, %s, %s, %s)",
-                    [name, d and d.label, d and d.description, d and d.dialect, d and d.source],
-                )
-            self.bulk_insert(
-                con,
-                "entities",
-                {
-                    "id": [e.id for e in ents],
-                    "kind": [e.kind for e in ents],
-                    "name": [e.name for e in ents],
-                    "datasource": [e.datasource for e in ents],
-                    "model": [e.model for e in ents],
-                    "label": [e.label for e in ents],
-                    "description": [e.description for e in ents],
-                    "data_type": [e.data_type for e in ents],
-                    "formula": [e.formula for e in ents],
-                    "hidden": [bool(e.hidden) for e in ents],
-                    "primary_key": [bool(e.primary_key) for e in ents],
-                    "sample_values": [
-                        json.dumps(list(e.values)) if e.values else None for e in ents
-                    ],
-                },
-            )
-            self.bulk_insert(
-                con,
-                "edges",
-                {
-                    "src": [e.src for e in edges],
-                    "dst": [e.dst for e in edges],
-                    "type": [e.type for e in edges],
-                    "datasource": [e.src.split(".", 1)[0] for e in edges],
-                    "props": [
-                        json.dumps(e.props, sort_keys=True) if e.props else None for e in edges
-                    ],
-                },
-            )
-            self.bump_generation(con)
-        return len(ents)
-
-    # ORDER BY ... COLLATE "C": code-point order, as DuckDB sorts, whatever the database locale.
-
     def load_entities(self) -> list[Entity]:
         with self._raw(write=False) as con:
             rows = con.execute(
                 "SELECT id, kind, name, datasource, model, label, description, data_type, formula, "
                 'hidden, primary_key, sample_values FROM entities ORDER BY id COLLATE "C"'
             ).fetchall()
-        return [
-            Entity(
-                id=r[0],
-                kind=r[1],
-                name=r[2],
-                datasource=r[3],
-                model=r[4],
-                label=r[5],
-                description=r[6],
-                data_type=r[7],
-                formula=r[8],
-                hidden=r[9],
-                primary_key=r[10],
-                values=tuple(json.loads(r[11])) if r[11] else (),
-            )
-            for r in rows
-        ]
+        return [entity_from_row(r) for r in rows]
 
     def load_edges(self) -> list[EdgeRecord]:
         with self._raw(write=False) as con:
@@ -409,7 +346,7 @@ class PostgresStore(Store):
                 'SELECT src, dst, type, props FROM edges ORDER BY type COLLATE "C", '
                 'src COLLATE "C", dst COLLATE "C"'
             ).fetchall()
-        return [EdgeRecord(r[0], r[1], r[2], json.loads(r[3]) if r[3] else {}) for r in rows]
+        return [edge_from_row(r) for r in rows]
 
     def load_datasources(self) -> list[Datasource]:
         with self._raw(write=False) as con:
@@ -417,10 +354,7 @@ class PostgresStore(Store):
                 "SELECT name, label, description, dialect, source FROM datasources "
                 'ORDER BY name COLLATE "C"'
             ).fetchall()
-        return [
-            Datasource(name=r[0], label=r[1], description=r[2], dialect=r[3], source=r[4])
-            for r in rows
-        ]
+        return [datasource_from_row(r) for r in rows]
 
     # -- memories -----------------------------------------------------------------------------
 
@@ -462,17 +396,7 @@ class PostgresStore(Store):
                 "SELECT id, learning, description, entities, query, created_at FROM memories "
                 "ORDER BY id"
             ).fetchall()
-        return [
-            Memory(
-                id=f"memory:{r[0]}",
-                learning=r[1],
-                description=r[2],
-                entities=json.loads(r[3]),
-                query=json.loads(r[4]) if r[4] else None,
-                created_at=r[5],
-            )
-            for r in rows
-        ]
+        return [memory_from_row(r) for r in rows]
 
     def delete_memory(self, memory_id: str) -> bool:
         number = memory_number(memory_id)
