@@ -31,11 +31,11 @@ from typing import Any
 from layersearch import Layersearch
 from layersearch.errors import (
     ConfigError,
-    ImportFailed,
     CypherLimitError,
     CypherReadOnlyError,
     CypherSyntaxError,
     CypherUnknownError,
+    ImportFailed,
     LayersearchError,
     LimitExceeded,
     ModelLoadError,
