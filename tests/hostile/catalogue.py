@@ -1592,4 +1592,330 @@ CORPUS_WRITES: list[Case] = [
         files={"v/good.md": NOTE},
     ),
 ]
-MCP_CASES: list[Case] = []
+
+
+# -- MCP tools -------------------------------------------------------------------------------
+
+
+def sc(check: Callable[[dict[str, Any]], bool]) -> Callable[[Any], bool]:
+    """A check on an MCP result's structured content."""
+    return lambda r: check(r.structured_content)
+
+
+def _mcp(tool: str, **args: Any) -> tuple[str, dict[str, Any]]:
+    return tool, args
+
+
+def _mcp_cases() -> list[Case]:
+    c: list[Case] = [
+        # search
+        Case(
+            "mcp.search.1mb",
+            "huge",
+            Err(LimitExceeded, "limit is 100000"),
+            mcp=_mcp("search", question="x" * MB),
+        ),
+        Case(
+            "mcp.search.nul",
+            "nul",
+            Ok(sc(lambda d: d["results"][0]["id"] == "shop.orders.tax_paid")),
+            mcp=_mcp("search", question="tax\x00 paid"),
+        ),
+        Case(
+            "mcp.search.max-results-zero",
+            "limits",
+            Invalid("max_results"),
+            mcp=_mcp("search", question="tax", max_results=0),
+        ),
+        Case(
+            "mcp.search.max-results-huge",
+            "limits",
+            Invalid("max_results"),
+            mcp=_mcp("search", question="tax", max_results=10**30),
+        ),
+        Case(
+            "mcp.search.question-not-text",
+            "malformed",
+            Invalid("question"),
+            mcp=_mcp("search", question=5),
+        ),
+        Case(
+            "mcp.search.channel",
+            "enum",
+            Invalid("channels"),
+            mcp=_mcp("search", question="tax", channels=["nope"]),
+        ),
+        Case(
+            "mcp.search.datasource",
+            "enum",
+            Err(ConfigError, "unknown datasource"),
+            mcp=_mcp("search", question="tax", datasource="shop' OR '1'='1"),
+        ),
+        Case(
+            "mcp.search.query-deep",
+            "nesting",
+            Err(LimitExceeded, "nested deeper than 16"),
+            mcp=_mcp("search", query=_deep(50)),
+        ),
+        Case(
+            "mcp.search.cypher-write",
+            "cypher-write",
+            Err(CypherReadOnlyError, "read-only"),
+            mcp=_mcp("search", question="tax", cypher_filter=WRITES[1]),
+        ),
+        Case(
+            "mcp.search.cypher-param",
+            "param",
+            Err(CypherUnknownError, "$x has no value"),
+            mcp=_mcp(
+                "search",
+                question="tax",
+                cypher_filter="MATCH (n:Model) WHERE n.name = $x RETURN n.id AS id",
+            ),
+        ),
+        Case(
+            "mcp.search.hidden",
+            "hidden",
+            Ok(sc(lambda d: HIDDEN not in str(d["results"]))),
+            mcp=_mcp("search", question="fraud model score internal raw clickstream"),
+        ),
+        # inspect
+        Case(
+            "mcp.inspect.too-many",
+            "huge",
+            Invalid("ids"),
+            mcp=_mcp("inspect", ids=[f"x{i}" for i in range(201)]),
+        ),
+        Case(
+            "mcp.inspect.not-list",
+            "malformed",
+            Invalid("ids"),
+            mcp=_mcp("inspect", ids="shop.orders"),
+        ),
+        Case(
+            "mcp.inspect.path",
+            "path",
+            Err(NotFound, "is not a memory id"),
+            mcp=_mcp("inspect", ids=["../shop.orders", "memory:../1"]),
+        ),
+        Case(
+            "mcp.inspect.hidden-child",
+            "hidden",
+            Ok(sc(lambda d: HIDDEN not in str(d["entities"]))),
+            mcp=_mcp("inspect", ids=["shop.orders"]),
+        ),
+        # memories
+        Case(
+            "mcp.save.empty",
+            "empty",
+            Err(ConfigError, "empty"),
+            mcp=_mcp("save_memory", learning="  "),
+        ),
+        Case(
+            "mcp.save.huge",
+            "huge",
+            Err(LimitExceeded, "20000"),
+            mcp=_mcp("save_memory", learning="x" * MB),
+        ),
+        Case(
+            "mcp.save.unknown-entity",
+            "enum",
+            Err(ConfigError, "unknown entity"),
+            mcp=_mcp("save_memory", learning="note", entities=["no.such.thing"]),
+        ),
+        Case(
+            "mcp.save.hidden",
+            "hidden",
+            Err(ConfigError, "unknown entity"),
+            mcp=_mcp("save_memory", learning="note", entities=[HIDDEN]),
+        ),
+        Case(
+            "mcp.forget.missing",
+            "enum",
+            Err(NotFound, "no memory memory:999"),
+            mcp=_mcp("forget_memory", memory_id="memory:999"),
+        ),
+        Case(
+            "mcp.forget.wildcard",
+            "sql",
+            Err(ConfigError, "not a memory id"),
+            mcp=_mcp("forget_memory", memory_id="%"),
+        ),
+        Case(
+            "mcp.forget.path",
+            "path",
+            Err(ConfigError, "not a memory id"),
+            mcp=_mcp("forget_memory", memory_id="memory:../1"),
+        ),
+        # conversations and summaries
+        Case(
+            "mcp.conv.percent",
+            "sql",
+            Ok(sc(lambda d: len(d["hits"]) > 0)),
+            mcp=_mcp("search_conversations", term="%"),
+        ),
+        Case(
+            "mcp.conv.drop",
+            "sql",
+            Ok(sc(lambda d: d["hits"] == [])),
+            mcp=_mcp("search_conversations", term="x'; DROP TABLE messages; --"),
+        ),
+        Case(
+            "mcp.conv.nul",
+            "nul",
+            Ok(sc(lambda d: d["hits"] == [])),
+            mcp=_mcp("search_conversations", term="a\x00b"),
+        ),
+        Case(
+            "mcp.conv.role",
+            "enum",
+            Invalid("role"),
+            mcp=_mcp("search_conversations", term="x", role="system"),
+        ),
+        Case(
+            "mcp.conv.limit-zero",
+            "limits",
+            Invalid("limit"),
+            mcp=_mcp("search_conversations", term="x", limit=0),
+        ),
+        Case(
+            "mcp.semantic.empty",
+            "empty",
+            Invalid("query"),
+            mcp=_mcp("semantic_search", query=""),
+        ),
+        Case(
+            "mcp.semantic.blank",
+            "empty",
+            Err(ConfigError, "non-empty query"),
+            mcp=_mcp("semantic_search", query="   "),
+        ),
+        Case(
+            "mcp.semantic.sql",
+            "sql",
+            Ok(sc(lambda d: len(d["hits"]) > 0)),
+            mcp=_mcp("semantic_search", query="%' OR 1=1 --"),
+        ),
+        Case(
+            "mcp.semantic.limit-huge",
+            "limits",
+            Invalid("limit"),
+            mcp=_mcp("semantic_search", query="x", limit=10**30),
+        ),
+        Case(
+            "mcp.summaries.extract",
+            "enum",
+            Invalid("extract"),
+            mcp=_mcp("search_summaries", query="x", extract="bogus"),
+        ),
+        Case(
+            "mcp.summaries.domain-sql",
+            "sql",
+            Err(ConfigError, "invalid domain"),
+            mcp=_mcp("search_summaries", query="x", domain="'; DROP TABLE summaries; --"),
+        ),
+        Case(
+            "mcp.summaries.source-wildcard",
+            "sql",
+            Err(ConfigError, "invalid source"),
+            mcp=_mcp("search_summaries", query="x", source="%"),
+        ),
+        Case(
+            "mcp.summaries.nul",
+            "nul",
+            Ok(),
+            mcp=_mcp("search_summaries", query="metric\x00"),
+        ),
+        # vault
+        Case(
+            "mcp.vault.search-1mb",
+            "huge",
+            Err(ConfigError, "the limit is 100000"),
+            mcp=_mcp("vault_search", query="x" * MB),
+        ),
+        Case(
+            "mcp.vault.search-empty",
+            "empty",
+            Invalid("query"),
+            mcp=_mcp("vault_search", query=""),
+        ),
+        Case(
+            "mcp.vault.search-date",
+            "malformed",
+            Err(ConfigError, "expected YYYY-MM-DD"),
+            mcp=_mcp("vault_search", query="x", date_range={"start": "last tuesday"}),
+        ),
+        Case(
+            "mcp.vault.search-date-key",
+            "malformed",
+            Err(ConfigError, "not 'bogus'"),
+            mcp=_mcp("vault_search", query="x", date_range={"bogus": "2024-01-01"}),
+        ),
+        Case(
+            "mcp.vault.search-limit",
+            "limits",
+            Invalid("limit"),
+            mcp=_mcp("vault_search", query="x", limit=0),
+        ),
+        Case(
+            "mcp.vault.search-domain",
+            "enum",
+            Err(ConfigError, "unknown domain"),
+            mcp=_mcp("vault_search", query="x", domain="' OR 1=1 --"),
+        ),
+        Case(
+            "mcp.vault.search-tag",
+            "sql",
+            Ok(sc(lambda d: d["result"] == [])),
+            mcp=_mcp("vault_search", query="x", tags=["%"]),
+        ),
+        Case(
+            "mcp.vault.get-dotdot",
+            "path",
+            Err(ConfigError, "tries to leave the vault"),
+            mcp=_mcp("vault_get_note", slug="../etc/passwd"),
+        ),
+        Case(
+            "mcp.vault.get-absolute",
+            "path",
+            Err(ConfigError, "absolute path"),
+            mcp=_mcp("vault_get_note", slug="/etc/passwd"),
+        ),
+        Case(
+            "mcp.vault.get-nul",
+            "nul",
+            Err(ConfigError, "NUL"),
+            mcp=_mcp("vault_get_note", slug="Home\x00"),
+        ),
+        Case(
+            "mcp.vault.get-empty",
+            "empty",
+            Err(ConfigError, "non-empty"),
+            mcp=_mcp("vault_get_note", slug=""),
+        ),
+        Case(
+            "mcp.vault.get-wildcard",
+            "sql",
+            Err(NotFound, "no note with slug '%'"),
+            mcp=_mcp("vault_get_note", slug="%"),
+        ),
+        Case(
+            "mcp.vault.get-ok",
+            "path",
+            Ok(sc(lambda d: d["title"] == "Analytics team knowledge base")),
+            mcp=_mcp("vault_get_note", slug="Home"),
+        ),
+    ]
+    for i, text in enumerate(SQL):
+        c.append(
+            Case(
+                f"mcp.search.sql-{i}",
+                "sql",
+                Ok(sc(lambda d: bool(d["results"] or d["warnings"]))),
+                mcp=_mcp("search", question=text),
+            )
+        )
+    return c
+
+
+MCP_CASES: list[Case] = _mcp_cases()
