@@ -1730,6 +1730,13 @@ def _mcp_cases() -> list[Case]:
             mcp=_mcp("save_memory", learning="note", entities=[HIDDEN]),
         ),
         Case(
+            "mcp.save.sql-text",
+            "sql",
+            Ok(sc(lambda d: d["learning"] == "x'; DROP TABLE memories; --\x00")),
+            writes=True,
+            mcp=_mcp("save_memory", learning="x'; DROP TABLE memories; --\x00"),
+        ),
+        Case(
             "mcp.forget.missing",
             "enum",
             Err(NotFound, "no memory memory:999"),
