@@ -167,7 +167,49 @@ def _parse_params(pairs: tuple[str, ...]) -> dict[str, Any]:
     return out
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+class _Cli(click.Group):
+    """The root group: usage errors click finds itself (a value that is not an integer, a
+    choice that is not offered) follow the same contract as ours: exit 2 and one
+    ``error: …`` line on stderr, or a JSON error object on stdout under ``--json``."""
+
+    def main(  # type: ignore[override]
+        self,
+        args: list[str] | None = None,
+        prog_name: str | None = None,
+        complete_var: str | None = None,
+        standalone_mode: bool = True,
+        **extra: Any,
+    ) -> Any:
+        if not standalone_mode:
+            return super().main(args, prog_name, complete_var, False, **extra)
+        argv = list(sys.argv[1:] if args is None else args)
+        try:
+            rv = super().main(argv, prog_name, complete_var, False, **extra)
+        except click.UsageError as exc:
+            _usage_error(exc, "--json" in argv)
+        except click.ClickException as exc:
+            exc.show()
+            sys.exit(exc.exit_code)
+        except click.Abort:
+            click.echo("Aborted!", err=True)
+            sys.exit(1)
+        # Without standalone mode click returns --help/--version's exit code instead of exiting.
+        sys.exit(rv if isinstance(rv, int) else 0)
+
+
+def _usage_error(exc: click.UsageError, as_json: bool) -> None:
+    if as_json:
+        _fail("usage", exc.format_message(), True, EXIT_USER_ERROR)
+    click.echo(f"error: {exc.format_message()}", err=True)
+    if exc.ctx is not None:
+        click.echo(exc.ctx.get_usage(), err=True)
+    sys.exit(EXIT_USER_ERROR)
+
+
+@click.group(
+    cls=_Cli,
+    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
+)
 @click.option(
     "--store",
     envvar="LAYERSEARCH_STORE",

@@ -6,9 +6,12 @@ own runner module that reads the field it understands:
 - ``api``: a callable ``(Layersearch, files_dir) -> result`` (``test_api_catalogue.py``)
 - ``cli``: argv after ``--store STORE`` (``test_cli_catalogue.py``); ``{dir}`` in an
   argument is replaced by the directory the case's ``files`` were written to.
+- ``mcp``: a (tool, arguments) call through the SDK's in-memory client
+  (``test_mcp_catalogue.py``).
 
-Later entry points (the MCP tools, conversation and vault commands) add a field
-and a runner the same way, and their rows to ``CASES``. The outcome is either
+``CASES`` run against a store holding ``fixtures/mini``; ``CORPUS_CASES`` and
+``MCP_CASES`` against one that also holds conversations, summaries and the vault
+(``build_corpus_store``, fake embedder). The outcome is either
 :class:`Ok` (the correct result; a search response is never silently empty) or
 :class:`Err` (one of our errors, of that class, whose message contains ``match``).
 Every case must leave the store unchanged unless it says ``writes=True``.
@@ -32,6 +35,7 @@ from layersearch.errors import (
     CypherReadOnlyError,
     CypherSyntaxError,
     CypherUnknownError,
+    ImportFailed,
     LayersearchError,
     LimitExceeded,
     ModelLoadError,
@@ -63,13 +67,23 @@ class Err:
 
 
 @dataclass(frozen=True)
+class Invalid:
+    """MCP only: the SDK rejects the arguments against the tool's input schema (a tool
+    error naming the argument, before our code runs)."""
+
+    argument: str
+
+
+@dataclass(frozen=True)
 class Case:
     id: str
     #: the catalogue row in docs/reliability.md this case belongs to
     category: str
-    expect: Ok | Err
+    expect: Ok | Err | Invalid
     api: Api | None = None
     cli: tuple[str, ...] | None = None
+    #: an MCP tool call (tool name, arguments) through the SDK's in-memory client
+    mcp: tuple[str, dict[str, Any]] | None = None
     #: files written to a fresh directory before the call (name → text or bytes)
     files: dict[str, str | bytes] = field(default_factory=dict)
     #: an Ok case that is allowed to change the store
@@ -1078,3 +1092,837 @@ def write_files(case: Case, root: Path) -> Path:
         else:
             path.write_text(content)
     return root
+
+
+# -- conversations, summaries, vault ---------------------------------------------------------
+
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
+CONVERSATIONS = FIXTURES / "conversations"
+#: ``--embedder fake`` goes before the subcommand of every corpus CLI row.
+CORPUS_CLI_PREFIX = ("--embedder", "fake")
+
+
+def build_corpus_store(path: Path) -> None:
+    """``fixtures/mini`` + two conversation exports + summaries (with vectors) + the vault."""
+    with Layersearch(path, embedder="fake") as ls:
+        ls.load(FIXTURES / "mini")
+        ls.conversations.import_path(CONVERSATIONS / "generic" / "messages.jsonl")
+        ls.conversations.import_path(CONVERSATIONS / "claude" / "conversations.json")
+        ls.conversations.import_summaries(CONVERSATIONS / "summaries.jsonl")
+        ls.conversations.embed()
+        ls.vault.index(FIXTURES / "vault")
+
+
+def hits(n: int = 1) -> Callable[[Any], bool]:
+    return lambda r: len(r.hits) >= n
+
+
+def no_hits(r: Any) -> bool:
+    return r.hits == [] and "No " in r.markdown
+
+
+GOOD_JSONL = '{"conversation_id": "c1", "role": "user", "content": "hello there"}\n'
+NOTE = "---\ntitle: A note\ntags: [x]\n---\n# A note\n\nSome words about revenue.\n"
+
+
+def _conversation_cases() -> list[Case]:
+    conv = lambda ls: ls.conversations  # noqa: E731
+    c: list[Case] = [
+        # % and _ are documented ILIKE wildcards: they match, they do not inject
+        Case(
+            "conv.search.percent",
+            "sql",
+            Ok(hits()),
+            api=lambda ls, _: conv(ls).search_conversations("%"),
+            cli=("conversations", "search", "%"),
+        ),
+        Case(
+            "conv.search.underscore",
+            "sql",
+            Ok(hits()),
+            api=lambda ls, _: conv(ls).search_conversations("_"),
+            cli=("conversations", "search", "_"),
+        ),
+        Case(
+            "conv.search.quote",
+            "sql",
+            Ok(no_hits),
+            api=lambda ls, _: conv(ls).search_conversations("' OR '1'='1"),
+            cli=("conversations", "search", "' OR '1'='1"),
+        ),
+        Case(
+            "conv.search.drop",
+            "sql",
+            Ok(no_hits),
+            api=lambda ls, _: conv(ls).search_conversations("x'; DROP TABLE messages; --"),
+            cli=("conversations", "search", "x'; DROP TABLE messages; --"),
+        ),
+        Case(
+            "conv.search.nul",
+            "nul",
+            Ok(no_hits),
+            api=lambda ls, _: conv(ls).search_conversations("a\x00b"),
+        ),
+        Case(
+            "conv.search.1mb",
+            "huge",
+            Ok(no_hits),
+            api=lambda ls, _: conv(ls).search_conversations("x" * MB),
+            cli=("conversations", "search", "y" * ARGV_BIG),
+        ),
+        Case(
+            "conv.search.role",
+            "enum",
+            Err(ConfigError, "valid values are user, assistant"),
+            api=lambda ls, _: conv(ls).search_conversations("x", role="system"),
+            cli=("conversations", "search", "x", "--role", "system"),
+        ),
+        Case(
+            "conv.search.term-none",
+            "malformed",
+            Err(ConfigError, "term must be a string"),
+            api=lambda ls, _: conv(ls).search_conversations(None),
+        ),
+        Case(
+            "conv.search.limit-text",
+            "limits",
+            Err(ConfigError, "not a valid integer"),
+            cli=("conversations", "search", "x", "-n", "ten"),
+        ),
+        Case(
+            "conv.semantic.empty",
+            "empty",
+            Err(ConfigError, "non-empty query"),
+            api=lambda ls, _: conv(ls).semantic_search(" "),
+            cli=("conversations", "semantic", ""),
+        ),
+        Case(
+            "conv.semantic.nul",
+            "nul",
+            Ok(hits()),
+            api=lambda ls, _: conv(ls).semantic_search("revenue\x00"),
+        ),
+        Case(
+            "conv.semantic.sql",
+            "sql",
+            Ok(hits()),
+            api=lambda ls, _: conv(ls).semantic_search("'; DROP TABLE messages; --"),
+            cli=("conversations", "semantic", "'; DROP TABLE messages; --"),
+        ),
+        Case(
+            "conv.import.missing",
+            "path",
+            Err(NotFound, "no such file"),
+            api=lambda ls, d: conv(ls).import_path(d / "nope.jsonl"),
+            cli=("conversations", "import", "{dir}/nope.jsonl"),
+        ),
+        Case(
+            "conv.import.dotdot",
+            "path",
+            Err(NotFound, "no such file"),
+            api=lambda ls, d: conv(ls).import_path(d / ".." / ".." / "no-such-export.json"),
+            cli=("conversations", "import", "{dir}/../../no-such-export.json"),
+        ),
+        Case(
+            "conv.import.format",
+            "enum",
+            Err(ImportFailed, "unknown conversation format"),
+            api=lambda ls, d: conv(ls).import_path(d / "m.jsonl", "bogus"),
+            files={"m.jsonl": GOOD_JSONL},
+        ),
+        Case(
+            "conv.import.format-cli",
+            "enum",
+            Err(ConfigError, "unknown format 'bogus'"),
+            cli=("conversations", "import", "{dir}/m.jsonl", "--format", "bogus"),
+            files={"m.jsonl": GOOD_JSONL},
+        ),
+        Case(
+            "conv.import.truncated-json",
+            "malformed",
+            Err(ImportFailed, "invalid JSON"),
+            api=lambda ls, d: conv(ls).import_path(d / "c.json"),
+            cli=("conversations", "import", "{dir}/c.json"),
+            files={"c.json": '[{"uuid": "a", "name": "t", "chat_messages": [{"sender": '},
+        ),
+        Case(
+            "conv.import.json-not-export",
+            "malformed",
+            Err(ImportFailed, "not a known chat export format"),
+            api=lambda ls, d: conv(ls).import_path(d / "c.json"),
+            files={"c.json": '{"hello": "world"}'},
+        ),
+        Case(
+            "conv.import.jsonl-garbage",
+            "malformed",
+            Ok(lambda r: r.messages == 0 and len(r.problems) == 2),
+            api=lambda ls, d: conv(ls).import_path(d / "m.jsonl", "generic"),
+            cli=("conversations", "import", "{dir}/m.jsonl", "--format", "generic"),
+            files={"m.jsonl": '{"conversation_id": "x", "role": \nnot json at all\n'},
+        ),
+        Case(
+            "conv.import.utf8-invalid",
+            "encoding",
+            Ok(lambda r: r.messages == 0 and "not UTF-8" in r.problems[0]),
+            api=lambda ls, d: conv(ls).import_path(d / "m.jsonl", "generic"),
+            cli=("conversations", "import", "{dir}/m.jsonl", "--format", "generic"),
+            files={"m.jsonl": b'{"conversation_id": "x", "role": "user", "content": "\xff\xfe"}\n'},
+        ),
+        # summaries
+        Case(
+            "sum.search.percent",
+            "sql",
+            Ok(),
+            api=lambda ls, _: conv(ls).search_summaries("%"),
+            cli=("summaries", "search", "%"),
+        ),
+        Case(
+            "sum.search.drop",
+            "sql",
+            Ok(),
+            api=lambda ls, _: conv(ls).search_summaries("x'; DROP TABLE summaries; --"),
+            cli=("summaries", "search", "x'; DROP TABLE summaries; --"),
+        ),
+        Case(
+            "sum.search.nul",
+            "nul",
+            Ok(),
+            api=lambda ls, _: conv(ls).search_summaries("metric\x00 definition"),
+        ),
+        Case(
+            "sum.search.domain-sql",
+            "sql",
+            Err(ConfigError, "invalid domain"),
+            api=lambda ls, _: conv(ls).search_summaries("x", domain="'; DROP TABLE x; --"),
+            cli=("summaries", "search", "x", "--domain", "'; DROP TABLE x; --"),
+        ),
+        Case(
+            "sum.search.source-wildcard",
+            "sql",
+            Err(ConfigError, "invalid source"),
+            api=lambda ls, _: conv(ls).search_summaries("x", source="%"),
+            cli=("summaries", "search", "x", "--source", "%"),
+        ),
+        Case(
+            "sum.import.missing",
+            "path",
+            Err(NotFound, "no such summaries file"),
+            api=lambda ls, d: conv(ls).import_summaries(d / "nope.jsonl"),
+            cli=("summaries", "import", "{dir}/nope.jsonl"),
+        ),
+        Case(
+            "sum.import.garbage",
+            "malformed",
+            Ok(lambda r: r.summaries == 0 and len(r.problems) == 2),
+            api=lambda ls, d: conv(ls).import_summaries(d / "s.jsonl"),
+            cli=("summaries", "import", "{dir}/s.jsonl"),
+            files={"s.jsonl": "{not json\n[1, 2]\n"},
+        ),
+        Case(
+            "sum.import.utf8-invalid",
+            "encoding",
+            Ok(lambda r: r.summaries == 0 and "not UTF-8" in r.problems[0]),
+            api=lambda ls, d: conv(ls).import_summaries(d / "s.jsonl"),
+            files={"s.jsonl": b'{"conversation_id": "x", "summary": "\xff"}\n'},
+        ),
+    ]
+    for name, value, hint in (
+        ("extract", "bogus", "valid values are summary"),
+        ("importance", "huge", "valid values are breakthrough"),
+        ("thinking_stage", "x", "valid values are exploring"),
+        ("mode", "x", "valid values are hybrid"),
+    ):
+        c.append(
+            Case(
+                f"sum.search.{name}",
+                "enum",
+                Err(ConfigError, hint),
+                api=lambda ls, _, k=name, v=value: conv(ls).search_summaries("x", **{k: v}),
+                cli=("summaries", "search", "x", "--" + name.replace("_", "-"), value),
+            )
+        )
+    for value in (0, -1, 10**30):
+        for cmd, api in (
+            ("search", lambda ls, v: conv(ls).search_conversations("x", limit=v)),
+            ("semantic", lambda ls, v: conv(ls).semantic_search("x", limit=v)),
+            ("summaries", lambda ls, v: conv(ls).search_summaries("x", limit=v)),
+        ):
+            argv = ("summaries", "search") if cmd == "summaries" else ("conversations", cmd)
+            c.append(
+                Case(
+                    f"conv.{cmd}.limit{value if value < 100 else '-huge'}",
+                    "limits",
+                    Err(ConfigError, "from 1 to 100"),
+                    api=lambda ls, _, f=api, v=value: f(ls, v),
+                    cli=(*argv, "x", "-n", str(value)),
+                )
+            )
+    return c
+
+
+def _vault_cases() -> list[Case]:
+    v = lambda ls: ls.vault  # noqa: E731
+    listed = lambda r: isinstance(r, list)  # noqa: E731
+    c: list[Case] = [
+        Case(
+            "vault.search.percent",
+            "sql",
+            Ok(lambda r: len(r) > 0),
+            api=lambda ls, _: v(ls).search("%"),
+            cli=("vault", "search", "%"),
+        ),
+        Case(
+            "vault.search.drop",
+            "sql",
+            Ok(listed),
+            api=lambda ls, _: v(ls).search("x'; DROP TABLE vault_notes; --"),
+            cli=("vault", "search", "x'; DROP TABLE vault_notes; --"),
+        ),
+        Case(
+            "vault.search.nul",
+            "nul",
+            Ok(listed),
+            api=lambda ls, _: v(ls).search("churn\x00 rate"),
+        ),
+        Case(
+            "vault.search.1mb",
+            "huge",
+            Err(ConfigError, "the limit is 100000"),
+            api=lambda ls, _: v(ls).search("x" * MB),
+            cli=("vault", "search", "y" * ARGV_BIG),
+        ),
+        Case(
+            "vault.search.empty",
+            "empty",
+            Err(ConfigError, "non-empty"),
+            api=lambda ls, _: v(ls).search(""),
+            cli=("vault", "search", " "),
+        ),
+        Case(
+            "vault.search.tag-wildcard",
+            "sql",
+            Ok(lambda r: r == []),
+            api=lambda ls, _: v(ls).search("x", tags=["%"]),
+            cli=("vault", "search", "x", "--tag", "%"),
+        ),
+        Case(
+            "vault.search.domain-sql",
+            "enum",
+            Err(ConfigError, "unknown domain"),
+            api=lambda ls, _: v(ls).search("x", domain="' OR 1=1 --"),
+            cli=("vault", "search", "x", "--domain", "' OR 1=1 --"),
+        ),
+        Case(
+            "vault.search.status",
+            "enum",
+            Err(ConfigError, "unknown status"),
+            api=lambda ls, _: v(ls).search("x", status=["_"]),
+            cli=("vault", "search", "x", "--status", "_"),
+        ),
+        Case(
+            "vault.search.type",
+            "enum",
+            Err(ConfigError, "unknown note_type"),
+            api=lambda ls, _: v(ls).search("x", note_type="bogus"),
+            cli=("vault", "search", "x", "--type", "bogus"),
+        ),
+        Case(
+            "vault.search.date-words",
+            "malformed",
+            Err(ConfigError, "expected YYYY-MM-DD"),
+            api=lambda ls, _: v(ls).search("x", date_range={"start": "last tuesday"}),
+            cli=("vault", "search", "x", "--from", "last tuesday"),
+        ),
+        Case(
+            "vault.search.date-impossible",
+            "malformed",
+            Err(ConfigError, "month must be in 1..12"),
+            api=lambda ls, _: v(ls).search("x", date_range={"start": "2024-13-45"}),
+            cli=("vault", "search", "x", "--to", "2024-13-45"),
+        ),
+        Case(
+            "vault.search.date-reversed",
+            "malformed",
+            Err(ConfigError, "is after its end"),
+            api=lambda ls, _: v(ls).search(
+                "x", date_range={"start": "2025-01-01", "end": "2024-01-01"}
+            ),
+            cli=("vault", "search", "x", "--from", "2025-01-01", "--to", "2024-01-01"),
+        ),
+        Case(
+            "vault.search.date-key",
+            "malformed",
+            Err(ConfigError, "not 'bogus'"),
+            api=lambda ls, _: v(ls).search("x", date_range={"bogus": "2024-01-01"}),
+        ),
+        Case(
+            "vault.search.limit-zero",
+            "limits",
+            Err(ConfigError, "at least 1"),
+            api=lambda ls, _: v(ls).search("x", limit=0),
+            cli=("vault", "search", "x", "-n", "0"),
+        ),
+        Case(
+            "vault.search.limit-negative",
+            "limits",
+            Err(ConfigError, "at least 1"),
+            api=lambda ls, _: v(ls).search("x", limit=-1),
+            cli=("vault", "search", "x", "-n", "-1"),
+        ),
+        Case(
+            "vault.search.limit-huge",
+            "limits",
+            Err(LimitExceeded, "at most 1000"),
+            api=lambda ls, _: v(ls).search("x", limit=10**30),
+            cli=("vault", "search", "x", "-n", str(10**30)),
+        ),
+        Case(
+            "vault.get.ok",
+            "path",
+            Ok(lambda r: r.title == "Analytics team knowledge base"),
+            api=lambda ls, _: v(ls).get_note("Home"),
+            cli=("vault", "get", "Home"),
+        ),
+        Case(
+            "vault.get.dotdot",
+            "path",
+            Err(ConfigError, "tries to leave the vault"),
+            api=lambda ls, _: v(ls).get_note("../etc/passwd"),
+            cli=("vault", "get", "../etc/passwd"),
+        ),
+        Case(
+            "vault.get.dotdot-inner",
+            "path",
+            Err(ConfigError, "tries to leave the vault"),
+            api=lambda ls, _: v(ls).get_note("Metrics/../../secrets"),
+            cli=("vault", "get", "Metrics/../../secrets"),
+        ),
+        Case(
+            "vault.get.absolute",
+            "path",
+            Err(ConfigError, "absolute path"),
+            api=lambda ls, _: v(ls).get_note("/etc/passwd"),
+            cli=("vault", "get", "/etc/passwd"),
+        ),
+        Case(
+            "vault.get.empty",
+            "empty",
+            Err(ConfigError, "non-empty"),
+            api=lambda ls, _: v(ls).get_note(""),
+            cli=("vault", "get", ""),
+        ),
+        Case(
+            "vault.get.nul",
+            "nul",
+            Err(ConfigError, "NUL"),
+            api=lambda ls, _: v(ls).get_note("Home\x00"),
+        ),
+        Case(
+            "vault.get.wildcard",
+            "sql",
+            Err(NotFound, "no note with slug '%'"),
+            api=lambda ls, _: v(ls).get_note("%"),
+            cli=("vault", "get", "%"),
+        ),
+        Case(
+            "vault.get.1mb",
+            "huge",
+            Err(NotFound, "no note with slug"),
+            api=lambda ls, _: v(ls).get_note("x" * MB),
+        ),
+        Case(
+            "vault.index.missing",
+            "path",
+            Err(NotFound, "does not exist"),
+            api=lambda ls, d: v(ls).index(d / "nope"),
+            cli=("vault", "index", "{dir}/nope"),
+        ),
+        Case(
+            "vault.index.dotdot",
+            "path",
+            Err(NotFound, "does not exist"),
+            api=lambda ls, d: v(ls).index(d / ".." / ".." / "no-such-vault"),
+            cli=("vault", "index", "{dir}/../../no-such-vault"),
+        ),
+    ]
+    return c
+
+
+CORPUS_CASES: list[Case] = _conversation_cases() + _vault_cases()
+
+#: Imports and indexing that succeed (reporting the problems they skipped) change the
+#: store, so each runs against a throwaway store of its own, with the fake embedder.
+CORPUS_WRITES: list[Case] = [
+    Case(
+        "conv.import.partly-malformed",
+        "malformed",
+        Ok(lambda r: r.messages == 1 and len(r.problems) == 2),
+        writes=True,
+        api=lambda ls, d: ls.conversations.import_path(d / "m.jsonl", "generic"),
+        cli=("conversations", "import", "{dir}/m.jsonl", "--format", "generic"),
+        files={"m.jsonl": GOOD_JSONL + '{"conversation_id": \n' + '{"role": "narrator"}\n'},
+    ),
+    Case(
+        "vault.index.bad-frontmatter",
+        "malformed",
+        Ok(lambda r: r.notes == 3 and len(r.problems) >= 2),
+        writes=True,
+        api=lambda ls, d: ls.vault.index(d / "v"),
+        cli=("vault", "index", "{dir}/v"),
+        files={
+            "v/good.md": NOTE,
+            "v/yaml.md": "---\ntitle: [unclosed\ntags: x: y\n---\nbody\n",
+            "v/dates.md": "---\ncreated: sometime in spring\n---\nbody words\n",
+        },
+    ),
+    Case(
+        "vault.index.utf8-invalid",
+        "encoding",
+        Ok(lambda r: r.notes >= 1 and any("UTF-8" in p for p in r.problems)),
+        writes=True,
+        api=lambda ls, d: ls.vault.index(d / "v"),
+        files={"v/good.md": NOTE, "v/bad.md": b"---\ntitle: \xff\xfe\n---\nbody \xc3\x28\n"},
+    ),
+    Case(
+        "vault.index.dotdot-link",
+        "path",
+        Ok(lambda r: r.notes == 1),
+        writes=True,
+        api=lambda ls, d: ls.vault.index(d / "v" / ".." / "v"),
+        files={"v/good.md": NOTE},
+    ),
+]
+
+
+# -- MCP tools -------------------------------------------------------------------------------
+
+
+def sc(check: Callable[[dict[str, Any]], bool]) -> Callable[[Any], bool]:
+    """A check on an MCP result's structured content."""
+    return lambda r: check(r.structured_content)
+
+
+def _mcp(tool: str, **args: Any) -> tuple[str, dict[str, Any]]:
+    return tool, args
+
+
+def _mcp_cases() -> list[Case]:
+    c: list[Case] = [
+        # search
+        Case(
+            "mcp.search.1mb",
+            "huge",
+            Err(LimitExceeded, "limit is 100000"),
+            mcp=_mcp("search", question="x" * MB),
+        ),
+        Case(
+            "mcp.search.nul",
+            "nul",
+            Ok(sc(lambda d: d["results"][0]["id"] == "shop.orders.tax_paid")),
+            mcp=_mcp("search", question="tax\x00 paid"),
+        ),
+        Case(
+            "mcp.search.max-results-zero",
+            "limits",
+            Invalid("max_results"),
+            mcp=_mcp("search", question="tax", max_results=0),
+        ),
+        Case(
+            "mcp.search.max-results-huge",
+            "limits",
+            Invalid("max_results"),
+            mcp=_mcp("search", question="tax", max_results=10**30),
+        ),
+        Case(
+            "mcp.search.question-not-text",
+            "malformed",
+            Invalid("question"),
+            mcp=_mcp("search", question=5),
+        ),
+        Case(
+            "mcp.search.channel",
+            "enum",
+            Invalid("channels"),
+            mcp=_mcp("search", question="tax", channels=["nope"]),
+        ),
+        Case(
+            "mcp.search.datasource",
+            "enum",
+            Err(ConfigError, "unknown datasource"),
+            mcp=_mcp("search", question="tax", datasource="shop' OR '1'='1"),
+        ),
+        Case(
+            "mcp.search.query-deep",
+            "nesting",
+            Err(LimitExceeded, "nested deeper than 16"),
+            mcp=_mcp("search", query=_deep(50)),
+        ),
+        Case(
+            "mcp.search.cypher-write",
+            "cypher-write",
+            Err(CypherReadOnlyError, "read-only"),
+            mcp=_mcp("search", question="tax", cypher_filter=WRITES[1]),
+        ),
+        Case(
+            "mcp.search.cypher-param",
+            "param",
+            Err(CypherUnknownError, "$x has no value"),
+            mcp=_mcp(
+                "search",
+                question="tax",
+                cypher_filter="MATCH (n:Model) WHERE n.name = $x RETURN n.id AS id",
+            ),
+        ),
+        Case(
+            "mcp.search.hidden",
+            "hidden",
+            Ok(sc(lambda d: HIDDEN not in str(d["results"]))),
+            mcp=_mcp("search", question="fraud model score internal raw clickstream"),
+        ),
+        # inspect
+        Case(
+            "mcp.inspect.too-many",
+            "huge",
+            Invalid("ids"),
+            mcp=_mcp("inspect", ids=[f"x{i}" for i in range(201)]),
+        ),
+        Case(
+            "mcp.inspect.not-list",
+            "malformed",
+            Invalid("ids"),
+            mcp=_mcp("inspect", ids="shop.orders"),
+        ),
+        Case(
+            "mcp.inspect.path",
+            "path",
+            Err(NotFound, "is not a memory id"),
+            mcp=_mcp("inspect", ids=["../shop.orders", "memory:../1"]),
+        ),
+        Case(
+            "mcp.inspect.hidden-child",
+            "hidden",
+            Ok(sc(lambda d: HIDDEN not in str(d["entities"]))),
+            mcp=_mcp("inspect", ids=["shop.orders"]),
+        ),
+        # memories
+        Case(
+            "mcp.save.empty",
+            "empty",
+            Err(ConfigError, "empty"),
+            mcp=_mcp("save_memory", learning="  "),
+        ),
+        Case(
+            "mcp.save.huge",
+            "huge",
+            Err(LimitExceeded, "20000"),
+            mcp=_mcp("save_memory", learning="x" * MB),
+        ),
+        Case(
+            "mcp.save.unknown-entity",
+            "enum",
+            Err(ConfigError, "unknown entity"),
+            mcp=_mcp("save_memory", learning="note", entities=["no.such.thing"]),
+        ),
+        Case(
+            "mcp.save.hidden",
+            "hidden",
+            Err(ConfigError, "unknown entity"),
+            mcp=_mcp("save_memory", learning="note", entities=[HIDDEN]),
+        ),
+        Case(
+            "mcp.save.sql-text",
+            "sql",
+            Ok(sc(lambda d: d["learning"] == "x'; DROP TABLE memories; --\x00")),
+            writes=True,
+            mcp=_mcp("save_memory", learning="x'; DROP TABLE memories; --\x00"),
+        ),
+        Case(
+            "mcp.forget.missing",
+            "enum",
+            Err(NotFound, "no memory memory:999"),
+            mcp=_mcp("forget_memory", memory_id="memory:999"),
+        ),
+        Case(
+            "mcp.forget.wildcard",
+            "sql",
+            Err(ConfigError, "not a memory id"),
+            mcp=_mcp("forget_memory", memory_id="%"),
+        ),
+        Case(
+            "mcp.forget.path",
+            "path",
+            Err(ConfigError, "not a memory id"),
+            mcp=_mcp("forget_memory", memory_id="memory:../1"),
+        ),
+        # conversations and summaries
+        Case(
+            "mcp.conv.percent",
+            "sql",
+            Ok(sc(lambda d: len(d["hits"]) > 0)),
+            mcp=_mcp("search_conversations", term="%"),
+        ),
+        Case(
+            "mcp.conv.drop",
+            "sql",
+            Ok(sc(lambda d: d["hits"] == [])),
+            mcp=_mcp("search_conversations", term="x'; DROP TABLE messages; --"),
+        ),
+        Case(
+            "mcp.conv.nul",
+            "nul",
+            Ok(sc(lambda d: d["hits"] == [])),
+            mcp=_mcp("search_conversations", term="a\x00b"),
+        ),
+        Case(
+            "mcp.conv.role",
+            "enum",
+            Invalid("role"),
+            mcp=_mcp("search_conversations", term="x", role="system"),
+        ),
+        Case(
+            "mcp.conv.limit-zero",
+            "limits",
+            Invalid("limit"),
+            mcp=_mcp("search_conversations", term="x", limit=0),
+        ),
+        Case(
+            "mcp.semantic.empty",
+            "empty",
+            Invalid("query"),
+            mcp=_mcp("semantic_search", query=""),
+        ),
+        Case(
+            "mcp.semantic.blank",
+            "empty",
+            Err(ConfigError, "non-empty query"),
+            mcp=_mcp("semantic_search", query="   "),
+        ),
+        Case(
+            "mcp.semantic.sql",
+            "sql",
+            Ok(sc(lambda d: len(d["hits"]) > 0)),
+            mcp=_mcp("semantic_search", query="%' OR 1=1 --"),
+        ),
+        Case(
+            "mcp.semantic.limit-huge",
+            "limits",
+            Invalid("limit"),
+            mcp=_mcp("semantic_search", query="x", limit=10**30),
+        ),
+        Case(
+            "mcp.summaries.extract",
+            "enum",
+            Invalid("extract"),
+            mcp=_mcp("search_summaries", query="x", extract="bogus"),
+        ),
+        Case(
+            "mcp.summaries.domain-sql",
+            "sql",
+            Err(ConfigError, "invalid domain"),
+            mcp=_mcp("search_summaries", query="x", domain="'; DROP TABLE summaries; --"),
+        ),
+        Case(
+            "mcp.summaries.source-wildcard",
+            "sql",
+            Err(ConfigError, "invalid source"),
+            mcp=_mcp("search_summaries", query="x", source="%"),
+        ),
+        Case(
+            "mcp.summaries.nul",
+            "nul",
+            Ok(),
+            mcp=_mcp("search_summaries", query="metric\x00"),
+        ),
+        # vault
+        Case(
+            "mcp.vault.search-1mb",
+            "huge",
+            Err(ConfigError, "the limit is 100000"),
+            mcp=_mcp("vault_search", query="x" * MB),
+        ),
+        Case(
+            "mcp.vault.search-empty",
+            "empty",
+            Invalid("query"),
+            mcp=_mcp("vault_search", query=""),
+        ),
+        Case(
+            "mcp.vault.search-date",
+            "malformed",
+            Err(ConfigError, "expected YYYY-MM-DD"),
+            mcp=_mcp("vault_search", query="x", date_range={"start": "last tuesday"}),
+        ),
+        Case(
+            "mcp.vault.search-date-key",
+            "malformed",
+            Err(ConfigError, "not 'bogus'"),
+            mcp=_mcp("vault_search", query="x", date_range={"bogus": "2024-01-01"}),
+        ),
+        Case(
+            "mcp.vault.search-limit",
+            "limits",
+            Invalid("limit"),
+            mcp=_mcp("vault_search", query="x", limit=0),
+        ),
+        Case(
+            "mcp.vault.search-domain",
+            "enum",
+            Err(ConfigError, "unknown domain"),
+            mcp=_mcp("vault_search", query="x", domain="' OR 1=1 --"),
+        ),
+        Case(
+            "mcp.vault.search-tag",
+            "sql",
+            Ok(sc(lambda d: d["result"] == [])),
+            mcp=_mcp("vault_search", query="x", tags=["%"]),
+        ),
+        Case(
+            "mcp.vault.get-dotdot",
+            "path",
+            Err(ConfigError, "tries to leave the vault"),
+            mcp=_mcp("vault_get_note", slug="../etc/passwd"),
+        ),
+        Case(
+            "mcp.vault.get-absolute",
+            "path",
+            Err(ConfigError, "absolute path"),
+            mcp=_mcp("vault_get_note", slug="/etc/passwd"),
+        ),
+        Case(
+            "mcp.vault.get-nul",
+            "nul",
+            Err(ConfigError, "NUL"),
+            mcp=_mcp("vault_get_note", slug="Home\x00"),
+        ),
+        Case(
+            "mcp.vault.get-empty",
+            "empty",
+            Err(ConfigError, "non-empty"),
+            mcp=_mcp("vault_get_note", slug=""),
+        ),
+        Case(
+            "mcp.vault.get-wildcard",
+            "sql",
+            Err(NotFound, "no note with slug '%'"),
+            mcp=_mcp("vault_get_note", slug="%"),
+        ),
+        Case(
+            "mcp.vault.get-ok",
+            "path",
+            Ok(sc(lambda d: d["title"] == "Analytics team knowledge base")),
+            mcp=_mcp("vault_get_note", slug="Home"),
+        ),
+    ]
+    for i, text in enumerate(SQL):
+        c.append(
+            Case(
+                f"mcp.search.sql-{i}",
+                "sql",
+                Ok(sc(lambda d: bool(d["results"] or d["warnings"]))),
+                mcp=_mcp("search", question=text),
+            )
+        )
+    return c
+
+
+MCP_CASES: list[Case] = _mcp_cases()

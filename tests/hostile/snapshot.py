@@ -1,7 +1,7 @@
 """What "the store did not change" means: a digest of everything a store holds.
 
-Later corpora (conversations, vault) add their tables to ``TABLES``: any table
-that exists is counted and hashed, a missing one is skipped.
+A new corpus adds its tables to ``TABLES``: any table that exists is counted and
+hashed, a missing one is skipped.
 """
 
 from __future__ import annotations
@@ -23,7 +23,11 @@ TABLES = (
     "memories",
     "vectors",
     "meta",
-    # conversations / vault tables go here when those corpora land
+    "conversations",
+    "messages",
+    "summaries",
+    "vault_notes",
+    "vault_chunks",
 )
 
 

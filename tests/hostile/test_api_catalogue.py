@@ -12,7 +12,18 @@ from tests.conftest import MINI
 from layersearch import Layersearch
 from layersearch.errors import LayersearchError
 
-from .catalogue import CASES, LOAD_OK, Case, Err, by_entry, write_files
+from .catalogue import (
+    CASES,
+    CORPUS_CASES,
+    CORPUS_WRITES,
+    LOAD_OK,
+    MCP_CASES,
+    Case,
+    Err,
+    build_corpus_store,
+    by_entry,
+    write_files,
+)
 from .snapshot import snapshot
 
 
@@ -20,6 +31,15 @@ from .snapshot import snapshot
 def shared(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Layersearch]:
     ls = Layersearch(tmp_path_factory.mktemp("api") / "store.duckdb")
     ls.load(MINI)
+    yield ls
+    ls.close()
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Layersearch]:
+    path = tmp_path_factory.mktemp("corpus") / "store.duckdb"
+    build_corpus_store(path)
+    ls = Layersearch(path, embedder="fake")
     yield ls
     ls.close()
 
@@ -62,10 +82,22 @@ def test_api_successful_loads(case: Case, tmp_path: Path) -> None:
         run_case(ls, case, tmp_path / "files")
 
 
+@pytest.mark.parametrize("case", by_entry("api", CORPUS_CASES), ids=lambda c: c.id)
+def test_api_corpora(corpus: Layersearch, case: Case, tmp_path: Path) -> None:
+    run_case(corpus, case, tmp_path)
+
+
+@pytest.mark.parametrize("case", by_entry("api", CORPUS_WRITES), ids=lambda c: c.id)
+def test_api_corpus_writes(case: Case, tmp_path: Path) -> None:
+    with Layersearch(tmp_path / "store.duckdb", embedder="fake") as ls:
+        run_case(ls, case, tmp_path / "files")
+
+
 def test_catalogue_ids_are_unique_and_every_row_has_an_entry_point() -> None:
-    names = [c.id for c in CASES + LOAD_OK]
+    rows = CASES + LOAD_OK + CORPUS_CASES + CORPUS_WRITES + MCP_CASES
+    names = [c.id for c in rows]
     assert len(names) == len(set(names))
-    assert all(c.api is not None or c.cli is not None for c in CASES + LOAD_OK)
+    assert all(c.api is not None or c.cli is not None or c.mcp is not None for c in rows)
 
 
 def test_snapshot_sees_a_write(shared: Layersearch) -> None:

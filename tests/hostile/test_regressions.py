@@ -112,3 +112,32 @@ def test_errors_are_ours(mini: Layersearch) -> None:
     ):
         with pytest.raises(LayersearchError):
             call()
+
+
+def test_click_usage_errors_follow_the_contract_in_a_real_process(tmp_path: Path) -> None:
+    # Used to print click's "Error: …" usage text on stderr, also under --json.
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT
+
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
+    env.pop("LAYERSEARCH_DEBUG", None)
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        cmd = [sys.executable, "-m", "layersearch", "--store", str(tmp_path / "s.duckdb"), *args]
+        return subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=60)
+
+    as_json = run("search", "tax", "-n", "ten", "--json")
+    assert as_json.returncode == 2 and as_json.stderr == ""
+    error = json.loads(as_json.stdout)["error"]
+    assert error["code"] == "usage" and "'ten' is not a valid integer" in error["message"]
+    plain = run("load", "x", "--format", "bogus")
+    assert plain.returncode == 2 and plain.stdout == ""
+    first, *rest = plain.stderr.splitlines()
+    assert (
+        first.startswith("error: Invalid value for '--format'") and "Traceback" not in plain.stderr
+    )
+    assert run("--version").returncode == 0

@@ -4,7 +4,10 @@ After every kill: each write the worker reported as committed is there; nothing
 half-written is visible (memories are whole, a load is all or nothing); the
 full-text index agrees with the store (every memory is found by its unique word,
 and the index holds exactly the store's documents), rebuilt automatically when a
-kill left it behind. ``LAYERSEARCH_CRASH_KILLS`` sets the number of kills (default 50).
+kill left it behind. Conversation imports are whole (every message of a conversation or
+none) and found by keyword and full text; vault notes are whole (all their sections), the
+store holds only notes that are on disk, and re-indexing brings notes, chunks and vectors
+back in line. ``LAYERSEARCH_CRASH_KILLS`` sets the number of kills (default 50).
 """
 
 from __future__ import annotations
@@ -23,9 +26,11 @@ from tests.conftest import MINI, ROOT
 from tests.reliability import crash_worker
 
 from layersearch import Layersearch
+from layersearch.corpora.vault import store as vault_tables
 
 KILLS = int(os.environ.get("LAYERSEARCH_CRASH_KILLS", "50"))
 NOTE = re.compile(r"crash note (zx[a-z]+)")
+MESSAGE = re.compile(r"crash msg (zx[a-z]+) (\d+) of (\d+)")
 
 
 def run_until_killed(ctx: Any, store: Path, seed: int, rnd: random.Random) -> list[str]:
@@ -62,6 +67,10 @@ class Ledger:
         self.memories: dict[str, str] = {}  # reported memory id → its word
         self.loads = 0
         self.unreported: set[str] = set()
+        self.conversations: dict[str, tuple[int, str]] = {}  # id → (messages, word)
+        self.notes: dict[str, str] = {}  # vault slug → word
+        self.unreported_conversations: set[str] = set()
+        self.indexed_notes: set[str] = set()  # vault files on disk at the last re-index
 
     def record(self, lines: list[str]) -> dict[str, str]:
         new = {}
@@ -69,6 +78,10 @@ class Ledger:
             _, op, *label = line.split()
             if op == "memory":
                 new[label[0]] = label[1]
+            elif op == "conversation":
+                self.conversations[label[0]] = (int(label[1]), label[2])
+            elif op == "vault":
+                self.notes[label[0]] = label[1]
             elif op == "load":
                 assert int(label[0]) == len(self.entities)
                 self.loads += 1
@@ -97,6 +110,55 @@ def check_store(store: Path, ledger: Ledger, new: dict[str, str], kills: int) ->
         for mid in [*new, *fresh]:
             hits = ls.search(question=crash[mid], channels=["fulltext"]).results
             assert hits and hits[0].id == mid, f"{mid} not found by its word {crash[mid]}"
+        check_conversations(ls, ledger, kills)
+        check_vault(ls, store, ledger)
+
+
+def check_conversations(ls: Layersearch, ledger: Ledger, kills: int) -> None:
+    turns = ls.conversations.snapshot().turns
+    crash: dict[str, tuple[int, str]] = {}
+    for cid, rows in turns.items():
+        if not cid.startswith("generic:crash-"):
+            continue
+        parsed = [MESSAGE.fullmatch(r.content) for r in rows]
+        assert all(parsed), f"half-written message in {cid}"
+        words = {m.group(1) for m in parsed if m}
+        count = int(parsed[0].group(3)) if parsed[0] else -1
+        assert len(words) == 1 and len(rows) == count, f"{cid} has {len(rows)} of {count}"
+        crash[cid] = (count, words.pop())
+    for cid, expected in ledger.conversations.items():
+        assert crash.get(cid) == expected, f"committed conversation {cid} is missing or partial"
+    unreported = set(crash) - set(ledger.conversations)
+    assert ledger.unreported_conversations <= unreported and len(unreported) <= kills
+    fresh = unreported - ledger.unreported_conversations
+    ledger.unreported_conversations = unreported
+    for cid in [*fresh, *list(ledger.conversations)[-2:]]:
+        count, word = crash[cid]
+        keyword = ls.conversations.search_conversations(word, limit=10).hits
+        assert {h.conversation_id for h in keyword} == {cid} and len(keyword) == count
+        full = ls.conversations.search_messages(word, limit=10, channels=["fulltext"]).hits
+        assert {h.conversation_id for h in full} == {cid}, f"{cid} missing from the index"
+
+
+def check_vault(ls: Layersearch, store: Path, ledger: Ledger) -> None:
+    root = crash_worker.vault_dir(str(store))
+    on_disk = {p.stem for p in root.glob("*.md")} if root.exists() else set()
+    stored = set(vault_tables.stored_hashes(ls.store))
+    assert stored <= on_disk, f"notes in the store that are not on disk: {stored - on_disk}"
+    for slug, word in ledger.notes.items():
+        body = ls.vault.get_note(slug).body
+        assert all(f"section {i} of {word}" in body for i in range(3)), f"{slug} is partial"
+    if on_disk == ledger.indexed_notes:
+        return  # no note was written since the last re-index
+    ledger.indexed_notes = on_disk
+    # Whatever a kill interrupted, indexing again (now with vectors) brings notes, chunks
+    # and vectors in line.
+    with Layersearch(store, embedder="fake") as embedding:
+        report = embedding.vault.index(root)
+        assert report.notes == len(on_disk) == len(vault_tables.stored_hashes(embedding.store))
+        chunks = vault_tables.chunk_hashes(embedding.store)
+    assert {c.split("#")[0] for c in chunks} == on_disk, "orphan or missing chunks"
+    assert report.vectors is not None and not report.vectors.failed
 
 
 def test_sigkill_during_memory_saves_and_loads(
@@ -126,7 +188,11 @@ def test_sigkill_during_memory_saves_and_loads(
             assert ls.search(question=word, channels=["fulltext"]).results[0].id == mid
     print(
         f"\ncrash test: {KILLS} kills in {elapsed:.1f}s; {len(ledger.memories)} memory saves and "
-        f"{ledger.loads} loads reported committed; {len(ledger.unreported)} committed but "
+        f"{ledger.loads} loads, {len(ledger.conversations)} conversation imports and "
+        f"{len(ledger.notes)} vault indexings reported committed; {len(ledger.unreported)} "
+        f"memories and {len(ledger.unreported_conversations)} conversations committed but "
         f"unreported; {empty} kills before the first write returned"
     )
-    assert len(ledger.memories) >= KILLS // 5, "the worker barely wrote: kills too early"
+    assert ledger.conversations and ledger.notes, "no conversation import or vault indexing"
+    writes = len(ledger.memories) + ledger.loads + len(ledger.conversations) + len(ledger.notes)
+    assert writes >= KILLS // 5, "the worker barely wrote: kills too early"
