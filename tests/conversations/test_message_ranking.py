@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -10,6 +11,7 @@ import pytest
 from layersearch.corpora.conversations.search import (
     ConversationService,
     MessageSearchConfig,
+    dense_text,
     message_doc,
     strip_names,
     zscore_fusion,
@@ -115,3 +117,53 @@ def test_both_fusions_run_and_rank_within_the_conversation(tmp_path: Path) -> No
     for res in (z, r):
         assert res.hits and {h.conversation_id for h in res.hits} == {"locomo:conv-mini"}
         assert any(set(h.channels) == {"fulltext", "vector"} for h in res.hits)
+
+
+def test_dense_text_with_and_without_speaker_names() -> None:
+    turns = [_turn(0, "Ann", "what made you pick it?"), _turn(1, "Bo", "their support")]
+    named = dense_text(turns, 1, MessageSearchConfig())
+    assert named == "Bo (8 May 2023): their support\n[replying to Ann: what made you pick it?]"
+    bare = dense_text(turns, 1, MessageSearchConfig(dense_speakers=False))
+    assert bare == "(8 May 2023): their support\n[replying to: what made you pick it?]"
+
+
+def _dialogue(path: Path) -> ConversationService:
+    turns = [
+        ("Bo", "Ann! Ann, how is the garden, Ann?"),
+        ("Ann", "Sorry, one moment."),
+        ("Bo", "Sure."),
+        ("Ann", "Fine, thanks. The garden has tomatoes, beans and peas."),
+        ("Bo", "Good to hear."),
+    ]
+    sample = {
+        "sample_id": "names",
+        "conversation": {
+            "speaker_a": "Ann",
+            "speaker_b": "Bo",
+            "session_1_date_time": "9:05 am on 3 March, 2024",
+            "session_1": [
+                {"speaker": who, "dia_id": f"D1:{i}", "text": text}
+                for i, (who, text) in enumerate(turns, start=1)
+            ],
+        },
+        "qa": [],
+    }
+    (path / "names.json").write_text(json.dumps([sample]), encoding="utf-8")
+    svc = ConversationService(DuckDBStore(path / "s.duckdb"))
+    svc.import_path(path / "names.json", "locomo")
+    return svc
+
+
+def test_a_named_speaker_counts_through_the_speaker_field_only(tmp_path: Path) -> None:
+    svc = _dialogue(tmp_path)
+    ask = {"conversation_id": "locomo:names", "channels": ["fulltext"]}
+    # Bo's turn says "Ann" three times, but it is addressed to Ann; Ann's own turn answers
+    hits = svc.search_messages("How is Ann's garden?", 3, **ask).hits
+    assert [h.turn_id for h in hits][:1] == ["D1:4"]
+    svc.config = MessageSearchConfig(names_match_speaker_only=False)
+    hits = svc.search_messages("How is Ann's garden?", 3, **ask).hits
+    assert [h.turn_id for h in hits][:1] == ["D1:1"]
+    # a query that is only a name still finds that speaker's turns
+    svc.config = MessageSearchConfig()
+    hits = svc.search_messages("Ann", 3, **ask).hits
+    assert hits and hits[0].speaker == "Ann"

@@ -165,6 +165,10 @@ class MessageSearchConfig:
     #: the dense document: the turn, its speaker and date, and the turn before it
     dense_context_before: int = 1
     dense_context_chars: int = 300
+    #: speaker names in the embedded text. Off is slightly better for message search
+    #: (see docs/quality.md) but the vectors are shared with semantic_search, whose
+    #: output is a fixed contract, so it stays on
+    dense_speakers: bool = True
     #: how the channels are fused: "zscore" (each channel's scores standardised over its
     #: top DEPTH, then a weighted sum) or "rrf" (weighted reciprocal ranks with rrf_k)
     fusion: str = "zscore"
@@ -179,6 +183,9 @@ class MessageSearchConfig:
     #: general rather than the turns about the question (the full-text speaker field
     #: still matches it)
     dense_strip_speakers: bool = True
+    #: a speaker's name in the query is matched against the speaker field only, not
+    #: against turn text, where it names the person being addressed
+    names_match_speaker_only: bool = True
     #: drop conversational function words from full-text queries
     extra_stop_words: bool = True
 
@@ -396,15 +403,14 @@ def dense_text(turns: Sequence[MessageRow], i: int, config: MessageSearchConfig)
     The turn comes first so that a model's input limit cuts the context, not the turn.
     """
     m = turns[i]
-    head = f"{_speaker(m)}"
+    head = f"{_speaker(m)}" if config.dense_speakers else ""
     if m.created:
-        head += f" ({_date_words(m)})"
-    parts = [f"{head}: {m.content}"]
+        head = f"{head} ({_date_words(m)})".strip()
+    parts = [f"{head}: {m.content}" if head else m.content]
     for j in range(max(0, i - config.dense_context_before), i):
         prev = turns[j]
-        parts.append(
-            f"[replying to {_speaker(prev)}: {prev.content[: config.dense_context_chars]}]"
-        )
+        who = f" {_speaker(prev)}" if config.dense_speakers else ""
+        parts.append(f"[replying to{who}: {prev.content[: config.dense_context_chars]}]")
     return "\n".join(parts)
 
 
@@ -730,9 +736,7 @@ class ConversationService:
         rankings: dict[str, list[tuple[str, float]]] = {}
         scope = None if conversation_id is None else [conversation_id]
         if "fulltext" in wanted:
-            rankings["fulltext"] = snap.messages_ft.search(
-                query_text(query, self.config), DEPTH, scopes=scope
-            )
+            rankings["fulltext"] = self._fulltext(snap, query, scope)
         if "vector" in wanted:
             try:
                 dense = self._checked_dense(MESSAGE_CORPUS)
@@ -767,14 +771,48 @@ class ConversationService:
             )
         return MessageSearchResult(query=query, hits=hits, warnings=warnings)
 
+    def _fulltext(
+        self, snap: _Snapshot, query: str, scope: list[str] | None
+    ) -> list[tuple[str, float]]:
+        """BM25 over the turn documents; a speaker named in the query counts only through
+        the ``speaker`` field.
+
+        A name in a question says whose turn is wanted, not which words: matched against
+        the text it finds the turns that *address* that person ("Thanks, Melanie!"), which
+        are the other speaker's. So names are taken out of the content query, and the
+        candidates it ranks get the name's ``speaker``-field score on top.
+        """
+        text = query_text(query, self.config)
+        names = self._names(snap, scope) if self.config.names_match_speaker_only else frozenset()
+        named = sorted(n for n in names if strip_names(query, {n}) != query)
+        if not named:
+            return snap.messages_ft.search(text, DEPTH, scopes=scope)
+        content = {**self.config.boosts(), "speaker": 0.0}
+        ranked = dict(
+            snap.messages_ft.search(strip_names(text, named), DEPTH, scopes=scope, boosts=content)
+        )
+        if not ranked:
+            return []
+        bonus = snap.messages_ft.search(
+            " ".join(named),
+            len(ranked),
+            ids=list(ranked),
+            boosts={"speaker": self.config.boost_speaker},
+        )
+        for doc_id, score in bonus:
+            ranked[doc_id] += score
+        return sorted(ranked.items(), key=lambda h: (-h[1], h[0]))
+
+    @staticmethod
+    def _names(snap: _Snapshot, scope: list[str] | None) -> frozenset[str]:
+        if scope is not None:
+            return snap.speakers.get(scope[0], frozenset())
+        return frozenset().union(*snap.speakers.values()) if snap.speakers else frozenset()
+
     def _dense_query(self, snap: _Snapshot, query: str, scope: list[str] | None) -> str:
         if not self.config.dense_strip_speakers:
             return query
-        if scope is None:
-            names = frozenset().union(*snap.speakers.values()) if snap.speakers else frozenset()
-        else:
-            names = snap.speakers.get(scope[0], frozenset())
-        return strip_names(query, names)
+        return strip_names(query, self._names(snap, scope))
 
     # -- search_summaries ---------------------------------------------------------------------------
 
