@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 import re
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -28,7 +28,7 @@ from pydantic import BaseModel, Field
 from layersearch.corpora.dense import DenseCorpus, DenseDoc
 from layersearch.errors import ConfigError, EmbeddingUnavailable, LayersearchError, ModelMismatch
 from layersearch.ranking.fulltext import FTDoc, FullTextIndex
-from layersearch.ranking.fusion import rrf
+from layersearch.ranking.fusion import Fused, rrf
 from layersearch.store import migrations
 from layersearch.store.base import Store
 from layersearch.types import EmbedReport
@@ -138,6 +138,9 @@ CONVERSATION_STOP_WORDS = frozenset(
 )
 _RAW_WORD = re.compile(r"[\w'’-]+", re.UNICODE)
 
+#: bumped whenever message_doc changes what it indexes, so stored indexes are rebuilt
+DOC_FORMAT = 2
+
 DenseGetter = Callable[[str], DenseCorpus]
 
 
@@ -155,24 +158,47 @@ class MessageSearchConfig:
     #: tantivy field boosts: the turn itself counts most
     boost_text: float = 1.0
     boost_speaker: float = 1.0
-    boost_context: float = 0.5
-    boost_date: float = 0.2
+    #: the turn before is usually what this turn answers, so it counts more than the one after
+    boost_before: float = 0.6
+    boost_after: float = 0.2
+    boost_date: float = 0.5
     #: the dense document: the turn, its speaker and date, and the turn before it
     dense_context_before: int = 1
     dense_context_chars: int = 300
-    #: RRF weights per channel, and RRF's k: within one conversation the first ranks
-    #: carry the signal, so contributions decay faster than entity search's k = 60
+    #: speaker names in the embedded text. Off is slightly better for message search
+    #: (see docs/quality.md) but the vectors are shared with semantic_search, whose
+    #: output is a fixed contract, so it stays on
+    dense_speakers: bool = True
+    #: how the channels are fused: "zscore" (each channel's scores standardised over its
+    #: top DEPTH, then a weighted sum) or "rrf" (weighted reciprocal ranks with rrf_k)
+    fusion: str = "zscore"
+    #: channel weights: the dense channel is the weaker one on its own, so it counts less
     weight_fulltext: float = 1.0
-    weight_vector: float = 0.7
+    weight_vector: float = 0.5
+    #: RRF's k when fusion is "rrf": within one conversation the first ranks carry the
+    #: signal, so contributions decay faster than entity search's k = 60
     rrf_k: int = 10
+    #: leave the conversation's speaker names out of the dense query: every embedded
+    #: turn starts with a speaker name, so a name pulls towards that speaker's turns in
+    #: general rather than the turns about the question (the full-text speaker field
+    #: still matches it)
+    dense_strip_speakers: bool = True
+    #: a speaker's name in the query is matched against the speaker field only, not
+    #: against turn text, where it names the person being addressed
+    names_match_speaker_only: bool = True
     #: drop conversational function words from full-text queries
     extra_stop_words: bool = True
+
+    def document_shape(self) -> str:
+        """What the full-text documents depend on besides the messages (part of the index stamp)."""
+        return f"doc{DOC_FORMAT}-ctx{self.context_before}.{self.context_after}"
 
     def boosts(self) -> dict[str, float]:
         return {
             "text": self.boost_text,
             "speaker": self.boost_speaker,
-            "context": self.boost_context,
+            "before": self.boost_before,
+            "after": self.boost_after,
             "date": self.boost_date,
         }
 
@@ -307,6 +333,61 @@ def query_text(query: str, config: MessageSearchConfig) -> str:
     return " ".join(words)
 
 
+def strip_names(query: str, names: Collection[str]) -> str:
+    """``query`` without the given names (and their possessive 's); the query itself
+    when nothing else would be left."""
+    if not names:
+        return query
+    alternation = "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True))
+    pattern = re.compile(rf"\b(?:{alternation})(?:['’]s)?\b", re.IGNORECASE)
+    stripped = " ".join(pattern.sub(" ", query).split())
+    return stripped if _RAW_WORD.search(stripped) else query
+
+
+def zscore_fusion(
+    rankings: Mapping[str, Sequence[tuple[str, float]]],
+    weights: Mapping[str, float],
+) -> list[Fused]:
+    """Weighted sum of each channel's standardised scores, best first.
+
+    BM25 and cosine scores live on different scales; standardising each channel over
+    its own ranked list (mean 0, unit spread) puts them on one, and unlike RRF keeps
+    how far a channel's top hits stand out from the rest. A document a channel did not
+    rank gets that channel's lowest standardised score. Ties: best single-channel
+    rank, then id.
+    """
+    fused: dict[str, Fused] = {}
+    floors: dict[str, float] = {}
+    for channel in sorted(rankings):
+        ranked = _first_per_id(rankings[channel])
+        if not ranked:
+            continue
+        w = float(weights.get(channel, 1.0))
+        scores = [score for _, score in ranked]
+        mean = sum(scores) / len(scores)
+        spread = (sum((x - mean) ** 2 for x in scores) / len(scores)) ** 0.5 or 1.0
+        floors[channel] = w * (min(scores) - mean) / spread
+        for rank, (doc_id, score) in enumerate(ranked, start=1):
+            f = fused.get(doc_id)
+            if f is None:
+                f = fused[doc_id] = Fused(doc_id, 0.0, rank)
+            f.best_rank = min(f.best_rank, rank)
+            f.channels[channel] = (rank, score, w * (score - mean) / spread)
+    for f in fused.values():
+        f.score = sum(f.channels[c][2] if c in f.channels else floor for c, floor in floors.items())
+    return sorted(fused.values(), key=lambda f: (-f.score, f.best_rank, f.id))
+
+
+def _first_per_id(ranked: Sequence[tuple[str, float]]) -> list[tuple[str, float]]:
+    seen: set[str] = set()
+    out = []
+    for doc_id, score in ranked:
+        if doc_id not in seen:
+            seen.add(doc_id)
+            out.append((doc_id, float(score)))
+    return out
+
+
 def _speaker(m: MessageRow) -> str:
     return m.speaker or m.role
 
@@ -322,22 +403,20 @@ def dense_text(turns: Sequence[MessageRow], i: int, config: MessageSearchConfig)
     The turn comes first so that a model's input limit cuts the context, not the turn.
     """
     m = turns[i]
-    head = f"{_speaker(m)}"
+    head = f"{_speaker(m)}" if config.dense_speakers else ""
     if m.created:
-        head += f" ({_date_words(m)})"
-    parts = [f"{head}: {m.content}"]
+        head = f"{head} ({_date_words(m)})".strip()
+    parts = [f"{head}: {m.content}" if head else m.content]
     for j in range(max(0, i - config.dense_context_before), i):
         prev = turns[j]
-        parts.append(
-            f"[replying to {_speaker(prev)}: {prev.content[: config.dense_context_chars]}]"
-        )
+        who = f" {_speaker(prev)}" if config.dense_speakers else ""
+        parts.append(f"[replying to{who}: {prev.content[: config.dense_context_chars]}]")
     return "\n".join(parts)
 
 
 def message_doc(turns: Sequence[MessageRow], i: int, config: MessageSearchConfig) -> FTDoc:
     m = turns[i]
     lo, hi = max(0, i - config.context_before), min(len(turns), i + 1 + config.context_after)
-    context = " ".join(turns[j].content for j in range(lo, hi) if j != i)
     return FTDoc(
         id=m.id,
         kind=m.role,
@@ -345,7 +424,8 @@ def message_doc(turns: Sequence[MessageRow], i: int, config: MessageSearchConfig
         fields={
             "text": m.content,
             "speaker": _speaker(m),
-            "context": context,
+            "before": " ".join(turns[j].content for j in range(lo, i)),
+            "after": " ".join(turns[j].content for j in range(i + 1, hi)),
             "date": _date_words(m),
         },
     )
@@ -400,6 +480,8 @@ class _Snapshot:
     summaries: dict[str, Summary]
     messages_ft: FullTextIndex
     summaries_ft: FullTextIndex
+    #: conversation → the speaker names of its turns
+    speakers: dict[str, frozenset[str]]
     #: an in-memory DuckDB copy of messages and conversations: keyword search runs the
     #: same bound SQL as on the store, without opening the store file per query
     mirror: Any
@@ -496,8 +578,7 @@ class ConversationService:
             if searchable(m):
                 turns.setdefault(m.conversation_id, []).append(m)
         # The documents depend on the context window too: a changed config rebuilds the index.
-        shape = f"{self.config.context_before}.{self.config.context_after}"
-        stamp = f"conversations-{version}-ctx{shape}"
+        stamp = f"conversations-{version}-{self.config.document_shape()}"
         base = Path(self.store.index_dir)
 
         def message_docs() -> list[FTDoc]:
@@ -519,6 +600,9 @@ class ConversationService:
             summaries=summaries,
             messages_ft=messages_ft,
             summaries_ft=summaries_ft,
+            speakers={
+                cid: frozenset(m.speaker for m in ts if m.speaker) for cid, ts in turns.items()
+            },
             mirror=_mirror(messages, conversations),
         )
 
@@ -636,7 +720,8 @@ class ConversationService:
         conversation_id: str | None = None,
         channels: Sequence[str] | None = None,
     ) -> MessageSearchResult:
-        """Messages ranked by full text and vectors over turns-with-context, fused by RRF.
+        """Messages ranked by full text and vectors over turns-with-context, fused
+        (standardised scores by default, see :func:`zscore_fusion`).
 
         ``channels`` is a subset of ``fulltext`` and ``vector``; by default both, with
         the vector channel skipped (and a warning) when it cannot run.
@@ -651,22 +736,25 @@ class ConversationService:
         rankings: dict[str, list[tuple[str, float]]] = {}
         scope = None if conversation_id is None else [conversation_id]
         if "fulltext" in wanted:
-            rankings["fulltext"] = snap.messages_ft.search(
-                query_text(query, self.config), DEPTH, scopes=scope
-            )
+            rankings["fulltext"] = self._fulltext(snap, query, scope)
         if "vector" in wanted:
             try:
                 dense = self._checked_dense(MESSAGE_CORPUS)
                 allow = None
                 if conversation_id is not None:
                     allow = [m.id for m in snap.turns.get(conversation_id, [])]
-                rankings["vector"] = dense.search(query, DEPTH, allow)
+                rankings["vector"] = dense.search(
+                    self._dense_query(snap, query, scope), DEPTH, allow
+                )
             except LayersearchError as exc:
                 if channels is not None:
                     raise
                 warnings.append(str(exc))
         weights = {"fulltext": self.config.weight_fulltext, "vector": self.config.weight_vector}
-        fused = rrf(rankings, k=self.config.rrf_k, weights=weights)
+        if self.config.fusion == "rrf":
+            fused = rrf(rankings, k=self.config.rrf_k, weights=weights)
+        else:
+            fused = zscore_fusion(rankings, weights)
         hits = []
         for f in fused[:limit]:
             m = snap.messages[f.id]
@@ -682,6 +770,49 @@ class ConversationService:
                 )
             )
         return MessageSearchResult(query=query, hits=hits, warnings=warnings)
+
+    def _fulltext(
+        self, snap: _Snapshot, query: str, scope: list[str] | None
+    ) -> list[tuple[str, float]]:
+        """BM25 over the turn documents; a speaker named in the query counts only through
+        the ``speaker`` field.
+
+        A name in a question says whose turn is wanted, not which words: matched against
+        the text it finds the turns that *address* that person ("Thanks, Melanie!"), which
+        are the other speaker's. So names are taken out of the content query, and the
+        candidates it ranks get the name's ``speaker``-field score on top.
+        """
+        text = query_text(query, self.config)
+        names = self._names(snap, scope) if self.config.names_match_speaker_only else frozenset()
+        named = sorted(n for n in names if strip_names(query, {n}) != query)
+        if not named:
+            return snap.messages_ft.search(text, DEPTH, scopes=scope)
+        content = {**self.config.boosts(), "speaker": 0.0}
+        ranked = dict(
+            snap.messages_ft.search(strip_names(text, named), DEPTH, scopes=scope, boosts=content)
+        )
+        if not ranked:
+            return []
+        bonus = snap.messages_ft.search(
+            " ".join(named),
+            len(ranked),
+            ids=list(ranked),
+            boosts={"speaker": self.config.boost_speaker},
+        )
+        for doc_id, score in bonus:
+            ranked[doc_id] += score
+        return sorted(ranked.items(), key=lambda h: (-h[1], h[0]))
+
+    @staticmethod
+    def _names(snap: _Snapshot, scope: list[str] | None) -> frozenset[str]:
+        if scope is not None:
+            return snap.speakers.get(scope[0], frozenset())
+        return frozenset().union(*snap.speakers.values()) if snap.speakers else frozenset()
+
+    def _dense_query(self, snap: _Snapshot, query: str, scope: list[str] | None) -> str:
+        if not self.config.dense_strip_speakers:
+            return query
+        return strip_names(query, self._names(snap, scope))
 
     # -- search_summaries ---------------------------------------------------------------------------
 

@@ -1,0 +1,169 @@
+"""Message-search ranking pieces: name stripping, score fusion, turn documents."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from layersearch.corpora.conversations.search import (
+    ConversationService,
+    MessageSearchConfig,
+    dense_text,
+    message_doc,
+    strip_names,
+    zscore_fusion,
+)
+from layersearch.corpora.conversations.store import MessageRow
+from layersearch.corpora.dense import DenseCorpus
+from layersearch.embed.fake import FakeEmbedder
+from layersearch.store.duckdb import DuckDBStore
+
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "conversations"
+
+
+def loaded_service(path: Path) -> ConversationService:
+    store = DuckDBStore(path)
+    embedder = FakeEmbedder(64)
+    cache: dict[str, DenseCorpus] = {}
+
+    def dense(corpus: str) -> DenseCorpus:
+        return cache.setdefault(corpus, DenseCorpus(store, corpus, embedder))
+
+    svc = ConversationService(store, dense)
+    svc.import_path(FIXTURES)
+    svc.embed()
+    return svc
+
+
+def test_strip_names_removes_names_and_possessives_case_insensitively() -> None:
+    names = {"Caroline", "Melanie"}
+    assert strip_names("What did Caroline's kids paint?", names) == "What did kids paint?"
+    assert strip_names("how did melanie feel", names) == "how did feel"
+    # part of a longer word is not a name
+    assert strip_names("Carolines and Melanieville", names) == "Carolines and Melanieville"
+    # nothing left but the name: the query is kept as asked
+    assert strip_names("Caroline?", names) == "Caroline?"
+    assert strip_names("anything", set()) == "anything"
+
+
+def test_zscore_fusion_standardises_each_channel() -> None:
+    rankings = {
+        # BM25-like scale: a clear leader
+        "fulltext": [("a", 30.0), ("b", 10.0), ("c", 9.0), ("d", 8.0)],
+        # cosine-like scale: flat
+        "vector": [("b", 0.61), ("c", 0.60), ("a", 0.59), ("e", 0.58)],
+    }
+    fused = zscore_fusion(rankings, {"fulltext": 1.0, "vector": 1.0})
+    assert fused[0].id == "a"  # it stands far out in one channel; RRF would tie it with b
+    assert {f.id for f in fused} == {"a", "b", "c", "d", "e"}
+    # a document one channel did not rank gets that channel's lowest standardised score
+    e = next(f for f in fused if f.id == "e")
+    assert set(e.channels) == {"vector"}
+    floor_ft = min(c[2] for f in fused for ch, c in f.channels.items() if ch == "fulltext")
+    assert e.score == pytest.approx(e.channels["vector"][2] + floor_ft)
+    assert fused[0].channels["fulltext"][0] == 1
+
+
+def test_zscore_fusion_weights_ties_and_duplicates() -> None:
+    rankings = {"x": [("p", 2.0), ("q", 1.0), ("p", 0.5)], "y": [("q", 2.0), ("p", 1.0)]}
+    even = zscore_fusion(rankings, {"x": 1.0, "y": 1.0})
+    assert [f.id for f in even] == ["p", "q"]  # equal scores: tie broken by id
+    assert even[0].channels["x"][0] == 1  # a repeated id keeps its first rank
+    assert [f.id for f in zscore_fusion(rankings, {"x": 1.0, "y": 2.0})] == ["q", "p"]
+    # a constant channel does not divide by zero
+    flat = zscore_fusion({"x": [("p", 1.0), ("q", 1.0)]}, {})
+    assert [f.score for f in flat] == [0.0, 0.0]
+
+
+def _turn(i: int, speaker: str, text: str) -> MessageRow:
+    return MessageRow(
+        id=f"c#{i}",
+        conversation_id="c",
+        role="user",
+        content=text,
+        created=datetime(2023, 5, 8, tzinfo=UTC),
+        position=i,
+        has_question=False,
+        injected=False,
+        speaker=speaker,
+        turn_id=f"D1:{i}",
+    )
+
+
+def test_message_doc_keeps_the_turn_before_and_after_apart() -> None:
+    turns = [
+        _turn(0, "A", "what made you pick it?"),
+        _turn(1, "B", "their support"),
+        _turn(2, "A", "nice"),
+    ]
+    doc = message_doc(turns, 1, MessageSearchConfig())
+    assert doc.fields["text"] == "their support"
+    assert doc.fields["before"] == "what made you pick it?"
+    assert doc.fields["after"] == "nice"
+    assert doc.fields["speaker"] == "B"
+    assert doc.fields["date"] == "8 May 2023"
+    cfg = MessageSearchConfig()
+    assert cfg.boosts()["before"] > cfg.boosts()["after"]
+
+
+def test_both_fusions_run_and_rank_within_the_conversation(tmp_path: Path) -> None:
+    svc = loaded_service(tmp_path / "s.duckdb")
+    z = svc.search_messages("churn dashboard", 5, conversation_id="locomo:conv-mini")
+    svc.config = MessageSearchConfig(fusion="rrf")
+    r = svc.search_messages("churn dashboard", 5, conversation_id="locomo:conv-mini")
+    for res in (z, r):
+        assert res.hits and {h.conversation_id for h in res.hits} == {"locomo:conv-mini"}
+        assert any(set(h.channels) == {"fulltext", "vector"} for h in res.hits)
+
+
+def test_dense_text_with_and_without_speaker_names() -> None:
+    turns = [_turn(0, "Ann", "what made you pick it?"), _turn(1, "Bo", "their support")]
+    named = dense_text(turns, 1, MessageSearchConfig())
+    assert named == "Bo (8 May 2023): their support\n[replying to Ann: what made you pick it?]"
+    bare = dense_text(turns, 1, MessageSearchConfig(dense_speakers=False))
+    assert bare == "(8 May 2023): their support\n[replying to: what made you pick it?]"
+
+
+def _dialogue(path: Path) -> ConversationService:
+    turns = [
+        ("Bo", "Ann! Ann, how is the garden, Ann?"),
+        ("Ann", "Sorry, one moment."),
+        ("Bo", "Sure."),
+        ("Ann", "Fine, thanks. The garden has tomatoes, beans and peas."),
+        ("Bo", "Good to hear."),
+    ]
+    sample = {
+        "sample_id": "names",
+        "conversation": {
+            "speaker_a": "Ann",
+            "speaker_b": "Bo",
+            "session_1_date_time": "9:05 am on 3 March, 2024",
+            "session_1": [
+                {"speaker": who, "dia_id": f"D1:{i}", "text": text}
+                for i, (who, text) in enumerate(turns, start=1)
+            ],
+        },
+        "qa": [],
+    }
+    (path / "names.json").write_text(json.dumps([sample]), encoding="utf-8")
+    svc = ConversationService(DuckDBStore(path / "s.duckdb"))
+    svc.import_path(path / "names.json", "locomo")
+    return svc
+
+
+def test_a_named_speaker_counts_through_the_speaker_field_only(tmp_path: Path) -> None:
+    svc = _dialogue(tmp_path)
+    ask = {"conversation_id": "locomo:names", "channels": ["fulltext"]}
+    # Bo's turn says "Ann" three times, but it is addressed to Ann; Ann's own turn answers
+    hits = svc.search_messages("How is Ann's garden?", 3, **ask).hits
+    assert [h.turn_id for h in hits][:1] == ["D1:4"]
+    svc.config = MessageSearchConfig(names_match_speaker_only=False)
+    hits = svc.search_messages("How is Ann's garden?", 3, **ask).hits
+    assert [h.turn_id for h in hits][:1] == ["D1:1"]
+    # a query that is only a name still finds that speaker's turns
+    svc.config = MessageSearchConfig()
+    hits = svc.search_messages("Ann", 3, **ask).hits
+    assert hits and hits[0].speaker == "Ann"
