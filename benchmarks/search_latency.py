@@ -101,7 +101,8 @@ class PhaseTimer:
         self._undo: list[Callable[[], None]] = []
 
     def wrap(self, owner: Any, attr: str, label: str) -> None:
-        original = owner.__dict__[attr]
+        # The attribute may be inherited (e.g. Store.replace_datasources): time it on `owner`.
+        original = next(k.__dict__[attr] for k in owner.__mro__ if attr in k.__dict__)
         func = original.__func__ if isinstance(original, (staticmethod, classmethod)) else original
 
         def timed(*args: Any, **kwargs: Any) -> Any:
@@ -117,8 +118,12 @@ class PhaseTimer:
             wrapped = staticmethod(timed)
         elif isinstance(original, classmethod):
             wrapped = classmethod(timed)
+        own = attr in owner.__dict__
         setattr(owner, attr, wrapped)
-        self._undo.append(lambda: setattr(owner, attr, original))
+        if own:
+            self._undo.append(lambda: setattr(owner, attr, original))
+        else:
+            self._undo.append(lambda: delattr(owner, attr))
 
     def reset(self) -> None:
         self.totals.clear()
