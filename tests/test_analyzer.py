@@ -46,3 +46,26 @@ def test_never_raises_and_normalize_is_idempotent(text: str) -> None:
     analyze(text)
     analyze_query(text)
     assert normalize(normalize(text)) == normalize(text)
+
+
+def test_abbreviations_add_their_word_on_both_sides() -> None:
+    from layersearch.ranking.analyzer import ABBREVIATIONS
+
+    # the abbreviation stays (an older index still matches it) and its word is added
+    assert analyze("order_qty") == ["order_qty", "order", "qti", "quantiti"]
+    assert set(analyze("quantity")) <= set(analyze("qty"))
+    assert "quantiti" in analyze_query("total qty")
+    assert "number" in analyze("num_of_staff") and "number" in analyze_query("number of staff")
+    # ambiguous short words are not in the table
+    assert not {"no", "min", "id", "cat"} & ABBREVIATIONS.keys()
+
+
+def test_query_compounds_close_open_compounds() -> None:
+    from layersearch.ranking.analyzer import query_compounds
+
+    assert query_compounds("How many high schoolers are there?") == ["highschool"]
+    assert analyze("Highschooler") == ["highschool"]
+    assert query_compounds("first name and zip code") == ["firstnam", "zipcod"]
+    # stop words and identifiers break pairs; nothing from one word
+    assert query_compounds("the orders of order_id") == []
+    assert query_compounds("revenue") == []

@@ -43,7 +43,7 @@ import math
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from layersearch.ranking.analyzer import analyze, analyze_query
+from layersearch.ranking.analyzer import analyze, analyze_query, query_compounds
 
 __all__ = ["LINK_PRIOR", "TOP_TABLES", "CoverageNode", "CoverageIndex", "links_from_edges"]
 
@@ -173,7 +173,12 @@ class CoverageIndex:
         ids: Collection[str] | None = None,
     ) -> list[tuple[str, float]]:
         """Top ``k`` tables and leaves for ``text``, within a group id and an id allowlist."""
-        query = [q for q in analyze_query(text) if q in self.idf]
+        # the question's words, then the closed compounds of adjacent words, each once
+        query = [
+            q
+            for q in dict.fromkeys([*analyze_query(text), *query_compounds(text)])
+            if q in self.idf
+        ]
         total = sum(self.idf[q] for q in query)
         if not query or k < 1 or total <= 0:
             return []

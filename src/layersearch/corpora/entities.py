@@ -8,6 +8,7 @@ and renders hits in the search contract's compact or full form.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -321,6 +322,7 @@ class EntityCorpus:
                     rankings["fulltext"] = hits
             if "vector" in channels and vector is not None:
                 hits = [h for h in vector(question, CHANNEL_DEPTH, ds, allow_set) if admitted(h[0])]
+                hits = [h for h in dense_in_context(hits, self.entities) if admitted(h[0])]
                 if hits:
                     rankings["vector"] = hits
         no_input = not req.entities and not req.query and question is None
@@ -421,6 +423,7 @@ class EntityCorpus:
 
 
 _SCHEMA_KINDS = frozenset({"model", "column", "measure", "aggregation"})
+_LEAF_KINDS = frozenset({"column", "measure", "aggregation"})
 _COVERAGE_LEVEL = {
     "datasource": "group",
     "model": "table",
@@ -428,6 +431,45 @@ _COVERAGE_LEVEL = {
     "measure": "leaf",
     "aggregation": "leaf",
 }
+
+
+def dense_in_context(
+    hits: Sequence[tuple[str, float]], entities: Mapping[str, Entity]
+) -> list[tuple[str, float]]:
+    """The vector ranking with tables and leaves scored in their table's context.
+
+    A table's own embedding (its name and description) is one short text; a
+    question usually describes it through its columns. As the schema channel
+    aggregates words up to tables, a table's dense score is the highest cosine
+    among itself and its ranked leaves, and a table ranked only through a leaf
+    joins the list (just below that leaf). A leaf's score is the mean of its own
+    cosine and its table's, so the columns of a table that matches as a whole
+    come before an isolated look-alike column elsewhere. Memories and
+    datasources keep their cosine. Scores stay cosines (averages of them), so a
+    hit's vector score still reads as a similarity.
+    """
+    best: dict[str, float] = {}
+    for doc_id, score in hits:
+        table = _table_of(entities.get(doc_id), entities)
+        if table is not None and score > best.get(table, -math.inf):
+            best[table] = score
+    out = dict(hits)
+    for doc_id, score in hits:
+        e = entities.get(doc_id)
+        if e is not None and e.kind in _LEAF_KINDS and e.parent in best:
+            out[doc_id] = (score + best[e.parent]) / 2
+    out.update(best)
+    # on equal scores the leaf (the specific evidence) before the table it lifted, then ids
+    return sorted(out.items(), key=lambda h: (-h[1], h[0] in best, h[0]))
+
+
+def _table_of(e: Entity | None, entities: Mapping[str, Entity]) -> str | None:
+    """The visible model a schema entity belongs to (itself for a model)."""
+    if e is None or e.kind not in _SCHEMA_KINDS:
+        return None
+    table = e.id if e.kind == "model" else e.parent
+    t = entities.get(table) if table is not None else None
+    return table if t is not None and t.kind == "model" and not t.hidden else None
 
 
 def build_coverage(

@@ -2,8 +2,10 @@
 
 Unicode-normalised (NFKC), lowercased, identifiers split (``order_total``,
 ``orderTotal``, ``orders.total`` give ``order`` and ``total`` and keep the
-whole identifier), English stemming (Snowball). It never raises: any string,
-of any size or content, gives a (possibly empty) token list.
+whole identifier), standard data-modelling abbreviations expanded (``qty``
+also gives ``quantity``; see :data:`ABBREVIATIONS`), English stemming
+(Snowball). It never raises: any string, of any size or content, gives a
+(possibly empty) token list.
 """
 
 from __future__ import annotations
@@ -14,7 +16,15 @@ from functools import lru_cache
 
 import snowballstemmer
 
-__all__ = ["analyze", "analyze_query", "normalize", "split_identifier", "STOP_WORDS"]
+__all__ = [
+    "ABBREVIATIONS",
+    "STOP_WORDS",
+    "analyze",
+    "analyze_query",
+    "normalize",
+    "query_compounds",
+    "split_identifier",
+]
 
 # A word: letters/digits with inner `_ . -` joins (identifiers stay whole).
 _WORD = re.compile(r"[^\W_]+(?:[_.\-'][^\W_]+)*|[^\W_]+", re.UNICODE)
@@ -106,6 +116,32 @@ STOP_WORDS = frozenset(
     ]
 )
 
+# Standard data-modelling abbreviations and the word each stands for. Applied the
+# same way to documents and questions: the abbreviation *adds* its full word
+# (it is kept too), so ``qty`` and ``quantity`` meet whichever side abbreviates,
+# and an index built before an entry was added still matches the abbreviation.
+# Only unambiguous ones: ``no``, ``min``, ``cat``, ``pop``, ``temp`` are words
+# or stand for several things; ``id`` is what people say as well as write.
+ABBREVIATIONS: dict[str, str] = {
+    "acct": "account",
+    "addr": "address",
+    "amt": "amount",
+    "avg": "average",
+    "cnt": "count",
+    "cust": "customer",
+    "desc": "description",
+    "dept": "department",
+    "dt": "date",
+    "emp": "employee",
+    "mgr": "manager",
+    "nbr": "number",
+    "num": "number",
+    "pct": "percent",
+    "qty": "quantity",
+    "tel": "telephone",
+    "yr": "year",
+}
+
 _stemmer = snowballstemmer.stemmer("english")
 
 
@@ -139,16 +175,21 @@ def split_identifier(word: str) -> list[str]:
     return out
 
 
+def _part_tokens(part: str) -> tuple[str, ...]:
+    full = ABBREVIATIONS.get(part)
+    return (_stem(part),) if full is None else (_stem(part), _stem(full))
+
+
 @lru_cache(maxsize=500_000)
 def _word_tokens(raw: str, drop_stop: bool) -> tuple[str, ...]:
     """The tokens of one word; words repeat across documents, so this is cached."""
     parts = split_identifier(raw)
+    kept = [p for p in parts if not (drop_stop and p in STOP_WORDS)]
+    out = tuple(t for p in kept for t in _part_tokens(p))
     if len(parts) > 1:
         # The whole identifier is kept as one token so an exact name scores above its parts.
-        return (raw.lower(), *(_stem(p) for p in parts if not (drop_stop and p in STOP_WORDS)))
-    if parts and not (drop_stop and parts[0] in STOP_WORDS):
-        return (_stem(parts[0]),)
-    return ()
+        return (raw.lower(), *out)
+    return out
 
 
 def _tokens(text: str, *, drop_stop: bool) -> list[str]:
@@ -179,3 +220,25 @@ def analyze_query(text: str | None) -> list[str]:
     for t in _tokens(text or "", drop_stop=True):
         seen.setdefault(t, None)
     return list(seen)
+
+
+def query_compounds(text: str | None) -> list[str]:
+    """Closed compounds a question writes open: ``high schoolers`` → ``highschool``.
+
+    Schemas often close compounds that people write as two words
+    (``Highschooler``, ``firstname``, ``zipcode``). Each pair of adjacent plain
+    words (no stop word, no identifier punctuation, letters only) gives the stem
+    of the two joined; a caller keeps those its vocabulary knows. Documents need
+    no counterpart: their closed compounds are already single tokens, and their
+    open ones (``first_name``) split into the question's own words.
+    """
+    words = _WORD.findall(normalize(text or ""))
+    seen: dict[str, None] = {}
+    for a, b in zip(words, words[1:], strict=False):
+        if _plain(a) and _plain(b):
+            seen.setdefault(_stem(a.lower() + b.lower()), None)
+    return list(seen)
+
+
+def _plain(word: str) -> bool:
+    return word.isalpha() and word.lower() not in STOP_WORDS and len(split_identifier(word)) == 1

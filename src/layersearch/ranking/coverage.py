@@ -45,7 +45,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from layersearch.ranking.analyzer import analyze, analyze_query
+from layersearch.ranking.analyzer import analyze, analyze_query, query_compounds
 
 __all__ = ["LINK_PRIOR", "TOP_TABLES", "CoverageNode", "CoverageIndex", "links_from_edges"]
 
@@ -268,6 +268,16 @@ class CoverageIndex:
             keep &= np.fromiter((self.ids[i] in allowed for i in nodes.tolist()), bool, len(nodes))
         return keep
 
+    def query_terms(self, text: str) -> list[int]:
+        """The question's terms the index knows: its words, then the closed compounds
+        of adjacent words (``high schoolers`` → ``highschool``), each once."""
+        terms: dict[int, None] = {}
+        for q in (*analyze_query(text), *query_compounds(text)):
+            j = self.vocab.get(q)
+            if j is not None:
+                terms.setdefault(j, None)
+        return list(terms)
+
     def search(
         self,
         text: str,
@@ -277,7 +287,7 @@ class CoverageIndex:
         ids: Collection[str] | None = None,
     ) -> list[tuple[str, float]]:
         """Top ``k`` tables and leaves for ``text``, within a group id and an id allowlist."""
-        query = [self.vocab[q] for q in analyze_query(text) if q in self.vocab]
+        query = self.query_terms(text)
         total = float(sum(self.idf[j] for j in query))
         if not query or k < 1 or total <= 0:
             return []
