@@ -394,7 +394,10 @@ class Layersearch:
         if not all(isinstance(i, str) for i in ids):
             raise ConfigError("inspect takes ids as strings")
         if len(ids) > MAX_INSPECT_IDS:
-            raise LimitExceeded(f"{len(ids)} ids given; inspect takes at most {MAX_INSPECT_IDS}")
+            raise LimitExceeded(
+                f"{len(ids)} ids given; inspect takes at most {MAX_INSPECT_IDS} "
+                "(inspect them in batches)"
+            )
         corpus = self.corpus()
         out = InspectResponse()
         for raw in ids:
@@ -501,7 +504,8 @@ class Layersearch:
             raise ConfigError("a memory needs non-empty learning text")
         if len(learning) > MAX_LEARNING_CHARS:
             raise LimitExceeded(
-                f"learning text is {len(learning)} characters; the limit is {MAX_LEARNING_CHARS}"
+                f"learning text is {len(learning)} characters; the limit is {MAX_LEARNING_CHARS} "
+                "(save the gist, or split it into several memories)"
             )
         if description is not None and len(description) > MAX_DESCRIPTION_CHARS:
             raise ConfigError(

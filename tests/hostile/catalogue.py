@@ -1166,9 +1166,21 @@ def _conversation_cases() -> list[Case]:
         Case(
             "conv.search.1mb",
             "huge",
-            Ok(no_hits),
+            Err(LimitExceeded, "the limit is 100000"),
             api=lambda ls, _: conv(ls).search_conversations("x" * MB),
             cli=("conversations", "search", "y" * ARGV_BIG),
+        ),
+        Case(
+            "conv.semantic.1mb",
+            "huge",
+            Err(LimitExceeded, "the limit is 100000"),
+            api=lambda ls, _: conv(ls).semantic_search("x" * MB),
+        ),
+        Case(
+            "conv.summaries.1mb",
+            "huge",
+            Err(LimitExceeded, "the limit is 100000"),
+            api=lambda ls, _: conv(ls).search_summaries("x" * MB),
         ),
         Case(
             "conv.search.role",

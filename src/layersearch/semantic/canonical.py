@@ -129,7 +129,8 @@ class Resolver:
         refs = list(entities or [])
         if len(refs) > MAX_REFERENCES:
             raise LimitExceeded(
-                f"{len(refs)} entities given; the limit is {MAX_REFERENCES} per request"
+                f"{len(refs)} entities given; the limit is {MAX_REFERENCES} per request "
+                "(split them over several searches, or name their model instead)"
             )
         for text in refs:
             if not isinstance(text, str):
@@ -169,7 +170,10 @@ def _query_strings(query: Mapping[str, Any]) -> list[tuple[str, bool]]:
                 "(measures, dimensions, filters are lists of strings or {name: …} objects)"
             )
         if len(out) > MAX_REFERENCES:
-            raise LimitExceeded(f"query holds more than {MAX_REFERENCES} strings")
+            raise LimitExceeded(
+                f"query holds more than {MAX_REFERENCES} strings; pass only the measures, "
+                "dimensions and filters that matter for the search"
+            )
         if isinstance(value, str):
             if key in _FREE_TEXT_KEYS:
                 return

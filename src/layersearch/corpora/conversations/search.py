@@ -26,7 +26,13 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from layersearch.corpora.dense import DenseCorpus, DenseDoc
-from layersearch.errors import ConfigError, EmbeddingUnavailable, LayersearchError, ModelMismatch
+from layersearch.errors import (
+    ConfigError,
+    EmbeddingUnavailable,
+    LayersearchError,
+    LimitExceeded,
+    ModelMismatch,
+)
 from layersearch.ranking.fulltext import FTDoc, FullTextIndex
 from layersearch.ranking.fusion import Fused, rrf
 from layersearch.store import migrations
@@ -290,6 +296,18 @@ def _day(value: datetime | None) -> str | None:
 
 def _one_line(text: str) -> str:
     return " ".join(text.split())
+
+
+#: longest term or query a conversation search takes (the same bound as entity questions)
+MAX_TEXT_CHARS = 100_000
+
+
+def _check_text(name: str, value: str) -> None:
+    if len(value) > MAX_TEXT_CHARS:
+        raise LimitExceeded(
+            f"{name} is {len(value)} characters; the limit is {MAX_TEXT_CHARS} "
+            "(search for a distinctive phrase, not the whole text)"
+        )
 
 
 def _check_limit(limit: int) -> None:
@@ -644,6 +662,7 @@ class ConversationService:
         """Keyword retrieval: messages whose content ILIKE ``%term%``, newest first."""
         if not isinstance(term, str):
             raise ConfigError("term must be a string")
+        _check_text("term", term)
         _check_limit(limit)
         role = _choice("role", role, ROLES)
         sql, params = db.keyword_query(
@@ -677,6 +696,7 @@ class ConversationService:
         """Vector retrieval over messages, nearest first (cosine distance ascending)."""
         if not isinstance(query, str) or not query.strip():
             raise ConfigError("semantic search needs a non-empty query")
+        _check_text("query", query)
         _check_limit(limit)
         dense = self._checked_dense(MESSAGE_CORPUS)
         snap = self.snapshot()
@@ -830,6 +850,7 @@ class ConversationService:
         """Summaries ranked by full text and/or vectors, projected to one stored field."""
         if not isinstance(query, str):
             raise ConfigError("query must be a string")
+        _check_text("query", query)
         extract_ = _choice("extract", extract, EXTRACTS)
         mode_ = _choice("mode", mode, MODES)
         assert extract_ is not None and mode_ is not None

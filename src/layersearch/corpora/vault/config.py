@@ -143,7 +143,9 @@ def validate_filters(
     if limit < 1:
         raise ConfigError(f"limit must be at least 1, got {limit}")
     if limit > MAX_LIMIT:
-        raise LimitExceeded(f"limit must be at most {MAX_LIMIT}, got {limit}")
+        raise LimitExceeded(
+            f"limit must be at most {MAX_LIMIT}, got {limit} (narrow the search with filters)"
+        )
     if date_field not in ("updated", "created"):
         raise ConfigError(f"date_field must be 'updated' or 'created', got {date_field!r}")
     start, end = _date_range(date_range)
