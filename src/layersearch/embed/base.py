@@ -110,6 +110,13 @@ def l2_normalize(matrix: np.ndarray) -> np.ndarray:
     return (out / norms).astype(np.float32, copy=False)
 
 
+def check_query(text: str) -> str:
+    """Validate an embed_query argument."""
+    if not isinstance(text, str):
+        raise ConfigError(f"query is {type(text).__name__}, expected str")
+    return text
+
+
 def check_texts(texts: Sequence[str]) -> list[str]:
     """Validate an embed_documents argument; a bare string is a common slip."""
     if isinstance(texts, str):

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from layersearch.embed.base import Fingerprint, apply_prefix, check_texts
+from layersearch.embed.base import Fingerprint, apply_prefix, check_query, check_texts
 from layersearch.errors import ConfigError
 
 __all__ = ["FakeEmbedder", "DEFAULT_FAKE_DIMENSIONS"]
@@ -86,8 +86,7 @@ class FakeEmbedder:
         return out
 
     def embed_query(self, text: str) -> np.ndarray:
-        if not isinstance(text, str):
-            raise ConfigError(f"query is {type(text).__name__}, expected str")
+        check_query(text)
         return self._vector(apply_prefix(text, self._fingerprint.query_prefix))
 
     def _vector(self, text: str) -> np.ndarray:

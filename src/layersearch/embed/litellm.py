@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from layersearch.embed.base import Fingerprint, apply_prefix, check_texts, l2_normalize
+from layersearch.embed.base import Fingerprint, apply_prefix, check_query, check_texts, l2_normalize
 from layersearch.errors import ConfigError, EmbeddingUnavailable
 
 __all__ = ["LiteLLMEmbedder", "DEFAULT_BATCH_SIZE", "DEFAULT_MAX_INPUT_CHARS"]
@@ -114,8 +114,7 @@ class LiteLLMEmbedder:
         return np.vstack(parts)
 
     def embed_query(self, text: str) -> np.ndarray:
-        if not isinstance(text, str):
-            raise ConfigError(f"query is {type(text).__name__}, expected str")
+        check_query(text)
         return self._embed_batch([self._prepare(text, self.query_prefix)], offset=0)[0]
 
     # -- internals ---------------------------------------------------------

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from layersearch.embed.base import Fingerprint, apply_prefix, check_texts, l2_normalize
+from layersearch.embed.base import Fingerprint, apply_prefix, check_query, check_texts, l2_normalize
 from layersearch.errors import ConfigError, EmbeddingUnavailable
 
 __all__ = ["LocalEmbedder", "DEFAULT_LOCAL_MODEL", "default_model_path"]
@@ -118,8 +118,7 @@ class LocalEmbedder:
         return self._encode(items)
 
     def embed_query(self, text: str) -> np.ndarray:
-        if not isinstance(text, str):
-            raise ConfigError(f"query is {type(text).__name__}, expected str")
+        check_query(text)
         return self._encode([self._prepare(text, self.query_prefix)])[0]
 
     def _prepare(self, text: str, prefix: str) -> str:

@@ -339,18 +339,28 @@ def _import_file(path: Path, fmt: str, problems: list[str], *, strict: bool) -> 
 _CLAUDE_ROLES = {"human": "user", "user": "user", "assistant": "assistant"}
 
 
-def _parse_claude(path: Path, data: Any, problems: list[str]) -> list[Conversation]:
+def _parse_each(
+    path: Path,
+    data: Any,
+    problems: list[str],
+    convert: Callable[[Any, str, list[str]], Conversation | None],
+) -> list[Conversation]:
+    """One conversation per record of a JSON export; a bad record is reported and skipped."""
     out: list[Conversation] = []
     for index, record in _records(path, data, problems, "a list of conversations"):
         where = f"{path}: record {index}"
         try:
-            conv = _claude_conversation(record, where, problems)
+            conv = convert(record, where, problems)
         except _Skip as exc:
             problems.append(f"{where}: {exc}; conversation skipped")
             continue
         if conv is not None:
             out.append(conv)
     return out
+
+
+def _parse_claude(path: Path, data: Any, problems: list[str]) -> list[Conversation]:
+    return _parse_each(path, data, problems, _claude_conversation)
 
 
 def _claude_conversation(record: Any, where: str, problems: list[str]) -> Conversation | None:
@@ -423,17 +433,7 @@ def _claude_text(message: dict[str, Any]) -> str:
 
 
 def _parse_chatgpt(path: Path, data: Any, problems: list[str]) -> list[Conversation]:
-    out: list[Conversation] = []
-    for index, record in _records(path, data, problems, "a list of conversations"):
-        where = f"{path}: record {index}"
-        try:
-            conv = _chatgpt_conversation(record, where, problems)
-        except _Skip as exc:
-            problems.append(f"{where}: {exc}; conversation skipped")
-            continue
-        if conv is not None:
-            out.append(conv)
-    return out
+    return _parse_each(path, data, problems, _chatgpt_conversation)
 
 
 def _chatgpt_conversation(record: Any, where: str, problems: list[str]) -> Conversation | None:
