@@ -11,6 +11,7 @@ import pytest
 from layersearch.corpora.conversations.search import (
     ConversationService,
     MessageSearchConfig,
+    answers_follow_questions,
     dense_text,
     message_doc,
     strip_names,
@@ -19,6 +20,7 @@ from layersearch.corpora.conversations.search import (
 from layersearch.corpora.conversations.store import MessageRow
 from layersearch.corpora.dense import DenseCorpus
 from layersearch.embed.fake import FakeEmbedder
+from layersearch.ranking.fusion import Fused
 from layersearch.store.duckdb import DuckDBStore
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "conversations"
@@ -160,10 +162,42 @@ def test_a_named_speaker_counts_through_the_speaker_field_only(tmp_path: Path) -
     # Bo's turn says "Ann" three times, but it is addressed to Ann; Ann's own turn answers
     hits = svc.search_messages("How is Ann's garden?", 3, **ask).hits
     assert [h.turn_id for h in hits][:1] == ["D1:4"]
-    svc.config = MessageSearchConfig(names_match_speaker_only=False)
+    # (answers_follow_questions off: the point here is which turn the name itself finds)
+    svc.config = MessageSearchConfig(names_match_speaker_only=False, answers_follow_questions=False)
     hits = svc.search_messages("How is Ann's garden?", 3, **ask).hits
     assert [h.turn_id for h in hits][:1] == ["D1:1"]
     # a query that is only a name still finds that speaker's turns
     svc.config = MessageSearchConfig()
     hits = svc.search_messages("Ann", 3, **ask).hits
     assert hits and hits[0].speaker == "Ann"
+
+
+def test_an_answer_is_lifted_to_just_above_its_question() -> None:
+    fused = [Fused("q", 3.0, 1), Fused("x", 2.0, 2), Fused("a", 1.0, 3), Fused("y", 0.5, 4)]
+    after = {"q": "a", "a": "x2", "y": "z"}
+    out = answers_follow_questions(fused, after.get, {"q", "y"}.__contains__)
+    # a takes q's place, q keeps its own just below; x is not passed over by q's answer
+    assert [f.id for f in out[:3]] == ["a", "q", "x"]
+    assert out[0].score > out[1].score == 3.0
+    assert out[0].channels["answers"][0] == 1
+    # the answer to a question no channel ranked it for is added, just above the question
+    assert [f.id for f in out[-2:]] == ["z", "y"]
+    assert "answers" in out[-2].channels
+    # nothing is lowered, and a turn already above its question stays where it is
+    fused2 = [Fused("a", 5.0, 1), Fused("q", 3.0, 2)]
+    out2 = answers_follow_questions(fused2, {"q": "a"}.get, {"q"}.__contains__)
+    assert [(f.id, f.score) for f in out2] == [("a", 5.0), ("q", 3.0)]
+    assert out2[0].channels == {}
+
+
+def test_search_puts_the_reply_before_the_question_that_matches(tmp_path: Path) -> None:
+    svc = _dialogue(tmp_path)
+    ask = {"conversation_id": "locomo:names", "channels": ["fulltext"]}
+    # "how is the garden" is worded in Bo's question; the reply right after it comes first
+    svc.config = MessageSearchConfig(names_match_speaker_only=False)
+    hits = svc.search_messages("how is the garden", 3, **ask).hits
+    assert [h.turn_id for h in hits][:2] == ["D1:2", "D1:1"]
+    assert "answers" in hits[0].channels
+    svc.config = MessageSearchConfig(answers_follow_questions=False)
+    hits = svc.search_messages("how is the garden", 3, **ask).hits
+    assert "D1:2" not in [h.turn_id for h in hits][:1]

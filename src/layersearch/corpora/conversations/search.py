@@ -41,7 +41,7 @@ from layersearch.types import EmbedReport
 
 from . import store as db
 from .importers import import_conversations
-from .records import Conversation
+from .records import Conversation, has_question
 from .store import ConversationRow, ImportReport, MessageRow, SummaryImportReport
 from .summaries import IMPORTANCE, THINKING_STAGES, Summary, import_summaries
 
@@ -194,6 +194,9 @@ class MessageSearchConfig:
     names_match_speaker_only: bool = True
     #: drop conversational function words from full-text queries
     extra_stop_words: bool = True
+    #: a turn that answers a question ranks at least as high as the question: the
+    #: question's words match the query, the answer is what was asked for
+    answers_follow_questions: bool = True
 
     def document_shape(self) -> str:
         """What the full-text documents depend on besides the messages (part of the index stamp)."""
@@ -396,6 +399,47 @@ def zscore_fusion(
     return sorted(fused.values(), key=lambda f: (-f.score, f.best_rank, f.id))
 
 
+#: how far above its question an answer is placed: enough to order the two, too little to
+#: pass any other turn that scores between them
+_ANSWER_STEP = 1e-9
+
+
+def answers_follow_questions(
+    fused: Sequence[Fused],
+    next_turn: Callable[[str], str | None],
+    is_question: Callable[[str], bool],
+) -> list[Fused]:
+    """Lift each turn that answers a ranked question to just above that question.
+
+    A question turn ("What made you pick it?") shares the words of a search that asks
+    the same thing, but what the searcher wants is the reply. So the turn after a
+    question scores at least the question's score (and, on a tie, comes first); the
+    question keeps its own place just below. ``channels`` of a lifted turn records the
+    question's fused rank under ``"answers"``. Order is deterministic as in fusion.
+    """
+    by_id = {f.id: f for f in fused}
+    floor = min((f.score for f in fused), default=0.0)
+    lifted: dict[str, Fused] = {}
+    for rank, f in enumerate(fused, start=1):
+        if not is_question(f.id):
+            continue
+        answer = next_turn(f.id)
+        if answer is None:
+            continue
+        target = f.score + _ANSWER_STEP
+        current = lifted.get(answer) or by_id.get(answer)
+        if current is not None and current.score >= target:
+            continue
+        if current is None:
+            current = Fused(answer, floor, f.best_rank)
+        new = Fused(answer, target, min(current.best_rank, f.best_rank), dict(current.channels))
+        new.channels["answers"] = (rank, f.score, target - current.score)
+        lifted[answer] = new
+    out = [lifted.pop(f.id, f) for f in fused]
+    out.extend(lifted.values())
+    return sorted(out, key=lambda f: (-f.score, f.best_rank, f.id))
+
+
 def _first_per_id(ranked: Sequence[tuple[str, float]]) -> list[tuple[str, float]]:
     seen: set[str] = set()
     out = []
@@ -500,6 +544,10 @@ class _Snapshot:
     summaries_ft: FullTextIndex
     #: conversation → the speaker names of its turns
     speakers: dict[str, frozenset[str]]
+    #: searchable turn → the searchable turn after it in its conversation
+    next_turn: dict[str, str]
+    #: searchable turns that ask something
+    questions: frozenset[str]
     #: an in-memory DuckDB copy of messages and conversations: keyword search runs the
     #: same bound SQL as on the store, without opening the store file per query
     mirror: Any
@@ -621,6 +669,12 @@ class ConversationService:
             speakers={
                 cid: frozenset(m.speaker for m in ts if m.speaker) for cid, ts in turns.items()
             },
+            next_turn={
+                a.id: b.id for ts in turns.values() for a, b in zip(ts, ts[1:], strict=False)
+            },
+            questions=frozenset(
+                m.id for ts in turns.values() for m in ts if has_question(m.content)
+            ),
             mirror=_mirror(messages, conversations),
         )
 
@@ -775,6 +829,8 @@ class ConversationService:
             fused = rrf(rankings, k=self.config.rrf_k, weights=weights)
         else:
             fused = zscore_fusion(rankings, weights)
+        if self.config.answers_follow_questions:
+            fused = answers_follow_questions(fused, snap.next_turn.get, snap.questions.__contains__)
         hits = []
         for f in fused[:limit]:
             m = snap.messages[f.id]
