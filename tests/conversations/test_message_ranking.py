@@ -9,11 +9,14 @@ from pathlib import Path
 import pytest
 
 from layersearch.corpora.conversations.search import (
+    ASKS_WHEN,
     ConversationService,
     MessageSearchConfig,
     answers_follow_questions,
     dense_text,
     message_doc,
+    prefer_times,
+    states_time,
     strip_names,
     zscore_fusion,
 )
@@ -135,7 +138,7 @@ def _dialogue(path: Path) -> ConversationService:
         ("Ann", "Sorry, one moment."),
         ("Bo", "Sure."),
         ("Ann", "Fine, thanks. The garden has tomatoes, beans and peas."),
-        ("Bo", "Good to hear."),
+        ("Bo", "Good to hear. I planted mine yesterday."),
     ]
     sample = {
         "sample_id": "names",
@@ -201,3 +204,40 @@ def test_search_puts_the_reply_before_the_question_that_matches(tmp_path: Path) 
     svc.config = MessageSearchConfig(answers_follow_questions=False)
     hits = svc.search_messages("how is the garden", 3, **ask).hits
     assert "D1:2" not in [h.turn_id for h in hits][:1]
+
+
+def test_time_expressions_and_when_questions() -> None:
+    for text in (
+        "Last Fri I took my kids to a pottery workshop",
+        "I went to a conference two days ago",
+        "we moved there in 2019",
+        "See you tomorrow!",
+        "It was on 3 May",
+        "the past few weeks were busy",
+    ):
+        assert states_time(text), text
+    for text in ("You may like it", "I love pottery", "it took ages", "Thanks, Mel!"):
+        assert not states_time(text), text
+    for q in ("When did Ann go camping?", "What year did Bo move?", "how long ago was it"):
+        assert ASKS_WHEN.match(q), q
+    for q in ("What did Ann paint?", "Why did Bo move when he did?"):
+        assert not ASKS_WHEN.match(q), q
+
+
+def test_turns_that_state_a_time_are_preferred_by_half_a_spread() -> None:
+    fused = [Fused("a", 2.0, 1), Fused("b", 1.9, 2), Fused("c", 0.0, 3)]
+    out = prefer_times(fused, {"b", "c"}.__contains__, 0.5)
+    assert [f.id for f in out] == ["b", "a", "c"]  # close turns reorder; c stays last
+    assert out[0].channels["when"][0] == 2
+    assert [f.id for f in prefer_times(fused, {"b"}.__contains__, 0.0)] == ["a", "b", "c"]
+
+
+def test_a_when_question_prefers_the_turn_that_says_when(tmp_path: Path) -> None:
+    svc = _dialogue(tmp_path)
+    ask = {"conversation_id": "locomo:names", "channels": ["fulltext"]}
+    svc.config = MessageSearchConfig(answers_follow_questions=False, time_answer_bonus=0.0)
+    plain = [h.turn_id for h in svc.search_messages("when garden tomatoes beans", 5, **ask).hits]
+    svc.config = MessageSearchConfig(answers_follow_questions=False, time_answer_bonus=5.0)
+    timed = svc.search_messages("when garden tomatoes beans", 5, **ask).hits
+    assert plain[0] != "D1:5" and timed[0].turn_id == "D1:5"
+    assert "when" in timed[0].channels

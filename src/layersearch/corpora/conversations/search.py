@@ -164,8 +164,10 @@ class MessageSearchConfig:
     #: tantivy field boosts: the turn itself counts most
     boost_text: float = 1.0
     boost_speaker: float = 1.0
-    #: the turn before is usually what this turn answers, so it counts more than the one after
-    boost_before: float = 0.6
+    #: the turn before is usually what this turn answers, so it counts more than the one
+    #: after; the reply to a question that matches is also lifted by answers_follow_questions,
+    #: so the turn before need not count as much as the turn itself
+    boost_before: float = 0.4
     boost_after: float = 0.2
     boost_date: float = 0.5
     #: the dense document: the turn, its speaker and date, and the turn before it
@@ -197,6 +199,12 @@ class MessageSearchConfig:
     #: a turn that answers a question ranks at least as high as the question: the
     #: question's words match the query, the answer is what was asked for
     answers_follow_questions: bool = True
+    #: a question asking when ("When did …", "What year …") adds this many standard
+    #: deviations of its fused scores to turns that state a time ("last Friday", "two
+    #: days ago", "in 2022"): the answer to "when" says when, and a chat turn dates an
+    #: event relative to the day it was written. Enough to reorder close turns, not to
+    #: lift an unrelated turn over a clear match. 0 turns it off
+    time_answer_bonus: float = 0.5
 
     def document_shape(self) -> str:
         """What the full-text documents depend on besides the messages (part of the index stamp)."""
@@ -437,6 +445,51 @@ def answers_follow_questions(
         lifted[answer] = new
     out = [lifted.pop(f.id, f) for f in fused]
     out.extend(lifted.values())
+    return sorted(out, key=lambda f: (-f.score, f.best_rank, f.id))
+
+
+_UNITS = (
+    "day|days|week|weeks|weekend|weekends|month|months|year|years|night|morning|evening"
+    "|afternoon|summer|spring|fall|autumn|winter|mon|tue|tues|wed|thu|thurs|fri|sat|sun"
+)
+_WEEKDAYS = "monday|tuesday|wednesday|thursday|friday|saturday|sunday"
+# May is left out here (it is mostly the verb) and matched capitalised below
+_MONTH_NAMES = "january|february|march|april|june|july|august|september|october|november|december"
+#: words that place something in time, as people write them in chat
+TIME_EXPRESSION = re.compile(
+    rf"(?i:\b(?:yesterday|today|tonight|tomorrow|ago|weekend|{_WEEKDAYS}|{_MONTH_NAMES})\b"
+    rf"|\b(?:last|next|this|past|coming|few|couple of|every|each|the other)\s+(?:{_UNITS})\b"
+    r"|\b(?:19|20)\d\d\b)|\bMay\b"
+)
+#: questions whose answer is a time
+ASKS_WHEN = re.compile(
+    r"^\W*(?:when|since when|how long ago"
+    r"|(?:in |on )?(?:what|which) (?:date|day|year|month|time|week))\b",
+    re.IGNORECASE,
+)
+
+
+def states_time(text: str) -> bool:
+    """Whether ``text`` places something in time ("last Fri", "two days ago", "in 2022")."""
+    return TIME_EXPRESSION.search(text) is not None
+
+
+def prefer_times(
+    fused: Sequence[Fused], says_when: Callable[[str], bool], weight: float
+) -> list[Fused]:
+    """Add ``weight`` standard deviations of the fused scores to the turns that state a
+    time; ``channels`` of such a turn records its rank before under ``"when"``."""
+    if not fused or weight <= 0:
+        return list(fused)
+    scores = [f.score for f in fused]
+    mean = sum(scores) / len(scores)
+    bonus = weight * ((sum((x - mean) ** 2 for x in scores) / len(scores)) ** 0.5 or 1.0)
+    out = []
+    for rank, f in enumerate(fused, start=1):
+        if says_when(f.id):
+            f = Fused(f.id, f.score + bonus, f.best_rank, {**f.channels})
+            f.channels["when"] = (rank, bonus, bonus)
+        out.append(f)
     return sorted(out, key=lambda f: (-f.score, f.best_rank, f.id))
 
 
@@ -831,6 +884,12 @@ class ConversationService:
             fused = zscore_fusion(rankings, weights)
         if self.config.answers_follow_questions:
             fused = answers_follow_questions(fused, snap.next_turn.get, snap.questions.__contains__)
+        if self.config.time_answer_bonus > 0 and ASKS_WHEN.match(query):
+            fused = prefer_times(
+                fused,
+                lambda mid: states_time(snap.messages[mid].content),
+                self.config.time_answer_bonus,
+            )
         hits = []
         for f in fused[:limit]:
             m = snap.messages[f.id]
