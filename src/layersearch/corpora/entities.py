@@ -337,6 +337,8 @@ class EntityCorpus:
         fused = rrf(rankings)
         if "schema" in rankings:
             fused = self._schema_supersedes_fulltext(fused)
+        if question is not None and JOIN_KEY_TABLES > 0:
+            fused = join_keys_in_context(fused, self.entities, self.edges_out, admitted)
         fused = fused[: req.max_results]
         if not fused and not no_input:
             warnings.append(
@@ -461,6 +463,73 @@ def dense_in_context(
     out.update(best)
     # on equal scores the leaf (the specific evidence) before the table it lifted, then ids
     return sorted(out.items(), key=lambda h: (-h[1], h[0] in best, h[0]))
+
+
+#: How many of the best-ranked tables count as "the question's tables" whose join keys
+#: are brought forward.
+JOIN_KEY_TABLES = 5
+
+
+def join_keys_in_context(
+    fused: list[Fused],
+    entities: Mapping[str, Entity],
+    edges_out: Mapping[str, Sequence[EdgeRecord]],
+    admitted: Callable[[str], bool] = lambda _id: True,
+    top: int | None = None,
+) -> list[Fused]:
+    """Bring the join keys between the best-ranked tables forward.
+
+    A question that needs two joined tables is answered with the columns that
+    join them, though it never names them ("students who have a dog" joins on
+    ``StuID`` and ``PetID``), so no channel ranks them high. Among the first
+    ``top`` tables of the ranking (a table counts from its first hit, its own
+    or a leaf's), every declared join between two of them puts its key columns
+    right after the later of the two tables' first hits, with that hit's
+    score, unless they already rank higher. The lift shows in the explanation
+    as a ``joins`` entry whose contribution is the score it added. Everything
+    else keeps its order, so the list stays sorted by score.
+    """
+    top = JOIN_KEY_TABLES if top is None else top
+    first: dict[str, int] = {}
+    for i, f in enumerate(fused):
+        t = _table_of(entities.get(f.id), entities)
+        if t is not None and t not in first:
+            first[t] = i
+            if len(first) >= top:
+                break
+    anchor: dict[str, int] = {}
+    for t in first:
+        for edge in edges_out.get(t, ()):
+            if edge.type != "JOINS" or edge.dst == t or edge.dst not in first:
+                continue
+            at = max(first[t], first[edge.dst])
+            keys = [f"{t}.{c}" for c in edge.props.get("source_columns") or []]
+            keys += [f"{edge.dst}.{c}" for c in edge.props.get("target_columns") or []]
+            for c in keys:
+                e = entities.get(c)
+                if e is not None and not e.hidden and admitted(c):
+                    anchor[c] = min(anchor.get(c, at), at)
+    pos = {f.id: i for i, f in enumerate(fused)}
+    moving = {c: a for c, a in anchor.items() if pos.get(c, len(fused)) > a}
+    if not moving:
+        return fused
+    by_id = {f.id: f for f in fused}
+    ordered = sorted(moving, key=lambda c: (moving[c], pos.get(c, len(fused)), c))
+    rank = {c: r for r, c in enumerate(ordered, start=1)}
+    out: list[Fused] = []
+    for i, f in enumerate(fused):
+        if f.id in moving:
+            continue
+        out.append(f)
+        for c in ordered:
+            if moving[c] != i:
+                continue
+            g = by_id.get(c) or Fused(c, 0.0, rank[c])
+            g.channels["joins"] = (rank[c], 1.0, f.score - g.score)
+            g.score = f.score
+            g.best_rank = min(g.best_rank, rank[c])
+            out.append(g)
+    return out
 
 
 def _table_of(e: Entity | None, entities: Mapping[str, Entity]) -> str | None:
