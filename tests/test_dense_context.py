@@ -112,47 +112,48 @@ FUSED_ORDER = [
     "db.pets",
     "db.student.stu_id",
     "db.has_pet.pet_id",
+    "db.far.pet_id",
+    "db.pets.pet_id",
 ]
 
 
 def test_join_keys_follow_the_later_of_the_two_tables() -> None:
     entities, edges = _join_catalog()
-    got = join_keys_in_context(_fused(FUSED_ORDER), entities, edges, top=3)
+    fused = _fused(FUSED_ORDER)
+    contributions = {f.id: sum(c[2] for c in f.channels.values()) for f in fused}
+    got = join_keys_in_context(fused, entities, edges, top=3)
     assert [f.id for f in got] == [
         "db.student.name",
         "db.student",
         "db.pets.pet_type",
         "db.student.age",
         "db.has_pet",  # the last of the three tables to appear: the keys follow it
-        "db.student.stu_id",  # ranked, moved up
+        "db.student.stu_id",
         "db.has_pet.pet_id",
-        "db.has_pet.stu_id",  # not ranked by any channel, added
         "db.pets.pet_id",
         "db.pets",
+        "db.far.pet_id",  # far joins pets too, but is not among the question's tables
     ]
     scores = [f.score for f in got]
     assert scores == sorted(scores, reverse=True)
-    moved = {f.id: f for f in got}["db.student.stu_id"]
-    assert moved.score == pytest.approx(1.0 / 65)
-    assert sum(c[2] for c in moved.channels.values()) == pytest.approx(moved.score)
-    assert moved.channels["joins"][0] == 1
-    # db.far joins pets too, but is not among the question's tables
-    assert "db.far.pet_id" not in {f.id for f in got}
+    moved = {f.id: f for f in got}["db.pets.pet_id"]
+    assert moved.score == pytest.approx(1.0 / 65)  # has_pet's score
+    # the explanation is untouched: what ranked it, where, and its own contribution
+    assert moved.channels == {"schema": (10, 1.0, 1.0 / 70)}
+    assert contributions["db.pets.pet_id"] == pytest.approx(1.0 / 70)
+    # has_pet.stu_id was ranked by no channel: it is not added
+    assert "db.has_pet.stu_id" not in {f.id for f in got}
 
 
-def test_join_keys_need_two_ranked_tables_and_respect_the_filter() -> None:
+def test_join_keys_need_two_joined_tables_among_the_best() -> None:
     entities, edges = _join_catalog()
-    only_two = join_keys_in_context(_fused(FUSED_ORDER), entities, edges, top=2)
     # student and pets are not joined directly: nothing moves
+    only_two = join_keys_in_context(_fused(FUSED_ORDER), entities, edges, top=2)
     assert [f.id for f in only_two] == FUSED_ORDER
-    filtered = join_keys_in_context(
-        _fused(FUSED_ORDER), entities, edges, lambda i: i != "db.pets.pet_id", top=3
-    )
-    assert "db.pets.pet_id" not in {f.id for f in filtered}
 
 
 def test_keys_already_ranked_high_stay_where_they_are() -> None:
     entities, edges = _join_catalog()
-    order = ["db.has_pet.pet_id", "db.has_pet", "db.pets"]
+    order = ["db.has_pet.pet_id", "db.has_pet", "db.pets.pet_id", "db.pets"]
     got = join_keys_in_context(_fused(order), entities, edges, top=3)
-    assert [f.id for f in got] == ["db.has_pet.pet_id", "db.has_pet", "db.pets", "db.pets.pet_id"]
+    assert [f.id for f in got] == ["db.has_pet.pet_id", "db.has_pet", "db.pets.pet_id", "db.pets"]

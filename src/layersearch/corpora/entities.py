@@ -51,6 +51,12 @@ MAX_RESULTS_LIMIT = 100
 #: for n are a prefix of those for n+k.
 CHANNEL_DEPTH = MAX_RESULTS_LIMIT
 MAX_QUESTION_CHARS = 100_000
+#: Channels whose vote on a table is its rank among tables, and on a leaf its rank
+#: among leaves. The vector ranking scores tables by their best leaf (see
+#: dense_in_context), so it is a table ranking and a leaf ranking interleaved; a
+#: table's position among all of them would count its own leaves (and every other
+#: table's) against it a second time.
+RANK_BY_LEVEL = frozenset({"vector"})
 SHORT_DESCRIPTION = 160
 
 
@@ -334,11 +340,11 @@ class EntityCorpus:
                 reverse=True,
             )
             rankings["recent"] = [(m.id, 0.0) for m in newest[:CHANNEL_DEPTH]]
-        fused = rrf(rankings)
+        fused = rrf(rankings, level=self._level, by_level=RANK_BY_LEVEL)
         if "schema" in rankings:
             fused = self._schema_supersedes_fulltext(fused)
         if question is not None and JOIN_KEY_TABLES > 0:
-            fused = join_keys_in_context(fused, self.entities, self.edges_out, admitted)
+            fused = join_keys_in_context(fused, self.entities, self.edges_out)
         fused = fused[: req.max_results]
         if not fused and not no_input:
             warnings.append(
@@ -353,6 +359,10 @@ class EntityCorpus:
             for f in fused
         ]
         return SearchResponse(results=results, warnings=warnings)
+
+    def _level(self, doc_id: str) -> int:
+        e = self.entities.get(doc_id)
+        return -1 if e is None else _FUSION_LEVEL.get(e.kind, -1)
 
     def _schema_ranked(self, doc_id: str) -> bool:
         e = self.entities.get(doc_id)
@@ -376,7 +386,7 @@ class EntityCorpus:
                 f.score = sum(c[2] for c in f.channels.values())
                 f.best_rank = min(c[0] for c in f.channels.values())
             out.append(f)
-        out.sort(key=lambda f: (-f.score, f.best_rank, f.id))
+        out.sort(key=lambda f: (-f.score, f.best_rank, max(self._level(f.id), 0), f.id))
         return out
 
     @staticmethod
@@ -426,6 +436,9 @@ class EntityCorpus:
 
 _SCHEMA_KINDS = frozenset({"model", "column", "measure", "aggregation"})
 _LEAF_KINDS = frozenset({"column", "measure", "aggregation"})
+#: Levels for RANK_BY_LEVEL (memories and datasources keep their rank among all
+#: hits); on equal fused scores a leaf, the specific evidence, precedes a table.
+_FUSION_LEVEL = {"column": 0, "measure": 0, "aggregation": 0, "model": 1}
 _COVERAGE_LEVEL = {
     "datasource": "group",
     "model": "table",
@@ -474,20 +487,20 @@ def join_keys_in_context(
     fused: list[Fused],
     entities: Mapping[str, Entity],
     edges_out: Mapping[str, Sequence[EdgeRecord]],
-    admitted: Callable[[str], bool] = lambda _id: True,
     top: int | None = None,
 ) -> list[Fused]:
-    """Bring the join keys between the best-ranked tables forward.
+    """The fused ranking with the join keys between its best tables brought forward.
 
     A question that needs two joined tables is answered with the columns that
     join them, though it never names them ("students who have a dog" joins on
-    ``StuID`` and ``PetID``), so no channel ranks them high. Among the first
+    ``StuID`` and ``PetID``), so every channel ranks them low. Among the first
     ``top`` tables of the ranking (a table counts from its first hit, its own
-    or a leaf's), every declared join between two of them puts its key columns
-    right after the later of the two tables' first hits, with that hit's
-    score, unless they already rank higher. The lift shows in the explanation
-    as a ``joins`` entry whose contribution is the score it added. Everything
-    else keeps its order, so the list stays sorted by score.
+    or a leaf's), every declared join between two of them moves its key
+    columns right after the later of the two tables' first hits, with that
+    hit's fused score, unless they already rank higher. Only hits some channel
+    ranked move (their explanation still says which channels ranked them and
+    how; the lift is the difference between the contributions' sum and the
+    score). Everything else keeps its order, so the list stays sorted by score.
     """
     top = JOIN_KEY_TABLES if top is None else top
     first: dict[str, int] = {}
@@ -497,7 +510,8 @@ def join_keys_in_context(
             first[t] = i
             if len(first) >= top:
                 break
-    anchor: dict[str, int] = {}
+    pos = {f.id: i for i, f in enumerate(fused)}
+    moving: dict[str, int] = {}
     for t in first:
         for edge in edges_out.get(t, ()):
             if edge.type != "JOINS" or edge.dst == t or edge.dst not in first:
@@ -506,29 +520,21 @@ def join_keys_in_context(
             keys = [f"{t}.{c}" for c in edge.props.get("source_columns") or []]
             keys += [f"{edge.dst}.{c}" for c in edge.props.get("target_columns") or []]
             for c in keys:
-                e = entities.get(c)
-                if e is not None and not e.hidden and admitted(c):
-                    anchor[c] = min(anchor.get(c, at), at)
-    pos = {f.id: i for i, f in enumerate(fused)}
-    moving = {c: a for c, a in anchor.items() if pos.get(c, len(fused)) > a}
+                if pos.get(c, -1) > at:
+                    moving[c] = min(moving.get(c, at), at)
     if not moving:
         return fused
-    by_id = {f.id: f for f in fused}
-    ordered = sorted(moving, key=lambda c: (moving[c], pos.get(c, len(fused)), c))
-    rank = {c: r for r, c in enumerate(ordered, start=1)}
+    ordered = sorted(moving, key=lambda c: (moving[c], pos[c], c))
     out: list[Fused] = []
-    for i, f in enumerate(fused):
+    for f in fused:
         if f.id in moving:
             continue
         out.append(f)
         for c in ordered:
-            if moving[c] != i:
-                continue
-            g = by_id.get(c) or Fused(c, 0.0, rank[c])
-            g.channels["joins"] = (rank[c], 1.0, f.score - g.score)
-            g.score = f.score
-            g.best_rank = min(g.best_rank, rank[c])
-            out.append(g)
+            if moving[c] == pos[f.id]:
+                g = fused[pos[c]]
+                g.score = f.score
+                out.append(g)
     return out
 
 
