@@ -57,6 +57,8 @@ MAX_QUESTION_CHARS = 100_000
 #: table's position among all of them would count its own leaves (and every other
 #: table's) against it a second time.
 RANK_BY_LEVEL = frozenset({"vector"})
+#: Per-datasource schema indexes kept (oldest built dropped first).
+SCOPED_INDEXES = 256
 SHORT_DESCRIPTION = 160
 
 
@@ -180,12 +182,35 @@ class EntityCorpus:
         self.resolver = Resolver(self.entities.values(), self.memories.__contains__)
         self._mentions: dict[str, list[str]] | None = None
         self._coverage: CoverageIndex | None = None
+        self._scoped: dict[str, CoverageIndex] = {}
+        self._by_datasource: dict[str, dict[str, Entity]] | None = None
 
-    def coverage(self) -> CoverageIndex:
-        """The schema channel's index over visible entities, built on first use."""
-        if self._coverage is None:
-            self._coverage = build_coverage(self.entities, self.edges_out)
-        return self._coverage
+    def coverage(self, datasource: str | None = None) -> CoverageIndex:
+        """The schema channel's index over visible entities, built on first use.
+
+        With a datasource, the index of that datasource alone: a search scoped
+        to one database takes its term statistics (idf, average lengths) from
+        that database, the collection it searches. Catalog-wide, ``car`` is a
+        rare, telling word; inside a car database it is on every other table
+        and tells them apart no better than ``the``.
+        """
+        if datasource is None:
+            if self._coverage is None:
+                self._coverage = build_coverage(self.entities, self.edges_out)
+            return self._coverage
+        idx = self._scoped.get(datasource)
+        if idx is None:
+            if self._by_datasource is None:
+                by: dict[str, dict[str, Entity]] = {}
+                for e in self.entities.values():
+                    by.setdefault(e.datasource, {})[e.id] = e
+                self._by_datasource = by
+            ents = self._by_datasource.get(datasource, {})
+            edges = {k: self.edges_out[k] for k in ents if k in self.edges_out}
+            if len(self._scoped) >= SCOPED_INDEXES:
+                self._scoped.pop(next(iter(self._scoped)))
+            idx = self._scoped[datasource] = build_coverage(ents, edges)
+        return idx
 
     # -- incremental updates -------------------------------------------------------------------
 
@@ -319,7 +344,7 @@ class EntityCorpus:
                     )
                 schema = [
                     h
-                    for h in self.coverage().search(question, CHANNEL_DEPTH * 2, scope=ds)
+                    for h in self.coverage(ds).search(question, CHANNEL_DEPTH * 2)
                     if admitted(h[0])
                 ][:CHANNEL_DEPTH]
                 if schema:
