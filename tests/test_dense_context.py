@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from layersearch.corpora.entities import dense_in_context
-from layersearch.semantic.model import Entity
+from layersearch.corpora.entities import dense_in_context, join_keys_in_context
+from layersearch.ranking.fusion import Fused
+from layersearch.semantic.model import EdgeRecord, Entity
 
 
 def _e(entity_id: str, kind: str, hidden: bool = False) -> Entity:
@@ -58,3 +59,101 @@ def test_hidden_tables_are_never_added() -> None:
 def test_order_is_deterministic_on_ties() -> None:
     hits = [("db.pets.weight", 0.5), ("db.owners.name", 0.5)]
     assert dense_in_context(hits, ENTITIES) == dense_in_context(list(reversed(hits)), ENTITIES)
+
+
+# -- join keys between the best-ranked tables --------------------------------------------------
+
+
+def _join_catalog() -> tuple[dict[str, Entity], dict[str, list[EdgeRecord]]]:
+    ids = [
+        ("db", "datasource"),
+        ("db.student", "model"),
+        ("db.student.name", "column"),
+        ("db.student.age", "column"),
+        ("db.student.stu_id", "column"),
+        ("db.has_pet", "model"),
+        ("db.has_pet.stu_id", "column"),
+        ("db.has_pet.pet_id", "column"),
+        ("db.pets", "model"),
+        ("db.pets.pet_id", "column"),
+        ("db.pets.pet_type", "column"),
+        ("db.far", "model"),
+        ("db.far.pet_id", "column"),
+    ]
+    entities = {i: _e(i, k) for i, k in ids}
+
+    def join(src: str, dst: str, col: str) -> EdgeRecord:
+        props = {"source_columns": [col], "target_columns": [col]}
+        return EdgeRecord(src, dst, "JOINS", props)
+
+    edges = {
+        "db.has_pet": [
+            join("db.has_pet", "db.student", "stu_id"),
+            join("db.has_pet", "db.pets", "pet_id"),
+        ],
+        "db.far": [join("db.far", "db.pets", "pet_id")],
+    }
+    return entities, edges
+
+
+def _fused(ids: list[str]) -> list[Fused]:
+    return [
+        Fused(i, 1.0 / (60 + r), r, {"schema": (r, 1.0, 1.0 / (60 + r))})
+        for r, i in enumerate(ids, 1)
+    ]
+
+
+FUSED_ORDER = [
+    "db.student.name",
+    "db.student",
+    "db.pets.pet_type",
+    "db.student.age",
+    "db.has_pet",
+    "db.pets",
+    "db.student.stu_id",
+    "db.has_pet.pet_id",
+    "db.far.pet_id",
+    "db.pets.pet_id",
+]
+
+
+def test_join_keys_follow_the_later_of_the_two_tables() -> None:
+    entities, edges = _join_catalog()
+    fused = _fused(FUSED_ORDER)
+    contributions = {f.id: sum(c[2] for c in f.channels.values()) for f in fused}
+    got = join_keys_in_context(fused, entities, edges, top=3)
+    assert [f.id for f in got] == [
+        "db.student.name",
+        "db.student",
+        "db.pets.pet_type",
+        "db.student.age",
+        "db.has_pet",  # the last of the three tables to appear: the keys follow it
+        "db.student.stu_id",
+        "db.has_pet.pet_id",
+        "db.pets.pet_id",
+        "db.pets",
+        "db.far.pet_id",  # far joins pets too, but is not among the question's tables
+    ]
+    scores = [f.score for f in got]
+    assert scores == sorted(scores, reverse=True)
+    moved = {f.id: f for f in got}["db.pets.pet_id"]
+    assert moved.score == pytest.approx(1.0 / 65)  # has_pet's score
+    # the explanation is untouched: what ranked it, where, and its own contribution
+    assert moved.channels == {"schema": (10, 1.0, 1.0 / 70)}
+    assert contributions["db.pets.pet_id"] == pytest.approx(1.0 / 70)
+    # has_pet.stu_id was ranked by no channel: it is not added
+    assert "db.has_pet.stu_id" not in {f.id for f in got}
+
+
+def test_join_keys_need_two_joined_tables_among_the_best() -> None:
+    entities, edges = _join_catalog()
+    # student and pets are not joined directly: nothing moves
+    only_two = join_keys_in_context(_fused(FUSED_ORDER), entities, edges, top=2)
+    assert [f.id for f in only_two] == FUSED_ORDER
+
+
+def test_keys_already_ranked_high_stay_where_they_are() -> None:
+    entities, edges = _join_catalog()
+    order = ["db.has_pet.pet_id", "db.has_pet", "db.pets.pet_id", "db.pets"]
+    got = join_keys_in_context(_fused(order), entities, edges, top=3)
+    assert [f.id for f in got] == ["db.has_pet.pet_id", "db.has_pet", "db.pets.pet_id", "db.pets"]

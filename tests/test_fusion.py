@@ -35,6 +35,34 @@ def test_weights() -> None:
     assert fused[1].score == 0.5 / 61
 
 
+def _level(doc_id: str) -> int:
+    # "t…" tables (level 1), "c…" columns (level 0), anything else keeps its overall rank
+    return {"t": 1, "c": 0}.get(doc_id[0], -1)
+
+
+def test_rank_by_level_in_the_named_channels_only() -> None:
+    rankings = {
+        "vector": [("c1", 0.9), ("t1", 0.9), ("c2", 0.8), ("m1", 0.7), ("t2", 0.6)],
+        "schema": [("t2", 5.0), ("c2", 4.0), ("t1", 3.0)],
+    }
+    fused = {f.id: f for f in rrf(rankings, level=_level, by_level={"vector"})}
+    # vector: tables and columns ranked among their own level, m1 among all
+    assert fused["t1"].channels["vector"][0] == 1
+    assert fused["t2"].channels["vector"][0] == 2
+    assert fused["c2"].channels["vector"][0] == 2
+    assert fused["m1"].channels["vector"][0] == 4
+    # schema keeps its overall ranks
+    assert fused["t1"].channels["schema"][0] == 3
+    assert fused["t1"].score == 1 / 61 + 1 / 63
+
+
+def test_level_breaks_ties_lower_level_first() -> None:
+    fused = rrf({"vector": [("t1", 0.9), ("c1", 0.9)]}, level=_level)
+    # both rank 1 in their level: same score and best rank; the column (level 0) first
+    assert [f.id for f in fused] == ["c1", "t1"]
+    assert fused[0].score == fused[1].score == 1 / 61
+
+
 ids = st.sampled_from([f"d{i}" for i in range(12)])
 channel = st.lists(ids, unique=True, max_size=10)
 

@@ -51,6 +51,14 @@ MAX_RESULTS_LIMIT = 100
 #: for n are a prefix of those for n+k.
 CHANNEL_DEPTH = MAX_RESULTS_LIMIT
 MAX_QUESTION_CHARS = 100_000
+#: Channels whose vote on a table is its rank among tables, and on a leaf its rank
+#: among leaves. The vector ranking scores tables by their best leaf (see
+#: dense_in_context), so it is a table ranking and a leaf ranking interleaved; a
+#: table's position among all of them would count its own leaves (and every other
+#: table's) against it a second time.
+RANK_BY_LEVEL = frozenset({"vector"})
+#: Per-datasource schema indexes kept (oldest built dropped first).
+SCOPED_INDEXES = 256
 SHORT_DESCRIPTION = 160
 
 
@@ -174,12 +182,35 @@ class EntityCorpus:
         self.resolver = Resolver(self.entities.values(), self.memories.__contains__)
         self._mentions: dict[str, list[str]] | None = None
         self._coverage: CoverageIndex | None = None
+        self._scoped: dict[str, CoverageIndex] = {}
+        self._by_datasource: dict[str, dict[str, Entity]] | None = None
 
-    def coverage(self) -> CoverageIndex:
-        """The schema channel's index over visible entities, built on first use."""
-        if self._coverage is None:
-            self._coverage = build_coverage(self.entities, self.edges_out)
-        return self._coverage
+    def coverage(self, datasource: str | None = None) -> CoverageIndex:
+        """The schema channel's index over visible entities, built on first use.
+
+        With a datasource, the index of that datasource alone: a search scoped
+        to one database takes its term statistics (idf, average lengths) from
+        that database, the collection it searches. Catalog-wide, ``car`` is a
+        rare, telling word; inside a car database it is on every other table
+        and tells them apart no better than ``the``.
+        """
+        if datasource is None:
+            if self._coverage is None:
+                self._coverage = build_coverage(self.entities, self.edges_out)
+            return self._coverage
+        idx = self._scoped.get(datasource)
+        if idx is None:
+            if self._by_datasource is None:
+                by: dict[str, dict[str, Entity]] = {}
+                for e in self.entities.values():
+                    by.setdefault(e.datasource, {})[e.id] = e
+                self._by_datasource = by
+            ents = self._by_datasource.get(datasource, {})
+            edges = {k: self.edges_out[k] for k in ents if k in self.edges_out}
+            if len(self._scoped) >= SCOPED_INDEXES:
+                self._scoped.pop(next(iter(self._scoped)))
+            idx = self._scoped[datasource] = build_coverage(ents, edges)
+        return idx
 
     # -- incremental updates -------------------------------------------------------------------
 
@@ -313,7 +344,7 @@ class EntityCorpus:
                     )
                 schema = [
                     h
-                    for h in self.coverage().search(question, CHANNEL_DEPTH * 2, scope=ds)
+                    for h in self.coverage(ds).search(question, CHANNEL_DEPTH * 2)
                     if admitted(h[0])
                 ][:CHANNEL_DEPTH]
                 if schema:
@@ -334,9 +365,11 @@ class EntityCorpus:
                 reverse=True,
             )
             rankings["recent"] = [(m.id, 0.0) for m in newest[:CHANNEL_DEPTH]]
-        fused = rrf(rankings)
+        fused = rrf(rankings, level=self._level, by_level=RANK_BY_LEVEL)
         if "schema" in rankings:
             fused = self._schema_supersedes_fulltext(fused)
+        if question is not None and JOIN_KEY_TABLES > 0:
+            fused = join_keys_in_context(fused, self.entities, self.edges_out)
         fused = fused[: req.max_results]
         if not fused and not no_input:
             warnings.append(
@@ -351,6 +384,10 @@ class EntityCorpus:
             for f in fused
         ]
         return SearchResponse(results=results, warnings=warnings)
+
+    def _level(self, doc_id: str) -> int:
+        e = self.entities.get(doc_id)
+        return -1 if e is None else _FUSION_LEVEL.get(e.kind, -1)
 
     def _schema_ranked(self, doc_id: str) -> bool:
         e = self.entities.get(doc_id)
@@ -374,7 +411,7 @@ class EntityCorpus:
                 f.score = sum(c[2] for c in f.channels.values())
                 f.best_rank = min(c[0] for c in f.channels.values())
             out.append(f)
-        out.sort(key=lambda f: (-f.score, f.best_rank, f.id))
+        out.sort(key=lambda f: (-f.score, f.best_rank, max(self._level(f.id), 0), f.id))
         return out
 
     @staticmethod
@@ -424,6 +461,9 @@ class EntityCorpus:
 
 _SCHEMA_KINDS = frozenset({"model", "column", "measure", "aggregation"})
 _LEAF_KINDS = frozenset({"column", "measure", "aggregation"})
+#: Levels for RANK_BY_LEVEL (memories and datasources keep their rank among all
+#: hits); on equal fused scores a leaf, the specific evidence, precedes a table.
+_FUSION_LEVEL = {"column": 0, "measure": 0, "aggregation": 0, "model": 1}
 _COVERAGE_LEVEL = {
     "datasource": "group",
     "model": "table",
@@ -461,6 +501,66 @@ def dense_in_context(
     out.update(best)
     # on equal scores the leaf (the specific evidence) before the table it lifted, then ids
     return sorted(out.items(), key=lambda h: (-h[1], h[0] in best, h[0]))
+
+
+#: How many of the best-ranked tables count as "the question's tables" whose join keys
+#: are brought forward.
+JOIN_KEY_TABLES = 5
+
+
+def join_keys_in_context(
+    fused: list[Fused],
+    entities: Mapping[str, Entity],
+    edges_out: Mapping[str, Sequence[EdgeRecord]],
+    top: int | None = None,
+) -> list[Fused]:
+    """The fused ranking with the join keys between its best tables brought forward.
+
+    A question that needs two joined tables is answered with the columns that
+    join them, though it never names them ("students who have a dog" joins on
+    ``StuID`` and ``PetID``), so every channel ranks them low. Among the first
+    ``top`` tables of the ranking (a table counts from its first hit, its own
+    or a leaf's), every declared join between two of them moves its key
+    columns right after the later of the two tables' first hits, with that
+    hit's fused score, unless they already rank higher. Only hits some channel
+    ranked move (their explanation still says which channels ranked them and
+    how; the lift is the difference between the contributions' sum and the
+    score). Everything else keeps its order, so the list stays sorted by score.
+    """
+    top = JOIN_KEY_TABLES if top is None else top
+    first: dict[str, int] = {}
+    for i, f in enumerate(fused):
+        t = _table_of(entities.get(f.id), entities)
+        if t is not None and t not in first:
+            first[t] = i
+            if len(first) >= top:
+                break
+    pos = {f.id: i for i, f in enumerate(fused)}
+    moving: dict[str, int] = {}
+    for t in first:
+        for edge in edges_out.get(t, ()):
+            if edge.type != "JOINS" or edge.dst == t or edge.dst not in first:
+                continue
+            at = max(first[t], first[edge.dst])
+            keys = [f"{t}.{c}" for c in edge.props.get("source_columns") or []]
+            keys += [f"{edge.dst}.{c}" for c in edge.props.get("target_columns") or []]
+            for c in keys:
+                if pos.get(c, -1) > at:
+                    moving[c] = min(moving.get(c, at), at)
+    if not moving:
+        return fused
+    ordered = sorted(moving, key=lambda c: (moving[c], pos[c], c))
+    out: list[Fused] = []
+    for f in fused:
+        if f.id in moving:
+            continue
+        out.append(f)
+        for c in ordered:
+            if moving[c] == pos[f.id]:
+                g = fused[pos[c]]
+                g.score = f.score
+                out.append(g)
+    return out
 
 
 def _table_of(e: Entity | None, entities: Mapping[str, Entity]) -> str | None:

@@ -1,13 +1,18 @@
 """Reciprocal Rank Fusion, deterministic.
 
 fused(d) = Σ_c w_c / (k + rank_c(d)), k = 60, ranks 1-based. Ties are broken
-by the fused score, then the best single-channel rank, then the id, so the
-same input always gives the same order, whatever the order of the channels.
+by the fused score, then the best single-channel rank, then the level (when
+levels are given), then the id, so the same input always gives the same
+order, whatever the order of the channels.
+
+A channel may rank by level: its rank for a document is then the rank among
+its documents of the same level (tables among tables, columns among
+columns), for a channel whose list interleaves two rankings.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
 __all__ = ["RRF_K", "Fused", "rrf"]
@@ -29,21 +34,34 @@ def rrf(
     *,
     k: int = RRF_K,
     weights: Mapping[str, float] | None = None,
+    level: Callable[[str], int] | None = None,
+    by_level: Collection[str] | None = None,
 ) -> list[Fused]:
     """Fuse ranked lists ``channel → [(id, channel score), …]`` (best first).
 
-    A duplicate id within one channel keeps its first (best) rank.
+    A duplicate id within one channel keeps its first (best) rank. With
+    ``level`` (id → level number), a channel named in ``by_level`` (every
+    channel when None) ranks an id among its ids of the same level; an id of
+    a negative level keeps its rank among all of them. On equal fused score
+    and best rank the lower level comes first (negative levels count as 0).
     """
     fused: dict[str, Fused] = {}
+    lv: Callable[[str], int] = level if level is not None else _one_level
     for channel in sorted(rankings):
         w = 1.0 if weights is None else float(weights.get(channel, 1.0))
         seen: set[str] = set()
-        rank = 0
+        ranks: dict[int, int] = {}
+        overall = 0
         for doc_id, score in rankings[channel]:
             if doc_id in seen:
                 continue
             seen.add(doc_id)
-            rank += 1
+            overall += 1
+            at = lv(doc_id) if by_level is None or channel in by_level else -1
+            if at >= 0:
+                ranks[at] = rank = ranks.get(at, 0) + 1
+            else:
+                rank = overall
             contribution = w / (k + rank)
             f = fused.get(doc_id)
             if f is None:
@@ -51,4 +69,8 @@ def rrf(
             f.score += contribution
             f.best_rank = min(f.best_rank, rank)
             f.channels[channel] = (rank, float(score), contribution)
-    return sorted(fused.values(), key=lambda f: (-f.score, f.best_rank, f.id))
+    return sorted(fused.values(), key=lambda f: (-f.score, f.best_rank, max(lv(f.id), 0), f.id))
+
+
+def _one_level(_doc_id: str) -> int:
+    return 0
