@@ -671,8 +671,14 @@ class PostgresStore(Store):
         found: list[tuple[str, bytes]] = []
         with self._raw(write=False) as con:
             con.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
-            # pgvector's default first batch: the walk goes on by itself while rows are read.
-            con.execute("SET LOCAL hnsw.ef_search = 40")
+            # The first batch of the walk: about the rows that will be read (one search
+            # beats many small continuations), at least pgvector's default.
+            expect = fetch if group is None or groups <= 0 else _GROUP_ROWS * groups
+            con.execute(
+                pgsql.SQL("SET LOCAL hnsw.ef_search = {}").format(
+                    pgsql.Literal(min(1000, max(40, min(fetch, expect))))
+                )
+            )
             con.execute(
                 pgsql.SQL("SET LOCAL hnsw.max_scan_tuples = {}").format(
                     pgsql.Literal(_MAX_SCAN_TUPLES)
