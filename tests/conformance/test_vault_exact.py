@@ -98,7 +98,7 @@ def _force(path: str, monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.setattr(vault_search, "EXACT_CHUNKS", 10**9)
     else:  # every filter is SQL in the HNSW walk (completed exactly, in SQL, when short)
         monkeypatch.setattr(vault_search, "EXACT_CHUNKS", 0)
-        monkeypatch.setattr(vault_search, "EXACT_SHARE", 0.0)
+        monkeypatch.setattr(vault_search, "WALK_COST", 0.0)
 
 
 def _spy(store: Any, monkeypatch: pytest.MonkeyPatch) -> list[str]:

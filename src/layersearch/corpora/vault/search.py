@@ -66,11 +66,16 @@ MAX_QUERY_CHARS = 100_000
 # Each batch is one embedder call and one committed write: big enough that the write
 # (a DuckDB connection costs ~25 ms) is not the bottleneck, small enough to resume cheaply.
 EMBED_BATCH = 256
-# On PostgreSQL the snapshot says exactly how many chunks pass the filters. At most this
-# many (or this share of all) are ranked exactly by id; more are found by walking the
-# HNSW index with the filters in SQL (benchmarks/vault_search.py --postgres; decisions.md).
+# On PostgreSQL the snapshot says exactly how many chunks pass the filters: few are ranked
+# exactly by id, many are found by walking the HNSW index with the filters in SQL. Exact
+# costs each passing chunk once; the walk reads about WALK_ROWS chunks per wanted note and
+# passes over total/passing rejected ones for each, every one costing about WALK_COST exact
+# rankings (pgvector, 384 dimensions; uniform vectors, clustered ones walk ~4x cheaper).
+# Exact then wins while passing <= sqrt(rows read * total * WALK_COST), and always up to
+# EXACT_CHUNKS (benchmarks/vault_search.py --postgres; docs/decisions.md).
 EXACT_CHUNKS = 2000
-EXACT_SHARE = 0.06
+WALK_COST = 8.0
+WALK_ROWS = 8
 _FT_KIND = "note"
 _NO_EMBEDDER = (
     "no embedder configured: vault search ranks notes by vector similarity; pass "
@@ -410,7 +415,7 @@ class VaultService:
         common: dict[str, Any] = {"group": tables.chunk_id_slug, "groups": depth + 1}
         if rows is None:
             found: list[tuple[str, float]] = where(tables.CORPUS, key, q, k, **common)
-        elif total <= max(EXACT_CHUNKS, EXACT_SHARE * len(snap.flat_chunks)):
+        elif total <= _exact_up_to(len(snap.flat_chunks), depth):
             # Few chunks pass: rank them exactly, looked up by id. Walking the index would
             # pass over many rejected rows for each one kept.
             allow = snap.chunks_of(rows)
@@ -583,6 +588,11 @@ def _allowed_rows(
         return None
     mask = np.logical_and.reduce(masks)
     return np.flatnonzero(mask)
+
+
+def _exact_up_to(chunks: int, depth: int) -> float:
+    """How many passing chunks are still cheaper to rank exactly than to find by walking."""
+    return max(EXACT_CHUNKS, math.sqrt(WALK_ROWS * (depth + 1) * chunks * WALK_COST))
 
 
 def _best_per_note(found: Sequence[tuple[str, float]], depth: int) -> list[tuple[str, float]]:
