@@ -199,3 +199,21 @@ def test_tag_filters_in_sql_match_the_python_rules(
 
 def _tagged(tags: list[str], wanted: list[str]) -> bool:
     return any(t == w or t.startswith(w + "/") for t in tags for w in wanted)
+
+
+def test_foreign_model_is_refused_without_loading_vectors(
+    location_for: Callable[[str], str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from layersearch.errors import ModelMismatch
+
+    location = location_for("postgres")
+    with Layersearch(location, embedder=FakeEmbedder(64)) as ls:
+        ls.vault.index(VAULT)
+    with Layersearch(location, embedder=FakeEmbedder(32)) as other:
+
+        def refuse(*_: Any) -> Any:
+            raise AssertionError("vault search loaded every vector into memory")
+
+        monkeypatch.setattr(other.store, "load_vectors", refuse)
+        with pytest.raises(ModelMismatch, match="vault index"):
+            other.vault.search("revenue", domain="finance")

@@ -165,8 +165,8 @@ class VaultService:
         self._dense: DenseCorpus | None = None
         self._snap: tables.VaultSnapshot | None = None
         self._snap_gen = -1
-        #: (DenseCorpus, generation) whose vectors' model was last checked
-        self._checked: tuple[int, int] | None = None
+        #: the DenseCorpus and store generation whose vectors' model was last checked
+        self._checked: tuple[DenseCorpus, int] | None = None
         self._ft: FullTextIndex | None = None
         self._ft_stamp: str | None = None
 
@@ -397,9 +397,10 @@ class VaultService:
     ) -> list[tuple[str, float]]:
         """Enough of the best chunks of the notes at ``rows`` (all: None) to rank ``depth`` notes.
 
-        ``widest`` is the most chunks any candidate note has: the best ``(depth + 1) * widest``
-        chunks then hold at least ``depth + 1`` notes, so one vector search suffices, and the
-        extra note settles a tie at the cut by slug rather than by chunk id.
+        With ``widest`` the most chunks any candidate note has, the best ``(depth + 1) *
+        widest`` chunks hold at least ``depth + 1`` notes, so one vector search suffices, and
+        the extra note settles a tie at the cut by slug rather than by chunk id. PostgreSQL
+        stores stop reading earlier once ``depth + 1`` notes are in (``search_vectors_where``).
         """
         counts = snap.chunk_counts if rows is None else snap.chunk_counts[rows]
         total = int(counts.sum())
@@ -435,7 +436,7 @@ class VaultService:
         """Check the stored vectors' model (once per generation); say how to fix a missing or
         foreign one. Stores that rank in the database never load the vectors here."""
         gen = self._snap_gen
-        if self._checked == (id(dense), gen):
+        if self._checked is not None and self._checked[0] is dense and self._checked[1] == gen:
             return
         try:
             if hasattr(self.store, "search_vectors_where"):
@@ -458,7 +459,7 @@ class VaultService:
                     "index` with the configured one"
                 ) from exc
             raise
-        self._checked = (id(dense), gen)
+        self._checked = (dense, gen)
 
     # -- reading one note -----------------------------------------------------------------------
 
