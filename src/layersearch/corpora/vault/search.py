@@ -66,6 +66,16 @@ MAX_QUERY_CHARS = 100_000
 # Each batch is one embedder call and one committed write: big enough that the write
 # (a DuckDB connection costs ~25 ms) is not the bottleneck, small enough to resume cheaply.
 EMBED_BATCH = 256
+# On PostgreSQL the snapshot says exactly how many chunks pass the filters: few are ranked
+# exactly by id, many are found by walking the HNSW index with the filters in SQL. Exact
+# costs each passing chunk once; the walk reads about WALK_ROWS chunks per wanted note and
+# passes over total/passing rejected ones for each, every one costing about WALK_COST exact
+# rankings (pgvector, 384 dimensions; uniform vectors, clustered ones walk ~4x cheaper).
+# Exact then wins while passing <= sqrt(rows read * total * WALK_COST), and always up to
+# EXACT_CHUNKS (benchmarks/vault_search.py --postgres; docs/decisions.md).
+EXACT_CHUNKS = 2000
+WALK_COST = 8.0
+WALK_ROWS = 8
 _FT_KIND = "note"
 _NO_EMBEDDER = (
     "no embedder configured: vault search ranks notes by vector similarity; pass "
@@ -155,6 +165,8 @@ class VaultService:
         self._dense: DenseCorpus | None = None
         self._snap: tables.VaultSnapshot | None = None
         self._snap_gen = -1
+        #: the DenseCorpus and store generation whose vectors' model was last checked
+        self._checked: tuple[DenseCorpus, int] | None = None
         self._ft: FullTextIndex | None = None
         self._ft_stamp: str | None = None
 
@@ -334,10 +346,9 @@ class VaultService:
             rows = _allowed_rows(snap, filters, statuses)
             if rows is not None and not len(rows):
                 return []
-            allow = None if rows is None else snap.chunks_of(rows)
-            widest = int(snap.chunk_counts.max() if rows is None else snap.chunk_counts[rows].max())
             depth = limit if mode == "vector" else max(limit, CHANNEL_DEPTH)
-            ranked = _vector_notes(dense, query, depth, allow, widest)
+            found = self._rank_chunks(dense, snap, query, depth, rows, filters, statuses)
+            ranked = _best_per_note(found, depth)
             if min_score is not None:
                 ranked = [(s, x) for s, x in ranked if x >= min_score]
             channels = {"vector": ranked}
@@ -374,10 +385,64 @@ class VaultService:
             self._dense = DenseCorpus(self.store, tables.CORPUS, embedder)
         return self._dense
 
+    def _rank_chunks(
+        self,
+        dense: DenseCorpus,
+        snap: tables.VaultSnapshot,
+        query: str,
+        depth: int,
+        rows: np.ndarray | None,
+        filters: VaultFilters,
+        statuses: tuple[str, ...],
+    ) -> list[tuple[str, float]]:
+        """Enough of the best chunks of the notes at ``rows`` (all: None) to rank ``depth`` notes.
+
+        With ``widest`` the most chunks any candidate note has, the best ``(depth + 1) *
+        widest`` chunks hold at least ``depth + 1`` notes, so one vector search suffices, and
+        the extra note settles a tie at the cut by slug rather than by chunk id. PostgreSQL
+        stores stop reading earlier once ``depth + 1`` notes are in (``search_vectors_where``).
+        """
+        counts = snap.chunk_counts if rows is None else snap.chunk_counts[rows]
+        total = int(counts.sum())
+        if total == 0:
+            return []
+        k = min(total, (depth + 1) * max(int(counts.max()), 1))
+        where = getattr(self.store, "search_vectors_where", None)
+        if where is None:
+            # In memory (DuckDB stores): the snapshot's chunk ids are the allow-list.
+            return dense.search(query, k, None if rows is None else snap.chunks_of(rows))
+        q = dense.query_vector(query)
+        key = dense.fingerprint.key()
+        common: dict[str, Any] = {"group": tables.chunk_id_slug, "groups": depth + 1}
+        if rows is None:
+            found: list[tuple[str, float]] = where(tables.CORPUS, key, q, k, **common)
+        elif total <= _exact_up_to(len(snap.flat_chunks), depth):
+            # Few chunks pass: rank them exactly, looked up by id. Walking the index would
+            # pass over many rejected rows for each one kept.
+            allow = snap.chunks_of(rows)
+            found = where(
+                tables.CORPUS, key, q, k, where="v.doc_id = ANY(?)", params=[allow], exact=True
+            )
+        else:
+            # Many pass: walk the HNSW index, the filters joined to each chunk's note in the
+            # statement itself, so no list of ids travels.
+            sql, params = tables.filter_sql(filters, statuses)
+            found = where(
+                tables.CORPUS, key, q, k, join=tables.NOTE_JOIN, where=sql, params=params, **common
+            )
+        return found
+
     def _check_vectors(self, dense: DenseCorpus) -> None:
-        """Load the vectors (cached per generation); say how to fix a missing or foreign model."""
+        """Check the stored vectors' model (once per generation); say how to fix a missing or
+        foreign one. Stores that rank in the database never load the vectors here."""
+        gen = self._snap_gen
+        if self._checked is not None and self._checked[0] is dense and self._checked[1] == gen:
+            return
         try:
-            dense.index()
+            if hasattr(self.store, "search_vectors_where"):
+                dense.check()
+            else:
+                dense.index()
         except (ModelMismatch, EmbeddingUnavailable) as exc:
             configured = dense.fingerprint.describe()
             stored = self.store.vector_fingerprints(tables.CORPUS)
@@ -394,6 +459,7 @@ class VaultService:
                     "index` with the configured one"
                 ) from exc
             raise
+        self._checked = (dense, gen)
 
     # -- reading one note -----------------------------------------------------------------------
 
@@ -525,21 +591,15 @@ def _allowed_rows(
     return np.flatnonzero(mask)
 
 
-def _vector_notes(
-    dense: DenseCorpus, query: str, depth: int, allow: list[str] | None, widest: int
-) -> list[tuple[str, float]]:
-    """The ``depth`` best notes by their best chunk's cosine (ties by slug).
+def _exact_up_to(chunks: int, depth: int) -> float:
+    """How many passing chunks are still cheaper to rank exactly than to find by walking."""
+    return max(EXACT_CHUNKS, math.sqrt(WALK_ROWS * (depth + 1) * chunks * WALK_COST))
 
-    ``widest`` is the most chunks any candidate note has: the best ``(depth + 1) * widest``
-    chunks then hold at least ``depth + 1`` notes, so one vector search suffices, and the
-    extra note settles a tie at the cut by slug rather than by chunk id.
-    """
-    total = len(dense.index()) if allow is None else len(allow)
-    if total == 0:
-        return []
-    k = min(total, (depth + 1) * max(widest, 1))
+
+def _best_per_note(found: Sequence[tuple[str, float]], depth: int) -> list[tuple[str, float]]:
+    """The ``depth`` best notes by their best chunk's cosine (ties by slug)."""
     best: dict[str, float] = {}
-    for cid, score in dense.search(query, k, allow):
+    for cid, score in found:
         slug = tables.chunk_id_slug(cid)
         if slug not in best or score > best[slug]:
             best[slug] = score

@@ -24,12 +24,13 @@ from layersearch.corpora.dense import content_hash
 from layersearch.store.base import Store
 
 from .chunking import Chunk
-from .config import VaultConfig
+from .config import VaultConfig, VaultFilters
 from .notes import Note, SyncPlan
 
 __all__ = [
     "CORPUS",
     "NOTE_COLUMNS",
+    "NOTE_JOIN",
     "StoredChunk",
     "VaultMeta",
     "VaultSnapshot",
@@ -37,6 +38,7 @@ __all__ = [
     "apply_sync",
     "chunk_hashes",
     "chunk_id_slug",
+    "filter_sql",
     "load_chunks",
     "load_meta",
     "load_note_rows",
@@ -61,6 +63,15 @@ NOTE_COLUMNS = (
     "frontmatter",
     "problems",
     "body",
+)
+
+#: joins a chunk's vector (alias ``v``) to its note (``n``) on PostgreSQL, for :func:`filter_sql`:
+#: the slug is the chunk id up to its last ``#`` (as :func:`chunk_id_slug`), so each row the
+#: HNSW walk yields costs one primary-key lookup (the note slugs' collation is the default)
+NOTE_JOIN = (
+    "JOIN vault_notes n ON n.slug = "
+    "(substr(v.doc_id, 1, length(v.doc_id) - strpos(reverse(v.doc_id), '#')) "
+    'COLLATE "default")'
 )
 
 _META_ROOT = "vault_root"
@@ -145,6 +156,45 @@ class VaultSnapshot:
         # Index of every wanted chunk in flat_chunks, built without a Python loop over notes.
         offsets = np.arange(int(counts.sum())) - np.repeat(np.cumsum(counts) - counts, counts)
         return list(self.flat_chunks[np.repeat(starts, counts) + offsets])
+
+
+def filter_sql(f: VaultFilters, statuses: Sequence[str]) -> tuple[str, list[Any]]:
+    """The search filters as a PostgreSQL condition on the note ``n`` (``?`` placeholders).
+
+    The same rules as the snapshot's filter in the search module: domain and note type
+    equal, status any of ``statuses``, ``updated`` within the range, and any of the tags,
+    a tag also matching the tags nested under it (``project`` finds ``project/alpha``).
+    """
+    parts: list[str] = []
+    params: list[Any] = []
+    if f.domain is not None:
+        parts.append("n.domain = ?")
+        params.append(f.domain)
+    if f.note_type is not None:
+        parts.append("n.note_type = ?")
+        params.append(f.note_type)
+    if statuses:
+        parts.append("n.status = ANY(?)")
+        params.append(list(statuses))
+    if f.date_from is not None:
+        parts.append("n.updated >= ?")
+        params.append(f.date_from)
+    if f.date_to is not None:
+        parts.append("n.updated <= ?")
+        params.append(f.date_to)
+    if f.tags:
+        # Tags are a JSON array in text. A wanted tag, escaped as json.dumps escapes it,
+        # occurs in the text of every note carrying it or a tag nested under it: a cheap
+        # test that spares parsing the JSON of most notes before the exact one.
+        parts.append("(" + " OR ".join("strpos(n.tags, ?) > 0" for _ in f.tags) + ")")
+        params.extend(json.dumps(t)[1:-1] for t in f.tags)
+        parts.append(
+            "EXISTS (SELECT 1 FROM json_array_elements_text(n.tags::json) AS x(tag) "
+            "JOIN unnest(?::text[]) AS w(tag) "
+            "ON x.tag = w.tag OR starts_with(x.tag, w.tag || '/'))"
+        )
+        params.append(list(f.tags))
+    return " AND ".join(parts) or "TRUE", params
 
 
 # -- writing ------------------------------------------------------------------------------------
