@@ -138,6 +138,13 @@ def test_spider_tables(data_dir: Path) -> None:
     assert perp.label == "perpetrator"
     col = next(c for c in perp.columns if c.name == "People_ID")
     assert (col.label, col.data_type, col.primary_key) == ("people id", "number", False)
+    # SQLite's own bookkeeping tables are listed by Spider but never searched
+    internal = sorted(i for i, m in models.items() if m.hidden)
+    assert internal == [
+        "soccer_1.sqlite_sequence",
+        "store_1.sqlite_sequence",
+        "world_1.sqlite_sequence",
+    ]
     assert [j.target for j in perp.joins] == ["people"]
     assert perp.joins[0].on == [("People_ID", "People_ID")]
     assert perp.joins[0].cardinality == "many_to_one"

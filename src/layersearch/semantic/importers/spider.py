@@ -148,6 +148,13 @@ def spider_ids(db: dict[str, Any]) -> SpiderIds:
     return SpiderIds(ds, tables, columns)
 
 
+def _sqlite_internal(table: str) -> bool:
+    """SQLite's own bookkeeping tables (``sqlite_sequence``, ``sqlite_stat1``): Spider's
+    schemas are read from SQLite files and list them; the database importer skips them,
+    here they stay as hidden models so every Spider id still exists."""
+    return table.lower().startswith("sqlite_")
+
+
 def load_spider(path: str | Path) -> Catalog:
     p = Path(path)
     if not p.is_file():
@@ -170,6 +177,7 @@ def _add_database(db: dict[str, Any], source: str, catalog: Catalog) -> None:
             label=db["table_names"][i],
             sql_table=db["table_names_original"][i],
             source=where,
+            hidden=_sqlite_internal(db["table_names_original"][i]),
         )
         for i, name in enumerate(ids.tables)
     ]
