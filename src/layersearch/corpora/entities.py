@@ -13,6 +13,7 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 
+from layersearch.corpora.snapshot import EdgeMap, EntityMap, Snapshot
 from layersearch.errors import ConfigError, LimitExceeded
 from layersearch.ranking.bm25 import EntityOverlapIndex
 from layersearch.ranking.coverage import CoverageIndex, CoverageNode, links_from_edges
@@ -158,28 +159,63 @@ def describe_memory(m: Memory) -> str:
 
 @dataclass
 class EntityCorpus:
-    """A snapshot of the semantic layer and memories, with their search channels."""
+    """A snapshot of the semantic layer and memories, with their search channels.
 
-    entities: dict[str, Entity]
+    ``entities`` and ``edges_out`` are mappings; built from a persisted
+    :class:`~layersearch.corpora.snapshot.Snapshot` they decode entries on access, so
+    nothing here should iterate them on a search path.
+    """
+
+    entities: Mapping[str, Entity]
     memories: dict[str, Memory]
-    edges_out: dict[str, list[EdgeRecord]]
+    edges_out: Mapping[str, Sequence[EdgeRecord]]
     datasources: list[str]
     fulltext: FullTextIndex
+    snapshot: Snapshot | None = None
     resolver: Resolver = field(init=False)
     _overlap: dict[tuple[str | None, frozenset[str] | None], EntityOverlapIndex] = field(
         default_factory=dict, init=False
     )
 
     def __post_init__(self) -> None:
-        self.resolver = Resolver(self.entities.values(), self.memories.__contains__)
+        if self.snapshot is not None:
+            self.resolver = self.snapshot.resolver(self.memories.__contains__)
+        else:
+            self.resolver = Resolver(self.entities.values(), self.memories.__contains__)
         self._mentions: dict[str, list[str]] | None = None
         self._coverage: CoverageIndex | None = None
 
+    @classmethod
+    def from_snapshot(
+        cls, snapshot: Snapshot, memories: dict[str, Memory], fulltext: FullTextIndex
+    ) -> EntityCorpus:
+        return cls(
+            snapshot.entities,
+            memories,
+            snapshot.edges_out,
+            snapshot.datasources,
+            fulltext,
+            snapshot=snapshot,
+        )
+
     def coverage(self) -> CoverageIndex:
-        """The schema channel's index over visible entities, built on first use."""
+        """The schema channel's index over visible entities, built (or read back) on first use."""
         if self._coverage is None:
-            self._coverage = build_coverage(self.entities, self.edges_out)
+            if self.snapshot is not None:
+                self._coverage = self.snapshot.coverage(
+                    lambda: build_coverage(self.entities, self.edges_out)
+                )
+            else:
+                self._coverage = build_coverage(self.entities, self.edges_out)
         return self._coverage
+
+    def edges(self) -> list[EdgeRecord]:
+        """Every edge, ordered by type, source, target."""
+        if isinstance(self.edges_out, EdgeMap):
+            return self.edges_out.all()
+        out = [e for es in self.edges_out.values() for e in es]
+        out.sort(key=lambda e: (e.type, e.src, e.dst))
+        return out
 
     # -- incremental updates -------------------------------------------------------------------
 
@@ -198,6 +234,8 @@ class EntityCorpus:
     def visible(self, entity_id: str) -> bool:
         if entity_id in self.memories:
             return True
+        if isinstance(self.entities, EntityMap):
+            return self.entities.is_visible(entity_id)
         e = self.entities.get(entity_id)
         return e is not None and not e.hidden
 
@@ -212,7 +250,10 @@ class EntityCorpus:
 
     def scope_ids(self, datasource: str) -> set[str]:
         """Visible entity ids under a datasource, and the memories in its scope."""
-        out = {i for i, e in self.entities.items() if not e.hidden and in_scope(i, datasource)}
+        if isinstance(self.entities, EntityMap):
+            out = set(self.entities.visible_in_scope(datasource))
+        else:
+            out = {i for i, e in self.entities.items() if not e.hidden and in_scope(i, datasource)}
         out.update(m.id for m in self.memories.values() if datasource in self.memory_scopes(m))
         return out
 
@@ -353,6 +394,8 @@ class EntityCorpus:
         return SearchResponse(results=results, warnings=warnings)
 
     def _schema_ranked(self, doc_id: str) -> bool:
+        if isinstance(self.entities, EntityMap):
+            return self.entities.kind_of(doc_id) in _SCHEMA_KINDS
         e = self.entities.get(doc_id)
         return e is not None and e.kind in _SCHEMA_KINDS
 
@@ -414,10 +457,12 @@ class EntityCorpus:
             explanation=explanation,
         )
 
-    def documents(self) -> Iterable[FTDoc]:
-        for e in self.entities.values():
-            if not e.hidden:
-                yield entity_doc(e)
+    def documents(self, *, entities: bool = True) -> Iterable[FTDoc]:
+        """Full-text documents of visible entities (unless ``entities`` is false) and memories."""
+        if entities:
+            for e in self.entities.values():
+                if not e.hidden:
+                    yield entity_doc(e)
         for m in self.memories.values():
             yield memory_doc(m)
 
