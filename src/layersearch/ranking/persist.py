@@ -45,10 +45,16 @@ FORMAT = 1
 #: arrays smaller than this are read into memory: mapping a page for a few bytes costs more
 _MMAP_MIN_BYTES = 1 << 16
 _PACKAGE = "layersearch."
+#: a list that is not one ragged column is saved item by item only when this short
+_MAX_ITEMS = 256
 
 
 class PersistError(ValueError):
     """An object holds something the walker cannot save (the caller keeps it in memory)."""
+
+
+class _NotRagged(Exception):
+    """Arrays that cannot share one concatenated column (mixed dtypes or lengths)."""
 
 
 def _plain(a: np.ndarray) -> np.ndarray:
@@ -256,7 +262,8 @@ class _Writer:
     def __init__(self, directory: Path) -> None:
         self.dir = directory
         self.n = 0
-        self.files: dict[str, int] = {}
+        #: file name → [size, crc32]
+        self.files: dict[str, list[int]] = {}
         # id → (path, object): holding the object keeps its id from being reused
         self.seen: dict[int, tuple[str, Any]] = {}
 
@@ -266,7 +273,7 @@ class _Writer:
         name = f"a{self.n}.npy"
         self.n += 1
         np.save(self.dir / name, np.ascontiguousarray(a), allow_pickle=False)
-        self.files[name] = (self.dir / name).stat().st_size
+        self.files[name] = [(self.dir / name).stat().st_size, _crc(self.dir / name)]
         return {"t": "nd", "f": name}
 
     def node(self, value: Any, path: str) -> dict[str, Any]:
@@ -312,37 +319,39 @@ class _Writer:
                 }
             plain = [v.item() if isinstance(v, np.generic) else v for v in value]
             return {"t": "json", "v": plain, "kind": kind}
-        if all(isinstance(v, np.ndarray) and v.ndim == 1 for v in value):
-            return self._ragged([[v] for v in value], tuples=False, kind=kind)
-        width = len(value[0]) if isinstance(value[0], tuple) else -1
-        if width > 0 and all(
-            isinstance(v, tuple)
-            and len(v) == width
-            and all(isinstance(x, np.ndarray) and x.ndim == 1 for x in v)
-            for v in value
-        ):
-            return self._ragged([list(v) for v in value], tuples=True, kind=kind)
-        if kind == "tuple" and len(value) <= 64:
-            return {
-                "t": "seq",
-                "kind": kind,
-                "items": [self.node(v, f"{path}[{i}]") for i, v in enumerate(value)],
-            }
-        raise PersistError(f"cannot save {path}: a {kind} of mixed or unsupported items")
+        try:
+            if all(isinstance(v, np.ndarray) and v.ndim == 1 for v in value):
+                return self._ragged([[v] for v in value], tuples=False, kind=kind)
+            width = len(value[0]) if isinstance(value[0], tuple) else -1
+            if width > 0 and all(
+                isinstance(v, tuple)
+                and len(v) == width
+                and all(isinstance(x, np.ndarray) and x.ndim == 1 for x in v)
+                for v in value
+            ):
+                return self._ragged([list(v) for v in value], tuples=True, kind=kind)
+        except _NotRagged:
+            pass
+        # A short list of anything else the walker knows: one node per item.
+        if len(value) <= _MAX_ITEMS:
+            items = [self.node(v, f"{path}[{i}]") for i, v in enumerate(value)]
+            return {"t": "seq", "kind": kind, "items": items}
+        raise PersistError(f"cannot save {path}: a long {kind} of mixed or unsupported items")
 
     def _ragged(self, rows: list[list[np.ndarray]], *, tuples: bool, kind: str) -> dict[str, Any]:
         width = len(rows[0])
         offsets = np.zeros(len(rows) + 1, dtype=np.int64)
         np.cumsum([len(r[0]) for r in rows], out=offsets[1:])
-        columns = []
+        joined = []
         for c in range(width):
             parts = [r[c] for r in rows]
             if any(len(p) != len(r[0]) for p, r in zip(parts, rows, strict=True)):
-                raise PersistError("cannot save a list of tuples of arrays of different lengths")
+                raise _NotRagged
             dtypes = {p.dtype for p in parts if len(p)} or {parts[0].dtype}
-            if len(dtypes) > 1:
-                raise PersistError(f"cannot save a list of arrays of mixed dtypes {dtypes}")
-            columns.append(self.array(np.concatenate(parts).astype(dtypes.pop(), copy=False)))
+            if len(dtypes) > 1 or dtypes & {np.dtype(object)}:
+                raise _NotRagged
+            joined.append(np.concatenate(parts).astype(dtypes.pop(), copy=False))
+        columns = [self.array(c) for c in joined]
         return {
             "t": "ragged",
             "kind": kind,
@@ -398,8 +407,8 @@ def _class(name: str) -> type:
     return obj
 
 
-def save_object(obj: Any, directory: Path) -> dict[str, int]:
-    """Write ``obj`` into the empty directory ``directory``; returns file name → size.
+def save_object(obj: Any, directory: Path) -> dict[str, list[int]]:
+    """Write ``obj`` into the empty directory ``directory``; returns file name → [size, crc32].
 
     Raises :class:`PersistError` for an attribute of a type it cannot save."""
     directory.mkdir(parents=True, exist_ok=True)
@@ -417,7 +426,7 @@ def save_object(obj: Any, directory: Path) -> dict[str, int]:
 
 
 class _Reader:
-    def __init__(self, directory: Path, files: Mapping[str, int], mmap: bool) -> None:
+    def __init__(self, directory: Path, files: Mapping[str, list[int]], mmap: bool) -> None:
         self.dir = directory
         self.files = files
         self.mmap = mmap
@@ -428,8 +437,12 @@ class _Reader:
             raise PersistError(f"manifest names an unknown file {name!r}")
         path = self.dir / name
         size = path.stat().st_size
-        if size != self.files[name]:
-            raise PersistError(f"{name} is {size} bytes, expected {self.files[name]}")
+        want_size, want_crc = self.files[name]
+        if size != want_size:
+            raise PersistError(f"{name} is {size} bytes, expected {want_size}")
+        # Read through the page cache, not the mapping: checking costs no resident memory.
+        if _crc(path) != want_crc:
+            raise PersistError(f"{name} does not match its checksum")
         big = self.mmap and size >= _MMAP_MIN_BYTES
         a = np.load(path, mmap_mode="c" if big else None, allow_pickle=False)
         return np.asarray(a)
@@ -490,6 +503,14 @@ def load_object(directory: Path, *, mmap: bool = True) -> Any:
         return reader.node(manifest["root"], "root")
     except (KeyError, TypeError, AttributeError, ImportError) as exc:
         raise PersistError(f"garbled manifest: {exc!r}") from exc
+
+
+def _crc(path: Path) -> int:
+    crc = 0
+    with open(path, "rb") as f:
+        while chunk := f.read(1 << 20):
+            crc = zlib.crc32(chunk, crc)
+    return crc
 
 
 def _fsync(path: Path) -> None:
