@@ -156,7 +156,7 @@ class Layersearch:
             # Derived data, like the full-text index: rebuilt from the store whenever it does
             # not reflect this generation (re-stamped when only memories or vectors changed).
             log.info("entity snapshot %s; reading the semantic layer from the store", why)
-            tables = EntityTables.build(self.store.load_entities(), self.store.load_edges())
+            tables = EntityTables.content_of(self.store.load_entities(), self.store.load_edges())
             snapshot = publish_snapshot(self._snapshot_dir, tables, stamp)
         ft, reason = FullTextIndex.open(self._ft_dir, ENTITY_BOOSTS, stamp)
         corpus = EntityCorpus.from_snapshot(snapshot, memories, ft or _EMPTY_FT())

@@ -80,32 +80,50 @@ class EntityTables:
     suffix_ids: np.ndarray
     datasources: list[str]
     content: str
+    # only between content_of() and complete(); never saved
+    _ents: list[Entity]
+    _edges: list[EdgeRecord]
 
     @classmethod
     def build(cls, entities: Iterable[Entity], edges: Iterable[EdgeRecord]) -> EntityTables:
+        return cls.content_of(entities, edges).complete()
+
+    @classmethod
+    def content_of(cls, entities: Iterable[Entity], edges: Iterable[EdgeRecord]) -> EntityTables:
+        """The rows and their content hash only; :meth:`complete` adds the lookup indexes
+        (skipped when the hash shows that the snapshot on disk already holds them)."""
         by_id = {e.id: e for e in entities}  # a repeated id: the last one wins, as in a dict
-        ents = [by_id[i] for i in sorted(by_id)]
         t = cls()
-        t.ids = StringTable.build(e.id for e in ents)
-        t.id_index = HashIndex.build(t.ids)
-        t.rows = StringTable.build(_entity_row(e) for e in ents)
-        t.hidden = np.array([e.hidden for e in ents], dtype=bool)
-        t.kinds = sorted({e.kind for e in ents})
-        code = {k: i for i, k in enumerate(t.kinds)}
-        t.kind_codes = np.array([code[e.kind] for e in ents], dtype=np.int16)
-        ordered = sorted(edges, key=lambda r: (r.src, r.type, r.dst))
+        t._ents = [by_id[i] for i in sorted(by_id)]
+        t._edges = sorted(edges, key=lambda r: (r.src, r.type, r.dst))
+        t.ids = StringTable.build(e.id for e in t._ents)
+        t.rows = StringTable.build(_entity_row(e) for e in t._ents)
+        t.edge_rows = StringTable.build(
+            _EDGE_JSON.encode([r.dst, r.type, r.props]) for r in t._edges
+        )
+        h = hashlib.blake2b(digest_size=16)
+        for table in (t.ids, t.rows, t.edge_rows):
+            h.update(table.offsets.tobytes())
+            h.update(table.blob.tobytes())
+        h.update(json.dumps([r.src for r in t._edges]).encode())
+        t.content = h.hexdigest()
+        return t
+
+    def complete(self) -> EntityTables:
+        ents, ordered = self.__dict__.pop("_ents"), self.__dict__.pop("_edges")
+        self.id_index = HashIndex.build(self.ids)
+        self.hidden = np.array([e.hidden for e in ents], dtype=bool)
+        self.kinds = sorted({e.kind for e in ents})
+        code = {k: i for i, k in enumerate(self.kinds)}
+        self.kind_codes = np.array([code[e.kind] for e in ents], dtype=np.int16)
         sources = sorted({r.src for r in ordered})
-        t.edge_src = HashIndex.build(StringTable.build(sources))
+        self.edge_src = HashIndex.build(StringTable.build(sources))
         counts = np.zeros(len(sources), dtype=np.int64)
         pos = {s: i for i, s in enumerate(sources)}
         for r in ordered:
             counts[pos[r.src]] += 1
-        t.edge_ptr = np.zeros(len(sources) + 1, dtype=np.int64)
-        np.cumsum(counts, out=t.edge_ptr[1:])
-        t.edge_rows = StringTable.build(
-            json.dumps([r.dst, r.type, r.props], sort_keys=True, separators=(",", ":"))
-            for r in ordered
-        )
+        self.edge_ptr = np.zeros(len(sources) + 1, dtype=np.int64)
+        np.cumsum(counts, out=self.edge_ptr[1:])
         # Resolver keys over visible entities: lowercased ids, and every dotted suffix.
         lower: dict[str, int] = {}
         suffixes: dict[str, list[int]] = {}
@@ -117,22 +135,16 @@ class EntityTables:
             parts = low.split(".")
             for j in range(1, len(parts)):
                 suffixes.setdefault(".".join(parts[j:]), []).append(i)
-        t.lower = StrIntMap.build(lower)
+        self.lower = StrIntMap.build(lower)
         keys = sorted(suffixes)
-        t.suffix = HashIndex.build(StringTable.build(keys))
-        t.suffix_ptr = np.zeros(len(keys) + 1, dtype=np.int64)
-        np.cumsum([len(suffixes[k]) for k in keys], out=t.suffix_ptr[1:])
-        t.suffix_ids = np.fromiter(
-            (i for k in keys for i in suffixes[k]), np.int64, int(t.suffix_ptr[-1])
+        self.suffix = HashIndex.build(StringTable.build(keys))
+        self.suffix_ptr = np.zeros(len(keys) + 1, dtype=np.int64)
+        np.cumsum([len(suffixes[k]) for k in keys], out=self.suffix_ptr[1:])
+        self.suffix_ids = np.fromiter(
+            (i for k in keys for i in suffixes[k]), np.int64, int(self.suffix_ptr[-1])
         )
-        t.datasources = [e.id for e in ents if e.kind == "datasource"]
-        h = hashlib.blake2b(digest_size=16)
-        for table in (t.ids, t.rows, t.edge_rows):
-            h.update(table.offsets.tobytes())
-            h.update(table.blob.tobytes())
-        h.update(json.dumps(sources).encode())
-        t.content = h.hexdigest()
-        return t
+        self.datasources = [e.id for e in ents if e.kind == "datasource"]
+        return self
 
     def check(self) -> None:
         """Cheap consistency checks on mapped tables (a garbled file fails here, not mid-search)."""
@@ -183,8 +195,13 @@ class EntityTables:
         return out
 
 
+# One encoder each: json.dumps with options builds a new encoder per call (most of the cost).
+_ROW_JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+_EDGE_JSON = json.JSONEncoder(sort_keys=True, separators=(",", ":"))
+
+
 def _entity_row(e: Entity) -> str:
-    return json.dumps(
+    return _ROW_JSON.encode(
         [
             e.kind,
             e.name,
@@ -197,9 +214,7 @@ def _entity_row(e: Entity) -> str:
             bool(e.hidden),
             bool(e.primary_key),
             list(e.values),
-        ],
-        ensure_ascii=False,
-        separators=(",", ":"),
+        ]
     )
 
 
@@ -462,7 +477,8 @@ def open_snapshot(base: Path, stamp: str) -> tuple[Snapshot | None, str | None]:
 
 
 def publish_snapshot(base: Path, tables: EntityTables, stamp: str) -> Snapshot:
-    """Make ``tables`` the snapshot for ``stamp`` and return it mapped from disk.
+    """Make ``tables`` (from :meth:`EntityTables.content_of`, or complete) the snapshot for
+    ``stamp`` and return it mapped from disk.
 
     When the current directory already holds the same content (only memories or
     vectors changed in the store), it is re-stamped and kept with its schema index.
@@ -484,6 +500,8 @@ def publish_snapshot(base: Path, tables: EntityTables, stamp: str) -> Snapshot:
             log.info("could not reuse the entity snapshot (%s); writing a new one", reason)
         except OSError as exc:
             log.info("could not re-stamp the entity snapshot: %s", exc)
+    if "_ents" in tables.__dict__:
+        tables.complete()
     try:
         # Derived data: a stray file where the directory belongs is replaced.
         if (base.exists() or base.is_symlink()) and not base.is_dir():

@@ -138,7 +138,12 @@ class HashIndex:
         n = len(keys)
         size = 1 << max(3, (2 * n).bit_length())
         mask = size - 1
-        home = np.fromiter((_hash(keys.raw(i).tobytes()) for i in range(n)), np.int64, n) & mask
+        data = keys.blob.tobytes()
+        offs = keys.offsets.tolist()
+        home = np.fromiter(
+            (_hash(data[a:b]) for a, b in zip(offs, offs[1:], strict=False)), np.int64, n
+        )
+        home &= mask
         slots = np.full(size, -1, dtype=np.int64)
         pending = np.arange(n, dtype=np.int64)
         pos = home
