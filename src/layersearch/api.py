@@ -39,7 +39,7 @@ from layersearch.errors import (
 )
 from layersearch.ranking.fulltext import FullTextIndex
 from layersearch.semantic.canonical import Resolver
-from layersearch.semantic.model import Catalog
+from layersearch.semantic.model import Catalog, Entity
 from layersearch.store.base import Store
 from layersearch.store.duckdb import DuckDBStore, memory_number
 from layersearch.types import (
@@ -152,12 +152,16 @@ class Layersearch:
         memories = {m.id: m for m in self.store.load_memories()}
         previous = self._corpus
         snapshot, why = open_snapshot(self._snapshot_dir, stamp)
+        rows: list[Entity] | None = None  # the entities as objects, when read from the store
         if snapshot is None:
             # Derived data, like the full-text index: rebuilt from the store whenever it does
             # not reflect this generation (re-stamped when only memories or vectors changed).
             log.info("entity snapshot %s; reading the semantic layer from the store", why)
-            tables = EntityTables.content_of(self.store.load_entities(), self.store.load_edges())
+            rows = self.store.load_entities()
+            tables = EntityTables.content_of(rows, self.store.load_edges())
             snapshot = publish_snapshot(self._snapshot_dir, tables, stamp)
+            if len(rows) != len(snapshot.entities):
+                rows = None  # a repeated id: let the snapshot say which one won
         ft, reason = FullTextIndex.open(self._ft_dir, ENTITY_BOOSTS, stamp)
         corpus = EntityCorpus.from_snapshot(snapshot, memories, ft or _EMPTY_FT())
         if (
@@ -173,7 +177,7 @@ class Layersearch:
                 previous.snapshot is not None and previous.snapshot.content == snapshot.content
             )
             old = {d.id: d for d in previous.documents(entities=not same_entities)}
-            new = {d.id: d for d in corpus.documents(entities=not same_entities)}
+            new = {d.id: d for d in corpus.documents(entities=not same_entities, rows=rows)}
             stale = [i for i, d in old.items() if new.get(i) != d]
             fresh = [d for i, d in new.items() if old.get(i) != d]
             previous.fulltext.write(add=fresh, delete=stale, stamp=stamp)
@@ -190,8 +194,9 @@ class Layersearch:
                 self._pending.append(msg)
             log.info("building the full-text index (%s)", reason)
             ft = FullTextIndex.create(ENTITY_BOOSTS, self._ft_dir)
-            ft.write(add=corpus.documents(), stamp=stamp)
+            ft.write(add=corpus.documents(rows=rows), stamp=stamp)
             corpus.fulltext = ft
+        del rows
         self._corpus = corpus
         self._gen = gen
         if self._graph is not None:

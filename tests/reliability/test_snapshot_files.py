@@ -247,3 +247,25 @@ def test_string_tables_and_hash_index() -> None:
     big = persist.HashIndex.build(many)
     assert all(big.find(f"k{i}") == i for i in range(0, 5000, 7))
     assert big.find("k5000") == -1
+
+
+def test_content_hash_ignores_the_order_rows_come_in() -> None:
+    import random
+
+    from layersearch.corpora.snapshot import EntityTables
+    from layersearch.semantic.model import EdgeRecord, Entity
+
+    ents = [Entity(id=f"d.m{i}", kind="model", name=f"m{i}", datasource="d") for i in range(20)]
+    ents.append(Entity(id="d", kind="datasource", name="d", datasource="d"))
+    edges = [EdgeRecord("d.m1", "d.m2", "JOINS", {"source_columns": [c]}) for c in "abcde"]
+    edges += [EdgeRecord("d", e.id, "CONTAINS") for e in ents[:-1]]
+    first = EntityTables.build(ents, edges)
+    rng = random.Random(0)
+    for _ in range(5):
+        rng.shuffle(ents)
+        rng.shuffle(edges)
+        again = EntityTables.build(ents, edges)
+        assert again.content == first.content
+        assert list(again.rows) == list(first.rows)
+    edges[0] = EdgeRecord(edges[0].src, edges[0].dst, edges[0].type, {"other": 1})
+    assert EntityTables.build(ents, edges).content != first.content

@@ -95,12 +95,19 @@ class EntityTables:
         by_id = {e.id: e for e in entities}  # a repeated id: the last one wins, as in a dict
         t = cls()
         t._ents = [by_id[i] for i in sorted(by_id)]
-        t._edges = sorted(edges, key=lambda r: (r.src, r.type, r.dst))
+        # Edges with the same ends and type (two joins on different columns) come back from
+        # the store in any order: their rows break the tie, so equal content hashes equal.
+        keyed = sorted(
+            (
+                ((r.src, r.type, r.dst, _EDGE_JSON.encode([r.dst, r.type, r.props])), r)
+                for r in edges
+            ),
+            key=lambda kr: kr[0],
+        )
+        t._edges = [r for _, r in keyed]
         t.ids = StringTable.build(e.id for e in t._ents)
         t.rows = StringTable.build(_entity_row(e) for e in t._ents)
-        t.edge_rows = StringTable.build(
-            _EDGE_JSON.encode([r.dst, r.type, r.props]) for r in t._edges
-        )
+        t.edge_rows = StringTable.build(k[3] for k, _ in keyed)
         h = hashlib.blake2b(digest_size=16)
         for table in (t.ids, t.rows, t.edge_rows):
             h.update(table.offsets.tobytes())
