@@ -29,7 +29,6 @@ import shutil
 import time
 from bisect import bisect_left
 from collections.abc import Callable, ItemsView, Iterable, Iterator, Mapping, ValuesView
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -413,22 +412,38 @@ class Snapshot:
 # -- on disk ------------------------------------------------------------------------------------
 
 
-@lru_cache(maxsize=1)
-def code_fingerprint() -> str:
-    """A hash of the code whose output is persisted: another version rebuilds, never misreads."""
-    from layersearch.corpora import entities as entities_mod
-    from layersearch.ranking import analyzer, coverage, persist
-    from layersearch.semantic import canonical, model
+#: the modules whose code decides what is persisted (relative to the package)
+_CODE = (
+    "corpora/snapshot.py",
+    "corpora/entities.py",
+    "ranking/analyzer.py",
+    "ranking/coverage.py",
+    "ranking/persist.py",
+    "semantic/canonical.py",
+    "semantic/model.py",
+)
 
+
+def _fingerprint() -> str:
     h = hashlib.blake2b(digest_size=12)
     h.update(str(FORMAT).encode())
-    for mod in (entities_mod, analyzer, coverage, persist, canonical, model):
+    package = Path(__file__).resolve().parents[1]
+    for rel in _CODE:
         try:
-            h.update(Path(str(mod.__file__)).read_bytes())
-        except (OSError, TypeError):
-            h.update(mod.__name__.encode())
-    h.update(Path(__file__).read_bytes())
+            h.update((package / rel).read_bytes())
+        except OSError:
+            h.update(rel.encode())
     return h.hexdigest()
+
+
+# Read once, at import: it describes the code this process runs, even if the files
+# change on disk while it does (an upgrade under a running server).
+_FINGERPRINT = _fingerprint()
+
+
+def code_fingerprint() -> str:
+    """A hash of the code whose output is persisted: another version rebuilds, never misreads."""
+    return _FINGERPRINT
 
 
 def _current_dir(base: Path) -> Path | None:
