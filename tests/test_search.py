@@ -338,3 +338,79 @@ def test_bundled_sample_readme_examples(tmp_path: Path) -> None:
         )
         got = ls.inspect(["shop.orders.net_revenue", m.id])
         assert got.entities[0].id == "shop.orders.net_revenue" and got.memories[0].id == m.id
+
+
+# -- reopening: a new process answers from the persisted snapshot -----------------------------
+
+REOPEN_REQUESTS: list[dict[str, object]] = [
+    {"question": "monthly revenue by store"},
+    {"question": "tax charged on the order", "compact": False, "explain": True},
+    {"question": "customers who churned", "datasource": "shop", "max_results": 20},
+    {"entities": ["orders.net_revenue", "stores"], "explain": True},
+    {"entities": ["shop.orders"], "question": "refunds", "compact": False},
+    {"query": {"measures": ["sum(order_total)"], "dimensions": ["store_name"]}},
+    {"entities": ["no_such_thing", "memory:1"], "question": "store"},
+    {},
+]
+
+
+def _answers(ls: Layersearch) -> list[dict[str, object]]:
+    return [ls.search(**req).model_dump(mode="json") for req in REOPEN_REQUESTS]  # type: ignore[arg-type]
+
+
+def test_snapshot_answers_like_the_objects_it_replaces(tmp_path: Path) -> None:
+    """The persisted, decode-on-access snapshot ranks and renders exactly like a corpus
+    built from the store's rows as Python objects (the way it was before persistence)."""
+    from layersearch.corpora.entities import EntityCorpus
+
+    ls = Layersearch(tmp_path / "s.duckdb")
+    ls.load(MODELS)
+    ls.save_memory("Store revenue excludes refunds", entities=["shop.stores"])
+    persisted = _answers(ls)
+    corpus = ls.corpus()
+    assert corpus.snapshot is not None and corpus.snapshot.dir is not None
+    edges: dict[str, list[object]] = {}
+    for edge in ls.store.load_edges():
+        edges.setdefault(edge.src, []).append(edge)
+    entities = {e.id: e for e in ls.store.load_entities()}
+    plain = EntityCorpus(
+        entities,
+        dict(corpus.memories),
+        edges,  # type: ignore[arg-type]
+        sorted(i for i, e in entities.items() if e.kind == "datasource"),
+        corpus.fulltext,
+    )
+    ls._corpus = plain  # same generation: corpus() keeps it
+    assert _answers(ls) == persisted
+    assert plain.coverage().ids == list(corpus.coverage().ids)
+    ls.close()
+
+
+def test_reopened_process_answers_like_the_warm_one(tmp_path: Path) -> None:
+    store = tmp_path / "s.duckdb"
+    with Layersearch(store) as ls:
+        ls.load(MODELS)
+        ls.save_memory("Store revenue excludes refunds", entities=["shop.stores"])
+        warm = _answers(ls)
+        snapshot = ls.corpus().snapshot
+        assert snapshot is not None and snapshot.dir is not None
+        assert (snapshot.dir / "coverage").is_dir(), "the first question persisted the schema index"
+    code = (
+        "import json, sys\n"
+        "from layersearch import Layersearch\n"
+        f"ls = Layersearch({str(store)!r}, create=False)\n"
+        f"reqs = json.loads({json.dumps(json.dumps(REOPEN_REQUESTS))})\n"
+        "print(json.dumps([ls.search(**r).model_dump(mode='json') for r in reqs]))\n"
+        "print(ls.corpus().snapshot.dir)\n"
+    )
+    src = str(Path(__file__).resolve().parents[1] / "src")
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={"PYTHONPATH": src, "PATH": "/usr/bin:/bin"},
+    )
+    answers, used = out.stdout.splitlines()
+    assert json.loads(answers) == warm
+    assert used == str(snapshot.dir), "the new process maps the persisted snapshot"

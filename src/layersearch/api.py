@@ -28,6 +28,7 @@ from layersearch.corpora.dense import (
     memory_text,
 )
 from layersearch.corpora.entities import ENTITY_BOOSTS, EntityCorpus, memory_doc
+from layersearch.corpora.snapshot import EntityTables, open_snapshot, publish_snapshot, restamp
 from layersearch.embed.base import Embedder
 from layersearch.errors import (
     ConfigError,
@@ -38,7 +39,7 @@ from layersearch.errors import (
 )
 from layersearch.ranking.fulltext import FullTextIndex
 from layersearch.semantic.canonical import Resolver
-from layersearch.semantic.model import Catalog, EdgeRecord
+from layersearch.semantic.model import Catalog, Entity
 from layersearch.store.base import Store
 from layersearch.store.duckdb import DuckDBStore, memory_number
 from layersearch.types import (
@@ -142,18 +143,27 @@ class Layersearch:
             assert self._corpus is not None
             return self._corpus
 
+    @property
+    def _snapshot_dir(self) -> Path:
+        return Path(self.store.index_dir) / "snapshot"
+
     def _reload(self, gen: int) -> None:
-        entities = {e.id: e for e in self.store.load_entities()}
-        memories = {m.id: m for m in self.store.load_memories()}
-        edges_out: dict[str, list[EdgeRecord]] = {}
-        self._edges = self.store.load_edges()
-        for edge in self._edges:
-            edges_out.setdefault(edge.src, []).append(edge)
-        datasources = sorted(e.id for e in entities.values() if e.kind == "datasource")
         stamp = str(gen)
+        memories = {m.id: m for m in self.store.load_memories()}
         previous = self._corpus
+        snapshot, why = open_snapshot(self._snapshot_dir, stamp)
+        rows: list[Entity] | None = None  # the entities as objects, when read from the store
+        if snapshot is None:
+            # Derived data, like the full-text index: rebuilt from the store whenever it does
+            # not reflect this generation (re-stamped when only memories or vectors changed).
+            log.info("entity snapshot %s; reading the semantic layer from the store", why)
+            rows = self.store.load_entities()
+            tables = EntityTables.content_of(rows, self.store.load_edges())
+            snapshot = publish_snapshot(self._snapshot_dir, tables, stamp)
+            if len(rows) != len(snapshot.entities):
+                rows = None  # a repeated id: let the snapshot say which one won
         ft, reason = FullTextIndex.open(self._ft_dir, ENTITY_BOOSTS, stamp)
-        corpus = EntityCorpus(entities, memories, edges_out, datasources, ft or _EMPTY_FT())
+        corpus = EntityCorpus.from_snapshot(snapshot, memories, ft or _EMPTY_FT())
         if (
             ft is None
             and previous is not None
@@ -163,8 +173,11 @@ class Layersearch:
             and FullTextIndex.read_stamp(self._ft_dir) == str(self._gen)
         ):
             # The index on disk is exactly our previous snapshot: apply the difference.
-            old = {d.id: d for d in previous.documents()}
-            new = {d.id: d for d in corpus.documents()}
+            same_entities = (
+                previous.snapshot is not None and previous.snapshot.content == snapshot.content
+            )
+            old = {d.id: d for d in previous.documents(entities=not same_entities)}
+            new = {d.id: d for d in corpus.documents(entities=not same_entities, rows=rows)}
             stale = [i for i, d in old.items() if new.get(i) != d]
             fresh = [d for i, d in new.items() if old.get(i) != d]
             previous.fulltext.write(add=fresh, delete=stale, stamp=stamp)
@@ -174,25 +187,31 @@ class Layersearch:
             corpus.fulltext = previous.fulltext
         elif ft is None:
             # Missing with content in the store means someone deleted it: say so once.
-            lost = reason == "missing" and bool(entities or memories)
+            lost = reason == "missing" and bool(len(corpus.entities) or memories)
             if reason not in ("missing", "stale") or lost:
                 msg = f"full-text index was {reason}; rebuilt it from the store"
                 log.warning(msg)
                 self._pending.append(msg)
             log.info("building the full-text index (%s)", reason)
             ft = FullTextIndex.create(ENTITY_BOOSTS, self._ft_dir)
-            ft.write(add=corpus.documents(), stamp=stamp)
+            ft.write(add=corpus.documents(rows=rows), stamp=stamp)
             corpus.fulltext = ft
+        del rows
         self._corpus = corpus
         self._gen = gen
         if self._graph is not None:
             from layersearch.semantic.graphing import sync_graph
 
-            changed = sync_graph(self._graph, entities.values(), self._edges, memories.values())
+            changed = sync_graph(
+                self._graph, corpus.entities.values(), corpus.edges(), memories.values()
+            )
             log.debug("graph synced: %d nodes, %d relationships changed", *changed)
 
     def _after_write(self, gen_before: int, apply: Any) -> None:
-        """Apply an incremental index update for our own write; reload if others wrote too."""
+        """Apply an incremental update for our own memory write; reload if others wrote too.
+
+        Only memory writes come through here: entities and edges are unchanged, so the
+        entity snapshot stays valid for the new generation and is re-stamped."""
         gen = self.store.generation()
         with self._lock:
             corpus = self._corpus
@@ -204,6 +223,8 @@ class Layersearch:
             apply(corpus, str(gen) if contiguous else f"dirty-{gen}")
             if contiguous:
                 self._gen = gen
+                if corpus.snapshot is not None:
+                    restamp(corpus.snapshot, str(gen_before), str(gen))
             else:
                 self._corpus = None
 
@@ -371,7 +392,7 @@ class Layersearch:
                 from layersearch.semantic.graphing import build_graph
 
                 self._graph = build_graph(
-                    corpus.entities.values(), self._edges, corpus.memories.values()
+                    corpus.entities.values(), corpus.edges(), corpus.memories.values()
                 )
             return self._graph
 

@@ -13,6 +13,7 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 
+from layersearch.corpora.snapshot import EdgeMap, EntityMap, Snapshot
 from layersearch.errors import ConfigError, LimitExceeded
 from layersearch.ranking.bm25 import EntityOverlapIndex
 from layersearch.ranking.coverage import CoverageIndex, CoverageNode, links_from_edges
@@ -166,27 +167,49 @@ def describe_memory(m: Memory) -> str:
 
 @dataclass
 class EntityCorpus:
-    """A snapshot of the semantic layer and memories, with their search channels."""
+    """A snapshot of the semantic layer and memories, with their search channels.
 
-    entities: dict[str, Entity]
+    ``entities`` and ``edges_out`` are mappings; built from a persisted
+    :class:`~layersearch.corpora.snapshot.Snapshot` they decode entries on access, so
+    nothing here should iterate them on a search path.
+    """
+
+    entities: Mapping[str, Entity]
     memories: dict[str, Memory]
-    edges_out: dict[str, list[EdgeRecord]]
+    edges_out: Mapping[str, Sequence[EdgeRecord]]
     datasources: list[str]
     fulltext: FullTextIndex
+    snapshot: Snapshot | None = None
     resolver: Resolver = field(init=False)
     _overlap: dict[tuple[str | None, frozenset[str] | None], EntityOverlapIndex] = field(
         default_factory=dict, init=False
     )
 
     def __post_init__(self) -> None:
-        self.resolver = Resolver(self.entities.values(), self.memories.__contains__)
+        if self.snapshot is not None:
+            self.resolver = self.snapshot.resolver(self.memories.__contains__)
+        else:
+            self.resolver = Resolver(self.entities.values(), self.memories.__contains__)
         self._mentions: dict[str, list[str]] | None = None
         self._coverage: CoverageIndex | None = None
         self._scoped: dict[str, CoverageIndex] = {}
         self._by_datasource: dict[str, dict[str, Entity]] | None = None
 
+    @classmethod
+    def from_snapshot(
+        cls, snapshot: Snapshot, memories: dict[str, Memory], fulltext: FullTextIndex
+    ) -> EntityCorpus:
+        return cls(
+            snapshot.entities,
+            memories,
+            snapshot.edges_out,
+            snapshot.datasources,
+            fulltext,
+            snapshot=snapshot,
+        )
+
     def coverage(self, datasource: str | None = None) -> CoverageIndex:
-        """The schema channel's index over visible entities, built on first use.
+        """The schema channel's index over visible entities, built (or read back) on first use.
 
         With a datasource, the index of that datasource alone: a search scoped
         to one database takes its term statistics (idf, average lengths) from
@@ -196,21 +219,40 @@ class EntityCorpus:
         """
         if datasource is None:
             if self._coverage is None:
-                self._coverage = build_coverage(self.entities, self.edges_out)
+                if self.snapshot is not None:
+                    self._coverage = self.snapshot.coverage(
+                        lambda: build_coverage(self.entities, self.edges_out)
+                    )
+                else:
+                    self._coverage = build_coverage(self.entities, self.edges_out)
             return self._coverage
         idx = self._scoped.get(datasource)
         if idx is None:
-            if self._by_datasource is None:
-                by: dict[str, dict[str, Entity]] = {}
-                for e in self.entities.values():
-                    by.setdefault(e.datasource, {})[e.id] = e
-                self._by_datasource = by
-            ents = self._by_datasource.get(datasource, {})
+            ents = self._entities_in(datasource)
             edges = {k: self.edges_out[k] for k in ents if k in self.edges_out}
             if len(self._scoped) >= SCOPED_INDEXES:
                 self._scoped.pop(next(iter(self._scoped)))
             idx = self._scoped[datasource] = build_coverage(ents, edges)
         return idx
+
+    def _entities_in(self, datasource: str) -> dict[str, Entity]:
+        """The visible entities of one datasource (decoding only those from a snapshot)."""
+        if isinstance(self.entities, EntityMap):
+            return {i: self.entities[i] for i in self.entities.visible_in_scope(datasource)}
+        if self._by_datasource is None:
+            by: dict[str, dict[str, Entity]] = {}
+            for e in self.entities.values():
+                by.setdefault(e.datasource, {})[e.id] = e
+            self._by_datasource = by
+        return self._by_datasource.get(datasource, {})
+
+    def edges(self) -> list[EdgeRecord]:
+        """Every edge, ordered by type, source, target."""
+        if isinstance(self.edges_out, EdgeMap):
+            return self.edges_out.all()
+        out = [e for es in self.edges_out.values() for e in es]
+        out.sort(key=lambda e: (e.type, e.src, e.dst))
+        return out
 
     # -- incremental updates -------------------------------------------------------------------
 
@@ -229,6 +271,8 @@ class EntityCorpus:
     def visible(self, entity_id: str) -> bool:
         if entity_id in self.memories:
             return True
+        if isinstance(self.entities, EntityMap):
+            return self.entities.is_visible(entity_id)
         e = self.entities.get(entity_id)
         return e is not None and not e.hidden
 
@@ -243,7 +287,10 @@ class EntityCorpus:
 
     def scope_ids(self, datasource: str) -> set[str]:
         """Visible entity ids under a datasource, and the memories in its scope."""
-        out = {i for i, e in self.entities.items() if not e.hidden and in_scope(i, datasource)}
+        if isinstance(self.entities, EntityMap):
+            out = set(self.entities.visible_in_scope(datasource))
+        else:
+            out = {i for i, e in self.entities.items() if not e.hidden and in_scope(i, datasource)}
         out.update(m.id for m in self.memories.values() if datasource in self.memory_scopes(m))
         return out
 
@@ -386,10 +433,15 @@ class EntityCorpus:
         return SearchResponse(results=results, warnings=warnings)
 
     def _level(self, doc_id: str) -> int:
+        if isinstance(self.entities, EntityMap):
+            kind = self.entities.kind_of(doc_id)
+            return -1 if kind is None else _FUSION_LEVEL.get(kind, -1)
         e = self.entities.get(doc_id)
         return -1 if e is None else _FUSION_LEVEL.get(e.kind, -1)
 
     def _schema_ranked(self, doc_id: str) -> bool:
+        if isinstance(self.entities, EntityMap):
+            return self.entities.kind_of(doc_id) in _SCHEMA_KINDS
         e = self.entities.get(doc_id)
         return e is not None and e.kind in _SCHEMA_KINDS
 
@@ -451,10 +503,17 @@ class EntityCorpus:
             explanation=explanation,
         )
 
-    def documents(self) -> Iterable[FTDoc]:
-        for e in self.entities.values():
-            if not e.hidden:
-                yield entity_doc(e)
+    def documents(
+        self, *, entities: bool = True, rows: Iterable[Entity] | None = None
+    ) -> Iterable[FTDoc]:
+        """Full-text documents of visible entities (unless ``entities`` is false) and memories.
+
+        ``rows``: the same entities already as objects (just read from the store), which
+        spares decoding each from the snapshot."""
+        if entities:
+            for e in self.entities.values() if rows is None else rows:
+                if not e.hidden:
+                    yield entity_doc(e)
         for m in self.memories.values():
             yield memory_doc(m)
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -54,30 +54,48 @@ class Resolver:
     """Resolves strings against the visible (non-hidden) entities."""
 
     def __init__(self, entities: Iterable[Entity], memory_exists: Callable[[str], bool]) -> None:
-        self._by_id: dict[str, str] = {}
+        by_id: dict[str, str] = {}
         # every dotted suffix (1..n segments, lowercased) → ids ending with it
-        self._by_suffix: dict[str, list[str]] = {}
-        self._memory_exists = memory_exists
+        by_suffix: dict[str, list[str]] = {}
         for e in entities:
             if e.hidden:
                 continue
             low = e.id.lower()
-            self._by_id[low] = e.id
+            by_id[low] = e.id
             parts = low.split(".")
             for i in range(1, len(parts)):
-                self._by_suffix.setdefault(".".join(parts[i:]), []).append(e.id)
+                by_suffix.setdefault(".".join(parts[i:]), []).append(e.id)
+        self._exact: Callable[[str], str | None] = by_id.get
+        self._suffix: Callable[[str], Sequence[str]] = lambda key: by_suffix.get(key, ())
+        self._all_names: Callable[[], Iterable[str]] = lambda: set(by_suffix) | set(by_id)
+        self._memory_exists = memory_exists
         self._names: list[str] | None = None
 
+    @classmethod
+    def from_lookups(
+        cls,
+        exact: Callable[[str], str | None],
+        suffix: Callable[[str], Sequence[str]],
+        names: Callable[[], Iterable[str]],
+        memory_exists: Callable[[str], bool],
+    ) -> Resolver:
+        """A resolver over prebuilt tables (e.g. persisted ones), without scanning entities:
+        ``exact`` maps a lowercased id to the id, ``suffix`` a lowercased dotted suffix to
+        the ids ending with it, ``names`` gives every key (for "did you mean")."""
+        self = cls([], memory_exists)
+        self._exact, self._suffix, self._all_names = exact, suffix, names
+        return self
+
     def _candidates(self, key: str, datasource: str | None) -> list[str]:
-        exact = self._by_id.get(key)
+        exact = self._exact(key)
         if exact is not None and in_scope(exact, datasource):
             return [exact]
-        found = [i for i in self._by_suffix.get(key, ()) if in_scope(i, datasource)]
+        found = [i for i in self._suffix(key) if in_scope(i, datasource)]
         return sorted(set(found))
 
     def _did_you_mean(self, key: str) -> list[str]:
         if self._names is None:
-            self._names = sorted(set(self._by_suffix) | set(self._by_id))
+            self._names = sorted(set(self._all_names()))
         return difflib.get_close_matches(key, self._names, n=3, cutoff=0.75)
 
     def resolve_one(self, text: str, datasource: str | None = None) -> tuple[list[str], str | None]:

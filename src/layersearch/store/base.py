@@ -12,6 +12,7 @@ import json
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
+from datetime import datetime
 from typing import Any
 
 import numpy as np
@@ -206,11 +207,25 @@ def datasource_from_row(r: Sequence[Any]) -> Datasource:
 
 def memory_from_row(r: Sequence[Any]) -> Memory:
     """(id number, learning, description, entities JSON, query JSON, created_at)."""
-    return Memory(
-        id=f"memory:{r[0]}",
-        learning=r[1],
-        description=r[2],
-        entities=json.loads(r[3]),
-        query=json.loads(r[4]) if r[4] else None,
-        created_at=r[5],
-    )
+    entities = json.loads(r[3])
+    query = json.loads(r[4]) if r[4] else None
+    fields = {
+        "id": f"memory:{r[0]}",
+        "learning": r[1],
+        "description": r[2],
+        "entities": entities,
+        "query": query,
+        "created_at": r[5],
+    }
+    # Rows were validated when saved; re-validating 10k of them is most of a reopen. Only
+    # a row that does not have the exact types (a hand-edited store) goes through pydantic.
+    if (
+        isinstance(r[1], str)
+        and (r[2] is None or isinstance(r[2], str))
+        and isinstance(entities, list)
+        and all(isinstance(t, str) for t in entities)
+        and (query is None or isinstance(query, dict))
+        and isinstance(r[5], datetime)
+    ):
+        return Memory.model_construct(**fields)
+    return Memory(**fields)

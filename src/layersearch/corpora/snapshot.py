@@ -1,0 +1,619 @@
+"""The semantic layer as compact, persisted tables: what a search needs, without loading it.
+
+A search touches a few hundred entities (the hits it renders, the kinds of the
+candidates it fuses, the references it resolves); loading a million
+:class:`Entity` objects to serve it took seconds and gigabytes. Here entities,
+their outgoing edges and the resolver's lookup tables are a handful of arrays
+(:class:`EntityTables`), saved beside the full-text index and mapped back by
+the next process; an entity is decoded from its row when asked for.
+
+On disk, like the full-text index: ``<index_dir>/snapshot/CURRENT`` names a
+generation directory holding ``tables/`` (the arrays), ``snapshot.json`` (the
+store generation it reflects, a hash of its content and of the code that
+wrote it) and, once a question has been asked, ``coverage/`` (the schema
+channel's index). A directory is complete before ``CURRENT`` points at it, so
+a crash leaves at worst an unused directory. A snapshot whose stamp, format or
+code differs, or whose files are unreadable, is rebuilt from the store; when
+the store's entities are unchanged (only memories or vectors moved the
+generation) the existing directory is re-stamped and kept, coverage included.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import logging
+import os
+import shutil
+import time
+from bisect import bisect_left
+from collections.abc import Callable, ItemsView, Iterable, Iterator, Mapping, ValuesView
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from layersearch.ranking.persist import (
+    HashIndex,
+    PersistError,
+    StringTable,
+    StrIntMap,
+    fsync_dir,
+    load_object,
+    save_object,
+)
+from layersearch.semantic.canonical import Resolver
+from layersearch.semantic.model import EdgeRecord, Entity
+
+__all__ = ["EntityTables", "EntityMap", "EdgeMap", "Snapshot", "open_snapshot", "publish_snapshot"]
+
+log = logging.getLogger("layersearch.corpora.snapshot")
+
+CURRENT = "CURRENT"
+MARKER = "snapshot.json"
+TABLES = "tables"
+COVERAGE = "coverage"
+FORMAT = 1
+#: replaced generation directories are kept this long for processes that still map them
+_GRACE_S = 600.0
+#: decoded entities kept per snapshot (a bound, so a long-running server stays small)
+_CACHE_MAX = 50_000
+
+
+class EntityTables:
+    """Entities sorted by id, their edges grouped by source, and the resolver's keys."""
+
+    ids: StringTable
+    id_index: HashIndex
+    rows: StringTable
+    hidden: np.ndarray
+    kind_codes: np.ndarray
+    kinds: list[str]
+    edge_src: HashIndex
+    edge_ptr: np.ndarray
+    edge_rows: StringTable
+    lower: StrIntMap
+    suffix: HashIndex
+    suffix_ptr: np.ndarray
+    suffix_ids: np.ndarray
+    datasources: list[str]
+    content: str
+    # only between content_of() and complete(); never saved
+    _ents: list[Entity]
+    _edges: list[EdgeRecord]
+
+    @classmethod
+    def build(cls, entities: Iterable[Entity], edges: Iterable[EdgeRecord]) -> EntityTables:
+        return cls.content_of(entities, edges).complete()
+
+    @classmethod
+    def content_of(cls, entities: Iterable[Entity], edges: Iterable[EdgeRecord]) -> EntityTables:
+        """The rows and their content hash only; :meth:`complete` adds the lookup indexes
+        (skipped when the hash shows that the snapshot on disk already holds them)."""
+        by_id = {e.id: e for e in entities}  # a repeated id: the last one wins, as in a dict
+        t = cls()
+        t._ents = [by_id[i] for i in sorted(by_id)]
+        # Edges with the same ends and type (two joins on different columns) come back from
+        # the store in any order: their rows break the tie, so equal content hashes equal.
+        keyed = sorted(
+            (
+                ((r.src, r.type, r.dst, _EDGE_JSON.encode([r.dst, r.type, r.props])), r)
+                for r in edges
+            ),
+            key=lambda kr: kr[0],
+        )
+        t._edges = [r for _, r in keyed]
+        t.ids = StringTable.build(e.id for e in t._ents)
+        t.rows = StringTable.build(_entity_row(e) for e in t._ents)
+        t.edge_rows = StringTable.build(k[3] for k, _ in keyed)
+        h = hashlib.blake2b(digest_size=16)
+        for table in (t.ids, t.rows, t.edge_rows):
+            h.update(table.offsets.tobytes())
+            h.update(table.blob.tobytes())
+        h.update(json.dumps([r.src for r in t._edges]).encode())
+        t.content = h.hexdigest()
+        return t
+
+    def complete(self) -> EntityTables:
+        ents, ordered = self.__dict__.pop("_ents"), self.__dict__.pop("_edges")
+        self.id_index = HashIndex.build(self.ids)
+        self.hidden = np.array([e.hidden for e in ents], dtype=bool)
+        self.kinds = sorted({e.kind for e in ents})
+        code = {k: i for i, k in enumerate(self.kinds)}
+        self.kind_codes = np.array([code[e.kind] for e in ents], dtype=np.int16)
+        sources = sorted({r.src for r in ordered})
+        self.edge_src = HashIndex.build(StringTable.build(sources))
+        counts = np.zeros(len(sources), dtype=np.int64)
+        pos = {s: i for i, s in enumerate(sources)}
+        for r in ordered:
+            counts[pos[r.src]] += 1
+        self.edge_ptr = np.zeros(len(sources) + 1, dtype=np.int64)
+        np.cumsum(counts, out=self.edge_ptr[1:])
+        # Resolver keys over visible entities: lowercased ids, and every dotted suffix.
+        lower: dict[str, int] = {}
+        suffixes: dict[str, list[int]] = {}
+        for i, e in enumerate(ents):
+            if e.hidden:
+                continue
+            low = e.id.lower()
+            lower[low] = i
+            parts = low.split(".")
+            for j in range(1, len(parts)):
+                suffixes.setdefault(".".join(parts[j:]), []).append(i)
+        self.lower = StrIntMap.build(lower)
+        keys = sorted(suffixes)
+        self.suffix = HashIndex.build(StringTable.build(keys))
+        self.suffix_ptr = np.zeros(len(keys) + 1, dtype=np.int64)
+        np.cumsum([len(suffixes[k]) for k in keys], out=self.suffix_ptr[1:])
+        self.suffix_ids = np.fromiter(
+            (i for k in keys for i in suffixes[k]), np.int64, int(self.suffix_ptr[-1])
+        )
+        self.datasources = [e.id for e in ents if e.kind == "datasource"]
+        return self
+
+    def check(self) -> None:
+        """Cheap consistency checks on mapped tables (a garbled file fails here, not mid-search)."""
+        n = len(self.ids)
+        sizes = {
+            "rows": len(self.rows),
+            "hidden": len(self.hidden),
+            "kind_codes": len(self.kind_codes),
+            "id_index": len(self.id_index.keys),
+        }
+        if any(v != n for v in sizes.values()):
+            raise PersistError(f"entity tables disagree on their length: {n} ids, {sizes}")
+        for table in (self.ids, self.rows, self.edge_rows, self.id_index.keys, self.suffix.keys):
+            if len(table) and (
+                int(table.offsets[0]) != 0 or int(table.offsets[-1]) != len(table.blob)
+            ):
+                raise PersistError("a string table's offsets do not match its data")
+        if len(self.edge_ptr) != len(self.edge_src.keys) + 1 or int(self.edge_ptr[-1]) != len(
+            self.edge_rows
+        ):
+            raise PersistError("edge offsets do not match the edges")
+        if len(self.suffix_ptr) != len(self.suffix.keys) + 1:
+            raise PersistError("suffix offsets do not match the keys")
+
+    def entity(self, i: int) -> Entity:
+        r = json.loads(self.rows[i])
+        return Entity(
+            id=self.ids[i],
+            kind=r[0],
+            name=r[1],
+            datasource=r[2],
+            model=r[3],
+            label=r[4],
+            description=r[5],
+            data_type=r[6],
+            formula=r[7],
+            hidden=r[8],
+            primary_key=r[9],
+            values=tuple(r[10]),
+        )
+
+    def edges_at(self, k: int) -> list[EdgeRecord]:
+        src = self.edge_src.keys[k]
+        out = []
+        for j in range(int(self.edge_ptr[k]), int(self.edge_ptr[k + 1])):
+            dst, typ, props = json.loads(self.edge_rows[j])
+            out.append(EdgeRecord(src, dst, typ, props))
+        return out
+
+
+# One encoder each: json.dumps with options builds a new encoder per call (most of the cost).
+_ROW_JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+_EDGE_JSON = json.JSONEncoder(sort_keys=True, separators=(",", ":"))
+
+
+def _entity_row(e: Entity) -> str:
+    return _ROW_JSON.encode(
+        [
+            e.kind,
+            e.name,
+            e.datasource,
+            e.model,
+            e.label,
+            e.description,
+            e.data_type,
+            e.formula,
+            bool(e.hidden),
+            bool(e.primary_key),
+            list(e.values),
+        ]
+    )
+
+
+class _Values(ValuesView[Entity]):
+    def __iter__(self) -> Iterator[Entity]:
+        m: EntityMap = self._mapping  # type: ignore[attr-defined]
+        t = m.tables
+        for i in range(len(t.ids)):
+            yield m._cached(i)
+
+
+class _Items(ItemsView[str, Entity]):
+    def __iter__(self) -> Iterator[tuple[str, Entity]]:
+        for e in _Values(self._mapping):  # type: ignore[attr-defined]
+            yield e.id, e
+
+
+class EntityMap(Mapping[str, Entity]):
+    """Entity id → :class:`Entity`, decoded on access from :class:`EntityTables`."""
+
+    def __init__(self, tables: EntityTables) -> None:
+        self.tables = tables
+        self._cache: dict[str, Entity] = {}
+
+    def _cached(self, i: int) -> Entity:
+        key = self.tables.ids[i]
+        e = self._cache.get(key)
+        if e is None:
+            e = self.tables.entity(i)
+        return e
+
+    def __getitem__(self, key: str) -> Entity:
+        e = self._cache.get(key)
+        if e is not None:
+            return e
+        i = self.tables.id_index.find(key)
+        if i < 0:
+            raise KeyError(key)
+        e = self.tables.entity(i)
+        if len(self._cache) >= _CACHE_MAX:
+            self._cache.clear()
+        self._cache[key] = e
+        return e
+
+    def get(self, key: str, default: Any = None) -> Any:
+        try:
+            return self[key]
+        except KeyError:
+            return default
+
+    def __contains__(self, key: object) -> bool:
+        return isinstance(key, str) and (key in self._cache or self.tables.id_index.find(key) >= 0)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.tables.ids)
+
+    def __len__(self) -> int:
+        return len(self.tables.ids)
+
+    def values(self) -> ValuesView[Entity]:
+        return _Values(self)
+
+    def items(self) -> ItemsView[str, Entity]:
+        return _Items(self)
+
+    # -- without decoding -----------------------------------------------------------------------
+
+    def kind_of(self, key: str) -> str | None:
+        i = self.tables.id_index.find(key)
+        return None if i < 0 else self.tables.kinds[int(self.tables.kind_codes[i])]
+
+    def is_visible(self, key: str) -> bool:
+        i = self.tables.id_index.find(key)
+        return i >= 0 and not bool(self.tables.hidden[i])
+
+    def visible_in_scope(self, datasource: str) -> list[str]:
+        """Visible ids equal to ``datasource`` or under ``datasource.`` (a range of the sorted ids)."""
+        t = self.tables
+        out = []
+        i = t.id_index.find(datasource)
+        if i >= 0 and not t.hidden[i]:
+            out.append(datasource)
+        # ids starting with "ds." sort between "ds." and "ds/" ("/" follows ".")
+        lo = bisect_left(t.ids, datasource + ".")
+        hi = bisect_left(t.ids, datasource + "/")
+        hidden = t.hidden[lo:hi]
+        out.extend(t.ids[j] for j in range(lo, hi) if not hidden[j - lo])
+        return out
+
+
+class EdgeMap(Mapping[str, list[EdgeRecord]]):
+    """Source id → its outgoing edges (ordered by type, then target), decoded on access."""
+
+    def __init__(self, tables: EntityTables) -> None:
+        self.tables = tables
+        self._cache: dict[str, list[EdgeRecord]] = {}
+
+    def __getitem__(self, key: str) -> list[EdgeRecord]:
+        out = self._cache.get(key)
+        if out is not None:
+            return out
+        k = self.tables.edge_src.find(key)
+        if k < 0:
+            raise KeyError(key)
+        out = self.tables.edges_at(k)
+        if len(self._cache) >= _CACHE_MAX:
+            self._cache.clear()
+        self._cache[key] = out
+        return out
+
+    def get(self, key: str, default: Any = None) -> Any:
+        try:
+            return self[key]
+        except KeyError:
+            return default
+
+    def __contains__(self, key: object) -> bool:
+        return isinstance(key, str) and self.tables.edge_src.find(key) >= 0
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.tables.edge_src.keys)
+
+    def __len__(self) -> int:
+        return len(self.tables.edge_src.keys)
+
+    def all(self) -> list[EdgeRecord]:
+        """Every edge, in the store's order (type, source, target)."""
+        t = self.tables
+        out = [e for k in range(len(t.edge_src.keys)) for e in t.edges_at(k)]
+        out.sort(key=lambda e: (e.type, e.src, e.dst))
+        return out
+
+
+class Snapshot:
+    """Tables plus where they live (None: in memory only), and the schema channel's index."""
+
+    def __init__(self, tables: EntityTables, directory: Path | None) -> None:
+        self.tables = tables
+        self.dir = directory
+        self.entities = EntityMap(tables)
+        self.edges_out = EdgeMap(tables)
+
+    @property
+    def content(self) -> str:
+        return self.tables.content
+
+    @property
+    def datasources(self) -> list[str]:
+        return list(self.tables.datasources)
+
+    def resolver(self, memory_exists: Callable[[str], bool]) -> Resolver:
+        t = self.tables
+
+        def by_id(key: str) -> str | None:
+            i = t.lower.get(key)
+            return None if i is None else t.ids[i]
+
+        def by_suffix(key: str) -> list[str]:
+            k = t.suffix.find(key)
+            if k < 0:
+                return []
+            idx = t.suffix_ids[int(t.suffix_ptr[k]) : int(t.suffix_ptr[k + 1])]
+            return [t.ids[int(i)] for i in idx]
+
+        def names() -> list[str]:
+            return sorted(set(t.suffix.keys) | set(t.lower))
+
+        return Resolver.from_lookups(by_id, by_suffix, names, memory_exists)
+
+    def coverage(self, build: Callable[[], Any]) -> Any:
+        """The persisted schema-channel index of this snapshot; built with ``build`` and
+        saved beside the tables when absent or unreadable."""
+        if self.dir is not None:
+            loaded = _load_coverage(self.dir / COVERAGE)
+            if loaded is not None:
+                return loaded
+        index = build()
+        if self.dir is None:
+            return index
+        try:
+            _save_coverage(self.dir, index)
+        except (OSError, PersistError) as exc:
+            log.info("schema index kept in memory only: %s", exc)
+            return index
+        # Serve from the mapped files: the built arrays are freed, the page cache shares them.
+        return _load_coverage(self.dir / COVERAGE) or index
+
+
+# -- on disk ------------------------------------------------------------------------------------
+
+
+#: the modules whose code decides what is persisted (relative to the package)
+_CODE = (
+    "corpora/snapshot.py",
+    "corpora/entities.py",
+    "ranking/analyzer.py",
+    "ranking/coverage.py",
+    "ranking/persist.py",
+    "semantic/canonical.py",
+    "semantic/model.py",
+)
+
+
+def _fingerprint() -> str:
+    h = hashlib.blake2b(digest_size=12)
+    h.update(str(FORMAT).encode())
+    package = Path(__file__).resolve().parents[1]
+    for rel in _CODE:
+        try:
+            h.update((package / rel).read_bytes())
+        except OSError:
+            h.update(rel.encode())
+    return h.hexdigest()
+
+
+# Read once, at import: it describes the code this process runs, even if the files
+# change on disk while it does (an upgrade under a running server).
+_FINGERPRINT = _fingerprint()
+
+
+def code_fingerprint() -> str:
+    """A hash of the code whose output is persisted: another version rebuilds, never misreads."""
+    return _FINGERPRINT
+
+
+def _current_dir(base: Path) -> Path | None:
+    try:
+        name = (base / CURRENT).read_text().strip()
+    except OSError:
+        return None
+    if not name or "/" in name or name.startswith("."):
+        return None
+    return base / name
+
+
+def _read_marker(sub: Path) -> dict[str, Any] | None:
+    try:
+        meta = json.loads((sub / MARKER).read_text())
+    except (OSError, ValueError):
+        return None
+    return meta if isinstance(meta, dict) else None
+
+
+def _write_marker(sub: Path, stamp: str, content: str) -> None:
+    tmp = sub / f"{MARKER}.{os.getpid()}.tmp"
+    tmp.write_text(
+        json.dumps(
+            {"format": FORMAT, "code": code_fingerprint(), "stamp": stamp, "content": content}
+        )
+    )
+    os.replace(tmp, sub / MARKER)
+
+
+def open_snapshot(base: Path, stamp: str) -> tuple[Snapshot | None, str | None]:
+    """The current snapshot under ``base`` when it reflects ``stamp``; else ``(None, reason)``."""
+    if not base.is_dir():
+        return None, "missing"
+    sub = _current_dir(base)
+    if sub is None or not sub.is_dir():
+        return None, "missing"
+    meta = _read_marker(sub)
+    if meta is None:
+        return None, "corrupt (no readable marker)"
+    if meta.get("format") != FORMAT or meta.get("code") != code_fingerprint():
+        return None, "built by another version"
+    if meta.get("stamp") != stamp:
+        return None, "stale"
+    try:
+        tables = load_object(sub / TABLES)
+        if not isinstance(tables, EntityTables) or tables.content != meta.get("content"):
+            return None, "corrupt (tables do not match the marker)"
+        tables.check()
+    except (OSError, ValueError) as exc:
+        return None, f"corrupt ({exc})"
+    return Snapshot(tables, sub), None
+
+
+def publish_snapshot(base: Path, tables: EntityTables, stamp: str) -> Snapshot:
+    """Make ``tables`` (from :meth:`EntityTables.content_of`, or complete) the snapshot for
+    ``stamp`` and return it mapped from disk.
+
+    When the current directory already holds the same content (only memories or
+    vectors changed in the store), it is re-stamped and kept with its schema index.
+    If nothing can be written, the snapshot stays in memory (logged)."""
+    sub = _current_dir(base) if base.is_dir() else None
+    meta = _read_marker(sub) if sub is not None and sub.is_dir() else None
+    if (
+        sub is not None
+        and meta is not None
+        and meta.get("format") == FORMAT
+        and meta.get("code") == code_fingerprint()
+        and meta.get("content") == tables.content
+    ):
+        try:
+            _write_marker(sub, stamp, tables.content)
+            snap, reason = open_snapshot(base, stamp)
+            if snap is not None:
+                return snap
+            log.info("could not reuse the entity snapshot (%s); writing a new one", reason)
+        except OSError as exc:
+            log.info("could not re-stamp the entity snapshot: %s", exc)
+    if "_ents" in tables.__dict__:
+        tables.complete()
+    try:
+        # Derived data: a stray file where the directory belongs is replaced.
+        if (base.exists() or base.is_symlink()) and not base.is_dir():
+            base.unlink()
+        sub = base / f"g{time.time_ns():x}-{os.getpid()}"
+        sub.mkdir(parents=True)
+        save_object(tables, sub / TABLES)
+        _write_marker(sub, stamp, tables.content)
+        fsync_dir(sub)
+        tmp = base / f"{CURRENT}.{os.getpid()}.tmp"
+        tmp.write_text(sub.name)
+        os.replace(tmp, base / CURRENT)
+        fsync_dir(base)
+    except (OSError, PersistError) as exc:
+        log.warning("entity snapshot kept in memory only (cannot write %s): %s", base, exc)
+        return Snapshot(tables, None)
+    _remove_old(base, keep=sub)
+    snap, reason = open_snapshot(base, stamp)
+    if snap is None:
+        log.warning("entity snapshot just written is unreadable (%s); kept in memory", reason)
+        return Snapshot(tables, None)
+    return snap
+
+
+def restamp(snapshot: Snapshot, old: str, new: str) -> bool:
+    """After a write that left entities and edges alone (a memory saved or forgotten): mark
+    the snapshot current for ``new`` if it is still the current one and stamped ``old``."""
+    sub = snapshot.dir
+    if sub is None or _current_dir(sub.parent) != sub:
+        return False
+    meta = _read_marker(sub)
+    if meta is None or meta.get("stamp") != old or meta.get("content") != snapshot.content:
+        return False
+    try:
+        _write_marker(sub, new, snapshot.content)
+    except OSError as exc:
+        log.info("could not re-stamp the entity snapshot: %s", exc)
+        return False
+    return True
+
+
+def _remove_old(base: Path, keep: Path) -> None:
+    cutoff = time.time() - _GRACE_S
+    for other in base.iterdir():
+        if other == keep or not other.is_dir() or not other.name.startswith("g"):
+            continue
+        try:
+            if other.stat().st_mtime < cutoff:
+                shutil.rmtree(other, ignore_errors=True)
+        except OSError:
+            continue
+
+
+def _load_coverage(path: Path) -> Any:
+    from layersearch.ranking.coverage import CoverageIndex
+
+    if not path.is_dir():
+        return None
+    try:
+        meta = json.loads((path / "coverage.json").read_text())
+        if not isinstance(meta, dict) or meta.get("code") != code_fingerprint():
+            log.info("schema index on disk was built by another version; rebuilding it")
+            return None
+        index = load_object(path)
+    except (OSError, ValueError) as exc:
+        log.info("schema index on disk is unreadable (%s); rebuilding it", exc)
+        return None
+    if not isinstance(index, CoverageIndex):
+        return None
+    return index
+
+
+def _save_coverage(sub: Path, index: Any) -> None:
+    tmp = sub / f"{COVERAGE}.{os.getpid()}.{time.time_ns():x}.tmp"
+    try:
+        save_object(index, tmp)
+        (tmp / "coverage.json").write_text(json.dumps({"code": code_fingerprint()}))
+        target = sub / COVERAGE
+        if target.exists():
+            # an unreadable one (else we would not be here): move it aside, then replace it
+            aside = sub / f"{COVERAGE}.{os.getpid()}.{time.time_ns():x}.old"
+            with contextlib.suppress(OSError):
+                os.rename(target, aside)
+            shutil.rmtree(aside, ignore_errors=True)
+        try:
+            os.rename(tmp, target)
+        except OSError:
+            # another process published one first: theirs is as good
+            shutil.rmtree(tmp, ignore_errors=True)
+        fsync_dir(sub)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
