@@ -95,6 +95,9 @@ class _Bags:
         bag = owner[node]
         keep = bag >= 0
         p_term, p_bag, p_w = term[keep], bag[keep], weight[keep]
+        self.tf: np.ndarray = _EMPTY_F
+        self.bags: np.ndarray = _EMPTY_I
+        u_term: np.ndarray = _EMPTY_I
         if len(p_term):
             # one entry per (term, bag); weights summed in node order, as a per-term bincount would
             pair = p_term * np.int64(max(1, n_bags)) + p_bag
@@ -102,8 +105,6 @@ class _Bags:
             self.tf = np.bincount(inv.ravel(), weights=p_w)
             u_term = uniq // max(1, n_bags)
             self.bags = uniq - u_term * max(1, n_bags)
-        else:
-            u_term, self.bags, self.tf = _EMPTY_I, _EMPTY_I, _EMPTY_F
         self.ptr = np.searchsorted(u_term, np.arange(n_terms + 1))
         # a term in no bag is rank_bm25-style "absent" (nan): it contributes 0
         self.idf = np.array(
