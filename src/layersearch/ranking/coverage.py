@@ -368,13 +368,16 @@ class CoverageIndex:
         best = cand_t[top[np.lexsort((cand_nodes[top], s_cand[top]))]]
         # -- leaf level: only under the best tables. Their matched leaves are ranked; the
         # unmatched leaves of the very best follow (keys first)
-        ranked = best[:TOP_TABLES]
-        under = _gather(self.leaves, self.leaves_ptr, ranked)
-        under_mass, under_count = self._own(under, query)
+        under = _gather(self.leaves, self.leaves_ptr, best[:TOP_TABLES])
         extra = _gather(self.children, self.children_ptr, best[:TOP_LEAF_TABLES])
-        leaves = np.unique(np.concatenate([under[under_count > 0], extra]))
-        leaves = leaves[self._mask(leaves, scope, allowed)]
-        leaf_mass, leaf_count = self._own(leaves, query)
+        near = np.concatenate([under, extra])
+        near_mass, near_count = self._own(near, query)
+        chosen = near_count > 0
+        chosen[len(under) :] = True
+        leaves, first = np.unique(near[chosen], return_index=True)
+        leaf_mass, leaf_count = near_mass[chosen][first], near_count[chosen][first]
+        keep = self._mask(leaves, scope, allowed)
+        leaves, leaf_mass, leaf_count = leaves[keep], leaf_mass[keep], leaf_count[keep]
         # -- the pool: candidate tables and the chosen leaves, with their own coverage
         nodes = np.concatenate([cand_nodes, leaves])
         pool, first = np.unique(nodes, return_index=True)
@@ -387,7 +390,11 @@ class CoverageIndex:
         s_pool = -_key(score)
         sel = _top(s_pool, k)
         final = sel[np.lexsort((pool[sel], ~self.is_key[pool[sel]], -precision[sel], s_pool[sel]))]
-        return [(self.ids[pool[i]], round(float(score[i]), 6)) for i in final[:k]]
+        final = final[:k]
+        return [
+            (self.ids[i], round(x, 6))
+            for i, x in zip(pool[final].tolist(), score[final].tolist(), strict=True)
+        ]
 
 
 def _top(keys: np.ndarray, n: int) -> np.ndarray:
