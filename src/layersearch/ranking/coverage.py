@@ -434,26 +434,33 @@ def _forward(
     codes = {w: c for c, w in enumerate(sorted(set(weights.values())))}
     field_w = np.array(sorted(codes), dtype=np.float64)
     vocab: dict[str, int] = {}
-    analysed: dict[str, tuple[int, ...]] = {}  # field text → term ids (texts repeat a lot)
+    # Catalogs repeat themselves (the same column, label and description in many models):
+    # analyse each distinct field text once, and merge each distinct set of fields once.
+    analysed: dict[str, tuple[int, ...]] = {}
+    merged: dict[tuple[tuple[str, str | None], ...], tuple[list[int], list[int]]] = {}
     ptr = np.zeros(len(ordered) + 1, dtype=np.int64)
     terms: list[int] = []
     coded: list[int] = []
     for i, n in enumerate(ordered):
-        mine: dict[int, float] = {}
-        for name, text in n.fields.items():
-            w = weights.get(name, 0.0)
-            if w <= 0 or not text:
-                continue
-            toks = analysed.get(text)
-            if toks is None:
-                toks = analysed[text] = tuple(
-                    vocab.setdefault(tok, len(vocab)) for tok in analyze(text)
-                )
-            for tok in toks:
-                if mine.get(tok, 0.0) < w:
-                    mine[tok] = w
-        terms.extend(mine)
-        coded.extend(codes[w] for w in mine.values())
+        fields = tuple(n.fields.items())
+        done = merged.get(fields)
+        if done is None:
+            mine: dict[int, float] = {}
+            for name, text in fields:
+                w = weights.get(name, 0.0)
+                if w <= 0 or not text:
+                    continue
+                toks = analysed.get(text)
+                if toks is None:
+                    toks = analysed[text] = tuple(
+                        vocab.setdefault(tok, len(vocab)) for tok in analyze(text)
+                    )
+                for tok in toks:
+                    if mine.get(tok, 0.0) < w:
+                        mine[tok] = w
+            done = merged[fields] = (list(mine), [codes[w] for w in mine.values()])
+        terms += done[0]
+        coded += done[1]
         ptr[i + 1] = len(terms)
     return (
         vocab,
@@ -470,10 +477,15 @@ def _pair_max(
     """Distinct (a, b) pairs, sorted, with the largest value of each."""
     if not len(a):
         return _EMPTY_I, _EMPTY_I, _EMPTY_F
-    order = np.lexsort((values, b, a))
-    a, b, v = a[order], b[order], values[order]
-    last = np.r_[(a[1:] != a[:-1]) | (b[1:] != b[:-1]), True]
-    return a[last], b[last], v[last]
+    width = np.int64(int(b.max()) + 1)
+    key = a.astype(np.int64) * width + b
+    order = np.argsort(key, kind="stable")
+    key = key[order]
+    starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
+    # a maximum is the same whatever order it is taken in
+    top = np.maximum.reduceat(values[order], starts)
+    pair = key[starts]
+    return pair // width, pair % width, top
 
 
 def _csr(
