@@ -183,9 +183,10 @@ class CoverageIndex:
         g_of[self.group_nodes] = np.arange(len(self.group_nodes))
         self.table_idx = np.where(self.table >= 0, t_of[np.maximum(self.table, 0)], -1)
         self.group_idx = np.where(self.group >= 0, g_of[np.maximum(self.group, 0)], -1)
-        # forward index: node → (term, field-weight code), CSR over nodes in node order
-        self.vocab, self.fwd_ptr, self.fwd_term, fwd_code, self.field_w = _forward(ordered, weights)
-        self.fwd_w = self.field_w[fwd_code]
+        # forward index: node → (term, code of its field weight in field_w), CSR over nodes
+        self.vocab, self.fwd_ptr, self.fwd_term, self.fwd_code, self.field_w = _forward(
+            ordered, weights
+        )
         n_vocab = len(self.vocab)
         self.n_terms = np.diff(self.fwd_ptr)
         # every (node, term) pair sorted by term then node: the postings, never kept whole
@@ -193,7 +194,7 @@ class CoverageIndex:
         order = np.argsort(self.fwd_term, kind="stable")
         p_term = self.fwd_term[order].astype(np.int64)
         p_node = p_node[order]
-        p_w = self.fwd_w[order]
+        p_w = self.field_w[self.fwd_code[order]]
         df = np.bincount(p_term, minlength=n_vocab).astype(np.float64)
         self.idf = np.log(1.0 + (n_nodes - df + 0.5) / (df + 0.5))
         self.tables = _Bags(n_tables, self.table_idx, p_term, p_node, p_w, n_vocab)
@@ -304,7 +305,7 @@ class CoverageIndex:
         for j in query:
             hit = terms == j
             # a node holds each term once, so plain fancy-index adds are exact
-            mass[owner[hit]] += self.idf[j] * self.fwd_w[entry[hit]]
+            mass[owner[hit]] += self.idf[j] * self.field_w[self.fwd_code[entry[hit]]]
             count[owner[hit]] += 1
         return mass, count
 
