@@ -311,10 +311,11 @@ class EntityCorpus:
                     warnings.append(
                         "question has no searchable words (only stop words or punctuation)"
                     )
+                # Rankings are prefixes of deeper ones: the over-fetch only pays when a filter
+                # may drop hits.
+                depth = CHANNEL_DEPTH if ds is None and allow_set is None else CHANNEL_DEPTH * 2
                 schema = [
-                    h
-                    for h in self.coverage().search(question, CHANNEL_DEPTH * 2, scope=ds)
-                    if admitted(h[0])
+                    h for h in self.coverage().search(question, depth, scope=ds) if admitted(h[0])
                 ][:CHANNEL_DEPTH]
                 if schema:
                     rankings["schema"] = schema
