@@ -307,6 +307,9 @@ class EntityCorpus:
                     scopes=[ds] if ds is not None else None,
                     ids=allow_set,
                 )
+                # The index on disk may already hold a document another process added after
+                # this snapshot was taken: it is answered by the next snapshot, not half now.
+                hits = [h for h in hits if h[0] in self.memories or h[0] in self.entities]
                 if not hits and not self._has_words(question):
                     warnings.append(
                         "question has no searchable words (only stop words or punctuation)"
