@@ -95,14 +95,14 @@ class _Bags:
         bag = owner[node]
         keep = bag >= 0
         p_term, p_bag, p_w = term[keep], bag[keep], weight[keep]
-        self.tf: np.ndarray = _EMPTY_F
+        tf: np.ndarray = _EMPTY_F
         self.bags: np.ndarray = _EMPTY_I
         u_term: np.ndarray = _EMPTY_I
         if len(p_term):
             # one entry per (term, bag); weights summed in node order, as a per-term bincount would
             pair = p_term * np.int64(max(1, n_bags)) + p_bag
             uniq, inv = np.unique(pair, return_inverse=True)
-            self.tf = np.bincount(inv.ravel(), weights=p_w)
+            tf = np.bincount(inv.ravel(), weights=p_w)
             u_term = uniq // max(1, n_bags)
             self.bags = uniq - u_term * max(1, n_bags)
         self.ptr = np.searchsorted(u_term, np.arange(n_terms + 1))
@@ -114,6 +114,11 @@ class _Bags:
             ],
             dtype=np.float64,
         )
+        # BM25 of one term in one bag depends on neither the query nor the other terms:
+        # idf · tf · (k1 + 1) / (tf + k1 · (1 − b + b · length / avg_length)), kept per entry
+        idf = self.idf[u_term]
+        norm = 1 - BM25_B + BM25_B * self.length[self.bags] / self.avg_length
+        self.contrib = idf * tf * (BM25_K1 + 1) / (tf + BM25_K1 * norm)
 
     def scores(self, query: Sequence[int], n_bags: int) -> np.ndarray:
         """BM25 of every bag, as a fraction of the best possible score (0 where no match)."""
@@ -127,9 +132,7 @@ class _Bags:
             if np.isnan(idf):
                 continue
             lo, hi = self.ptr[j], self.ptr[j + 1]
-            bags, tf = self.bags[lo:hi], self.tf[lo:hi]
-            norm = 1 - BM25_B + BM25_B * self.length[bags] / self.avg_length
-            out[bags] += idf * tf * (BM25_K1 + 1) / (tf + BM25_K1 * norm)
+            out[self.bags[lo:hi]] += self.contrib[lo:hi]
         return out / top
 
 
@@ -222,14 +225,10 @@ class CoverageIndex:
         # nodes) and the same over the table plus its join neighbours.
         nb_ptr = np.zeros(n_tables + 1, dtype=np.int64)
         np.cumsum(np.bincount(self.nb_src, minlength=n_tables), out=nb_ptr[1:])
-        (
-            (self.tcov_ptr, self.tcov_table, self.tcov_w),
-            (
-                self.lcov_ptr,
-                self.lcov_table,
-                self.lcov_w,
-            ),
-        ) = self._table_coverage(nb_ptr, p_term, p_node, p_w, n_vocab)
+        # (the tables holding a term are those of its table bag: ``self.tables.bags``)
+        self.lcov_ptr, self.lcov_table, self.lcov_w = self._table_coverage(
+            nb_ptr, p_term, p_node, p_w, n_vocab
+        )
         # direct children of each table node (CSR over compact table numbers)
         child_of = np.where(parent >= 0, t_of[np.maximum(parent, 0)], -1)
         self.children, self.children_ptr = _group_csr(child_of, n_tables)
@@ -245,17 +244,14 @@ class CoverageIndex:
         nodes: np.ndarray,
         weight: np.ndarray,
         n_terms: int,
-    ) -> tuple[
-        tuple[np.ndarray, np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray, np.ndarray]
-    ]:
-        """Per term (CSR): the tables holding it with the strongest weight of the term among
-        each table's nodes, and the same over each table plus its join neighbours."""
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Per term (CSR): each table holding it, or a join neighbour of one, with the
+        strongest weight of the term among the nodes of the table and its neighbours."""
         table = self.table_idx[nodes]
         keep = table >= 0
         t_term, t_table, t_w = _pair_max(term[keep], table[keep], weight[keep])
-        tcov = _csr(t_term, t_table, t_w, n_terms)
         if not len(self.nb_src):
-            return tcov, tcov
+            return _csr(t_term, t_table, t_w, n_terms)
         degree = nb_ptr[t_table + 1] - nb_ptr[t_table]
         total = int(degree.sum())
         starts = np.repeat(nb_ptr[t_table], degree)
@@ -263,7 +259,7 @@ class CoverageIndex:
         l_term = np.concatenate([t_term, np.repeat(t_term, degree)])
         l_table = np.concatenate([t_table, self.nb_dst[starts + offsets]])
         l_w = np.concatenate([t_w, np.repeat(t_w, degree)])
-        return tcov, _csr(*_pair_max(l_term, l_table, l_w), n_terms)
+        return _csr(*_pair_max(l_term, l_table, l_w), n_terms)
 
     def _up_to(self, parent: np.ndarray, level: int) -> np.ndarray:
         """For every node, the nearest node at ``level`` on its parent chain (itself included)."""
@@ -336,12 +332,10 @@ class CoverageIndex:
         n_tables = len(self.table_nodes)
         # -- table level: every array is per table, filled from per-term table postings
         linked_mass = np.zeros(n_tables)  # link(t): coverage of t and its join neighbours
-        covered = np.zeros(n_tables, dtype=bool)
         town_mass = np.zeros(n_tables)  # own(n) of the table nodes themselves
         town_count = np.zeros(n_tables, dtype=np.int32)
         for j in query:
             idf = self.idf[j]
-            covered[self.tcov_table[self.tcov_ptr[j] : self.tcov_ptr[j + 1]]] = True
             lo, hi = self.lcov_ptr[j], self.lcov_ptr[j + 1]
             linked_mass[self.lcov_table[lo:hi]] += idf * self.lcov_w[lo:hi]
             lo, hi = self.town_ptr[j], self.town_ptr[j + 1]
@@ -349,6 +343,8 @@ class CoverageIndex:
             town_count[self.town_table[lo:hi]] += 1
         table_bm25 = self.tables.scores(query, n_tables)  # table(t)
         group_bm25 = self.groups.scores(query, len(self.group_nodes))  # group(g)
+        # a table holds a query term exactly when its BM25 is positive (every term of it adds)
+        covered = table_bm25 > 0
         # candidates: covered tables and the join neighbours of covered tables (bridge tables)
         cand = covered.copy()
         if len(self.nb_src):
@@ -379,11 +375,15 @@ class CoverageIndex:
         leaf_mass, leaf_count = near_mass[chosen][first], near_count[chosen][first]
         keep = self._mask(leaves, scope, allowed)
         leaves, leaf_mass, leaf_count = leaves[keep], leaf_mass[keep], leaf_count[keep]
-        # -- the pool: candidate tables and the chosen leaves, with their own coverage
-        nodes = np.concatenate([cand_nodes, leaves])
-        pool, first = np.unique(nodes, return_index=True)
-        own_mass = np.concatenate([town_mass[cand_t], leaf_mass])[first]
-        count = np.concatenate([town_count[cand_t], leaf_count])[first]
+        # -- the pool: candidate tables and the chosen leaves, with their own coverage (a table
+        # among the chosen leaves, if a schema nests one under another, is counted once)
+        is_cand = np.zeros(n_tables, dtype=bool)
+        is_cand[cand_t] = True
+        again = (self.level[leaves] == 1) & is_cand[np.maximum(self.table_idx[leaves], 0)]
+        leaves, leaf_mass, leaf_count = leaves[~again], leaf_mass[~again], leaf_count[~again]
+        pool = np.concatenate([cand_nodes, leaves])
+        own_mass = np.concatenate([town_mass[cand_t], leaf_mass])
+        count = np.concatenate([town_count[cand_t], leaf_count])
         score = score_t[self.table_idx[pool]] + own_mass / total
         n_terms = self.n_terms[pool]
         precision = np.divide(count, n_terms, out=np.zeros(len(pool)), where=n_terms > 0)
