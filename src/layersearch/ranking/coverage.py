@@ -118,7 +118,10 @@ class _Bags:
         # idf · tf · (k1 + 1) / (tf + k1 · (1 − b + b · length / avg_length)), kept per entry
         idf = self.idf[u_term]
         norm = 1 - BM25_B + BM25_B * self.length[self.bags] / self.avg_length
-        self.contrib = idf * tf * (BM25_K1 + 1) / (tf + BM25_K1 * norm)
+        contrib = idf * tf * (BM25_K1 + 1) / (tf + BM25_K1 * norm)
+        self.ptr, self.bags, self.contrib, self.dense_row, self.dense = _densify(
+            self.ptr, self.bags, contrib, n_bags
+        )
 
     def scores(self, query: Sequence[int], n_bags: int) -> np.ndarray:
         """BM25 of every bag, as a fraction of the best possible score (0 where no match)."""
@@ -131,8 +134,12 @@ class _Bags:
             idf = self.idf[j]
             if np.isnan(idf):
                 continue
-            lo, hi = self.ptr[j], self.ptr[j + 1]
-            out[self.bags[lo:hi]] += self.contrib[lo:hi]
+            row = self.dense_row[j]
+            if row >= 0:
+                out += self.dense[row]
+            else:
+                lo, hi = self.ptr[j], self.ptr[j + 1]
+                out[self.bags[lo:hi]] += self.contrib[lo:hi]
         return out / top
 
 
@@ -226,8 +233,8 @@ class CoverageIndex:
         nb_ptr = np.zeros(n_tables + 1, dtype=np.int64)
         np.cumsum(np.bincount(self.nb_src, minlength=n_tables), out=nb_ptr[1:])
         # (the tables holding a term are those of its table bag: ``self.tables.bags``)
-        self.lcov_ptr, self.lcov_table, self.lcov_w = self._table_coverage(
-            nb_ptr, p_term, p_node, p_w, n_vocab
+        (self.lcov_ptr, self.lcov_table, self.lcov_w, self.lcov_row, self.lcov_dense) = _densify(
+            *self._table_coverage(nb_ptr, p_term, p_node, p_w, n_vocab), n_tables
         )
         # direct children of each table node (CSR over compact table numbers)
         child_of = np.where(parent >= 0, t_of[np.maximum(parent, 0)], -1)
@@ -336,8 +343,12 @@ class CoverageIndex:
         town_count = np.zeros(n_tables, dtype=np.int32)
         for j in query:
             idf = self.idf[j]
-            lo, hi = self.lcov_ptr[j], self.lcov_ptr[j + 1]
-            linked_mass[self.lcov_table[lo:hi]] += idf * self.lcov_w[lo:hi]
+            row = self.lcov_row[j]
+            if row >= 0:
+                linked_mass += idf * self.lcov_dense[row]
+            else:
+                lo, hi = self.lcov_ptr[j], self.lcov_ptr[j + 1]
+                linked_mass[self.lcov_table[lo:hi]] += idf * self.lcov_w[lo:hi]
             lo, hi = self.town_ptr[j], self.town_ptr[j + 1]
             town_mass[self.town_table[lo:hi]] += idf * self.town_w[lo:hi]
             town_count[self.town_table[lo:hi]] += 1
@@ -396,6 +407,30 @@ class CoverageIndex:
             (self.ids[i], round(x, 6))
             for i, x in zip(pool[final].tolist(), score[final].tolist(), strict=True)
         ]
+
+
+def _densify(
+    ptr: np.ndarray, cols: np.ndarray, values: np.ndarray, n_cols: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Split a CSR matrix (rows = terms) into sparse rows and dense ones.
+
+    A term held by half the tables or more is cheaper as a dense row, in memory (8 bytes
+    a table against 16 an entry) and in time (one contiguous add instead of a scatter);
+    adding the zeros of the tables that lack it changes no sum. Returns the CSR of the
+    sparse rows, each term's dense row number (-1: sparse) and the dense rows.
+    """
+    lengths = np.diff(ptr)
+    dense_terms = np.flatnonzero(2 * lengths >= max(1, n_cols))
+    row_of = np.full(len(lengths), -1, dtype=np.int64)
+    row_of[dense_terms] = np.arange(len(dense_terms))
+    dense = np.zeros((len(dense_terms), n_cols), dtype=np.float64)
+    owner = np.repeat(np.arange(len(lengths)), lengths)
+    in_dense = row_of[owner] >= 0
+    dense[row_of[owner[in_dense]], cols[in_dense]] = values[in_dense]
+    keep = ~in_dense
+    sparse_ptr = np.zeros(len(lengths) + 1, dtype=np.int64)
+    np.cumsum(np.where(row_of >= 0, 0, lengths), out=sparse_ptr[1:])
+    return sparse_ptr, cols[keep].astype(np.int32), values[keep], row_of, dense
 
 
 def _top(keys: np.ndarray, n: int) -> np.ndarray:
