@@ -385,13 +385,19 @@ class EntityCorpus:
                     scopes=[ds] if ds is not None else None,
                     ids=allow_set,
                 )
+                # The index on disk may already hold a document another process added after
+                # this snapshot was taken: it is answered by the next snapshot, not half now.
+                hits = [h for h in hits if h[0] in self.memories or h[0] in self.entities]
                 if not hits and not self._has_words(question):
                     warnings.append(
                         "question has no searchable words (only stop words or punctuation)"
                     )
+                # Rankings are prefixes of deeper ones: the over-fetch only pays when a filter
+                # may drop hits (a scoped search has its datasource's own index).
+                depth = CHANNEL_DEPTH if allow_set is None else CHANNEL_DEPTH * 2
                 schema = [
                     h
-                    for h in self.coverage(ds).search(question, CHANNEL_DEPTH * 2)
+                    for h in self.coverage(ds).search(question, depth)
                     if admitted(h[0])
                 ][:CHANNEL_DEPTH]
                 if schema:

@@ -37,6 +37,8 @@ CURRENT = "CURRENT"
 _GRACE_S = 600.0
 FORMAT = 1
 _WRITER_HEAP = 64_000_000
+#: ids remembered per searcher (about 100 bytes each)
+_KEY_CACHE = 1 << 18
 
 
 @dataclass(slots=True)
@@ -58,6 +60,7 @@ class FullTextIndex:
         self.path = path
         self._schema = index.schema
         self._searcher = index.searcher()
+        self._keys: dict[tuple[int, int], str] = {}
         self._unpublished = False
 
     # -- construction -------------------------------------------------------------------------
@@ -243,6 +246,7 @@ class FullTextIndex:
     def reload(self) -> None:
         self._index.reload()
         self._searcher = self._index.searcher()
+        self._keys = {}
 
     # -- search -------------------------------------------------------------------------------
 
@@ -287,7 +291,22 @@ class FullTextIndex:
         searcher = self._searcher
         # tantivy orders equal scores by doc address, which depends on segment layout: over-fetch
         # a little and re-sort by (score, id) so ties at the cut are decided by id, not layout.
-        hits = searcher.search(query, k + max(10, k // 2)).hits
-        out = [(str(searcher.doc(addr)["key"][0]), float(score)) for score, addr in hits]
+        # Hits scoring below the k-th can never make the cut, so only the others are decoded.
+        hits = searcher.search(query, k + max(10, k // 2), count=False).hits
+        if len(hits) > k:
+            cut = hits[k - 1][0]
+            hits = [h for h in hits if h[0] >= cut]
+        out = [(self._key(addr), float(score)) for score, addr in hits]
         out.sort(key=lambda h: (-h[1], h[0]))
         return out[:k]
+
+    def _key(self, addr: tantivy.DocAddress) -> str:
+        """The id of a hit: decoding a stored document is the costly part of a search, and a
+        searcher's segments never change, so ids are remembered per (segment, doc)."""
+        at = (addr.segment_ord, addr.doc)
+        key = self._keys.get(at)
+        if key is None:
+            if len(self._keys) >= _KEY_CACHE:
+                self._keys.clear()
+            key = self._keys[at] = str(self._searcher.doc(addr)["key"][0])
+        return key
