@@ -728,7 +728,7 @@ class ConversationService:
             questions=frozenset(
                 m.id for ts in turns.values() for m in ts if has_question(m.content)
             ),
-            mirror=_mirror(messages, conversations),
+            mirror=_mirror(messages, conversations, summaries),
         )
 
     def _dense_corpus(self, corpus: str) -> DenseCorpus:
@@ -772,13 +772,12 @@ class ConversationService:
         _check_text("term", term)
         _check_limit(limit)
         role = _choice("role", role, ROLES)
-        sql, params = db.keyword_query(
-            term, limit=limit, role=role, questions_only=term == "" and role == "user"
-        )
         snap = self.snapshot()
         cursor = snap.mirror.cursor()
         try:
-            rows = db.keyword_rows(cursor.execute(sql, params).fetchall())
+            rows = db.mirror_keyword_rows(
+                cursor, term, limit=limit, role=role, questions_only=term == "" and role == "user"
+            )
         finally:
             cursor.close()
         hits = [
@@ -977,13 +976,16 @@ class ConversationService:
         snap = self.snapshot()
         allow: set[str] | None = None
         if any(v is not None for v in (domain, importance, thinking_stage, source)):
-            allow = db.summary_ids_matching(
-                self.store,
-                domain=domain,
-                importance=importance,
-                thinking_stage=thinking_stage,
-                source=source,
+            # On the snapshot's mirror (the store's rows as of the snapshot): no store
+            # connection per search.
+            sql, params = db.summary_filter_query(
+                domain=domain, importance=importance, thinking_stage=thinking_stage, source=source
             )
+            cursor = snap.mirror.cursor()
+            try:
+                allow = {r[0] for r in cursor.execute(sql, params).fetchall()}
+            finally:
+                cursor.close()
         warnings: list[str] = []
         ranked = self._rank_summaries(snap, query, mode_, allow, warnings)
         hits: list[SummaryHit] = []
@@ -1053,7 +1055,11 @@ class ConversationService:
         ]
 
 
-def _mirror(messages: Sequence[MessageRow], conversations: dict[str, ConversationRow]) -> Any:
+def _mirror(
+    messages: Sequence[MessageRow],
+    conversations: dict[str, ConversationRow],
+    summaries: Mapping[str, Summary],
+) -> Any:
     import duckdb
     import numpy as np
 
@@ -1096,17 +1102,46 @@ def _mirror(messages: Sequence[MessageRow], conversations: dict[str, Conversatio
             "updated": col([c.updated for c in convs]),
         },
     )
+    # Keyword search's order (newest first, ties by id) as a column, rows stored in it, and
+    # DuckDB's own lower() of the content: see conversations.store.mirror_keyword_rows.
+    con.execute("ALTER TABLE messages ADD COLUMN ord BIGINT")
+    con.execute("ALTER TABLE messages ADD COLUMN content_lc VARCHAR")
     if messages:
         con.execute(
             "INSERT INTO messages (id, conversation_id, role, content, created, has_question, "
-            "position, injected, speaker, turn_id) SELECT id, conversation_id, role, content, "
-            "created, has_question, position, injected, speaker, turn_id FROM m_data"
+            "position, injected, speaker, turn_id, ord, content_lc) "
+            "SELECT id, conversation_id, role, content, created, has_question, position, "
+            "injected, speaker, turn_id, "
+            "row_number() OVER (ORDER BY created DESC NULLS LAST, id) - 1 AS ord, "
+            "lower(content) FROM m_data ORDER BY ord"
         )
     if convs:
         con.execute(
             "INSERT INTO conversations (id, title, source, created, updated) "
             "SELECT id, title, source, created, updated FROM c_data"
         )
+    # Summaries: only what their filters read (summary_filter_query).
+    con.execute(
+        "CREATE TABLE summaries (id VARCHAR PRIMARY KEY, conversation_id VARCHAR, "
+        "domain VARCHAR, importance VARCHAR, thinking_stage VARCHAR)"
+    )
+    sums = list(summaries.values())
+    if sums:
+        con.register(
+            "s_data",
+            {
+                "id": col([x.id for x in sums]),
+                "conversation_id": col([x.conversation_id for x in sums]),
+                "domain": col([x.domain for x in sums]),
+                "importance": col([x.importance for x in sums]),
+                "thinking_stage": col([x.thinking_stage for x in sums]),
+            },
+        )
+        con.execute(
+            "INSERT INTO summaries SELECT id, conversation_id, domain, importance, "
+            "thinking_stage FROM s_data"
+        )
+        con.unregister("s_data")
     con.unregister("m_data")
     con.unregister("c_data")
     return con

@@ -36,12 +36,14 @@ __all__ = [
     "corpus_version",
     "keyword_query",
     "keyword_rows",
+    "mirror_keyword_rows",
     "keyword_search",
     "load_conversations",
     "load_messages",
     "load_summaries",
     "save_conversations",
     "save_summaries",
+    "summary_filter_query",
     "summary_ids_matching",
 ]
 
@@ -384,6 +386,54 @@ def keyword_query(
     return sql, params
 
 
+#: Rows of the in-memory mirror searched first: newest-first keyword searches for a
+#: common word are answered from the newest rows; the rest is read only when they
+#: hold fewer than ``limit`` matches.
+MIRROR_FIRST_WINDOW = 8192
+
+
+def mirror_keyword_rows(
+    con: Any,
+    term: str,
+    *,
+    limit: int,
+    role: str | None = None,
+    questions_only: bool = False,
+    include_injected: bool = False,
+) -> list[tuple[MessageRow, ConversationRow]]:
+    """:func:`keyword_query`'s rows, from the search mirror (see ``_mirror`` in ``search``).
+
+    The mirror's messages carry ``ord``, their rank in the keyword order (newest first,
+    ties by id), and ``content_lc``, their DuckDB ``lower(content)``. Without a wildcard
+    in the term, ``content ILIKE '%t%'`` is ``contains(lower(content), lower(t))`` (what
+    DuckDB's ILIKE does), so the lowered copy saves lowering every row per query. The
+    newest window is searched first and the rest only if it came back short; the rows of
+    the second part all follow those of the first, so the result is the same list.
+    """
+    wildcard = "%" in term or "_" in term
+    where = ["m.content ILIKE '%' || ? || '%'" if wildcard else "contains(m.content_lc, lower(?))"]
+    params: list[Any] = [term]
+    if role is not None:
+        where.append("m.role = ?")
+        params.append(role)
+    if questions_only:
+        where.append("m.has_question")
+    if not include_injected:
+        where.append("NOT m.injected")
+    columns = ", ".join("m." + c.strip() for c in _MESSAGE_COLUMNS.split(","))
+    # fixed columns and conditions; every value is a bound parameter
+    sql = (
+        f"SELECT {columns}, c.id, c.title, c.source, c.created, c.updated "  # noqa: S608
+        "FROM messages m JOIN conversations c ON c.id = m.conversation_id "
+        f"WHERE {' AND '.join(where)} AND m.ord >= ? AND m.ord < ? ORDER BY m.ord LIMIT ?"
+    )
+    rows = con.execute(sql, [*params, 0, MIRROR_FIRST_WINDOW, limit]).fetchall()
+    if len(rows) < limit:
+        rest = limit - len(rows)
+        rows += con.execute(sql, [*params, MIRROR_FIRST_WINDOW, 2**62, rest]).fetchall()
+    return keyword_rows(rows)
+
+
 def keyword_rows(rows: Sequence[Sequence[Any]]) -> list[tuple[MessageRow, ConversationRow]]:
     return [(_message(r[:10]), _conversation(r[10:])) for r in rows]
 
@@ -452,19 +502,16 @@ def load_summaries(store: Store) -> list[Summary]:
     ]
 
 
-def summary_ids_matching(
-    store: Store,
+def summary_filter_query(
     *,
     domain: str | None = None,
     importance: str | None = None,
     thinking_stage: str | None = None,
     source: str | None = None,
-) -> set[str]:
-    """Ids of summaries passing every given filter (values bound; validated by the caller).
-
-    ``domain`` matches case-insensitively anywhere in the domain; ``source`` is the
-    conversation's source (``claude``, ``chatgpt``, …), case-insensitive.
-    """
+) -> tuple[str, list[Any]]:
+    """The SQL (and bound values) selecting the ids of summaries that pass every given
+    filter. ``domain`` matches case-insensitively anywhere in the domain; ``source`` is
+    the conversation's source (``claude``, ``chatgpt``, …), case-insensitive."""
     where: list[str] = []
     params: list[Any] = []
     if domain is not None:
@@ -482,5 +529,21 @@ def summary_ids_matching(
     sql = "SELECT s.id FROM summaries s LEFT JOIN conversations c ON c.id = s.conversation_id"
     if where:
         sql += " WHERE " + " AND ".join(where)
+    return sql, params
+
+
+def summary_ids_matching(
+    store: Store,
+    *,
+    domain: str | None = None,
+    importance: str | None = None,
+    thinking_stage: str | None = None,
+    source: str | None = None,
+) -> set[str]:
+    """Ids of summaries passing every given filter (values bound; validated by the caller):
+    :func:`summary_filter_query` run on the store itself."""
+    sql, params = summary_filter_query(
+        domain=domain, importance=importance, thinking_stage=thinking_stage, source=source
+    )
     with store.connect(write=False) as con:
         return {r[0] for r in con.execute(sql, params).fetchall()}
