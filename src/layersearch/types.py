@@ -18,7 +18,9 @@ class ChannelScore(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    channel: str = Field(description="input | bm25 | fulltext | vector")
+    channel: str = Field(
+        description="input | bm25 | fulltext | schema | vector | recent (newest memories, no input)"
+    )
     rank: int = Field(description="1-based rank within the channel")
     score: float = Field(description="the channel's own score")
     contribution: float = Field(description="this channel's share of the fused score: 1/(k+rank)")
