@@ -355,6 +355,41 @@ def save_summaries(
 # -- queries -------------------------------------------------------------------------------------
 
 
+def _keyword_where(
+    term: str,
+    role: str | None,
+    questions_only: bool,
+    include_injected: bool,
+    *,
+    lowered: bool = False,
+) -> tuple[str, list[Any]]:
+    """The keyword search's SELECT … WHERE (without order and limit) and its values.
+
+    ``lowered``: on the search mirror, whose ``content_lc`` is DuckDB's ``lower(content)``.
+    Without a wildcard in the term, ``content ILIKE '%t%'`` is
+    ``contains(lower(content), lower(t))`` (what DuckDB's ILIKE does).
+    """
+    wildcard = "%" in term or "_" in term
+    match = "contains(m.content_lc, lower(?))" if lowered and not wildcard else None
+    where = [match or "m.content ILIKE '%' || ? || '%'"]
+    params: list[Any] = [term]
+    if role is not None:
+        where.append("m.role = ?")
+        params.append(role)
+    if questions_only:
+        where.append("m.has_question")
+    if not include_injected:
+        where.append("NOT m.injected")
+    columns = ", ".join("m." + c.strip() for c in _MESSAGE_COLUMNS.split(","))
+    # fixed columns and conditions; every value is a bound parameter
+    sql = (
+        f"SELECT {columns}, c.id, c.title, c.source, c.created, c.updated "  # noqa: S608
+        "FROM messages m JOIN conversations c ON c.id = m.conversation_id "
+        f"WHERE {' AND '.join(where)}"
+    )
+    return sql, params
+
+
 def keyword_query(
     term: str,
     *,
@@ -365,25 +400,8 @@ def keyword_query(
 ) -> tuple[str, list[Any]]:
     """The keyword-search SQL and its bound parameters: ``content ILIKE '%' || ? || '%'``
     with the term as written (``%`` and ``_`` stay wildcards), newest first, ties by id."""
-    where = ["m.content ILIKE '%' || ? || '%'"]
-    params: list[Any] = [term]
-    if role is not None:
-        where.append("m.role = ?")
-        params.append(role)
-    if questions_only:
-        where.append("m.has_question")
-    if not include_injected:
-        where.append("NOT m.injected")
-    params.append(limit)
-    columns = ", ".join("m." + c.strip() for c in _MESSAGE_COLUMNS.split(","))
-    # fixed columns and conditions; every value is a bound parameter
-    sql = (
-        f"SELECT {columns}, c.id, c.title, c.source, c.created, c.updated "  # noqa: S608
-        "FROM messages m JOIN conversations c ON c.id = m.conversation_id "
-        f"WHERE {' AND '.join(where)} "
-        "ORDER BY m.created DESC NULLS LAST, m.id LIMIT ?"
-    )
-    return sql, params
+    sql, params = _keyword_where(term, role, questions_only, include_injected)
+    return sql + " ORDER BY m.created DESC NULLS LAST, m.id LIMIT ?", [*params, limit]
 
 
 #: Rows of the in-memory mirror searched first: newest-first keyword searches for a
@@ -404,29 +422,13 @@ def mirror_keyword_rows(
     """:func:`keyword_query`'s rows, from the search mirror (see ``_mirror`` in ``search``).
 
     The mirror's messages carry ``ord``, their rank in the keyword order (newest first,
-    ties by id), and ``content_lc``, their DuckDB ``lower(content)``. Without a wildcard
-    in the term, ``content ILIKE '%t%'`` is ``contains(lower(content), lower(t))`` (what
-    DuckDB's ILIKE does), so the lowered copy saves lowering every row per query. The
-    newest window is searched first and the rest only if it came back short; the rows of
-    the second part all follow those of the first, so the result is the same list.
+    ties by id), and ``content_lc``, their DuckDB ``lower(content)``, so no row is
+    lowered per query. The newest window is searched first and the rest only if it came
+    back short; the rows of the second part all follow those of the first, so the result
+    is the same list.
     """
-    wildcard = "%" in term or "_" in term
-    where = ["m.content ILIKE '%' || ? || '%'" if wildcard else "contains(m.content_lc, lower(?))"]
-    params: list[Any] = [term]
-    if role is not None:
-        where.append("m.role = ?")
-        params.append(role)
-    if questions_only:
-        where.append("m.has_question")
-    if not include_injected:
-        where.append("NOT m.injected")
-    columns = ", ".join("m." + c.strip() for c in _MESSAGE_COLUMNS.split(","))
-    # fixed columns and conditions; every value is a bound parameter
-    sql = (
-        f"SELECT {columns}, c.id, c.title, c.source, c.created, c.updated "  # noqa: S608
-        "FROM messages m JOIN conversations c ON c.id = m.conversation_id "
-        f"WHERE {' AND '.join(where)} AND m.ord >= ? AND m.ord < ? ORDER BY m.ord LIMIT ?"
-    )
+    sql, params = _keyword_where(term, role, questions_only, include_injected, lowered=True)
+    sql += " AND m.ord >= ? AND m.ord < ? ORDER BY m.ord LIMIT ?"
     rows = con.execute(sql, [*params, 0, MIRROR_FIRST_WINDOW, limit]).fetchall()
     if len(rows) < limit:
         rest = limit - len(rows)
