@@ -397,6 +397,9 @@ def run_size(args: argparse.Namespace) -> dict[str, Any]:
                 n_empty += not resp.results
         searches[kind] = summary_ms(samples)
         searches[kind]["gc"] = pauses.summary()
+        # which searches were slow, in run order: a tail clustered in time is the machine's
+        slow = sorted(range(len(samples)), key=lambda i: -samples[i])[:5]
+        searches[kind]["slowest"] = [[i, round(samples[i] * 1000, 2)] for i in sorted(slow)]
         empty[kind] = n_empty
     out["search"] = searches
     out["search_empty_results"] = empty
