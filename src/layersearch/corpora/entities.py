@@ -396,9 +396,8 @@ class EntityCorpus:
                 # Rankings are prefixes of deeper ones: the over-fetch only pays when a filter
                 # may drop hits (a scoped search has its datasource's own index).
                 depth = CHANNEL_DEPTH if allow_set is None else CHANNEL_DEPTH * 2
-                schema = [h for h in self.coverage(ds).search(question, depth) if admitted(h[0])][
-                    :CHANNEL_DEPTH
-                ]
+                ranked = self.coverage(ds).search(question, depth)
+                schema = [h for h in ranked if admitted(h[0])][:CHANNEL_DEPTH]
                 if schema:
                     rankings["schema"] = schema
                 if hits:
