@@ -160,6 +160,43 @@ def instrument() -> PhaseTimer:
     return timer
 
 
+class GcPauses:
+    """Collector pauses while installed (``gc.callbacks``): a warm search that happens to
+    trigger a full collection pays for every tracked object of the process, which is what
+    a long tail at 1M can be made of rather than the search itself."""
+
+    def __init__(self) -> None:
+        self.count = [0, 0, 0]
+        self.pause_s = [0.0, 0.0, 0.0]
+        self.max_s = 0.0
+        self._start = 0.0
+
+    def __enter__(self) -> GcPauses:
+        gc.callbacks.append(self._callback)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        gc.callbacks.remove(self._callback)
+
+    def _callback(self, phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            self._start = time.perf_counter()
+            return
+        took = time.perf_counter() - self._start
+        gen = min(2, int(info.get("generation", 0)))
+        self.count[gen] += 1
+        self.pause_s[gen] += took
+        self.max_s = max(self.max_s, took)
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "collections": self.count,
+            "pause_ms": [round(x * 1000, 2) for x in self.pause_s],
+            "max_pause_ms": round(self.max_s * 1000, 2),
+            "tracked_objects": len(gc.get_objects()),
+        }
+
+
 @contextmanager
 def clock() -> Iterator[list[float]]:
     out: list[float] = []
@@ -351,13 +388,18 @@ def run_size(args: argparse.Namespace) -> dict[str, Any]:
             ls.search(**search_kwargs(kind, queries.questions[i], queries.entities[i]))
         samples: list[float] = []
         n_empty = 0
-        for q, refs in zip(queries.questions, queries.entities, strict=True):
-            kw = search_kwargs(kind, q, refs)
-            t0 = time.perf_counter()
-            resp = ls.search(**kw)
-            samples.append(time.perf_counter() - t0)
-            n_empty += not resp.results
+        with GcPauses() as pauses:
+            for q, refs in zip(queries.questions, queries.entities, strict=True):
+                kw = search_kwargs(kind, q, refs)
+                t0 = time.perf_counter()
+                resp = ls.search(**kw)
+                samples.append(time.perf_counter() - t0)
+                n_empty += not resp.results
         searches[kind] = summary_ms(samples)
+        searches[kind]["gc"] = pauses.summary()
+        # which searches were slow, in run order: a tail clustered in time is the machine's
+        slow = sorted(range(len(samples)), key=lambda i: -samples[i])[:5]
+        searches[kind]["slowest"] = [[i, round(samples[i] * 1000, 2)] for i in sorted(slow)]
         empty[kind] = n_empty
     out["search"] = searches
     out["search_empty_results"] = empty

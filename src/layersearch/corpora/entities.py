@@ -365,6 +365,7 @@ class EntityCorpus:
             return in_scope(doc_id, ds)
 
         rankings: dict[str, list[tuple[str, float]]] = {}
+        kind_of = self._kind_memo()
         res = self.resolver.resolve(req.entities, req.query, ds)
         warnings.extend(res.warnings)
         question = req.question if req.question and req.question.strip() else None
@@ -387,7 +388,7 @@ class EntityCorpus:
                 )
                 # The index on disk may already hold a document another process added after
                 # this snapshot was taken: it is answered by the next snapshot, not half now.
-                hits = [h for h in hits if h[0] in self.memories or h[0] in self.entities]
+                hits = [h for h in hits if h[0] in self.memories or kind_of(h[0]) is not None]
                 if not hits and not self._has_words(question):
                     warnings.append(
                         "question has no searchable words (only stop words or punctuation)"
@@ -395,9 +396,8 @@ class EntityCorpus:
                 # Rankings are prefixes of deeper ones: the over-fetch only pays when a filter
                 # may drop hits (a scoped search has its datasource's own index).
                 depth = CHANNEL_DEPTH if allow_set is None else CHANNEL_DEPTH * 2
-                schema = [h for h in self.coverage(ds).search(question, depth) if admitted(h[0])][
-                    :CHANNEL_DEPTH
-                ]
+                ranked = self.coverage(ds).search(question, depth)
+                schema = [h for h in ranked if admitted(h[0])][:CHANNEL_DEPTH]
                 if schema:
                     rankings["schema"] = schema
                 if hits:
@@ -416,9 +416,10 @@ class EntityCorpus:
                 reverse=True,
             )
             rankings["recent"] = [(m.id, 0.0) for m in newest[:CHANNEL_DEPTH]]
-        fused = rrf(rankings, level=self._level, by_level=RANK_BY_LEVEL)
+        level = _level_of(kind_of)
+        fused = rrf(rankings, level=level, by_level=RANK_BY_LEVEL)
         if "schema" in rankings:
-            fused = self._schema_supersedes_fulltext(fused)
+            fused = _schema_supersedes_fulltext(fused, kind_of, level)
         if question is not None and JOIN_KEY_TABLES > 0:
             fused = join_keys_in_context(fused, self.entities, self.edges_out)
         fused = fused[: req.max_results]
@@ -436,39 +437,32 @@ class EntityCorpus:
         ]
         return SearchResponse(results=results, warnings=warnings)
 
-    def _level(self, doc_id: str) -> int:
-        if isinstance(self.entities, EntityMap):
-            kind = self.entities.kind_of(doc_id)
-            return -1 if kind is None else _FUSION_LEVEL.get(kind, -1)
-        e = self.entities.get(doc_id)
-        return -1 if e is None else _FUSION_LEVEL.get(e.kind, -1)
+    def _kind_memo(self) -> Callable[[str], str | None]:
+        """id → entity kind (None: not an entity), remembered for one search.
 
-    def _schema_ranked(self, doc_id: str) -> bool:
-        if isinstance(self.entities, EntityMap):
-            return self.entities.kind_of(doc_id) in _SCHEMA_KINDS
-        e = self.entities.get(doc_id)
-        return e is not None and e.kind in _SCHEMA_KINDS
-
-    def _schema_supersedes_fulltext(self, fused: list[Fused]) -> list[Fused]:
-        """Drop full text's vote on tables and leaves once the schema channel ranked them.
-
-        The schema channel scores those same words with their table and database
-        context; counting their per-entity full-text ranks as well would count the
-        words twice and let isolated matches from unrelated databases back in.
-        Memories and datasources keep their full-text rank as it was (among all
-        documents), so moving entities out does not promote them.
+        Fusion asks for the kind of each ranked id several times (per channel, in
+        its sort key, again when the schema channel supersedes full text); a
+        persisted snapshot answers each ask with a hash probe and a key compare.
         """
-        out = []
-        for f in fused:
-            if "fulltext" in f.channels and self._schema_ranked(f.id):
-                del f.channels["fulltext"]
-                if not f.channels:
-                    continue
-                f.score = sum(c[2] for c in f.channels.values())
-                f.best_rank = min(c[0] for c in f.channels.values())
-            out.append(f)
-        out.sort(key=lambda f: (-f.score, f.best_rank, max(self._level(f.id), 0), f.id))
-        return out
+        memo: dict[str, str | None] = {}
+        entities = self.entities
+        lookup: Callable[[str], str | None]
+        if isinstance(entities, EntityMap):
+            lookup = entities.kind_of
+        else:
+
+            def lookup(doc_id: str) -> str | None:
+                e = entities.get(doc_id)
+                return None if e is None else e.kind
+
+        def kind_of(doc_id: str) -> str | None:
+            try:
+                return memo[doc_id]
+            except KeyError:
+                k = memo[doc_id] = lookup(doc_id)
+                return k
+
+        return kind_of
 
     @staticmethod
     @lru_cache(maxsize=1024)
@@ -569,6 +563,40 @@ def dense_in_context(
 #: How many of the best-ranked tables count as "the question's tables" whose join keys
 #: are brought forward.
 JOIN_KEY_TABLES = 5
+
+
+def _level_of(kind_of: Callable[[str], str | None]) -> Callable[[str], int]:
+    """Fusion level of an id from its kind: -1 for anything that is not a ranked entity."""
+
+    def level(doc_id: str) -> int:
+        kind = kind_of(doc_id)
+        return -1 if kind is None else _FUSION_LEVEL.get(kind, -1)
+
+    return level
+
+
+def _schema_supersedes_fulltext(
+    fused: list[Fused], kind_of: Callable[[str], str | None], level: Callable[[str], int]
+) -> list[Fused]:
+    """Drop full text's vote on tables and leaves once the schema channel ranked them.
+
+    The schema channel scores those same words with their table and database
+    context; counting their per-entity full-text ranks as well would count the
+    words twice and let isolated matches from unrelated databases back in.
+    Memories and datasources keep their full-text rank as it was (among all
+    documents), so moving entities out does not promote them.
+    """
+    out = []
+    for f in fused:
+        if "fulltext" in f.channels and kind_of(f.id) in _SCHEMA_KINDS:
+            del f.channels["fulltext"]
+            if not f.channels:
+                continue
+            f.score = sum(c[2] for c in f.channels.values())
+            f.best_rank = min(c[0] for c in f.channels.values())
+        out.append(f)
+    out.sort(key=lambda f: (-f.score, f.best_rank, max(level(f.id), 0), f.id))
+    return out
 
 
 def join_keys_in_context(

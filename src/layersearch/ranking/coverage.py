@@ -228,6 +228,10 @@ class CoverageIndex:
         self.nb_src = np.array([p[0] for p in pairs], dtype=np.int64)
         self.nb_dst = np.array([p[1] for p in pairs], dtype=np.int64)
         self.is_key = np.array([node_id in keys for node_id in self.ids], dtype=bool)
+        # Per table (compact numbering), what a query reads for every candidate table: read
+        # through the node arrays these are scattered loads over every node of the catalog.
+        self.table_group = self.group_idx[self.table_nodes]
+        self.table_n_terms = self.n_terms[self.table_nodes]
         # Per term, static: each table's coverage (strongest weight of the term among its
         # nodes) and the same over the table plus its join neighbours.
         nb_ptr = np.zeros(n_tables + 1, dtype=np.int64)
@@ -295,6 +299,17 @@ class CoverageIndex:
             keep &= np.fromiter((self.ids[i] in allowed for i in nodes.tolist()), bool, len(nodes))
         return keep
 
+    def _mask_tables(
+        self, tables: np.ndarray, scope: str | None, allowed: Collection[str] | None
+    ) -> np.ndarray:
+        """:meth:`_mask` for compact table numbers, from the per-table arrays."""
+        if allowed is not None:
+            return self._mask(self.table_nodes[tables], scope, allowed)
+        keep = np.ones(len(tables), dtype=bool)
+        if scope is not None:
+            keep &= self.table_group[tables] == self._group_by_id.get(scope, -2)
+        return keep
+
     def _own(self, nodes: np.ndarray, query: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
         """Own coverage of ``nodes``: Σ idf·weight over the query terms each holds, and how
         many it holds, from the forward index. Summed in query order (as term-at-a-time)."""
@@ -354,24 +369,22 @@ class CoverageIndex:
             town_count[self.town_table[lo:hi]] += 1
         table_bm25 = self.tables.scores(query, n_tables)  # table(t)
         group_bm25 = self.groups.scores(query, len(self.group_nodes))  # group(g)
-        # a table holds a query term exactly when its BM25 is positive (every term of it adds)
-        covered = table_bm25 > 0
-        # candidates: covered tables and the join neighbours of covered tables (bridge tables)
-        cand = covered.copy()
-        if len(self.nb_src):
-            cand[self.nb_src[covered[self.nb_dst]]] = True
-        cand_t = np.flatnonzero(cand)
-        cand_nodes = self.table_nodes[cand_t]
-        keep = self._mask(cand_nodes, scope, allowed)
-        cand_t, cand_nodes = cand_t[keep], cand_nodes[keep]
+        # candidates: covered tables and the join neighbours of covered tables (bridge tables),
+        # which are exactly the tables with a positive link(t): its postings hold every table
+        # holding a term and every join neighbour of one, each with a positive weight
+        cand_t = np.flatnonzero(linked_mass > 0)
+        keep = self._mask_tables(cand_t, scope, allowed)
+        cand_t = cand_t[keep]
         if not len(cand_t):
             return []
-        g_idx = self.group_idx[cand_nodes]
+        cand_nodes = self.table_nodes[cand_t]
+        g_idx = self.table_group[cand_t]
         group_part = np.where(g_idx >= 0, group_bm25[np.maximum(g_idx, 0)], 0.0)
+        score_c = group_part + table_bm25[cand_t] + LINK_PRIOR * linked_mass[cand_t] / total
         score_t = np.full(n_tables, np.nan)
-        score_t[cand_t] = group_part + table_bm25[cand_t] + LINK_PRIOR * linked_mass[cand_t] / total
+        score_t[cand_t] = score_c
         # the best tables in score order, ties by id (= node index)
-        s_cand = -_key(score_t[cand_t])
+        s_cand = -_key(score_c)
         top = _top(s_cand, TOP_TABLES)
         best = cand_t[top[np.lexsort((cand_nodes[top], s_cand[top]))]]
         # -- leaf level: only under the best tables. Their matched leaves are ranked; the
@@ -392,11 +405,17 @@ class CoverageIndex:
         is_cand[cand_t] = True
         again = (self.level[leaves] == 1) & is_cand[np.maximum(self.table_idx[leaves], 0)]
         leaves, leaf_mass, leaf_count = leaves[~again], leaf_mass[~again], leaf_count[~again]
-        pool = np.concatenate([cand_nodes, leaves])
-        own_mass = np.concatenate([town_mass[cand_t], leaf_mass])
-        count = np.concatenate([town_count[cand_t], leaf_count])
-        score = score_t[self.table_idx[pool]] + own_mass / total
-        n_terms = self.n_terms[pool]
+        # A candidate table's own score is score_c (its table is itself). Only the tables among
+        # the k best of the tables alone can be among the k best of the pool: the pool's k-th
+        # key is at most the tables' k-th, so every pool entry at or above it is kept.
+        table_score = score_c + town_mass[cand_t] / total
+        tsel = _top(-_key(table_score), k)
+        pool = np.concatenate([cand_nodes[tsel], leaves])
+        count = np.concatenate([town_count[cand_t[tsel]], leaf_count])
+        score = np.concatenate(
+            [table_score[tsel], score_t[self.table_idx[leaves]] + leaf_mass / total]
+        )
+        n_terms = np.concatenate([self.table_n_terms[cand_t[tsel]], self.n_terms[leaves]])
         precision = np.divide(count, n_terms, out=np.zeros(len(pool)), where=n_terms > 0)
         # order: score, then precision, then keys first, then id
         s_pool = -_key(score)

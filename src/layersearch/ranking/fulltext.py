@@ -39,6 +39,8 @@ FORMAT = 1
 _WRITER_HEAP = 64_000_000
 #: ids remembered per searcher (about 100 bytes each)
 _KEY_CACHE = 1 << 18
+#: boosted term queries remembered (a few hundred bytes each)
+_CLAUSE_CACHE = 1 << 14
 
 
 @dataclass(slots=True)
@@ -61,6 +63,7 @@ class FullTextIndex:
         self._schema = index.schema
         self._searcher = index.searcher()
         self._keys: dict[tuple[int, int], str] = {}
+        self._clauses: dict[tuple[str, str, float], tantivy.Query] = {}
         self._unpublished = False
 
     # -- construction -------------------------------------------------------------------------
@@ -274,8 +277,7 @@ class FullTextIndex:
             if name not in self.boosts or boost <= 0:
                 continue
             for tok in tokens:
-                q = tantivy.Query.term_query(self._schema, name, tok)
-                should.append((tantivy.Occur.Should, tantivy.Query.boost_query(q, boost)))
+                should.append((tantivy.Occur.Should, self._clause(name, tok, boost)))
         if not should:
             return []
         query = tantivy.Query.boolean_query(should)
@@ -299,6 +301,18 @@ class FullTextIndex:
         out = [(self._key(addr), float(score)) for score, addr in hits]
         out.sort(key=lambda h: (-h[1], h[0]))
         return out[:k]
+
+    def _clause(self, name: str, token: str, boost: float) -> tantivy.Query:
+        """The boosted term query of one field and token: queries are immutable, and the
+        words of questions repeat, so each is built once (the schema never changes)."""
+        at = (name, token, boost)
+        q = self._clauses.get(at)
+        if q is None:
+            if len(self._clauses) >= _CLAUSE_CACHE:
+                self._clauses.clear()
+            term = tantivy.Query.term_query(self._schema, name, token)
+            q = self._clauses[at] = tantivy.Query.boost_query(term, boost)
+        return q
 
     def _key(self, addr: tantivy.DocAddress) -> str:
         """The id of a hit: decoding a stored document is the costly part of a search, and a
