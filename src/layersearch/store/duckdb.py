@@ -211,6 +211,22 @@ class DuckDBStore(Store):
             ).fetchall()
         return [entity_from_row(r) for r in rows]
 
+    def iter_entities(self, batch: int = 20_000) -> Iterator[list[Entity]]:
+        # DuckDB compares VARCHAR byte by byte: UTF-8 byte order is code point order.
+        with self.connect(write=False) as con:
+            cur = con.execute(
+                "SELECT id, kind, name, datasource, model, label, description, data_type, formula, "
+                "hidden, primary_key, sample_values FROM entities ORDER BY id"
+            )
+            while rows := cur.fetchmany(batch):
+                yield [entity_from_row(r) for r in rows]
+
+    def iter_edges(self, batch: int = 20_000) -> Iterator[list[EdgeRecord]]:
+        with self.connect(write=False) as con:
+            cur = con.execute("SELECT src, dst, type, props FROM edges ORDER BY src, type, dst")
+            while rows := cur.fetchmany(batch):
+                yield [edge_from_row(r) for r in rows]
+
     def load_edges(self) -> list[EdgeRecord]:
         with self.connect(write=False) as con:
             rows = con.execute(
@@ -309,6 +325,16 @@ class DuckDBStore(Store):
                 "SELECT id, learning, description, entities, query, created_at FROM memories ORDER BY id"
             ).fetchall()
         return [memory_from_row(r) for r in rows]
+
+    def load_memories_at(self) -> tuple[int, list[Memory]]:
+        with self.connect(write=False) as con:
+            con.begin()  # one read transaction: the counter and the rows of the same commit
+            gen = self._read_generation(con)
+            rows = con.execute(
+                "SELECT id, learning, description, entities, query, created_at FROM memories ORDER BY id"
+            ).fetchall()
+            con.commit()
+        return gen, [memory_from_row(r) for r in rows]
 
     def delete_memory(self, memory_id: str) -> bool:
         number = memory_number(memory_id)
