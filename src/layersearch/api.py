@@ -20,15 +20,8 @@ import time
 from collections.abc import Iterable
 from itertools import chain
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from layersearch.corpora.dense import (
-    ENTITY_CORPUS,
-    DenseCorpus,
-    DenseDoc,
-    entity_text,
-    memory_text,
-)
 from layersearch.corpora.entities import ENTITY_BOOSTS, EntityCorpus, entity_doc, memory_doc
 from layersearch.corpora.snapshot import (
     changed_entities,
@@ -38,7 +31,6 @@ from layersearch.corpora.snapshot import (
     restamp,
     tables_from_store,
 )
-from layersearch.embed.base import Embedder
 from layersearch.errors import (
     ConfigError,
     EmbeddingUnavailable,
@@ -62,6 +54,12 @@ from layersearch.types import (
     SearchResponse,
 )
 
+if TYPE_CHECKING:
+    # Dense vectors (numpy-heavy embedders, models) are imported when first used: a
+    # search without an embedder never needs them.
+    from layersearch.corpora.dense import DenseCorpus
+    from layersearch.embed.base import Embedder
+
 __all__ = ["Layersearch", "DEFAULT_STORE", "MAX_DESCRIPTION_CHARS", "MAX_LEARNING_CHARS"]
 
 log = logging.getLogger("layersearch.api")
@@ -70,6 +68,8 @@ DEFAULT_STORE = "./.layersearch/store.duckdb"
 MAX_DESCRIPTION_CHARS = 500
 MAX_LEARNING_CHARS = 20_000
 MAX_INSPECT_IDS = 200
+#: the dense corpus of entities and memories (``layersearch.corpora.dense.ENTITY_CORPUS``)
+ENTITY_CORPUS = "entities"
 #: snapshots taken before giving up on a store that keeps changing under the reload
 _RELOAD_TRIES = 20
 
@@ -204,6 +204,9 @@ class Layersearch:
             )
             log.debug("graph synced: %d nodes, %d relationships changed", *changed)
         if rebuilt:
+            # Indexing read every row of the mapped tables: keep them in the page cache only.
+            if corpus.snapshot is not None:
+                corpus.snapshot.release_pages()
             release_freed_memory()
 
     def _take(self, gen: int, memories: dict[str, Memory]) -> tuple[EntityCorpus, bool]:
@@ -391,6 +394,8 @@ class Layersearch:
         with self._lock:
             d = self._dense.get(corpus)
             if d is None:
+                from layersearch.corpora.dense import DenseCorpus
+
                 d = self._dense[corpus] = DenseCorpus(self.store, corpus, self.embedder)
             return d
 
@@ -424,6 +429,8 @@ class Layersearch:
 
     def embed(self, progress: Any = None) -> list[EmbedReport]:
         """Compute the stored vectors of the semantic layer and memories (incremental, resumable)."""
+        from layersearch.corpora.dense import DenseDoc, entity_text, memory_text
+
         corpus = self.corpus()
         docs = [DenseDoc(e.id, entity_text(e)) for e in corpus.entities.values() if not e.hidden]
         docs += [DenseDoc(m.id, memory_text(m)) for m in corpus.memories.values()]
@@ -618,6 +625,8 @@ class Layersearch:
 
         self._after_write(before, apply)
         if self.embedder is not None:
+            from layersearch.corpora.dense import DenseDoc, memory_text
+
             try:
                 self.dense(ENTITY_CORPUS).add(DenseDoc(m.id, memory_text(m)))
             except LayersearchError as exc:

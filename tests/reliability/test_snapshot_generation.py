@@ -161,3 +161,10 @@ def test_changed_entities_matches_comparing_documents() -> None:
     empty = EntityTables.build([], [])
     stale, fresh = changed_entities(empty, EntityTables.build(new_ents, []))
     assert stale == [] and len(fresh) == sum(not e.hidden for e in new_ents)
+
+
+def test_the_api_names_the_dense_corpus_as_the_dense_module_does() -> None:
+    from layersearch import api
+    from layersearch.corpora import dense
+
+    assert api.ENTITY_CORPUS == dense.ENTITY_CORPUS

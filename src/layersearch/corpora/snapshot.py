@@ -42,6 +42,7 @@ from layersearch.ranking.persist import (
     StrIntMap,
     fsync_dir,
     load_object,
+    release_pages,
     save_object,
 )
 from layersearch.semantic.canonical import Resolver
@@ -558,15 +559,23 @@ class EdgeMap(Mapping[str, list[EdgeRecord]]):
 class Snapshot:
     """Tables plus where they live (None: in memory only), and the schema channel's index."""
 
-    def __init__(self, tables: EntityTables, directory: Path | None) -> None:
+    def __init__(
+        self, tables: EntityTables, directory: Path | None, maps: list[Any] | None = None
+    ) -> None:
         self.tables = tables
         self.dir = directory
+        #: the files this snapshot maps (its tables, then its schema index)
+        self.maps: list[Any] = maps or []
         self.entities = EntityMap(tables)
         self.edges_out = EdgeMap(tables)
 
     @property
     def content(self) -> str:
         return self.tables.content
+
+    def release_pages(self) -> None:
+        """After a pass over every row: pages stay in the page cache, not in this process."""
+        release_pages(self.maps)
 
     @property
     def datasources(self) -> list[str]:
@@ -595,7 +604,7 @@ class Snapshot:
         """The persisted schema-channel index of this snapshot; built with ``build`` and
         saved beside the tables when absent or unreadable."""
         if self.dir is not None:
-            loaded = _load_coverage(self.dir / COVERAGE)
+            loaded = _load_coverage(self.dir / COVERAGE, self.maps)
             if loaded is not None:
                 return loaded
         index = build()
@@ -610,11 +619,12 @@ class Snapshot:
             log.info("schema index kept in memory only: %s", exc)
             return index
         # Serve from the mapped files: the built arrays are freed, the page cache shares them.
-        mapped = _load_coverage(self.dir / COVERAGE)
+        mapped = _load_coverage(self.dir / COVERAGE, self.maps)
         if mapped is None:
             return index
         del index
         release_freed_memory()
+        self.release_pages()
         return mapped
 
 
@@ -697,14 +707,15 @@ def open_snapshot(base: Path, stamp: str) -> tuple[Snapshot | None, str | None]:
         return None, "built by another version"
     if meta.get("stamp") != stamp:
         return None, "stale"
+    maps: list[Any] = []
     try:
-        tables = load_object(sub / TABLES)
+        tables = load_object(sub / TABLES, maps=maps)
         if not isinstance(tables, EntityTables) or tables.content != meta.get("content"):
             return None, "corrupt (tables do not match the marker)"
         tables.check()
     except (OSError, ValueError) as exc:
         return None, f"corrupt ({exc})"
-    return Snapshot(tables, sub), None
+    return Snapshot(tables, sub, maps), None
 
 
 def publish_snapshot(base: Path, tables: EntityTables, stamp: str) -> Snapshot:
@@ -786,7 +797,7 @@ def _remove_old(base: Path, keep: Path) -> None:
             continue
 
 
-def _load_coverage(path: Path) -> Any:
+def _load_coverage(path: Path, maps: list[Any] | None = None) -> Any:
     from layersearch.ranking.coverage import CoverageIndex
 
     if not path.is_dir():
@@ -796,7 +807,7 @@ def _load_coverage(path: Path) -> Any:
         if not isinstance(meta, dict) or meta.get("code") != code_fingerprint():
             log.info("schema index on disk was built by another version; rebuilding it")
             return None
-        index = load_object(path)
+        index = load_object(path, maps=maps)
     except (OSError, ValueError) as exc:
         log.info("schema index on disk is unreadable (%s); rebuilding it", exc)
         return None

@@ -123,6 +123,8 @@ class DuckDBStore(Store):
             con.close()
 
     def _migrate(self) -> None:
+        if self.path.exists() and self._current_schema():
+            return
         with self.connect(write=True) as con:
             con.execute(
                 "CREATE TABLE IF NOT EXISTS schema_version (version INTEGER PRIMARY KEY, applied_at TIMESTAMPTZ)"
@@ -143,6 +145,24 @@ class DuckDBStore(Store):
             con.execute("INSERT INTO meta VALUES ('generation', '0') ON CONFLICT (key) DO NOTHING")
             gen = self._read_generation(con)
         self._write_gen_file(gen)
+
+    def _current_schema(self) -> bool:
+        """Whether the store is at the latest schema, checked through a read connection: a
+        write connection on every open would cost each CLI call a checkpoint and lock out
+        other readers for its duration."""
+        try:
+            with self.connect(write=False) as con:
+                row = con.execute("SELECT max(version) FROM schema_version").fetchone()
+                if not row or row[0] is None or int(row[0]) != migrations.LATEST:
+                    return False
+                found = con.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()
+                if not found:
+                    return False
+                gen = int(found[0])
+        except StoreError:
+            return False  # a new or older file: the write path creates or migrates it
+        self._write_gen_file(gen)
+        return True
 
     @staticmethod
     def _read_generation(con: duckdb.DuckDBPyConnection) -> int:
