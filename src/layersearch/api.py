@@ -16,30 +16,32 @@ import logging
 import os
 import tempfile
 import threading
+import time
 from collections.abc import Iterable
+from itertools import chain
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from layersearch.corpora.dense import (
-    ENTITY_CORPUS,
-    DenseCorpus,
-    DenseDoc,
-    entity_text,
-    memory_text,
+from layersearch.corpora.entities import ENTITY_BOOSTS, EntityCorpus, entity_doc, memory_doc
+from layersearch.corpora.snapshot import (
+    changed_entities,
+    open_snapshot,
+    publish_snapshot,
+    release_freed_memory,
+    restamp,
+    tables_from_store,
 )
-from layersearch.corpora.entities import ENTITY_BOOSTS, EntityCorpus, memory_doc
-from layersearch.corpora.snapshot import EntityTables, open_snapshot, publish_snapshot, restamp
-from layersearch.embed.base import Embedder
 from layersearch.errors import (
     ConfigError,
     EmbeddingUnavailable,
     LayersearchError,
     LimitExceeded,
     NotFound,
+    StoreError,
 )
 from layersearch.ranking.fulltext import FullTextIndex
 from layersearch.semantic.canonical import Resolver
-from layersearch.semantic.model import Catalog, Entity
+from layersearch.semantic.model import Catalog
 from layersearch.store.base import Store
 from layersearch.store.duckdb import DuckDBStore, memory_number
 from layersearch.types import (
@@ -52,6 +54,12 @@ from layersearch.types import (
     SearchResponse,
 )
 
+if TYPE_CHECKING:
+    # Dense vectors (numpy-heavy embedders, models) are imported when first used: a
+    # search without an embedder never needs them.
+    from layersearch.corpora.dense import DenseCorpus
+    from layersearch.embed.base import Embedder
+
 __all__ = ["Layersearch", "DEFAULT_STORE", "MAX_DESCRIPTION_CHARS", "MAX_LEARNING_CHARS"]
 
 log = logging.getLogger("layersearch.api")
@@ -60,6 +68,10 @@ DEFAULT_STORE = "./.layersearch/store.duckdb"
 MAX_DESCRIPTION_CHARS = 500
 MAX_LEARNING_CHARS = 20_000
 MAX_INSPECT_IDS = 200
+#: the dense corpus of entities and memories (``layersearch.corpora.dense.ENTITY_CORPUS``)
+ENTITY_CORPUS = "entities"
+#: snapshots taken before giving up on a store that keeps changing under the reload
+_RELOAD_TRIES = 20
 
 
 def resolve_store_location(store: str | os.PathLike[str] | None) -> str:
@@ -139,7 +151,7 @@ class Layersearch:
         gen = self.store.generation()
         with self._lock:
             if self._corpus is None or gen != self._gen:
-                self._reload(gen)
+                self._reload()
             assert self._corpus is not None
             return self._corpus
 
@@ -147,44 +159,93 @@ class Layersearch:
     def _snapshot_dir(self) -> Path:
         return Path(self.store.index_dir) / "snapshot"
 
-    def _reload(self, gen: int) -> None:
+    def _reload(self) -> None:
+        """Take a snapshot whose memories, entity tables and full-text searcher all describe
+        one store generation, retried while writers move the store under it.
+
+        Full-text content for a generation is committed only after the generation file
+        shows it (a writer bumps the store, then its index; a reload starts only once the
+        file has caught up with the database). So a searcher opened while the file stays
+        at ``gen`` holds no later document, and its marker says it holds all of ``gen``'s."""
+        corpus: EntityCorpus | None = None
+        for attempt in range(_RELOAD_TRIES):
+            gen, rows = self.store.load_memories_at()
+            memories = {m.id: m for m in rows}
+            if self.store.generation() != gen:
+                # A writer committed and has not published its generation yet: wait for
+                # it; after a while, repair the file (the writer may have died in between).
+                if attempt >= _RELOAD_TRIES // 2:
+                    self.store.publish_generation(self.store.stored_generation())
+                time.sleep(0.001 * (attempt + 1))
+                continue
+            corpus, rebuilt = self._take(gen, memories)
+            if self.store.generation() == gen and (
+                not rebuilt or self.store.stored_generation() == gen
+            ):
+                self._install(corpus, gen, rebuilt)
+                return
+            log.info("the store changed while a snapshot was taken; taking it again")
+        if corpus is None:
+            raise StoreError(
+                f"store {self.store.location}: its generation file keeps disagreeing with the "
+                "database; check that its directory is writable"
+            )
+        # Never called current: the next call takes another one.
+        self._install(corpus, -1, True)
+
+    def _install(self, corpus: EntityCorpus, gen: int, rebuilt: bool) -> None:
+        self._corpus = corpus
+        self._gen = gen
+        if self._graph is not None:
+            from layersearch.semantic.graphing import sync_graph
+
+            changed = sync_graph(
+                self._graph, corpus.entities.values(), corpus.edges(), corpus.memories.values()
+            )
+            log.debug("graph synced: %d nodes, %d relationships changed", *changed)
+        if rebuilt:
+            # Indexing read every row of the mapped tables: keep them in the page cache only.
+            if corpus.snapshot is not None:
+                corpus.snapshot.release_pages()
+            release_freed_memory()
+
+    def _take(self, gen: int, memories: dict[str, Memory]) -> tuple[EntityCorpus, bool]:
+        """The snapshot of generation ``gen`` (its memories given); whether the entity
+        tables or the full-text index were rebuilt from the store."""
         stamp = str(gen)
-        memories = {m.id: m for m in self.store.load_memories()}
         previous = self._corpus
         snapshot, why = open_snapshot(self._snapshot_dir, stamp)
-        rows: list[Entity] | None = None  # the entities as objects, when read from the store
+        rebuilt = snapshot is None
         if snapshot is None:
             # Derived data, like the full-text index: rebuilt from the store whenever it does
             # not reflect this generation (re-stamped when only memories or vectors changed).
             log.info("entity snapshot %s; reading the semantic layer from the store", why)
-            rows = self.store.load_entities()
-            tables = EntityTables.content_of(rows, self.store.load_edges())
-            snapshot = publish_snapshot(self._snapshot_dir, tables, stamp)
-            if len(rows) != len(snapshot.entities):
-                rows = None  # a repeated id: let the snapshot say which one won
+            snapshot = publish_snapshot(self._snapshot_dir, tables_from_store(self.store), stamp)
         ft, reason = FullTextIndex.open(self._ft_dir, ENTITY_BOOSTS, stamp)
         corpus = EntityCorpus.from_snapshot(snapshot, memories, ft or _EMPTY_FT())
         if (
             ft is None
             and previous is not None
+            and previous.snapshot is not None
             and previous.fulltext.path is not None
             and previous.fulltext.path.parent == self._ft_dir
             and previous.fulltext.is_current()
             and FullTextIndex.read_stamp(self._ft_dir) == str(self._gen)
         ):
             # The index on disk is exactly our previous snapshot: apply the difference.
-            same_entities = (
-                previous.snapshot is not None and previous.snapshot.content == snapshot.content
+            stale, fresh = changed_entities(previous.snapshot.tables, snapshot.tables)
+            old = {d.id: d for d in previous.documents(entities=False)}
+            new = {d.id: d for d in corpus.documents(entities=False)}
+            stale += [i for i, d in old.items() if new.get(i) != d]
+            tables = snapshot.tables
+            adds = chain(
+                (entity_doc(tables.entity(int(j))) for j in fresh),
+                (d for i, d in new.items() if old.get(i) != d),
             )
-            old = {d.id: d for d in previous.documents(entities=not same_entities)}
-            new = {d.id: d for d in corpus.documents(entities=not same_entities, rows=rows)}
-            stale = [i for i, d in old.items() if new.get(i) != d]
-            fresh = [d for i, d in new.items() if old.get(i) != d]
-            previous.fulltext.write(add=fresh, delete=stale, stamp=stamp)
-            log.info(
-                "full-text index updated: %d removed or changed, %d added", len(stale), len(fresh)
-            )
+            n = previous.fulltext.write(add=adds, delete=stale, stamp=stamp)
+            log.info("full-text index updated: %d removed or changed, %d added", len(stale), n)
             corpus.fulltext = previous.fulltext
+            rebuilt = True
         elif ft is None:
             # Missing with content in the store means someone deleted it: say so once.
             lost = reason == "missing" and bool(len(corpus.entities) or memories)
@@ -194,18 +255,10 @@ class Layersearch:
                 self._pending.append(msg)
             log.info("building the full-text index (%s)", reason)
             ft = FullTextIndex.create(ENTITY_BOOSTS, self._ft_dir)
-            ft.write(add=corpus.documents(rows=rows), stamp=stamp)
+            ft.write(add=corpus.documents(), stamp=stamp)
             corpus.fulltext = ft
-        del rows
-        self._corpus = corpus
-        self._gen = gen
-        if self._graph is not None:
-            from layersearch.semantic.graphing import sync_graph
-
-            changed = sync_graph(
-                self._graph, corpus.entities.values(), corpus.edges(), memories.values()
-            )
-            log.debug("graph synced: %d nodes, %d relationships changed", *changed)
+            rebuilt = True
+        return corpus, rebuilt
 
     def _after_write(self, gen_before: int, apply: Any) -> None:
         """Apply an incremental update for our own memory write; reload if others wrote too.
@@ -341,6 +394,8 @@ class Layersearch:
         with self._lock:
             d = self._dense.get(corpus)
             if d is None:
+                from layersearch.corpora.dense import DenseCorpus
+
                 d = self._dense[corpus] = DenseCorpus(self.store, corpus, self.embedder)
             return d
 
@@ -374,6 +429,8 @@ class Layersearch:
 
     def embed(self, progress: Any = None) -> list[EmbedReport]:
         """Compute the stored vectors of the semantic layer and memories (incremental, resumable)."""
+        from layersearch.corpora.dense import DenseDoc, entity_text, memory_text
+
         corpus = self.corpus()
         docs = [DenseDoc(e.id, entity_text(e)) for e in corpus.entities.values() if not e.hidden]
         docs += [DenseDoc(m.id, memory_text(m)) for m in corpus.memories.values()]
@@ -568,6 +625,8 @@ class Layersearch:
 
         self._after_write(before, apply)
         if self.embedder is not None:
+            from layersearch.corpora.dense import DenseDoc, memory_text
+
             try:
                 self.dense(ENTITY_CORPUS).add(DenseDoc(m.id, memory_text(m)))
             except LayersearchError as exc:

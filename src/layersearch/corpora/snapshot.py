@@ -26,6 +26,7 @@ import json
 import logging
 import os
 import shutil
+import sys
 import time
 from bisect import bisect_left
 from collections.abc import Callable, ItemsView, Iterable, Iterator, Mapping, ValuesView
@@ -41,12 +42,24 @@ from layersearch.ranking.persist import (
     StrIntMap,
     fsync_dir,
     load_object,
+    release_pages,
     save_object,
 )
 from layersearch.semantic.canonical import Resolver
 from layersearch.semantic.model import EdgeRecord, Entity
+from layersearch.store.base import Store
 
-__all__ = ["EntityTables", "EntityMap", "EdgeMap", "Snapshot", "open_snapshot", "publish_snapshot"]
+__all__ = [
+    "EntityTables",
+    "EntityMap",
+    "EdgeMap",
+    "Snapshot",
+    "changed_entities",
+    "open_snapshot",
+    "publish_snapshot",
+    "release_freed_memory",
+    "tables_from_store",
+]
 
 log = logging.getLogger("layersearch.corpora.snapshot")
 
@@ -54,7 +67,7 @@ CURRENT = "CURRENT"
 MARKER = "snapshot.json"
 TABLES = "tables"
 COVERAGE = "coverage"
-FORMAT = 1
+FORMAT = 2
 #: replaced generation directories are kept this long for processes that still map them
 _GRACE_S = 600.0
 #: decoded entities kept per snapshot (a bound, so a long-running server stays small)
@@ -80,8 +93,8 @@ class EntityTables:
     datasources: list[str]
     content: str
     # only between content_of() and complete(); never saved
-    _ents: list[Entity]
-    _edges: list[EdgeRecord]
+    _sources: StringTable
+    _counts: np.ndarray
 
     @classmethod
     def build(cls, entities: Iterable[Entity], edges: Iterable[EdgeRecord]) -> EntityTables:
@@ -91,57 +104,48 @@ class EntityTables:
     def content_of(cls, entities: Iterable[Entity], edges: Iterable[EdgeRecord]) -> EntityTables:
         """The rows and their content hash only; :meth:`complete` adds the lookup indexes
         (skipped when the hash shows that the snapshot on disk already holds them)."""
-        by_id = {e.id: e for e in entities}  # a repeated id: the last one wins, as in a dict
-        t = cls()
-        t._ents = [by_id[i] for i in sorted(by_id)]
-        # Edges with the same ends and type (two joins on different columns) come back from
-        # the store in any order: their rows break the tie, so equal content hashes equal.
-        keyed = sorted(
-            (
-                ((r.src, r.type, r.dst, _EDGE_JSON.encode([r.dst, r.type, r.props])), r)
-                for r in edges
-            ),
-            key=lambda kr: kr[0],
-        )
-        t._edges = [r for _, r in keyed]
-        t.ids = StringTable.build(e.id for e in t._ents)
-        t.rows = StringTable.build(_entity_row(e) for e in t._ents)
-        t.edge_rows = StringTable.build(k[3] for k, _ in keyed)
-        h = hashlib.blake2b(digest_size=16)
-        for table in (t.ids, t.rows, t.edge_rows):
-            h.update(table.offsets.tobytes())
-            h.update(table.blob.tobytes())
-        h.update(json.dumps([r.src for r in t._edges]).encode())
-        t.content = h.hexdigest()
+        t = cls.from_batches([list(entities)], [list(edges)])
+        assert t is not None  # one batch each is always in order
         return t
 
+    @classmethod
+    def from_batches(
+        cls, entities: Iterable[list[Entity]], edges: Iterable[list[EdgeRecord]]
+    ) -> EntityTables | None:
+        """Like :meth:`content_of`, from batches of rows (entities by id, edges by source,
+        as a store streams them), keeping only the encoded columns: a million entities
+        never exist as objects at once. None when the batches are not in that order (the
+        caller reads the rows whole instead)."""
+        b = _Builder()
+        for ents in entities:
+            if not b.add_entities(ents):
+                return None
+        for links in edges:
+            if not b.add_edges(links):
+                return None
+        return b.finish(cls())
+
     def complete(self) -> EntityTables:
-        ents, ordered = self.__dict__.pop("_ents"), self.__dict__.pop("_edges")
+        sources = self.__dict__.pop("_sources")
+        counts = self.__dict__.pop("_counts")
         self.id_index = HashIndex.build(self.ids)
-        self.hidden = np.array([e.hidden for e in ents], dtype=bool)
-        self.kinds = sorted({e.kind for e in ents})
-        code = {k: i for i, k in enumerate(self.kinds)}
-        self.kind_codes = np.array([code[e.kind] for e in ents], dtype=np.int16)
-        sources = sorted({r.src for r in ordered})
-        self.edge_src = HashIndex.build(StringTable.build(sources))
-        counts = np.zeros(len(sources), dtype=np.int64)
-        pos = {s: i for i, s in enumerate(sources)}
-        for r in ordered:
-            counts[pos[r.src]] += 1
+        self.edge_src = HashIndex.build(sources)
         self.edge_ptr = np.zeros(len(sources) + 1, dtype=np.int64)
         np.cumsum(counts, out=self.edge_ptr[1:])
         # Resolver keys over visible entities: lowercased ids, and every dotted suffix.
         lower: dict[str, int] = {}
         suffixes: dict[str, list[int]] = {}
-        for i, e in enumerate(ents):
-            if e.hidden:
+        hidden = self.hidden.tolist()
+        for i, eid in enumerate(self.ids):
+            if hidden[i]:
                 continue
-            low = e.id.lower()
+            low = eid.lower()
             lower[low] = i
             parts = low.split(".")
             for j in range(1, len(parts)):
                 suffixes.setdefault(".".join(parts[j:]), []).append(i)
         self.lower = StrIntMap.build(lower)
+        del lower
         keys = sorted(suffixes)
         self.suffix = HashIndex.build(StringTable.build(keys))
         self.suffix_ptr = np.zeros(len(keys) + 1, dtype=np.int64)
@@ -149,7 +153,9 @@ class EntityTables:
         self.suffix_ids = np.fromiter(
             (i for k in keys for i in suffixes[k]), np.int64, int(self.suffix_ptr[-1])
         )
-        self.datasources = [e.id for e in ents if e.kind == "datasource"]
+        del suffixes, keys
+        code = self.kinds.index("datasource") if "datasource" in self.kinds else -1
+        self.datasources = [self.ids[int(i)] for i in np.flatnonzero(self.kind_codes == code)]
         return self
 
     def check(self) -> None:
@@ -224,6 +230,196 @@ def _entity_row(e: Entity) -> str:
     )
 
 
+def tables_from_store(store: Store) -> EntityTables:
+    """The entity tables of what ``store`` holds, read in batches (or whole, when the
+    backend does not return them in code point order)."""
+    tables = EntityTables.from_batches(store.iter_entities(), store.iter_edges())
+    if tables is None:
+        log.info("the store's rows are not in code point order; reading them whole")
+        tables = EntityTables.content_of(store.load_entities(), store.load_edges())
+    return tables
+
+
+def release_freed_memory() -> None:
+    """Hand the heap freed by a snapshot rebuild back to the OS (glibc keeps it otherwise).
+
+    Reading and indexing a large semantic layer frees hundreds of MiB in small blocks;
+    glibc's malloc keeps them for reuse and the process would stay near its peak.
+    ``malloc_trim`` returns whole free pages (milliseconds); elsewhere this does nothing."""
+    global _TRIM
+    if _TRIM is None:
+        _TRIM = False
+        if sys.platform.startswith("linux"):
+            try:
+                import ctypes
+
+                libc = ctypes.CDLL("libc.so.6")
+                _TRIM = libc.malloc_trim
+            except (OSError, AttributeError):
+                log.debug("malloc_trim unavailable (not glibc)")
+    if _TRIM:
+        _TRIM(0)
+
+
+_TRIM: Any = None
+
+
+def changed_entities(old: EntityTables, new: EntityTables) -> tuple[list[str], np.ndarray]:
+    """What the full-text index must drop and add to go from ``old`` to ``new``: ids whose
+    document goes (removed, hidden or changed) and positions in ``new`` whose document
+    comes (added, shown or changed). A document is a function of the entity's row, so a
+    merge of the two sorted id tables comparing raw rows decides it, decoding nothing."""
+    if len(old.ids) == 0:
+        return [], np.flatnonzero(~new.hidden)
+    stale: list[str] = []
+    fresh: list[int] = []
+    old_hidden, new_hidden = old.hidden.tolist(), new.hidden.tolist()
+    old_ids, new_ids = iter(old.ids), iter(new.ids)
+    i = j = 0
+    a, b = next(old_ids, None), next(new_ids, None)
+    while a is not None or b is not None:
+        if b is None or (a is not None and a < b):
+            if not old_hidden[i]:
+                stale.append(a)  # type: ignore[arg-type]
+            a, i = next(old_ids, None), i + 1
+        elif a is None or b < a:
+            if not new_hidden[j]:
+                fresh.append(j)
+            b, j = next(new_ids, None), j + 1
+        else:
+            if old.rows.raw(i) != new.rows.raw(j) or old_hidden[i] != new_hidden[j]:
+                if not old_hidden[i]:
+                    stale.append(a)
+                if not new_hidden[j]:
+                    fresh.append(j)
+            a, i = next(old_ids, None), i + 1
+            b, j = next(new_ids, None), j + 1
+    return stale, np.array(fresh, dtype=np.int64)
+
+
+class _Column:
+    """Strings appended in batches, joined per batch: no object per string is kept."""
+
+    def __init__(self) -> None:
+        self._chunks: list[bytes] = []
+        self._lengths: list[np.ndarray] = []
+
+    def extend(self, strings: Iterable[str]) -> None:
+        encoded = [s.encode("utf-8", "surrogatepass") for s in strings]
+        self._lengths.append(np.fromiter(map(len, encoded), np.int64, len(encoded)))
+        self._chunks.append(b"".join(encoded))
+
+    def table(self) -> StringTable:
+        lengths = np.concatenate(self._lengths) if self._lengths else np.zeros(0, np.int64)
+        offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
+        np.cumsum(lengths, out=offsets[1:])
+        blob = np.empty(int(offsets[-1]), dtype=np.uint8)
+        pos = 0
+        self._chunks.reverse()
+        while self._chunks:  # each chunk is freed once copied: the peak is one blob, not two
+            chunk = self._chunks.pop()
+            blob[pos : pos + len(chunk)] = np.frombuffer(chunk, dtype=np.uint8)
+            pos += len(chunk)
+        self._lengths = []
+        return StringTable(blob, offsets)
+
+
+class _Builder:
+    """Encoded columns of :class:`EntityTables`, filled batch by batch in id / source order."""
+
+    def __init__(self) -> None:
+        self.ids = _Column()
+        self.rows = _Column()
+        self.hidden = bytearray()
+        self.kind_of: dict[str, int] = {}
+        self.kinds = bytearray()  # codes in order of first appearance; <256 kinds
+        self.last_id: str | None = None
+        self.edge_rows = _Column()
+        self.sources = _Column()
+        self.counts: list[int] = []
+        self.last_src: str | None = None
+        #: the edges of the last source seen: its group may go on in the next batch
+        self.open: list[tuple[tuple[str, str, str], str]] = []
+
+    def add_entities(self, batch: list[Entity]) -> bool:
+        by_id = {e.id: e for e in batch}  # a repeated id: the last one wins, as in a dict
+        order = sorted(by_id)
+        if order and self.last_id is not None and order[0] <= self.last_id:
+            return False
+        ents = [by_id[i] for i in order]
+        del by_id
+        self.ids.extend(order)
+        self.rows.extend(_entity_row(e) for e in ents)
+        self.hidden.extend(bool(e.hidden) for e in ents)
+        for e in ents:
+            code = self.kind_of.get(e.kind)
+            if code is None:
+                code = self.kind_of[e.kind] = len(self.kind_of)
+            self.kinds.append(code)
+        if order:
+            self.last_id = order[-1]
+        return len(self.kind_of) < 256
+
+    def add_edges(self, batch: list[EdgeRecord]) -> bool:
+        # Edges with the same ends and type (two joins on different columns) come back from
+        # the store in any order: their rows break the tie, so equal content hashes equal.
+        keyed = sorted(
+            ((r.src, r.type, r.dst), _EDGE_JSON.encode([r.dst, r.type, r.props])) for r in batch
+        )
+        if not keyed:
+            return True
+        if self.last_src is not None and keyed[0][0][0] < self.last_src:
+            return False
+        if self.open and keyed[0][0][0] == self.last_src:
+            keyed = sorted([*self.open, *keyed])
+        elif self.open:
+            self._close(self.open)
+        # The last source's group stays open; every other one is complete.
+        last = keyed[-1][0][0]
+        cut = len(keyed)
+        while cut and keyed[cut - 1][0][0] == last:
+            cut -= 1
+        if cut:
+            self._close(keyed[:cut])
+        self.open = keyed[cut:]
+        self.last_src = last
+        return True
+
+    def _close(self, keyed: list[tuple[tuple[str, str, str], str]]) -> None:
+        self.edge_rows.extend(row for _, row in keyed)
+        srcs: list[str] = []
+        for (src, _, _), _row in keyed:
+            if srcs and srcs[-1] == src:
+                self.counts[-1] += 1
+            else:
+                srcs.append(src)
+                self.counts.append(1)
+        self.sources.extend(srcs)
+
+    def finish(self, t: EntityTables) -> EntityTables:
+        if self.open:
+            self._close(self.open)
+            self.open = []
+        t.ids = self.ids.table()
+        t.rows = self.rows.table()
+        t.hidden = np.frombuffer(bytes(self.hidden), dtype=bool).copy()
+        t.kinds = sorted(self.kind_of)
+        remap = np.zeros(max(len(self.kind_of), 1), dtype=np.int16)
+        for k, c in self.kind_of.items():
+            remap[c] = t.kinds.index(k)
+        t.kind_codes = remap[np.frombuffer(bytes(self.kinds), dtype=np.uint8)]
+        t.edge_rows = self.edge_rows.table()
+        t._sources = self.sources.table()
+        t._counts = np.array(self.counts, dtype=np.int64)
+        h = hashlib.blake2b(digest_size=16)
+        for table in (t.ids, t.rows, t.edge_rows, t._sources):
+            h.update(table.offsets.tobytes())
+            h.update(table.blob.tobytes())
+        h.update(t._counts.tobytes())
+        t.content = h.hexdigest()
+        return t
+
+
 class _Values(ValuesView[Entity]):
     def __iter__(self) -> Iterator[Entity]:
         m: EntityMap = self._mapping  # type: ignore[attr-defined]
@@ -251,6 +447,9 @@ class EntityMap(Mapping[str, Entity]):
         if e is None:
             e = self.tables.entity(i)
         return e
+
+    def clear_cache(self) -> None:
+        self._cache.clear()
 
     def __getitem__(self, key: str) -> Entity:
         e = self._cache.get(key)
@@ -318,6 +517,9 @@ class EdgeMap(Mapping[str, list[EdgeRecord]]):
         self.tables = tables
         self._cache: dict[str, list[EdgeRecord]] = {}
 
+    def clear_cache(self) -> None:
+        self._cache.clear()
+
     def __getitem__(self, key: str) -> list[EdgeRecord]:
         out = self._cache.get(key)
         if out is not None:
@@ -357,15 +559,23 @@ class EdgeMap(Mapping[str, list[EdgeRecord]]):
 class Snapshot:
     """Tables plus where they live (None: in memory only), and the schema channel's index."""
 
-    def __init__(self, tables: EntityTables, directory: Path | None) -> None:
+    def __init__(
+        self, tables: EntityTables, directory: Path | None, maps: list[Any] | None = None
+    ) -> None:
         self.tables = tables
         self.dir = directory
+        #: the files this snapshot maps (its tables, then its schema index)
+        self.maps: list[Any] = maps or []
         self.entities = EntityMap(tables)
         self.edges_out = EdgeMap(tables)
 
     @property
     def content(self) -> str:
         return self.tables.content
+
+    def release_pages(self) -> None:
+        """After a pass over every row: pages stay in the page cache, not in this process."""
+        release_pages(self.maps)
 
     @property
     def datasources(self) -> list[str]:
@@ -394,10 +604,13 @@ class Snapshot:
         """The persisted schema-channel index of this snapshot; built with ``build`` and
         saved beside the tables when absent or unreadable."""
         if self.dir is not None:
-            loaded = _load_coverage(self.dir / COVERAGE)
+            loaded = _load_coverage(self.dir / COVERAGE, self.maps)
             if loaded is not None:
                 return loaded
         index = build()
+        # The build decoded every entity and edge: the bounded caches are full of them.
+        self.entities.clear_cache()
+        self.edges_out.clear_cache()
         if self.dir is None:
             return index
         try:
@@ -406,7 +619,13 @@ class Snapshot:
             log.info("schema index kept in memory only: %s", exc)
             return index
         # Serve from the mapped files: the built arrays are freed, the page cache shares them.
-        return _load_coverage(self.dir / COVERAGE) or index
+        mapped = _load_coverage(self.dir / COVERAGE, self.maps)
+        if mapped is None:
+            return index
+        del index
+        release_freed_memory()
+        self.release_pages()
+        return mapped
 
 
 # -- on disk ------------------------------------------------------------------------------------
@@ -488,14 +707,15 @@ def open_snapshot(base: Path, stamp: str) -> tuple[Snapshot | None, str | None]:
         return None, "built by another version"
     if meta.get("stamp") != stamp:
         return None, "stale"
+    maps: list[Any] = []
     try:
-        tables = load_object(sub / TABLES)
+        tables = load_object(sub / TABLES, maps=maps)
         if not isinstance(tables, EntityTables) or tables.content != meta.get("content"):
             return None, "corrupt (tables do not match the marker)"
         tables.check()
     except (OSError, ValueError) as exc:
         return None, f"corrupt ({exc})"
-    return Snapshot(tables, sub), None
+    return Snapshot(tables, sub, maps), None
 
 
 def publish_snapshot(base: Path, tables: EntityTables, stamp: str) -> Snapshot:
@@ -522,7 +742,7 @@ def publish_snapshot(base: Path, tables: EntityTables, stamp: str) -> Snapshot:
             log.info("could not reuse the entity snapshot (%s); writing a new one", reason)
         except OSError as exc:
             log.info("could not re-stamp the entity snapshot: %s", exc)
-    if "_ents" in tables.__dict__:
+    if "_sources" in tables.__dict__:
         tables.complete()
     try:
         # Derived data: a stray file where the directory belongs is replaced.
@@ -577,7 +797,7 @@ def _remove_old(base: Path, keep: Path) -> None:
             continue
 
 
-def _load_coverage(path: Path) -> Any:
+def _load_coverage(path: Path, maps: list[Any] | None = None) -> Any:
     from layersearch.ranking.coverage import CoverageIndex
 
     if not path.is_dir():
@@ -587,7 +807,7 @@ def _load_coverage(path: Path) -> Any:
         if not isinstance(meta, dict) or meta.get("code") != code_fingerprint():
             log.info("schema index on disk was built by another version; rebuilding it")
             return None
-        index = load_object(path)
+        index = load_object(path, maps=maps)
     except (OSError, ValueError) as exc:
         log.info("schema index on disk is unreadable (%s); rebuilding it", exc)
         return None

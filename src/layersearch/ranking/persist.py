@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import mmap as _mmap
 import os
 import zlib
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -38,6 +39,7 @@ __all__ = [
     "save_object",
     "load_object",
     "fsync_dir",
+    "release_pages",
 ]
 
 MANIFEST = "manifest.json"
@@ -432,10 +434,17 @@ def save_object(obj: Any, directory: Path) -> dict[str, list[int]]:
 
 
 class _Reader:
-    def __init__(self, directory: Path, files: Mapping[str, list[int]], mmap: bool) -> None:
+    def __init__(
+        self,
+        directory: Path,
+        files: Mapping[str, list[int]],
+        mmap: bool,
+        maps: list[Any] | None = None,
+    ) -> None:
         self.dir = directory
         self.files = files
         self.mmap = mmap
+        self.maps = maps
         self.done: dict[str, Any] = {}
 
     def array(self, name: str) -> np.ndarray:
@@ -450,6 +459,9 @@ class _Reader:
             raise PersistError(f"{name} does not match its checksum")
         big = self.mmap and size >= _MMAP_MIN_BYTES
         a = np.load(path, mmap_mode="c" if big else None, allow_pickle=False)
+        mapped = getattr(a, "_mmap", None)
+        if mapped is not None and self.maps is not None:
+            self.maps.append(mapped)
         return np.asarray(a)
 
     def node(self, spec: Mapping[str, Any], path: str) -> Any:
@@ -492,8 +504,9 @@ class _Reader:
         raise PersistError(f"unknown node type {t!r}")
 
 
-def load_object(directory: Path, *, mmap: bool = True) -> Any:
-    """Read back what :func:`save_object` wrote. Large arrays are mapped copy-on-write.
+def load_object(directory: Path, *, mmap: bool = True, maps: list[Any] | None = None) -> Any:
+    """Read back what :func:`save_object` wrote. Large arrays are mapped copy-on-write
+    (their ``mmap`` objects appended to ``maps`` when given, for :func:`release_pages`).
 
     Raises :class:`PersistError`, ``OSError`` or ``ValueError`` when the files are
     missing, truncated or garbled: the caller rebuilds."""
@@ -503,11 +516,26 @@ def load_object(directory: Path, *, mmap: bool = True) -> Any:
         raise PersistError(f"unreadable manifest: {exc}") from exc
     if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
         raise PersistError("manifest of another format")
-    reader = _Reader(directory, manifest["files"], mmap)
+    reader = _Reader(directory, manifest["files"], mmap, maps)
     try:
         return reader.node(manifest["root"], "root")
     except (KeyError, TypeError, AttributeError, ImportError) as exc:
         raise PersistError(f"garbled manifest: {exc!r}") from exc
+
+
+def release_pages(maps: Iterable[Any]) -> None:
+    """Drop this process's resident pages of mapped files that were only read: they
+    come back from the page cache on the next access (a minor fault). After a pass
+    over every row (building the full-text or the schema index), the process would
+    otherwise count whole files as its own. Never use on arrays written in place."""
+    advice = getattr(_mmap, "MADV_DONTNEED", None)
+    if advice is None:
+        return
+    for m in maps:
+        try:
+            m.madvise(advice)
+        except (OSError, ValueError):  # closed, or the platform refuses: harmless
+            continue
 
 
 def _crc(path: Path) -> int:

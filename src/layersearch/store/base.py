@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import json
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import Any
 
 import numpy as np
 
+from layersearch.errors import StoreError
 from layersearch.semantic.edges import catalog_edges
 from layersearch.semantic.model import Catalog, Datasource, EdgeRecord, Entity
 from layersearch.types import Memory
@@ -89,6 +90,19 @@ class Store(ABC):
     @abstractmethod
     def load_datasources(self) -> list[Datasource]: ...
 
+    def iter_entities(self, batch: int = 20_000) -> Iterator[list[Entity]]:
+        """The entities in batches, ordered by id where the backend can (code point order);
+        a backend that streams them spares the caller holding all of them at once."""
+        yield self.load_entities()
+
+    def iter_edges(self, batch: int = 20_000) -> Iterator[list[EdgeRecord]]:
+        """The edges in batches, ordered by source where the backend can."""
+        yield self.load_edges()
+
+    def stored_generation(self) -> int:
+        """The write counter from the database itself (``generation`` may lag it a moment)."""
+        return self.generation()
+
     # -- memories -----------------------------------------------------------------------------
 
     @abstractmethod
@@ -108,6 +122,16 @@ class Store(ABC):
 
     @abstractmethod
     def load_memories(self) -> list[Memory]: ...
+
+    def load_memories_at(self) -> tuple[int, list[Memory]]:
+        """The memories and the generation they belong to, read together (a write landing
+        in between is never half in a snapshot). Backends read both in one transaction."""
+        for _ in range(100):
+            before = self.stored_generation()
+            memories = self.load_memories()
+            if self.stored_generation() == before:
+                return before, memories
+        raise StoreError("the store kept changing while its memories were read; try again")
 
     @abstractmethod
     def delete_memory(self, memory_id: str) -> bool: ...

@@ -123,6 +123,8 @@ class DuckDBStore(Store):
             con.close()
 
     def _migrate(self) -> None:
+        if self.path.exists() and self._current_schema():
+            return
         with self.connect(write=True) as con:
             con.execute(
                 "CREATE TABLE IF NOT EXISTS schema_version (version INTEGER PRIMARY KEY, applied_at TIMESTAMPTZ)"
@@ -143,6 +145,24 @@ class DuckDBStore(Store):
             con.execute("INSERT INTO meta VALUES ('generation', '0') ON CONFLICT (key) DO NOTHING")
             gen = self._read_generation(con)
         self._write_gen_file(gen)
+
+    def _current_schema(self) -> bool:
+        """Whether the store is at the latest schema, checked through a read connection: a
+        write connection on every open would cost each CLI call a checkpoint and lock out
+        other readers for its duration."""
+        try:
+            with self.connect(write=False) as con:
+                row = con.execute("SELECT max(version) FROM schema_version").fetchone()
+                if not row or row[0] is None or int(row[0]) != migrations.LATEST:
+                    return False
+                found = con.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()
+                if not found:
+                    return False
+                gen = int(found[0])
+        except StoreError:
+            return False  # a new or older file: the write path creates or migrates it
+        self._write_gen_file(gen)
+        return True
 
     @staticmethod
     def _read_generation(con: duckdb.DuckDBPyConnection) -> int:
@@ -210,6 +230,22 @@ class DuckDBStore(Store):
                 "hidden, primary_key, sample_values FROM entities ORDER BY id"
             ).fetchall()
         return [entity_from_row(r) for r in rows]
+
+    def iter_entities(self, batch: int = 20_000) -> Iterator[list[Entity]]:
+        # DuckDB compares VARCHAR byte by byte: UTF-8 byte order is code point order.
+        with self.connect(write=False) as con:
+            cur = con.execute(
+                "SELECT id, kind, name, datasource, model, label, description, data_type, formula, "
+                "hidden, primary_key, sample_values FROM entities ORDER BY id"
+            )
+            while rows := cur.fetchmany(batch):
+                yield [entity_from_row(r) for r in rows]
+
+    def iter_edges(self, batch: int = 20_000) -> Iterator[list[EdgeRecord]]:
+        with self.connect(write=False) as con:
+            cur = con.execute("SELECT src, dst, type, props FROM edges ORDER BY src, type, dst")
+            while rows := cur.fetchmany(batch):
+                yield [edge_from_row(r) for r in rows]
 
     def load_edges(self) -> list[EdgeRecord]:
         with self.connect(write=False) as con:
@@ -309,6 +345,16 @@ class DuckDBStore(Store):
                 "SELECT id, learning, description, entities, query, created_at FROM memories ORDER BY id"
             ).fetchall()
         return [memory_from_row(r) for r in rows]
+
+    def load_memories_at(self) -> tuple[int, list[Memory]]:
+        with self.connect(write=False) as con:
+            con.begin()  # one read transaction: the counter and the rows of the same commit
+            gen = self._read_generation(con)
+            rows = con.execute(
+                "SELECT id, learning, description, entities, query, created_at FROM memories ORDER BY id"
+            ).fetchall()
+            con.commit()
+        return gen, [memory_from_row(r) for r in rows]
 
     def delete_memory(self, memory_id: str) -> bool:
         number = memory_number(memory_id)
