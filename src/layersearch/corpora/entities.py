@@ -19,7 +19,7 @@ from layersearch.ranking.bm25 import EntityOverlapIndex
 from layersearch.ranking.coverage import CoverageIndex, CoverageNode, links_from_edges
 from layersearch.ranking.explain import explain
 from layersearch.ranking.fulltext import FTDoc, FullTextIndex
-from layersearch.ranking.fusion import Fused, rrf
+from layersearch.ranking.fusion import Fused, fused_score, rrf
 from layersearch.semantic.canonical import Resolver, in_scope
 from layersearch.semantic.model import EdgeRecord, Entity
 from layersearch.types import CHANNELS, ChannelScore, Hit, Memory, SearchRequest, SearchResponse
@@ -592,7 +592,7 @@ def _schema_supersedes_fulltext(
             del f.channels["fulltext"]
             if not f.channels:
                 continue
-            f.score = sum(c[2] for c in f.channels.values())
+            f.score = fused_score(f)
             f.best_rank = min(c[0] for c in f.channels.values())
         out.append(f)
     out.sort(key=lambda f: (-f.score, f.best_rank, max(level(f.id), 0), f.id))

@@ -12,10 +12,11 @@ columns), for a channel whose list interleaves two rankings.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
-__all__ = ["RRF_K", "Fused", "rrf"]
+__all__ = ["RRF_K", "Fused", "fused_score", "rrf"]
 
 RRF_K = 60
 
@@ -66,10 +67,17 @@ def rrf(
             f = fused.get(doc_id)
             if f is None:
                 f = fused[doc_id] = Fused(doc_id, 0.0, rank)
-            f.score += contribution
             f.best_rank = min(f.best_rank, rank)
             f.channels[channel] = (rank, float(score), contribution)
+    for f in fused.values():
+        f.score = fused_score(f)
     return sorted(fused.values(), key=lambda f: (-f.score, f.best_rank, max(lv(f.id), 0), f.id))
+
+
+def fused_score(f: Fused) -> float:
+    """The sum of a document's channel contributions, correctly rounded (``math.fsum``):
+    the same in any channel order, so equal sums tie exactly and the tie-break decides."""
+    return math.fsum(c[2] for c in f.channels.values())
 
 
 def _one_level(_doc_id: str) -> int:
