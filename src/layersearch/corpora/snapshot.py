@@ -434,12 +434,19 @@ class _Items(ItemsView[str, Entity]):
             yield e.id, e
 
 
+#: Most ids whose kind an :class:`EntityMap` remembers (a few MiB).
+KIND_CACHE = 65_536
+
+
 class EntityMap(Mapping[str, Entity]):
     """Entity id → :class:`Entity`, decoded on access from :class:`EntityTables`."""
 
     def __init__(self, tables: EntityTables) -> None:
         self.tables = tables
         self._cache: dict[str, Entity] = {}
+        # id → kind (None: not an entity), for the ids searches keep ranking: a hash probe
+        # in Python costs a few µs and a search asks for a few hundred ids.
+        self._kinds: dict[str, str | None] = {}
 
     def _cached(self, i: int) -> Entity:
         key = self.tables.ids[i]
@@ -450,6 +457,7 @@ class EntityMap(Mapping[str, Entity]):
 
     def clear_cache(self) -> None:
         self._cache.clear()
+        self._kinds.clear()
 
     def __getitem__(self, key: str) -> Entity:
         e = self._cache.get(key)
@@ -488,8 +496,16 @@ class EntityMap(Mapping[str, Entity]):
     # -- without decoding -----------------------------------------------------------------------
 
     def kind_of(self, key: str) -> str | None:
+        try:
+            return self._kinds[key]
+        except KeyError:
+            pass
         i = self.tables.id_index.find(key)
-        return None if i < 0 else self.tables.kinds[int(self.tables.kind_codes[i])]
+        kind = None if i < 0 else self.tables.kinds[int(self.tables.kind_codes[i])]
+        if len(self._kinds) >= KIND_CACHE:
+            self._kinds.clear()
+        self._kinds[key] = kind
+        return kind
 
     def is_visible(self, key: str) -> bool:
         i = self.tables.id_index.find(key)

@@ -47,7 +47,17 @@ def rrf(
     and best rank the lower level comes first (negative levels count as 0).
     """
     fused: dict[str, Fused] = {}
-    lv: Callable[[str], int] = level if level is not None else _one_level
+    levels: dict[str, int] = {}
+
+    def lv(doc_id: str) -> int:
+        if level is None:
+            return 0
+        try:
+            return levels[doc_id]
+        except KeyError:
+            at = levels[doc_id] = level(doc_id)
+            return at
+
     for channel in sorted(rankings):
         w = 1.0 if weights is None else float(weights.get(channel, 1.0))
         seen: set[str] = set()
@@ -77,8 +87,7 @@ def rrf(
 def fused_score(f: Fused) -> float:
     """The sum of a document's channel contributions, correctly rounded (``math.fsum``):
     the same in any channel order, so equal sums tie exactly and the tie-break decides."""
-    return math.fsum(c[2] for c in f.channels.values())
-
-
-def _one_level(_doc_id: str) -> int:
-    return 0
+    cs = list(f.channels.values())
+    if len(cs) <= 2:  # one addition is exact whatever the order
+        return sum(c[2] for c in cs)
+    return math.fsum(c[2] for c in cs)
