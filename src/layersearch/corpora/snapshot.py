@@ -31,10 +31,11 @@ import time
 from bisect import bisect_left
 from collections.abc import Callable, ItemsView, Iterable, Iterator, Mapping, ValuesView
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
+from layersearch.ranking.fulltext import FullTextIndex
 from layersearch.ranking.persist import (
     HashIndex,
     PersistError,
@@ -48,6 +49,8 @@ from layersearch.ranking.persist import (
 from layersearch.semantic.canonical import Resolver
 from layersearch.semantic.model import EdgeRecord, Entity
 from layersearch.store.base import Store
+
+V = TypeVar("V")
 
 __all__ = [
     "EntityTables",
@@ -434,11 +437,47 @@ class _Items(ItemsView[str, Entity]):
             yield e.id, e
 
 
+class _Decoded(Mapping[str, V]):
+    """A read-only mapping whose values are decoded from the snapshot tables on access and
+    kept (up to ``_CACHE_MAX``) for the next ask."""
+
+    _cache: dict[str, V]
+
+    def _find(self, key: str) -> int:
+        raise NotImplementedError
+
+    def _decode(self, i: int) -> V:
+        raise NotImplementedError
+
+    def __getitem__(self, key: str) -> V:
+        try:
+            return self._cache[key]
+        except KeyError:
+            pass
+        i = self._find(key)
+        if i < 0:
+            raise KeyError(key)
+        value = self._decode(i)
+        if len(self._cache) >= _CACHE_MAX:
+            self._cache.clear()
+        self._cache[key] = value
+        return value
+
+    def get(self, key: str, default: Any = None) -> Any:
+        try:
+            return self[key]
+        except KeyError:
+            return default
+
+    def __contains__(self, key: object) -> bool:
+        return isinstance(key, str) and (key in self._cache or self._find(key) >= 0)
+
+
 #: Most ids whose kind an :class:`EntityMap` remembers (a few MiB).
 KIND_CACHE = 65_536
 
 
-class EntityMap(Mapping[str, Entity]):
+class EntityMap(_Decoded[Entity]):
     """Entity id → :class:`Entity`, decoded on access from :class:`EntityTables`."""
 
     def __init__(self, tables: EntityTables) -> None:
@@ -459,27 +498,11 @@ class EntityMap(Mapping[str, Entity]):
         self._cache.clear()
         self._kinds.clear()
 
-    def __getitem__(self, key: str) -> Entity:
-        e = self._cache.get(key)
-        if e is not None:
-            return e
-        i = self.tables.id_index.find(key)
-        if i < 0:
-            raise KeyError(key)
-        e = self.tables.entity(i)
-        if len(self._cache) >= _CACHE_MAX:
-            self._cache.clear()
-        self._cache[key] = e
-        return e
+    def _find(self, key: str) -> int:
+        return self.tables.id_index.find(key)
 
-    def get(self, key: str, default: Any = None) -> Any:
-        try:
-            return self[key]
-        except KeyError:
-            return default
-
-    def __contains__(self, key: object) -> bool:
-        return isinstance(key, str) and (key in self._cache or self.tables.id_index.find(key) >= 0)
+    def _decode(self, i: int) -> Entity:
+        return self.tables.entity(i)
 
     def __iter__(self) -> Iterator[str]:
         return iter(self.tables.ids)
@@ -526,7 +549,7 @@ class EntityMap(Mapping[str, Entity]):
         return out
 
 
-class EdgeMap(Mapping[str, list[EdgeRecord]]):
+class EdgeMap(_Decoded[list[EdgeRecord]]):
     """Source id → its outgoing edges (ordered by type, then target), decoded on access."""
 
     def __init__(self, tables: EntityTables) -> None:
@@ -536,27 +559,11 @@ class EdgeMap(Mapping[str, list[EdgeRecord]]):
     def clear_cache(self) -> None:
         self._cache.clear()
 
-    def __getitem__(self, key: str) -> list[EdgeRecord]:
-        out = self._cache.get(key)
-        if out is not None:
-            return out
-        k = self.tables.edge_src.find(key)
-        if k < 0:
-            raise KeyError(key)
-        out = self.tables.edges_at(k)
-        if len(self._cache) >= _CACHE_MAX:
-            self._cache.clear()
-        self._cache[key] = out
-        return out
+    def _find(self, key: str) -> int:
+        return self.tables.edge_src.find(key)
 
-    def get(self, key: str, default: Any = None) -> Any:
-        try:
-            return self[key]
-        except KeyError:
-            return default
-
-    def __contains__(self, key: object) -> bool:
-        return isinstance(key, str) and self.tables.edge_src.find(key) >= 0
+    def _decode(self, i: int) -> list[EdgeRecord]:
+        return self.tables.edges_at(i)
 
     def __iter__(self) -> Iterator[str]:
         return iter(self.tables.edge_src.keys)
@@ -682,13 +689,9 @@ def code_fingerprint() -> str:
 
 
 def _current_dir(base: Path) -> Path | None:
-    try:
-        name = (base / CURRENT).read_text().strip()
-    except OSError:
-        return None
-    if not name or "/" in name or name.startswith("."):
-        return None
-    return base / name
+    """The generation directory ``base/CURRENT`` points at: the same layout (and reader)
+    as the full-text index's."""
+    return FullTextIndex.current_dir(base)
 
 
 def _read_marker(sub: Path) -> dict[str, Any] | None:
