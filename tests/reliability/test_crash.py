@@ -33,13 +33,23 @@ NOTE = re.compile(r"crash note (zx[a-z]+)")
 MESSAGE = re.compile(r"crash msg (zx[a-z]+) (\d+) of (\d+)")
 
 
-def run_until_killed(ctx: Any, store: Path, seed: int, rnd: random.Random) -> list[str]:
+def run_until_killed(
+    ctx: Any, store: Path, seed: int, rnd: random.Random, *, settle: bool = False
+) -> list[str]:
+    """Start a worker and SIGKILL it at a random moment. ``settle``: only after its first
+    write committed (so that every kind of write is seen committing at least once, however
+    slow the machine), then at a random moment of the next one."""
     reader, writer = ctx.Pipe(duplex=False)
     proc = ctx.Process(target=crash_worker.work_to_pipe, args=(str(store), seed, writer))
     proc.start()
     writer.close()
     lines = []
-    if rnd.random() < 0.2:
+    if settle:
+        for _ in range(2):  # "ready", then the first "committed …"
+            if reader.poll(120):
+                lines.append(reader.recv_bytes().decode())
+        time.sleep(rnd.uniform(0.0, 0.3))
+    elif rnd.random() < 0.2:
         # while it opens the store (and perhaps rebuilds the index a previous kill left stale)
         time.sleep(rnd.uniform(0.0, 0.2))
     else:
@@ -178,7 +188,9 @@ def test_sigkill_during_memory_saves_and_loads(
     empty = 0
     started = time.monotonic()
     for kill in range(1, KILLS + 1):
-        lines = run_until_killed(ctx, store, kill, rnd)
+        # the first write of worker `kill` is operation kill % 4: the first four kills wait
+        # for it, so each kind commits at least once
+        lines = run_until_killed(ctx, store, kill, rnd, settle=kill <= len(crash_worker.OPERATIONS))
         empty += not lines
         check_store(store, ledger, ledger.record(lines), kill)
     elapsed = time.monotonic() - started
