@@ -17,18 +17,20 @@ import os
 import tempfile
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from itertools import chain
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from layersearch.corpora.entities import ENTITY_BOOSTS, EntityCorpus, entity_doc, memory_doc
 from layersearch.corpora.snapshot import (
+    EntityTables,
     changed_entities,
     open_snapshot,
     publish_snapshot,
     release_freed_memory,
     restamp,
+    tables_from_objects,
     tables_from_store,
 )
 from layersearch.errors import (
@@ -41,8 +43,8 @@ from layersearch.errors import (
 )
 from layersearch.ranking.fulltext import FullTextIndex
 from layersearch.semantic.canonical import Resolver
-from layersearch.semantic.model import Catalog
-from layersearch.store.base import Store
+from layersearch.semantic.model import Catalog, Entity
+from layersearch.store.base import Store, catalog_rows
 from layersearch.store.duckdb import DuckDBStore, memory_number
 from layersearch.types import (
     EmbedReport,
@@ -127,6 +129,8 @@ class Layersearch:
         self._gen = -1
         self._graph: Any = None
         self._pending: list[str] = []
+        #: (generation, tables, their entities in table order) just written by load_catalog
+        self._built: tuple[int, EntityTables, list[Entity]] | None = None
 
     # -- lifecycle ----------------------------------------------------------------------------
 
@@ -216,11 +220,19 @@ class Layersearch:
         previous = self._corpus
         snapshot, why = open_snapshot(self._snapshot_dir, stamp)
         rebuilt = snapshot is None
+        built = self._built if self._built is not None and self._built[0] == gen else None
+        objects = None
         if snapshot is None:
             # Derived data, like the full-text index: rebuilt from the store whenever it does
             # not reflect this generation (re-stamped when only memories or vectors changed).
-            log.info("entity snapshot %s; reading the semantic layer from the store", why)
-            snapshot = publish_snapshot(self._snapshot_dir, tables_from_store(self.store), stamp)
+            if built is not None:
+                log.info("entity snapshot %s; taking the rows just written", why)
+                tables, objects = built[1], built[2]
+            else:
+                log.info("entity snapshot %s; reading the semantic layer from the store", why)
+                tables = tables_from_store(self.store)
+            snapshot = publish_snapshot(self._snapshot_dir, tables, stamp)
+            del tables
         ft, reason = FullTextIndex.open(self._ft_dir, ENTITY_BOOSTS, stamp)
         corpus = EntityCorpus.from_snapshot(snapshot, memories, ft or _EMPTY_FT())
         if (
@@ -239,7 +251,7 @@ class Layersearch:
             stale += [i for i, d in old.items() if new.get(i) != d]
             tables = snapshot.tables
             adds = chain(
-                (entity_doc(tables.entity(int(j))) for j in fresh),
+                (entity_doc(e) for e in _entities_at(tables, fresh, objects)),
                 (d for i, d in new.items() if old.get(i) != d),
             )
             n = previous.fulltext.write(add=adds, delete=stale, stamp=stamp)
@@ -255,7 +267,7 @@ class Layersearch:
                 self._pending.append(msg)
             log.info("building the full-text index (%s)", reason)
             ft = FullTextIndex.create(ENTITY_BOOSTS, self._ft_dir)
-            ft.write(add=corpus.documents(), stamp=stamp)
+            ft.write(add=corpus.documents(rows=objects), stamp=stamp)
             corpus.fulltext = ft
             rebuilt = True
         return corpus, rebuilt
@@ -313,7 +325,8 @@ class Layersearch:
             # other datasources as they are, these as the catalog defines them. That needs
             # no snapshot in between, so the load costs one reload, not two.
             keep = [e for e in before.entities.values() if e.datasource not in names]
-            resolver = Resolver([*keep, *catalog.entities()], before.memories.__contains__)
+            ents, edges = catalog_rows(catalog, names)
+            resolver = Resolver([*keep, *ents], before.memories.__contains__)
             skipped = list(catalog.skipped)
             existing = {(m.learning, tuple(m.entities)) for m in before.memories.values()}
             batch: list[tuple[str, str | None, list[str], dict[str, Any] | None]] = []
@@ -331,11 +344,35 @@ class Layersearch:
                     continue
                 batch.append((spec.learning, spec.description, tags, spec.query))
                 existing.add((spec.learning, tuple(tags)))
-            n = self.store.replace_datasources(catalog, names)
+            before_gen = self._gen
+            n, gen = self.store.replace_rows(catalog, names, ents, edges)
+            pending = None
+            if gen == before_gen + 1 and before.snapshot is not None:
+                # Nobody wrote in between: the store now holds exactly the rows kept from
+                # the last snapshot and the rows just written, so the next snapshot is built
+                # from them instead of being read back (and decoded again for full text).
+                kept = [
+                    e
+                    for src in before.edges_out
+                    if src.split(".", 1)[0] not in names
+                    for e in before.edges_out[src]
+                ]
+                pending = tables_from_objects([*keep, *ents], [*kept, *edges])
+                del kept
+            del keep, ents, edges
             # One transaction for all file memories; the next snapshot indexes entities and
             # memories by difference in one pass.
-            added = len(self.store.add_memories(batch))
-            corpus = self.corpus()
+            saved, mem_gen = self.store.add_memories_at(batch)
+            added = len(saved)
+            if batch:
+                # Memories leave entities alone, but another writer may have come between.
+                gen = mem_gen if mem_gen == gen + 1 else -1
+            self._built = (gen, *pending) if pending is not None and gen >= 0 else None
+            del pending
+            try:
+                corpus = self.corpus()
+            finally:
+                self._built = None
             unresolved = [
                 f"{m.id} → {t}"
                 for m in corpus.memories.values()
@@ -664,6 +701,15 @@ class Layersearch:
                     remove_memory(self._graph, mid)
 
             self._after_write(before, apply)
+
+
+def _entities_at(
+    tables: EntityTables, positions: Iterable[int], objects: list[Entity] | None
+) -> Iterator[Entity]:
+    """The entities at ``positions`` (ascending) of ``tables``: taken from ``objects`` (the
+    same entities in table order, when the caller has them) or decoded from their rows."""
+    for j in positions:
+        yield tables.entity(int(j)) if objects is None else objects[int(j)]
 
 
 def _is_int(value: object) -> bool:

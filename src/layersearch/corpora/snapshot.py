@@ -61,6 +61,7 @@ __all__ = [
     "open_snapshot",
     "publish_snapshot",
     "release_freed_memory",
+    "tables_from_objects",
     "tables_from_store",
 ]
 
@@ -241,6 +242,32 @@ def tables_from_store(store: Store) -> EntityTables:
         log.info("the store's rows are not in code point order; reading them whole")
         tables = EntityTables.content_of(store.load_entities(), store.load_edges())
     return tables
+
+
+def tables_from_objects(
+    entities: Iterable[Entity], edges: Iterable[EdgeRecord], batch: int = 20_000
+) -> tuple[EntityTables, list[Entity]]:
+    """The entity tables of rows just written to a store (ids unique, as its key makes
+    them), the same bytes :func:`tables_from_store` would read back, without reading
+    them back; and the entities in table order (id), for indexing without decoding."""
+    ents = sorted(entities, key=_entity_id)
+    links = sorted(edges, key=_edge_src)
+    tables = EntityTables.from_batches(
+        (ents[i : i + batch] for i in range(0, len(ents), batch)),
+        (links[i : i + batch] for i in range(0, len(links), batch)),
+    )
+    if tables is None:  # a repeated id across batches, or too many kinds for batches
+        tables = EntityTables.content_of(ents, links)
+    del links
+    return tables, ents
+
+
+def _entity_id(e: Entity) -> str:
+    return e.id
+
+
+def _edge_src(e: EdgeRecord) -> str:
+    return e.src
 
 
 def release_freed_memory() -> None:

@@ -22,7 +22,7 @@ from layersearch.semantic.edges import catalog_edges
 from layersearch.semantic.model import Catalog, Datasource, EdgeRecord, Entity
 from layersearch.types import Memory
 
-__all__ = ["Store"]
+__all__ = ["Store", "catalog_rows"]
 
 
 class Store(ABC):
@@ -62,8 +62,15 @@ class Store(ABC):
     def replace_datasources(self, catalog: Catalog, names: list[str]) -> int:
         """Replace everything of datasources ``names`` by what ``catalog`` holds, in one
         transaction; returns the entity count."""
-        ents = [e for e in catalog.entities() if e.datasource in names]
-        edges = [e for e in catalog_edges(catalog) if e.src.split(".", 1)[0] in names]
+        ents, edges = catalog_rows(catalog, names)
+        return self.replace_rows(catalog, names, ents, edges)[0]
+
+    def replace_rows(
+        self, catalog: Catalog, names: list[str], ents: list[Entity], edges: list[EdgeRecord]
+    ) -> tuple[int, int]:
+        """:meth:`replace_datasources` with the rows already drawn from ``catalog`` (by
+        :func:`catalog_rows`), so that a caller building its snapshot from the same rows
+        draws them once; returns the entity count and the generation this write made."""
         ds_rows = {d.name: d for d in catalog.datasources}
         with self.connect(write=True) as con:
             for name in names:
@@ -79,7 +86,7 @@ class Store(ABC):
             self.bulk_insert(con, "edges", edge_columns(edges))
             gen = self.bump_generation(con)
         self.publish_generation(gen)
-        return len(ents)
+        return len(ents), gen
 
     @abstractmethod
     def load_entities(self) -> list[Entity]: ...
@@ -119,6 +126,13 @@ class Store(ABC):
     ) -> list[Memory]:
         """Save many memories (learning, description, entities, query); backends batch this."""
         return [self.add_memory(*item) for item in items]
+
+    def add_memories_at(
+        self, items: list[tuple[str, str | None, list[str], dict[str, Any] | None]]
+    ) -> tuple[list[Memory], int | None]:
+        """:meth:`add_memories`, and the generation of its one write transaction (None when
+        the backend took several, or none for an empty list)."""
+        return self.add_memories(items), None
 
     @abstractmethod
     def load_memories(self) -> list[Memory]: ...
@@ -175,6 +189,14 @@ ENTITY_COLUMNS = (
     "id, kind, name, datasource, model, label, description, data_type, formula, "
     "hidden, primary_key, sample_values"
 )
+
+
+def catalog_rows(catalog: Catalog, names: list[str]) -> tuple[list[Entity], list[EdgeRecord]]:
+    """The entities and edges of datasources ``names`` in ``catalog``, as a store keeps them."""
+    wanted = set(names)
+    ents = [e for e in catalog.entities() if e.datasource in wanted]
+    edges = [e for e in catalog_edges(catalog) if e.src.split(".", 1)[0] in wanted]
+    return ents, edges
 
 
 def entity_columns(ents: list[Entity]) -> dict[str, list[Any]]:

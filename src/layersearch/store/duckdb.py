@@ -300,8 +300,13 @@ class DuckDBStore(Store):
     def add_memories(
         self, items: list[tuple[str, str | None, list[str], dict[str, Any] | None]]
     ) -> list[Memory]:
+        return self.add_memories_at(items)[0]
+
+    def add_memories_at(
+        self, items: list[tuple[str, str | None, list[str], dict[str, Any] | None]]
+    ) -> tuple[list[Memory], int | None]:
         if not items:
-            return []
+            return [], None
         created = datetime.now(UTC)
         with self.connect(write=True) as con:
             numbers = [
@@ -327,7 +332,7 @@ class DuckDBStore(Store):
             )
             gen = self._bump(con)
         self._write_gen_file(gen)
-        return [
+        saved = [
             Memory(
                 id=f"memory:{n}",
                 learning=i[0],
@@ -338,6 +343,7 @@ class DuckDBStore(Store):
             )
             for n, i in zip(numbers, items, strict=True)
         ]
+        return saved, gen
 
     def load_memories(self) -> list[Memory]:
         with self.connect(write=False) as con:
