@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 from layersearch.corpora.entities import ENTITY_BOOSTS, EntityCorpus, entity_doc, memory_doc
 from layersearch.corpora.snapshot import (
     EntityTables,
+    Snapshot,
     changed_entities,
     open_snapshot,
     publish_snapshot,
@@ -42,7 +43,6 @@ from layersearch.errors import (
     StoreError,
 )
 from layersearch.ranking.fulltext import FullTextIndex
-from layersearch.semantic.canonical import Resolver
 from layersearch.semantic.model import Catalog, Entity
 from layersearch.store.base import Store, catalog_rows
 from layersearch.store.duckdb import DuckDBStore, memory_number
@@ -325,8 +325,20 @@ class Layersearch:
             # other datasources as they are, these as the catalog defines them. That needs
             # no snapshot in between, so the load costs one reload, not two.
             keep = [e for e in before.entities.values() if e.datasource not in names]
+            kept = [
+                e
+                for src in before.edges_out
+                if src.split(".", 1)[0] not in names
+                for e in before.edges_out[src]
+            ]
             ents, edges = catalog_rows(catalog, names)
-            resolver = Resolver([*keep, *ents], before.memories.__contains__)
+            # The tables of the store as this load leaves it: their resolver is the one the
+            # next snapshot serves, and they become that snapshot unless another write
+            # comes between (then it is read back from the store).
+            tables, objects = tables_from_objects([*keep, *ents], [*kept, *edges])
+            del keep, kept
+            tables.complete()
+            resolver = Snapshot(tables, None).resolver(before.memories.__contains__)
             skipped = list(catalog.skipped)
             existing = {(m.learning, tuple(m.entities)) for m in before.memories.values()}
             batch: list[tuple[str, str | None, list[str], dict[str, Any] | None]] = []
@@ -346,20 +358,7 @@ class Layersearch:
                 existing.add((spec.learning, tuple(tags)))
             before_gen = self._gen
             n, gen = self.store.replace_rows(catalog, names, ents, edges)
-            pending = None
-            if gen == before_gen + 1 and before.snapshot is not None:
-                # Nobody wrote in between: the store now holds exactly the rows kept from
-                # the last snapshot and the rows just written, so the next snapshot is built
-                # from them instead of being read back (and decoded again for full text).
-                kept = [
-                    e
-                    for src in before.edges_out
-                    if src.split(".", 1)[0] not in names
-                    for e in before.edges_out[src]
-                ]
-                pending = tables_from_objects([*keep, *ents], [*kept, *edges])
-                del kept
-            del keep, ents, edges
+            del ents, edges
             # One transaction for all file memories; the next snapshot indexes entities and
             # memories by difference in one pass.
             saved, mem_gen = self.store.add_memories_at(batch)
@@ -367,8 +366,12 @@ class Layersearch:
             if batch:
                 # Memories leave entities alone, but another writer may have come between.
                 gen = mem_gen if mem_gen == gen + 1 else -1
-            self._built = (gen, *pending) if pending is not None and gen >= 0 else None
-            del pending
+            if gen >= 0 and gen == before_gen + 1 + bool(batch) and before.snapshot is not None:
+                # Nobody else wrote since the last snapshot: the store holds exactly the
+                # rows of ``tables``, so the next snapshot is them instead of being read
+                # back (and decoded again for full text).
+                self._built = (gen, tables, objects)
+            del tables, objects
             try:
                 corpus = self.corpus()
             finally:
