@@ -356,6 +356,7 @@ class Layersearch:
                     continue
                 batch.append((spec.learning, spec.description, tags, spec.query))
                 existing.add((spec.learning, tuple(tags)))
+            del resolver, existing  # the resolver holds the tables
             before_gen = self._gen
             n, gen = self.store.replace_rows(catalog, names, ents, edges)
             del ents, edges
@@ -375,7 +376,10 @@ class Layersearch:
             try:
                 corpus = self.corpus()
             finally:
-                self._built = None
+                if self._built is not None:
+                    # The rows' objects go only now, after the reload trimmed the heap.
+                    self._built = None
+                    release_freed_memory()
             unresolved = [
                 f"{m.id} → {t}"
                 for m in corpus.memories.values()
