@@ -11,12 +11,7 @@ import pytest
 from tests.vault.conftest import VAULT
 
 from layersearch.corpora.vault import Note, iter_notes, load_config
-from layersearch.corpora.vault.search import (
-    CHANNEL_DEPTH,
-    HYBRID_VECTOR_DEPTH,
-    VaultHit,
-    VaultService,
-)
+from layersearch.corpora.vault.search import CHANNEL_DEPTH, VaultHit, VaultService
 from layersearch.embed.fake import FakeEmbedder
 from layersearch.errors import (
     ConfigError,
@@ -201,10 +196,10 @@ def test_hybrid_fuses_vector_and_fulltext(indexed: VaultService):
     assert both and hits[0].slug == "Incidents/2024/2024-01-15 Duplicate orders in fct_orders"
 
 
-def test_hybrid_channel_depths_and_prefix_bound(indexed: VaultService):
+def test_hybrid_channel_depth_and_prefix_bound(indexed: VaultService):
     query = "why was the orders feed late"
 
-    def ranks(limit: int) -> dict[str, int]:
+    def deepest(limit: int) -> dict[str, int]:
         hits = indexed.search(query, limit=limit, mode="hybrid", explain=True)
         worst: dict[str, int] = {}
         for h in hits:
@@ -212,14 +207,12 @@ def test_hybrid_channel_depths_and_prefix_bound(indexed: VaultService):
                 worst[p.channel] = max(worst.get(p.channel, 0), p.rank)
         return worst
 
-    # The vector channel ranks max(limit, HYBRID_VECTOR_DEPTH) notes, the full-text one
-    # max(limit, CHANNEL_DEPTH): a deeper vector rank never contributes below that.
-    assert ranks(HYBRID_VECTOR_DEPTH)["vector"] <= HYBRID_VECTOR_DEPTH
-    assert ranks(HYBRID_VECTOR_DEPTH)["fulltext"] > HYBRID_VECTOR_DEPTH
-    assert HYBRID_VECTOR_DEPTH < ranks(60)["vector"] <= 60 < CHANNEL_DEPTH
-    # Prefix-stable while the limit stays within both depths.
-    full = indexed.search(query, limit=HYBRID_VECTOR_DEPTH, mode="hybrid")
-    for n in range(1, HYBRID_VECTOR_DEPTH):
+    # Each channel ranks max(limit, CHANNEL_DEPTH) notes: a deeper rank never contributes.
+    assert set(deepest(CHANNEL_DEPTH).values()) <= set(range(1, CHANNEL_DEPTH + 1))
+    assert CHANNEL_DEPTH < max(deepest(60).values()) <= 60
+    # Prefix-stable while the limit stays within the depth.
+    full = indexed.search(query, limit=CHANNEL_DEPTH, mode="hybrid")
+    for n in range(1, CHANNEL_DEPTH):
         assert indexed.search(query, limit=n, mode="hybrid") == full[:n]
 
 

@@ -48,7 +48,6 @@ from .notes import Note, parse_note, plan_sync, scan_vault, slug_for
 __all__ = [
     "CHANNEL_DEPTH",
     "FT_BOOSTS",
-    "HYBRID_VECTOR_DEPTH",
     "NoteDetail",
     "VaultHit",
     "VaultIndexReport",
@@ -59,16 +58,13 @@ log = logging.getLogger("layersearch.corpora.vault")
 
 Mode = Literal["vector", "hybrid"]
 MODES = ("vector", "hybrid")
-#: the full-text channel of a hybrid search ranks this many notes (or ``limit``, if more)
-CHANNEL_DEPTH = 100
-#: the vector channel of a hybrid search ranks this many notes (or ``limit``, if more). Both
-#: depths are fixed while ``limit`` stays within them, so the results for ``limit=n`` are a
-#: prefix of those for ``n + k`` up to ``n + k = 10``. Ten, not 100: on PostgreSQL, walking
-#: the HNSW index until 101 notes of a broad filter have appeared reads ~800 passing rows
-#: (90-110 ms), ten notes take what a vector search does; recall@5 of the labelled vault
-#: queries moved 0.967 -> 0.956 (hashing embedder) and not at all with MiniLM
-#: (docs/decisions.md).
-HYBRID_VECTOR_DEPTH = 10
+#: each channel of a hybrid search ranks this many notes (or ``limit``, if more): a fixed
+#: depth, so the results for ``limit=n`` are a prefix of those for ``n + k`` while
+#: ``n + k <= CHANNEL_DEPTH``. Ten, not 100: on PostgreSQL, walking the HNSW index until 101
+#: notes of a broad filter have appeared reads ~800 passing rows (90-110 ms quiet); ten take
+#: what a vector search does. Recall@5 of the labelled vault queries is unchanged (hashing
+#: embedder 0.967, MiniLM 0.978; docs/decisions.md).
+CHANNEL_DEPTH = 10
 FT_BOOSTS = {"title": 3.0, "tags": 2.0, "heading": 1.5, "body": 1.0}
 MAX_QUERY_CHARS = 100_000
 # Each batch is one embedder call and one committed write: big enough that the write
@@ -354,7 +350,7 @@ class VaultService:
             rows = _allowed_rows(snap, filters, statuses)
             if rows is not None and not len(rows):
                 return []
-            depth = limit if mode == "vector" else max(limit, HYBRID_VECTOR_DEPTH)
+            depth = limit if mode == "vector" else max(limit, CHANNEL_DEPTH)
             found = self._rank_chunks(dense, snap, query, depth, rows, filters, statuses)
             ranked = _best_per_note(found, depth)
             if min_score is not None:
@@ -362,8 +358,7 @@ class VaultService:
             channels = {"vector": ranked}
             if mode == "hybrid":
                 ids = None if rows is None else {snap.slugs[r] for r in rows}
-                ft_depth = max(limit, CHANNEL_DEPTH)
-                channels["fulltext"] = self._fulltext(snap).search(query, ft_depth, ids=ids)
+                channels["fulltext"] = self._fulltext(snap).search(query, depth, ids=ids)
             fused = rrf(channels)[:limit]
         hits = []
         for f in fused:
