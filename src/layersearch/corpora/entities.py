@@ -19,7 +19,7 @@ from layersearch.ranking.bm25 import EntityOverlapIndex
 from layersearch.ranking.coverage import CoverageIndex, CoverageNode, links_from_edges
 from layersearch.ranking.explain import explain
 from layersearch.ranking.fulltext import FTDoc, FullTextIndex
-from layersearch.ranking.fusion import Fused, fused_score, rrf
+from layersearch.ranking.fusion import Fused, fuse
 from layersearch.semantic.canonical import Resolver, in_scope
 from layersearch.semantic.model import EdgeRecord, Entity
 from layersearch.types import CHANNELS, ChannelScore, Hit, Memory, SearchRequest, SearchResponse
@@ -365,7 +365,7 @@ class EntityCorpus:
             return in_scope(doc_id, ds)
 
         rankings: dict[str, list[tuple[str, float]]] = {}
-        kind_of = self._kind_memo()
+        kind_of = self._kind_lookup()
         res = self.resolver.resolve(req.entities, req.query, ds)
         warnings.extend(res.warnings)
         question = req.question if req.question and req.question.strip() else None
@@ -417,52 +417,75 @@ class EntityCorpus:
             )
             rankings["recent"] = [(m.id, 0.0) for m in newest[:CHANNEL_DEPTH]]
         level = _level_of(kind_of)
-        fused = rrf(rankings, level=level, by_level=RANK_BY_LEVEL)
-        if "schema" in rankings:
-            fused = _schema_supersedes_fulltext(fused, kind_of, level)
+        # Once the schema channel ranked, full text's votes on tables and leaves do not count:
+        # the schema channel scores those same words with their table and database context;
+        # counting their per-entity full-text ranks as well would count the words twice and
+        # let isolated matches from unrelated databases back in. Memories and datasources keep
+        # their full-text rank as it was (among all documents), so moving entities out does
+        # not promote them.
+        superseded = (
+            {"fulltext": lambda i: kind_of(i) in _SCHEMA_KINDS} if "schema" in rankings else None
+        )
+        fused = fuse(rankings, level=level, by_level=RANK_BY_LEVEL, superseded=superseded)
+        lifted = None
         if question is not None and JOIN_KEY_TABLES > 0:
-            fused = join_keys_in_context(fused, self.entities, self.edges_out)
-        fused = fused[: req.max_results]
-        if not fused and not no_input:
+            table_of = self._table_of_id(kind_of)
+            lifted = join_key_order(fused.ids, table_of, self.edges_out, JOIN_KEY_TABLES)
+        # (position in the fused ranking, position whose score it takes)
+        top = (
+            [(i, i) for i in range(min(len(fused), req.max_results))]
+            if lifted is None
+            else lifted[: req.max_results]
+        )
+        if not top and not no_input:
             warnings.append(
                 "no results: nothing matched"
                 + (f" in datasource '{ds}'" if ds else "")
                 + (" within the filter" if allow_set is not None else "")
             )
-        results = [
-            self.hit(
-                f.id, f.score, compact=req.compact, explanation=explain(f) if req.explain else None
+        results = []
+        for i, src in top:
+            explanation = explain(fused.fused(i)) if req.explain else None
+            results.append(
+                self.hit(
+                    fused.ids[i], fused.scores[src], compact=req.compact, explanation=explanation
+                )
             )
-            for f in fused
-        ]
         return SearchResponse(results=results, warnings=warnings)
 
-    def _kind_memo(self) -> Callable[[str], str | None]:
-        """id → entity kind (None: not an entity), remembered for one search.
-
-        Fusion asks for the kind of each ranked id several times (per channel, in
-        its sort key, again when the schema channel supersedes full text); a
-        persisted snapshot answers each ask with a hash probe and a key compare.
-        """
-        memo: dict[str, str | None] = {}
+    def _kind_lookup(self) -> Callable[[str], str | None]:
+        """id → entity kind (None: not an entity). A persisted snapshot remembers the kinds
+        it was asked for (fusion asks for the same few hundred ids in every step)."""
         entities = self.entities
-        lookup: Callable[[str], str | None]
         if isinstance(entities, EntityMap):
-            lookup = entities.kind_of
-        else:
-
-            def lookup(doc_id: str) -> str | None:
-                e = entities.get(doc_id)
-                return None if e is None else e.kind
+            return entities.kind_of
 
         def kind_of(doc_id: str) -> str | None:
-            try:
-                return memo[doc_id]
-            except KeyError:
-                k = memo[doc_id] = lookup(doc_id)
-                return k
+            e = entities.get(doc_id)
+            return None if e is None else e.kind
 
         return kind_of
+
+    def _table_of_id(self, kind_of: Callable[[str], str | None]) -> Callable[[str], str | None]:
+        """:func:`_table_of` by id, from kinds and visibility: nothing is decoded."""
+        entities = self.entities
+        visible: Callable[[str], bool]
+        if isinstance(entities, EntityMap):
+            visible = entities.is_visible
+        else:
+
+            def visible(doc_id: str) -> bool:
+                e = entities.get(doc_id)
+                return e is not None and not e.hidden
+
+        def table_of(doc_id: str) -> str | None:
+            kind = kind_of(doc_id)
+            if kind not in _SCHEMA_KINDS:
+                return None
+            table = doc_id if kind == "model" else doc_id.rsplit(".", 1)[0]
+            return table if kind_of(table) == "model" and visible(table) else None
+
+        return table_of
 
     @staticmethod
     @lru_cache(maxsize=1024)
@@ -575,30 +598,6 @@ def _level_of(kind_of: Callable[[str], str | None]) -> Callable[[str], int]:
     return level
 
 
-def _schema_supersedes_fulltext(
-    fused: list[Fused], kind_of: Callable[[str], str | None], level: Callable[[str], int]
-) -> list[Fused]:
-    """Drop full text's vote on tables and leaves once the schema channel ranked them.
-
-    The schema channel scores those same words with their table and database
-    context; counting their per-entity full-text ranks as well would count the
-    words twice and let isolated matches from unrelated databases back in.
-    Memories and datasources keep their full-text rank as it was (among all
-    documents), so moving entities out does not promote them.
-    """
-    out = []
-    for f in fused:
-        if "fulltext" in f.channels and kind_of(f.id) in _SCHEMA_KINDS:
-            del f.channels["fulltext"]
-            if not f.channels:
-                continue
-            f.score = fused_score(f)
-            f.best_rank = min(c[0] for c in f.channels.values())
-        out.append(f)
-    out.sort(key=lambda f: (-f.score, f.best_rank, max(level(f.id), 0), f.id))
-    return out
-
-
 def join_keys_in_context(
     fused: list[Fused],
     entities: Mapping[str, Entity],
@@ -619,14 +618,36 @@ def join_keys_in_context(
     score). Everything else keeps its order, so the list stays sorted by score.
     """
     top = JOIN_KEY_TABLES if top is None else top
+    order = join_key_order(
+        [f.id for f in fused], lambda i: _table_of(entities.get(i), entities), edges_out, top
+    )
+    if order is None:
+        return list(fused)
+    out = []
+    for i, src in order:
+        g = fused[i]
+        if src != i:
+            g.score = fused[src].score
+        out.append(g)
+    return out
+
+
+def join_key_order(
+    ids: Sequence[str],
+    table_of: Callable[[str], str | None],
+    edges_out: Mapping[str, Sequence[EdgeRecord]],
+    top: int,
+) -> list[tuple[int, int]] | None:
+    """:func:`join_keys_in_context` on a ranking given as ids: the new order as (position,
+    position whose score it takes), or None when nothing moves."""
     first: dict[str, int] = {}
-    for i, f in enumerate(fused):
-        t = _table_of(entities.get(f.id), entities)
+    for i, doc_id in enumerate(ids):
+        t = table_of(doc_id)
         if t is not None and t not in first:
             first[t] = i
             if len(first) >= top:
                 break
-    pos = {f.id: i for i, f in enumerate(fused)}
+    pos: dict[str, int] | None = None
     moving: dict[str, int] = {}
     for t in first:
         for edge in edges_out.get(t, ()):
@@ -635,22 +656,23 @@ def join_keys_in_context(
             at = max(first[t], first[edge.dst])
             keys = [f"{t}.{c}" for c in edge.props.get("source_columns") or []]
             keys += [f"{edge.dst}.{c}" for c in edge.props.get("target_columns") or []]
+            if pos is None:
+                pos = {doc_id: i for i, doc_id in enumerate(ids)}
             for c in keys:
                 if pos.get(c, -1) > at:
                     moving[c] = min(moving.get(c, at), at)
     if not moving:
-        return fused
+        return None
+    assert pos is not None
     ordered = sorted(moving, key=lambda c: (moving[c], pos[c], c))
-    out: list[Fused] = []
-    for f in fused:
-        if f.id in moving:
+    out: list[tuple[int, int]] = []
+    for i, doc_id in enumerate(ids):
+        if doc_id in moving:
             continue
-        out.append(f)
+        out.append((i, i))
         for c in ordered:
-            if moving[c] == pos[f.id]:
-                g = fused[pos[c]]
-                g.score = f.score
-                out.append(g)
+            if moving[c] == i:
+                out.append((pos[c], i))
     return out
 
 
