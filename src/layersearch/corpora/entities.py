@@ -366,6 +366,27 @@ class EntityCorpus:
 
         rankings: dict[str, list[tuple[str, float]]] = {}
         kind_of = self._kind_lookup()
+        # id → fusion level (-1: memories, datasources, anything not a ranked entity) of the ids
+        # of this search, from the channels that know it, else from the snapshot
+        levels: dict[str, int] = {}
+
+        def level(doc_id: str) -> int:
+            at = levels.get(doc_id)
+            if at is None:
+                kind = None if doc_id in self.memories else kind_of(doc_id)
+                at = levels[doc_id] = -1 if kind is None else _FUSION_LEVEL.get(kind, -1)
+            return at
+
+        def known(doc_id: str) -> bool:
+            """Whether this snapshot holds the id (and its level is remembered)."""
+            if doc_id in levels or doc_id in self.memories:
+                return True
+            kind = kind_of(doc_id)
+            if kind is None:
+                return False
+            levels[doc_id] = _FUSION_LEVEL.get(kind, -1)
+            return True
+
         res = self.resolver.resolve(req.entities, req.query, ds)
         warnings.extend(res.warnings)
         question = req.question if req.question and req.question.strip() else None
@@ -380,6 +401,15 @@ class EntityCorpus:
                     rankings["bm25"] = hits
         if question is not None:
             if "fulltext" in channels:
+                # Rankings are prefixes of deeper ones: the over-fetch only pays when a filter
+                # may drop hits (a scoped search has its datasource's own index).
+                depth = CHANNEL_DEPTH if allow_set is None else CHANNEL_DEPTH * 2
+                ranked, node_levels = self.coverage(ds).search_levels(question, depth)
+                # The schema channel says which of its ids are tables and which leaves: most
+                # of the ids fusion needs a level for need no lookup in the snapshot.
+                for (doc_id, _), at in zip(ranked, node_levels, strict=True):
+                    levels[doc_id] = _COVERAGE_FUSION_LEVEL.get(at, -1)
+                schema = [h for h in ranked if admitted(h[0])][:CHANNEL_DEPTH]
                 hits = self.fulltext.search(
                     question,
                     CHANNEL_DEPTH,
@@ -388,16 +418,11 @@ class EntityCorpus:
                 )
                 # The index on disk may already hold a document another process added after
                 # this snapshot was taken: it is answered by the next snapshot, not half now.
-                hits = [h for h in hits if h[0] in self.memories or kind_of(h[0]) is not None]
+                hits = [h for h in hits if known(h[0])]
                 if not hits and not self._has_words(question):
                     warnings.append(
                         "question has no searchable words (only stop words or punctuation)"
                     )
-                # Rankings are prefixes of deeper ones: the over-fetch only pays when a filter
-                # may drop hits (a scoped search has its datasource's own index).
-                depth = CHANNEL_DEPTH if allow_set is None else CHANNEL_DEPTH * 2
-                ranked = self.coverage(ds).search(question, depth)
-                schema = [h for h in ranked if admitted(h[0])][:CHANNEL_DEPTH]
                 if schema:
                     rankings["schema"] = schema
                 if hits:
@@ -416,20 +441,17 @@ class EntityCorpus:
                 reverse=True,
             )
             rankings["recent"] = [(m.id, 0.0) for m in newest[:CHANNEL_DEPTH]]
-        level = _level_of(kind_of)
         # Once the schema channel ranked, full text's votes on tables and leaves do not count:
         # the schema channel scores those same words with their table and database context;
         # counting their per-entity full-text ranks as well would count the words twice and
         # let isolated matches from unrelated databases back in. Memories and datasources keep
         # their full-text rank as it was (among all documents), so moving entities out does
         # not promote them.
-        superseded = (
-            {"fulltext": lambda i: kind_of(i) in _SCHEMA_KINDS} if "schema" in rankings else None
-        )
+        superseded = {"fulltext": lambda i: level(i) >= 0} if "schema" in rankings else None
         fused = fuse(rankings, level=level, by_level=RANK_BY_LEVEL, superseded=superseded)
         lifted = None
         if question is not None and JOIN_KEY_TABLES > 0:
-            table_of = self._table_of_id(kind_of)
+            table_of = self._table_of_id(level)
             lifted = join_key_order(fused.ids, table_of, self.edges_out, JOIN_KEY_TABLES)
         # (position in the fused ranking, position whose score it takes)
         top = (
@@ -466,8 +488,8 @@ class EntityCorpus:
 
         return kind_of
 
-    def _table_of_id(self, kind_of: Callable[[str], str | None]) -> Callable[[str], str | None]:
-        """:func:`_table_of` by id, from kinds and visibility: nothing is decoded."""
+    def _table_of_id(self, level: Callable[[str], int]) -> Callable[[str], str | None]:
+        """:func:`_table_of` by id, from fusion levels and visibility: nothing is decoded."""
         entities = self.entities
         visible: Callable[[str], bool]
         if isinstance(entities, EntityMap):
@@ -479,11 +501,11 @@ class EntityCorpus:
                 return e is not None and not e.hidden
 
         def table_of(doc_id: str) -> str | None:
-            kind = kind_of(doc_id)
-            if kind not in _SCHEMA_KINDS:
+            at = level(doc_id)
+            if at < 0:  # not a model or a leaf
                 return None
-            table = doc_id if kind == "model" else doc_id.rsplit(".", 1)[0]
-            return table if kind_of(table) == "model" and visible(table) else None
+            table = doc_id if at == 1 else doc_id.rsplit(".", 1)[0]
+            return table if level(table) == 1 and visible(table) else None
 
         return table_of
 
@@ -542,8 +564,11 @@ class EntityCorpus:
 _SCHEMA_KINDS = frozenset({"model", "column", "measure", "aggregation"})
 _LEAF_KINDS = frozenset({"column", "measure", "aggregation"})
 #: Levels for RANK_BY_LEVEL (memories and datasources keep their rank among all
-#: hits); on equal fused scores a leaf, the specific evidence, precedes a table.
+#: hits); on equal fused scores a leaf, the specific evidence, precedes a table. Its
+#: kinds are _SCHEMA_KINDS: a level of 0 or more says "a model or a leaf".
 _FUSION_LEVEL = {"column": 0, "measure": 0, "aggregation": 0, "model": 1}
+#: CoverageIndex node level (1: table, 2: leaf) → fusion level
+_COVERAGE_FUSION_LEVEL = {1: 1, 2: 0}
 _COVERAGE_LEVEL = {
     "datasource": "group",
     "model": "table",
@@ -586,16 +611,6 @@ def dense_in_context(
 #: How many of the best-ranked tables count as "the question's tables" whose join keys
 #: are brought forward.
 JOIN_KEY_TABLES = 5
-
-
-def _level_of(kind_of: Callable[[str], str | None]) -> Callable[[str], int]:
-    """Fusion level of an id from its kind: -1 for anything that is not a ranked entity."""
-
-    def level(doc_id: str) -> int:
-        kind = kind_of(doc_id)
-        return -1 if kind is None else _FUSION_LEVEL.get(kind, -1)
-
-    return level
 
 
 def join_keys_in_context(
