@@ -11,6 +11,7 @@ refreshes it when the store's generation changes, whoever changed it.
 
 from __future__ import annotations
 
+import gc
 import json
 import logging
 import os
@@ -90,6 +91,19 @@ def open_store(location: str, *, create: bool = True) -> Store:
             ) from exc
         return PostgresStore(location)  # type: ignore[no-any-return]
     return DuckDBStore(location, create=create)
+
+
+def _settle_heap() -> None:
+    """Keep a newly installed snapshot out of later full garbage collections.
+
+    A process serving searches holds long-lived objects (memories, caches, the objects
+    its build left behind); every full collection walks all of them, and one of 224 ms
+    landed in the middle of a run of 1M searches. Collect once now, then freeze what
+    survives: later collections walk only what was allocated since. Frozen objects are
+    still freed by reference counting (a replaced snapshot is: it holds no cycles); only
+    cyclic garbage among them is never reclaimed."""
+    gc.collect()
+    gc.freeze()
 
 
 class Layersearch:
@@ -208,6 +222,7 @@ class Layersearch:
             if corpus.snapshot is not None:
                 corpus.snapshot.release_pages()
             release_freed_memory()
+        _settle_heap()
 
     def _take(self, gen: int, memories: dict[str, Memory]) -> tuple[EntityCorpus, bool]:
         """The snapshot of generation ``gen`` (its memories given); whether the entity
