@@ -11,6 +11,7 @@ refreshes it when the store's generation changes, whoever changed it.
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import json
 import logging
@@ -145,6 +146,8 @@ class Layersearch:
     # -- lifecycle ----------------------------------------------------------------------------
 
     def close(self) -> None:
+        for dense in list(self._dense.values()):
+            dense.close()
         self.store.close()
         if self._tmp is not None:
             self._tmp.cleanup()
@@ -427,6 +430,13 @@ class Layersearch:
                     "local|fake|litellm:<model> or set LAYERSEARCH_EMBEDDER"
                 )
             return None
+
+        # The query is embedded while the lexical channels rank (a model's forward pass runs
+        # outside the GIL); the vector channel joins it when it needs the vector.
+        with contextlib.suppress(LayersearchError):
+            dense = self.dense(ENTITY_CORPUS)
+            if dense.confirmed:
+                dense.prefetch(request.question)
 
         def run(question: str, k: int, ds: str | None, allow: Any) -> list[tuple[str, float]]:
             try:

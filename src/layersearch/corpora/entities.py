@@ -410,6 +410,8 @@ class EntityCorpus:
                 for (doc_id, _), at in zip(ranked, node_levels, strict=True):
                     levels[doc_id] = _COVERAGE_FUSION_LEVEL.get(at, -1)
                 schema = [h for h in ranked if admitted(h[0])][:CHANNEL_DEPTH]
+                if ds is not None and len(schema) < CHANNEL_DEPTH:
+                    schema += self._unreached_tables(ds, schema, admitted)
                 hits = self.fulltext.search(
                     question,
                     CHANNEL_DEPTH,
@@ -474,6 +476,30 @@ class EntityCorpus:
                 )
             )
         return SearchResponse(results=results, warnings=warnings)
+
+    def _unreached_tables(
+        self,
+        ds: str,
+        ranked: list[tuple[str, float]],
+        admitted: Callable[[str], bool],
+    ) -> list[tuple[str, float]]:
+        """The datasource's tables the schema channel did not rank, after those it did.
+
+        A search confined to one datasource asks which of its tables matter, and
+        every one of them is a candidate: a question that names its subject only by
+        a value ("Jetblue Airways", "English") or a synonym reaches none of a table's
+        words, but the table is still more likely than nothing. The most joined
+        tables come first; they score 0, below every match.
+        """
+        seen = {doc_id for doc_id, _ in ranked}
+        room = CHANNEL_DEPTH - len(ranked)
+        out: list[tuple[str, float]] = []
+        for table in self.coverage(ds).tables_by_links():
+            if len(out) >= room:
+                break
+            if table not in seen and admitted(table):
+                out.append((table, 0.0))
+        return out
 
     def _kind_lookup(self) -> Callable[[str], str | None]:
         """id → entity kind (None: not an entity). A persisted snapshot remembers the kinds

@@ -337,6 +337,13 @@ class CoverageIndex:
                 terms.setdefault(j, None)
         return list(terms)
 
+    def tables_by_links(self) -> list[str]:
+        """Every table, the most joined first (then by id): the order in which a search
+        confined to this index lists the tables its words did not reach."""
+        degree = np.bincount(self.nb_src, minlength=len(self.table_nodes))
+        order = np.lexsort((self.table_nodes, -degree))
+        return [self.ids[i] for i in self.table_nodes[order].tolist()]
+
     def search(
         self,
         text: str,
