@@ -50,6 +50,8 @@ from layersearch.store.duckdb import DuckDBStore
 
 RESULTS = Path(__file__).resolve().parent / "results" / "vault_search.json"
 DIMS = 384
+#: the channel depth of the hybrid reference ranking (``brute_force``)
+REFERENCE_DEPTH = 100
 DOMAINS = ["finance", "product", "marketing", "operations", "data-platform"]
 TYPES = ["metric", "incident", "meeting", "runbook", "decision"]
 STATUSES = ["draft", "active", "resolved", "archived"]
@@ -185,8 +187,11 @@ def write_vault(root: Path, notes: int, seed: int = 11) -> None:
 
 
 def brute_force(svc: VaultService, emb: SeededEmbedder) -> Any:
-    """``ref(query, kwargs)`` → the slugs ranking every stored vector in numpy would return."""
+    """``ref(query, kwargs)`` → the slugs ranking every stored vector in numpy would return;
+    for a hybrid case, those of fusing that ranking 100 notes deep (the depth of both
+    channels before they became 10 deep) with the full text."""
     from layersearch.corpora.vault import search as vs
+    from layersearch.ranking.fusion import rrf
 
     ids, matrix = svc.store.load_vectors("vault", emb.fingerprint.key())
     slugs = np.array([i.rsplit("#", 1)[0] for i in ids], dtype=object)
@@ -203,17 +208,21 @@ def brute_force(svc: VaultService, emb: SeededEmbedder) -> Any:
         for slug, score in zip(slugs, scores.tolist(), strict=True):
             if slug in allowed and score > best.get(slug, -2.0):
                 best[slug] = score
-        return [k for k, _ in sorted(best.items(), key=lambda kv: (-kv[1], kv[0]))[:10]]
+        ranked = sorted(best.items(), key=lambda kv: (-kv[1], kv[0]))
+        if kwargs.get("mode") != "hybrid":
+            return [k for k, _ in ranked[:10]]
+        ids = None if rows is None else allowed
+        text = svc._fulltext(snap).search(query, REFERENCE_DEPTH, ids=ids)
+        fused = rrf({"vector": ranked[:REFERENCE_DEPTH], "fulltext": text})
+        return [f.id for f in fused[:10]]
 
     return ref
 
 
 def agreement(svc: VaultService, ref: Any) -> dict[str, float]:
-    """Per vector case: the share of the exact top-10 notes the search returned."""
+    """Per case: the share of the reference top-10 notes (``brute_force``) the search returned."""
     out = {}
     for name, kwargs in CASES.items():
-        if not name.startswith("vector"):
-            continue
         got = found = 0
         for q in QUERIES:
             want = ref(q, kwargs)
@@ -358,14 +367,18 @@ def main(argv: list[str] | None = None) -> int:
             )
     best = single or rows
     target = 30 if args.postgres else 20
-    search_ok = all(r["p50_ms"] <= target for n, r in best.items() if n.startswith("vector"))
+    search_ok = all(r["p50_ms"] <= target for r in best.values())
     reindex_ok = again.seconds <= 3
     which = "1 BLAS thread" if single else "default threads"
-    print("notes found of the exact top 10 (brute force over every vector):")
+    print(
+        "notes found of the reference top 10 (brute force over every vector; hybrid: fused 100 deep):"
+    )
     for name, share in recall.items():
         print(f"  {name:<36} {share:.3f}")
     print(f"load average before/after: {load_before} / {load_after}")
-    print(f"target vector search p50 <= {target} ms ({which}): {'met' if search_ok else 'MISSED'}")
+    print(
+        f"target search p50 <= {target} ms, both modes ({which}): {'met' if search_ok else 'MISSED'}"
+    )
     print(f"target unchanged re-index <= 3 s: {'met' if reindex_ok else 'MISSED'}")
     results.parent.mkdir(parents=True, exist_ok=True)
     results.write_text(
@@ -385,7 +398,7 @@ def main(argv: list[str] | None = None) -> int:
                 "searches_blas_1_thread": single,
                 "recall_at_10_vs_brute_force": recall,
                 "targets": {
-                    "vector_search_p50_ms_max": target,
+                    "search_p50_ms_max": target,
                     "search_met": search_ok,
                     "reindex_unchanged_s_max": 3,
                     "reindex_met": reindex_ok,

@@ -55,7 +55,7 @@ def test_abbreviations_add_their_word_on_both_sides() -> None:
     assert analyze("order_qty") == ["order_qty", "order", "qti", "quantiti"]
     assert set(analyze("quantity")) <= set(analyze("qty"))
     assert "quantiti" in analyze_query("total qty")
-    assert "number" in analyze("num_of_staff") and "number" in analyze_query("number of staff")
+    assert "number" in analyze("num_of_staff") and "number" in analyze_query("staff number")
     # ambiguous short words are not in the table
     assert not {"no", "min", "id", "cat"} & ABBREVIATIONS.keys()
 
@@ -69,3 +69,19 @@ def test_query_compounds_close_open_compounds() -> None:
     # stop words and identifiers break pairs; nothing from one word
     assert query_compounds("the orders of order_id") == []
     assert query_compounds("revenue") == []
+
+
+def test_counting_phrases_ask_how_many() -> None:
+    # "the number of X" and "count the X" say "how many X": no `number` or `count` column meant
+    assert analyze_query("Count the number of countries in Asia.") == ["countri", "asia"]
+    assert analyze_query("What is the number of employees?") == ["employe"]
+    assert analyze_query("a count of orders") == ["order"]
+    assert analyze_query("Find the total number of players.") == ["player"]
+    assert analyze_query("total revenue") == ["total", "revenu"]
+    # elsewhere the words name columns, and documents keep them always
+    assert analyze_query("flight number of Jetblue") == ["flight", "jetblu"]
+    assert "number" in analyze_query("flight number")
+    assert analyze_query("count") == ["count"] and analyze_query("number of") == ["number"]
+    assert "count" in analyze_query("stations by dock count")
+    assert "number" in analyze("number of products")
+    assert analyze_query("number_of_orders") == ["number_of_orders", "number", "order"]

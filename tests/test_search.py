@@ -414,3 +414,58 @@ def test_reopened_process_answers_like_the_warm_one(tmp_path: Path) -> None:
     answers, used = out.stdout.splitlines()
     assert json.loads(answers) == warm
     assert used == str(snapshot.dir), "the new process maps the persisted snapshot"
+
+
+def test_scoped_search_lists_the_tables_its_words_did_not_reach(tmp_path: Path) -> None:
+    # Spider's tables.json shape: a question that names its subject only by a value
+    # ("Jetblue") reaches no word of `airlines`, yet in a search confined to the
+    # database the table is still a candidate, after the matches.
+    db = {
+        "db_id": "air",
+        "table_names_original": ["airlines", "airports", "flights"],
+        "table_names": ["airlines", "airports", "flights"],
+        "column_names_original": [
+            [-1, "*"],
+            [0, "uid"],
+            [0, "Airline"],
+            [1, "AirportCode"],
+            [1, "City"],
+            [2, "FlightNo"],
+            [2, "Airline"],
+            [2, "SourceAirport"],
+        ],
+        "column_names": [
+            [-1, "*"],
+            [0, "uid"],
+            [0, "airline"],
+            [1, "airport code"],
+            [1, "city"],
+            [2, "flight no"],
+            [2, "airline"],
+            [2, "source airport"],
+        ],
+        "column_types": ["text", "number", "text", "text", "text", "number", "number", "text"],
+        "primary_keys": [1, 3],
+        "foreign_keys": [[7, 3], [6, 1]],
+    }
+    other = {**db, "db_id": "other", "table_names_original": ["x", "y", "z"]}
+    path = tmp_path / "tables.json"
+    path.write_text(json.dumps([db, other]))
+    ls = Layersearch(tmp_path / "s.duckdb")
+    ls.load(path)
+    scoped = ls.search(question="Jetblue flight numbers", datasource="air", explain=True)
+    tables = [h.id for h in scoped.results if h.kind == "model"]
+    assert tables[0] == "air.flights" and set(tables) == {
+        "air.flights",
+        "air.airlines",
+        "air.airports",
+    }
+    # unreached tables come after every match, the most joined first, with no score of their own
+    unreached = [h for h in scoped.results if h.id in ("air.airlines", "air.airports")]
+    ranks = {h.id: i for i, h in enumerate(scoped.results)}
+    assert all(ranks[h.id] > ranks["air.flights.FlightNo"] for h in unreached)
+    assert scoped.warnings == []
+    # without the scope nothing changes: a catalog search lists only what its words reach
+    catalog = ls.search(question="Jetblue", explain=True)
+    assert [h.id for h in catalog.results if h.kind == "model"] == []
+    ls.close()

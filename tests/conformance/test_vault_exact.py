@@ -217,3 +217,30 @@ def test_foreign_model_is_refused_without_loading_vectors(
         monkeypatch.setattr(other.store, "load_vectors", refuse)
         with pytest.raises(ModelMismatch, match="vault index"):
             other.vault.search("revenue", domain="finance")
+
+
+HYBRID_SEARCHES: list[dict[str, Any]] = [
+    {"query": "weekly sync notes"},
+    {"query": "net revenue after refunds", "limit": 3},
+    {"query": "pipeline freshness", "domain": "data-platform"},
+    {"query": "refunds", "domain": "finance", "limit": 25},
+    {"query": "snowflake access", "tags": ["runbook", "meeting"], "limit": 4},
+]
+
+
+@pytest.mark.parametrize("path", ["exact", "hnsw"])
+def test_hybrid_equals_duckdb(
+    pg_vault: Layersearch,
+    location_for: Callable[[str], str],
+    path: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Both channel depths apply the same way on both backends, whichever way the vectors
+    are ranked on PostgreSQL."""
+    _force(path, monkeypatch)
+    with Layersearch(location_for("duckdb"), embedder=FakeEmbedder(64)) as duck:
+        duck.vault.index(VAULT)
+        for request in HYBRID_SEARCHES:
+            want = duck.vault.search(mode="hybrid", explain=True, **request)
+            got = pg_vault.vault.search(mode="hybrid", explain=True, **request)
+            assert want and got == want, request

@@ -39,3 +39,13 @@ def test_prefix_applied_once(local):
     b = e.embed_query("query: late orders")
     assert np.allclose(a, b, atol=1e-6)
     assert np.allclose(a, local.embed_query("query: late orders"), atol=1e-5)
+
+
+def test_query_path_matches_the_batch_path(local):
+    # a query runs the model's modules directly; stored documents go through encode
+    texts = ["How many singers do we have?", "x", "late orders by region, " * 40]
+    docs = local.embed_documents(texts)
+    for text, doc in zip(texts, docs, strict=True):
+        q = local.embed_query(text)
+        assert q.dtype == np.float32 and q.shape == (384,)
+        assert np.allclose(q, doc, atol=1e-6)

@@ -11,7 +11,7 @@ import pytest
 from tests.vault.conftest import VAULT
 
 from layersearch.corpora.vault import Note, iter_notes, load_config
-from layersearch.corpora.vault.search import VaultHit, VaultService
+from layersearch.corpora.vault.search import CHANNEL_DEPTH, VaultHit, VaultService
 from layersearch.embed.fake import FakeEmbedder
 from layersearch.errors import (
     ConfigError,
@@ -194,6 +194,26 @@ def test_hybrid_fuses_vector_and_fulltext(indexed: VaultService):
         assert h.score == pytest.approx(sum(1 / (60 + p.rank) for p in parts), abs=1e-6)
     both = [h for h in hits if len(h.explanation or []) == 2]
     assert both and hits[0].slug == "Incidents/2024/2024-01-15 Duplicate orders in fct_orders"
+
+
+def test_hybrid_channel_depth_and_prefix_bound(indexed: VaultService):
+    query = "why was the orders feed late"
+
+    def deepest(limit: int) -> dict[str, int]:
+        hits = indexed.search(query, limit=limit, mode="hybrid", explain=True)
+        worst: dict[str, int] = {}
+        for h in hits:
+            for p in h.explanation or []:
+                worst[p.channel] = max(worst.get(p.channel, 0), p.rank)
+        return worst
+
+    # Each channel ranks max(limit, CHANNEL_DEPTH) notes: a deeper rank never contributes.
+    assert set(deepest(CHANNEL_DEPTH).values()) <= set(range(1, CHANNEL_DEPTH + 1))
+    assert CHANNEL_DEPTH < max(deepest(60).values()) <= 60
+    # Prefix-stable while the limit stays within the depth.
+    full = indexed.search(query, limit=CHANNEL_DEPTH, mode="hybrid")
+    for n in range(1, CHANNEL_DEPTH):
+        assert indexed.search(query, limit=n, mode="hybrid") == full[:n]
 
 
 def test_hybrid_respects_filters(indexed: VaultService, notes: list[Note]):

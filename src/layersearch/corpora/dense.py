@@ -14,6 +14,7 @@ import logging
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Collection, Iterable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -39,6 +40,9 @@ log = logging.getLogger("layersearch.corpora.dense")
 
 BATCH = 64
 QUERY_CACHE = 256
+#: Query embeddings started ahead of the search that needs them (see ``prefetch``). Two
+#: workers: concurrent searches each get one, as they would embedding inline.
+PREFETCH_WORKERS = 2
 
 Progress = Callable[[int, int], None]
 
@@ -72,6 +76,8 @@ class DenseCorpus:
         self._index_gen = -1
         self._checked_gen = -1
         self._queries: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._pending: dict[str, Future[np.ndarray]] = {}
+        self._pool: ThreadPoolExecutor | None = None
         self._lock = threading.Lock()
 
     @property
@@ -170,18 +176,66 @@ class DenseCorpus:
                 self._index_gen = gen
             return self._index
 
+    @property
+    def confirmed(self) -> bool:
+        """Whether this model's vectors were found in the store at least once: before that
+        a query is not embedded ahead (a hosted embedder would be paid for nothing)."""
+        return self._index_gen >= 0 or self._checked_gen >= 0
+
+    def prefetch(self, text: str) -> None:
+        """Start embedding the query ``text`` in a worker thread; ``query_vector`` joins it.
+
+        The model's forward pass runs outside the GIL, so a search that starts it before
+        its lexical channels pays for the longer of the two instead of their sum. A
+        finished embedding goes to the query cache by itself, so one never asked for
+        (a search that ended early) holds nothing.
+        """
+        with self._lock:
+            if text in self._queries or text in self._pending:
+                return
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(
+                    PREFETCH_WORKERS, thread_name_prefix="layersearch-embed"
+                )
+            future = self._pool.submit(self.embedder.embed_query, text)
+            self._pending[text] = future
+        future.add_done_callback(lambda f: self._settle(text, f))
+
+    def _settle(self, text: str, future: Future[np.ndarray]) -> None:
+        # Cache and pending change under one lock, so a reader finds the text in one of them.
+        with self._lock:
+            if self._pending.get(text) is future:
+                del self._pending[text]
+            if not future.cancelled() and future.exception() is None:
+                self._remember(text, future.result())
+
+    def _remember(self, text: str, vec: np.ndarray) -> None:
+        self._queries[text] = vec
+        self._queries.move_to_end(text)
+        while len(self._queries) > QUERY_CACHE:
+            self._queries.popitem(last=False)
+
     def query_vector(self, text: str) -> np.ndarray:
         with self._lock:
             vec = self._queries.get(text)
             if vec is not None:
                 self._queries.move_to_end(text)
                 return vec
+            future = self._pending.get(text)
+        if future is not None:
+            # A failed prefetch raises its error here, as embedding inline would.
+            return future.result()
         vec = self.embedder.embed_query(text)
         with self._lock:
-            self._queries[text] = vec
-            while len(self._queries) > QUERY_CACHE:
-                self._queries.popitem(last=False)
+            self._remember(text, vec)
         return vec
+
+    def close(self) -> None:
+        """Stop the prefetch workers (a running embedding finishes first)."""
+        with self._lock:
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
 
     def search(
         self, text: str, k: int, allow: Collection[str] | None = None

@@ -19,7 +19,7 @@ from layersearch.ranking.bm25 import EntityOverlapIndex
 from layersearch.ranking.coverage import CoverageIndex, CoverageNode, links_from_edges
 from layersearch.ranking.explain import explain
 from layersearch.ranking.fulltext import FTDoc, FullTextIndex
-from layersearch.ranking.fusion import Fused, fused_score, rrf
+from layersearch.ranking.fusion import Fused, fuse
 from layersearch.semantic.canonical import Resolver, in_scope
 from layersearch.semantic.model import EdgeRecord, Entity
 from layersearch.types import CHANNELS, ChannelScore, Hit, Memory, SearchRequest, SearchResponse
@@ -365,7 +365,28 @@ class EntityCorpus:
             return in_scope(doc_id, ds)
 
         rankings: dict[str, list[tuple[str, float]]] = {}
-        kind_of = self._kind_memo()
+        kind_of = self._kind_lookup()
+        # id → fusion level (-1: memories, datasources, anything not a ranked entity) of the ids
+        # of this search, from the channels that know it, else from the snapshot
+        levels: dict[str, int] = {}
+
+        def level(doc_id: str) -> int:
+            at = levels.get(doc_id)
+            if at is None:
+                kind = None if doc_id in self.memories else kind_of(doc_id)
+                at = levels[doc_id] = -1 if kind is None else _FUSION_LEVEL.get(kind, -1)
+            return at
+
+        def known(doc_id: str) -> bool:
+            """Whether this snapshot holds the id (and its level is remembered)."""
+            if doc_id in levels or doc_id in self.memories:
+                return True
+            kind = kind_of(doc_id)
+            if kind is None:
+                return False
+            levels[doc_id] = _FUSION_LEVEL.get(kind, -1)
+            return True
+
         res = self.resolver.resolve(req.entities, req.query, ds)
         warnings.extend(res.warnings)
         question = req.question if req.question and req.question.strip() else None
@@ -380,6 +401,17 @@ class EntityCorpus:
                     rankings["bm25"] = hits
         if question is not None:
             if "fulltext" in channels:
+                # Rankings are prefixes of deeper ones: the over-fetch only pays when a filter
+                # may drop hits (a scoped search has its datasource's own index).
+                depth = CHANNEL_DEPTH if allow_set is None else CHANNEL_DEPTH * 2
+                ranked, node_levels = self.coverage(ds).search_levels(question, depth)
+                # The schema channel says which of its ids are tables and which leaves: most
+                # of the ids fusion needs a level for need no lookup in the snapshot.
+                for (doc_id, _), at in zip(ranked, node_levels, strict=True):
+                    levels[doc_id] = _COVERAGE_FUSION_LEVEL.get(at, -1)
+                schema = [h for h in ranked if admitted(h[0])][:CHANNEL_DEPTH]
+                if ds is not None and len(schema) < CHANNEL_DEPTH:
+                    schema += self._unreached_tables(ds, schema, admitted)
                 hits = self.fulltext.search(
                     question,
                     CHANNEL_DEPTH,
@@ -388,16 +420,11 @@ class EntityCorpus:
                 )
                 # The index on disk may already hold a document another process added after
                 # this snapshot was taken: it is answered by the next snapshot, not half now.
-                hits = [h for h in hits if h[0] in self.memories or kind_of(h[0]) is not None]
+                hits = [h for h in hits if known(h[0])]
                 if not hits and not self._has_words(question):
                     warnings.append(
                         "question has no searchable words (only stop words or punctuation)"
                     )
-                # Rankings are prefixes of deeper ones: the over-fetch only pays when a filter
-                # may drop hits (a scoped search has its datasource's own index).
-                depth = CHANNEL_DEPTH if allow_set is None else CHANNEL_DEPTH * 2
-                ranked = self.coverage(ds).search(question, depth)
-                schema = [h for h in ranked if admitted(h[0])][:CHANNEL_DEPTH]
                 if schema:
                     rankings["schema"] = schema
                 if hits:
@@ -416,53 +443,97 @@ class EntityCorpus:
                 reverse=True,
             )
             rankings["recent"] = [(m.id, 0.0) for m in newest[:CHANNEL_DEPTH]]
-        level = _level_of(kind_of)
-        fused = rrf(rankings, level=level, by_level=RANK_BY_LEVEL)
-        if "schema" in rankings:
-            fused = _schema_supersedes_fulltext(fused, kind_of, level)
+        # Once the schema channel ranked, full text's votes on tables and leaves do not count:
+        # the schema channel scores those same words with their table and database context;
+        # counting their per-entity full-text ranks as well would count the words twice and
+        # let isolated matches from unrelated databases back in. Memories and datasources keep
+        # their full-text rank as it was (among all documents), so moving entities out does
+        # not promote them.
+        superseded = {"fulltext": lambda i: level(i) >= 0} if "schema" in rankings else None
+        fused = fuse(rankings, level=level, by_level=RANK_BY_LEVEL, superseded=superseded)
+        lifted = None
         if question is not None and JOIN_KEY_TABLES > 0:
-            fused = join_keys_in_context(fused, self.entities, self.edges_out)
-        fused = fused[: req.max_results]
-        if not fused and not no_input:
+            table_of = self._table_of_id(level)
+            lifted = join_key_order(fused.ids, table_of, self.edges_out, JOIN_KEY_TABLES)
+        # (position in the fused ranking, position whose score it takes)
+        top = (
+            [(i, i) for i in range(min(len(fused), req.max_results))]
+            if lifted is None
+            else lifted[: req.max_results]
+        )
+        if not top and not no_input:
             warnings.append(
                 "no results: nothing matched"
                 + (f" in datasource '{ds}'" if ds else "")
                 + (" within the filter" if allow_set is not None else "")
             )
-        results = [
-            self.hit(
-                f.id, f.score, compact=req.compact, explanation=explain(f) if req.explain else None
+        results = []
+        for i, src in top:
+            explanation = explain(fused.fused(i)) if req.explain else None
+            results.append(
+                self.hit(
+                    fused.ids[i], fused.scores[src], compact=req.compact, explanation=explanation
+                )
             )
-            for f in fused
-        ]
         return SearchResponse(results=results, warnings=warnings)
 
-    def _kind_memo(self) -> Callable[[str], str | None]:
-        """id → entity kind (None: not an entity), remembered for one search.
+    def _unreached_tables(
+        self,
+        ds: str,
+        ranked: list[tuple[str, float]],
+        admitted: Callable[[str], bool],
+    ) -> list[tuple[str, float]]:
+        """The datasource's tables the schema channel did not rank, after those it did.
 
-        Fusion asks for the kind of each ranked id several times (per channel, in
-        its sort key, again when the schema channel supersedes full text); a
-        persisted snapshot answers each ask with a hash probe and a key compare.
+        A search confined to one datasource asks which of its tables matter, and
+        every one of them is a candidate: a question that names its subject only by
+        a value ("Jetblue Airways", "English") or a synonym reaches none of a table's
+        words, but the table is still more likely than nothing. The most joined
+        tables come first; they score 0, below every match.
         """
-        memo: dict[str, str | None] = {}
-        entities = self.entities
-        lookup: Callable[[str], str | None]
-        if isinstance(entities, EntityMap):
-            lookup = entities.kind_of
-        else:
+        seen = {doc_id for doc_id, _ in ranked}
+        room = CHANNEL_DEPTH - len(ranked)
+        out: list[tuple[str, float]] = []
+        for table in self.coverage(ds).tables_by_links():
+            if len(out) >= room:
+                break
+            if table not in seen and admitted(table):
+                out.append((table, 0.0))
+        return out
 
-            def lookup(doc_id: str) -> str | None:
-                e = entities.get(doc_id)
-                return None if e is None else e.kind
+    def _kind_lookup(self) -> Callable[[str], str | None]:
+        """id → entity kind (None: not an entity). A persisted snapshot remembers the kinds
+        it was asked for (fusion asks for the same few hundred ids in every step)."""
+        entities = self.entities
+        if isinstance(entities, EntityMap):
+            return entities.kind_of
 
         def kind_of(doc_id: str) -> str | None:
-            try:
-                return memo[doc_id]
-            except KeyError:
-                k = memo[doc_id] = lookup(doc_id)
-                return k
+            e = entities.get(doc_id)
+            return None if e is None else e.kind
 
         return kind_of
+
+    def _table_of_id(self, level: Callable[[str], int]) -> Callable[[str], str | None]:
+        """:func:`_table_of` by id, from fusion levels and visibility: nothing is decoded."""
+        entities = self.entities
+        visible: Callable[[str], bool]
+        if isinstance(entities, EntityMap):
+            visible = entities.is_visible
+        else:
+
+            def visible(doc_id: str) -> bool:
+                e = entities.get(doc_id)
+                return e is not None and not e.hidden
+
+        def table_of(doc_id: str) -> str | None:
+            at = level(doc_id)
+            if at < 0:  # not a model or a leaf
+                return None
+            table = doc_id if at == 1 else doc_id.rsplit(".", 1)[0]
+            return table if level(table) == 1 and visible(table) else None
+
+        return table_of
 
     @staticmethod
     @lru_cache(maxsize=1024)
@@ -519,8 +590,11 @@ class EntityCorpus:
 _SCHEMA_KINDS = frozenset({"model", "column", "measure", "aggregation"})
 _LEAF_KINDS = frozenset({"column", "measure", "aggregation"})
 #: Levels for RANK_BY_LEVEL (memories and datasources keep their rank among all
-#: hits); on equal fused scores a leaf, the specific evidence, precedes a table.
+#: hits); on equal fused scores a leaf, the specific evidence, precedes a table. Its
+#: kinds are _SCHEMA_KINDS: a level of 0 or more says "a model or a leaf".
 _FUSION_LEVEL = {"column": 0, "measure": 0, "aggregation": 0, "model": 1}
+#: CoverageIndex node level (1: table, 2: leaf) → fusion level
+_COVERAGE_FUSION_LEVEL = {1: 1, 2: 0}
 _COVERAGE_LEVEL = {
     "datasource": "group",
     "model": "table",
@@ -565,40 +639,6 @@ def dense_in_context(
 JOIN_KEY_TABLES = 5
 
 
-def _level_of(kind_of: Callable[[str], str | None]) -> Callable[[str], int]:
-    """Fusion level of an id from its kind: -1 for anything that is not a ranked entity."""
-
-    def level(doc_id: str) -> int:
-        kind = kind_of(doc_id)
-        return -1 if kind is None else _FUSION_LEVEL.get(kind, -1)
-
-    return level
-
-
-def _schema_supersedes_fulltext(
-    fused: list[Fused], kind_of: Callable[[str], str | None], level: Callable[[str], int]
-) -> list[Fused]:
-    """Drop full text's vote on tables and leaves once the schema channel ranked them.
-
-    The schema channel scores those same words with their table and database
-    context; counting their per-entity full-text ranks as well would count the
-    words twice and let isolated matches from unrelated databases back in.
-    Memories and datasources keep their full-text rank as it was (among all
-    documents), so moving entities out does not promote them.
-    """
-    out = []
-    for f in fused:
-        if "fulltext" in f.channels and kind_of(f.id) in _SCHEMA_KINDS:
-            del f.channels["fulltext"]
-            if not f.channels:
-                continue
-            f.score = fused_score(f)
-            f.best_rank = min(c[0] for c in f.channels.values())
-        out.append(f)
-    out.sort(key=lambda f: (-f.score, f.best_rank, max(level(f.id), 0), f.id))
-    return out
-
-
 def join_keys_in_context(
     fused: list[Fused],
     entities: Mapping[str, Entity],
@@ -619,14 +659,36 @@ def join_keys_in_context(
     score). Everything else keeps its order, so the list stays sorted by score.
     """
     top = JOIN_KEY_TABLES if top is None else top
+    order = join_key_order(
+        [f.id for f in fused], lambda i: _table_of(entities.get(i), entities), edges_out, top
+    )
+    if order is None:
+        return list(fused)
+    out = []
+    for i, src in order:
+        g = fused[i]
+        if src != i:
+            g.score = fused[src].score
+        out.append(g)
+    return out
+
+
+def join_key_order(
+    ids: Sequence[str],
+    table_of: Callable[[str], str | None],
+    edges_out: Mapping[str, Sequence[EdgeRecord]],
+    top: int,
+) -> list[tuple[int, int]] | None:
+    """:func:`join_keys_in_context` on a ranking given as ids: the new order as (position,
+    position whose score it takes), or None when nothing moves."""
     first: dict[str, int] = {}
-    for i, f in enumerate(fused):
-        t = _table_of(entities.get(f.id), entities)
+    for i, doc_id in enumerate(ids):
+        t = table_of(doc_id)
         if t is not None and t not in first:
             first[t] = i
             if len(first) >= top:
                 break
-    pos = {f.id: i for i, f in enumerate(fused)}
+    pos: dict[str, int] | None = None
     moving: dict[str, int] = {}
     for t in first:
         for edge in edges_out.get(t, ()):
@@ -635,22 +697,23 @@ def join_keys_in_context(
             at = max(first[t], first[edge.dst])
             keys = [f"{t}.{c}" for c in edge.props.get("source_columns") or []]
             keys += [f"{edge.dst}.{c}" for c in edge.props.get("target_columns") or []]
+            if pos is None:
+                pos = {doc_id: i for i, doc_id in enumerate(ids)}
             for c in keys:
                 if pos.get(c, -1) > at:
                     moving[c] = min(moving.get(c, at), at)
     if not moving:
-        return fused
+        return None
+    assert pos is not None
     ordered = sorted(moving, key=lambda c: (moving[c], pos[c], c))
-    out: list[Fused] = []
-    for f in fused:
-        if f.id in moving:
+    out: list[tuple[int, int]] = []
+    for i, doc_id in enumerate(ids):
+        if doc_id in moving:
             continue
-        out.append(f)
+        out.append((i, i))
         for c in ordered:
-            if moving[c] == pos[f.id]:
-                g = fused[pos[c]]
-                g.score = f.score
-                out.append(g)
+            if moving[c] == i:
+                out.append((pos[c], i))
     return out
 
 

@@ -215,11 +215,33 @@ def _short_field(text: str) -> tuple[str, ...]:
 
 
 def analyze_query(text: str | None) -> list[str]:
-    """Tokens for a query: stop words dropped, duplicates kept in order once."""
+    """Tokens for a query: stop words dropped, duplicates kept in order once.
+
+    The counting phrases of a question ("the number of X", "the total number of
+    X", "count the X", "a count of X") ask *how many*, like "how many" itself
+    (whose words are stop words): their head words name an aggregate, not a
+    column, and are dropped. "number" and "count" elsewhere ("flight number",
+    "room count", a query that is just "count") stay.
+    """
     seen: dict[str, None] = {}
-    for t in _tokens(text or "", drop_stop=True):
-        seen.setdefault(t, None)
+    words = _WORD.findall(normalize(text or ""))
+    for i, raw in enumerate(words):
+        if _counting(words, i):
+            continue
+        for t in _word_tokens(raw, True):
+            seen.setdefault(t, None)
     return list(seen)
+
+
+def _counting(words: list[str], i: int) -> bool:
+    w = words[i].lower()
+    nxt = words[i + 1].lower() if i + 1 < len(words) else ""
+    if w == "total":  # "the total number of X" is the same phrase
+        return nxt == "number" and _counting(words, i + 1)
+    if w not in ("number", "count"):
+        return False
+    after = words[i + 2].lower() if i + 2 < len(words) else ""
+    return (nxt == "of" and after != "") or (w == "count" and i == 0 and nxt != "")
 
 
 def query_compounds(text: str | None) -> list[str]:

@@ -337,6 +337,13 @@ class CoverageIndex:
                 terms.setdefault(j, None)
         return list(terms)
 
+    def tables_by_links(self) -> list[str]:
+        """Every table, the most joined first (then by id): the order in which a search
+        confined to this index lists the tables its words did not reach."""
+        degree = np.bincount(self.nb_src, minlength=len(self.table_nodes))
+        order = np.lexsort((self.table_nodes, -degree))
+        return [self.ids[i] for i in self.table_nodes[order].tolist()]
+
     def search(
         self,
         text: str,
@@ -346,10 +353,22 @@ class CoverageIndex:
         ids: Collection[str] | None = None,
     ) -> list[tuple[str, float]]:
         """Top ``k`` tables and leaves for ``text``, within a group id and an id allowlist."""
+        return self.search_levels(text, k, scope=scope, ids=ids)[0]
+
+    def search_levels(
+        self,
+        text: str,
+        k: int,
+        *,
+        scope: str | None = None,
+        ids: Collection[str] | None = None,
+    ) -> tuple[list[tuple[str, float]], list[int]]:
+        """:meth:`search`, and each hit's level (1: table, 2: leaf): a caller need not look
+        up what kind of entity each id is."""
         query = self.query_terms(text)
         total = float(sum(self.idf[j] for j in query))
         if not query or k < 1 or total <= 0:
-            return []
+            return [], []
         allowed = ids if ids is None or isinstance(ids, set | frozenset) else set(ids)
         n_tables = len(self.table_nodes)
         # -- table level: every array is per table, filled from per-term table postings
@@ -376,7 +395,7 @@ class CoverageIndex:
         keep = self._mask_tables(cand_t, scope, allowed)
         cand_t = cand_t[keep]
         if not len(cand_t):
-            return []
+            return [], []
         cand_nodes = self.table_nodes[cand_t]
         g_idx = self.table_group[cand_t]
         group_part = np.where(g_idx >= 0, group_bm25[np.maximum(g_idx, 0)], 0.0)
@@ -422,10 +441,12 @@ class CoverageIndex:
         sel = _top(s_pool, k)
         final = sel[np.lexsort((pool[sel], ~self.is_key[pool[sel]], -precision[sel], s_pool[sel]))]
         final = final[:k]
-        return [
+        nodes = pool[final]
+        hits = [
             (self.ids[i], round(x, 6))
-            for i, x in zip(pool[final].tolist(), score[final].tolist(), strict=True)
+            for i, x in zip(nodes.tolist(), score[final].tolist(), strict=True)
         ]
+        return hits, self.level[nodes].tolist()
 
 
 def _densify(

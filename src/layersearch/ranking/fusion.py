@@ -16,7 +16,9 @@ import math
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
-__all__ = ["RRF_K", "Fused", "fused_score", "rrf"]
+import numpy as np
+
+__all__ = ["RRF_K", "Fused", "FusedList", "fuse", "fused_score", "rrf"]
 
 RRF_K = 60
 
@@ -46,20 +48,84 @@ def rrf(
     a negative level keeps its rank among all of them. On equal fused score
     and best rank the lower level comes first (negative levels count as 0).
     """
-    fused: dict[str, Fused] = {}
-    levels: dict[str, int] = {}
+    fused = fuse(rankings, k=k, weights=weights, level=level, by_level=by_level)
+    return [fused.fused(i) for i in range(len(fused))]
 
-    def lv(doc_id: str) -> int:
-        if level is None:
-            return 0
-        try:
-            return levels[doc_id]
-        except KeyError:
-            at = levels[doc_id] = level(doc_id)
-            return at
 
-    for channel in sorted(rankings):
+class FusedList:
+    """A fused ranking as columns, best first: ``ids[i]`` and ``scores[i]``.
+
+    A search fuses a few hundred ranked ids and returns ten: a :class:`Fused`
+    (with its per-channel dict) is made only for the positions asked for."""
+
+    __slots__ = ("ids", "scores", "best_ranks", "_entries", "_start", "_names")
+
+    def __init__(
+        self,
+        ids: list[str],
+        scores: list[float],
+        best_ranks: list[int],
+        entries: tuple[list[int], list[int], list[float], list[float]],
+        start: list[int],
+        names: list[str],
+    ) -> None:
+        self.ids = ids
+        self.scores = scores
+        self.best_ranks = best_ranks
+        # (channel number, rank, channel score, contribution) of every vote, grouped by
+        # position: position i's votes are entries[start[i]:start[i + 1]], in channel order
+        self._entries = entries
+        self._start = start
+        self._names = names
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def fused(self, i: int) -> Fused:
+        chan, rank, score, contrib = self._entries
+        names = self._names
+        return Fused(
+            self.ids[i],
+            self.scores[i],
+            self.best_ranks[i],
+            {
+                names[chan[j]]: (rank[j], score[j], contrib[j])
+                for j in range(self._start[i], self._start[i + 1])
+            },
+        )
+
+
+def fuse(
+    rankings: Mapping[str, Sequence[tuple[str, float]]],
+    *,
+    k: int = RRF_K,
+    weights: Mapping[str, float] | None = None,
+    level: Callable[[str], int] | None = None,
+    by_level: Collection[str] | None = None,
+    superseded: Mapping[str, Callable[[str], bool]] | None = None,
+) -> FusedList:
+    """:func:`rrf` as columns, with the same arithmetic, order and tie-breaks.
+
+    ``superseded``: channel → predicate on ids whose vote in that channel does not
+    count. The channel still ranks them (the ids after them keep their ranks); an id
+    no other channel ranked is left out. The same as fusing everything and then
+    deleting those votes, without making them first.
+    """
+    names = sorted(rankings)
+    index: dict[str, int] = {}
+    ids: list[str] = []
+    levels: list[int] = []
+    best: list[int] = []
+    # one entry per counted vote, in channel order
+    e_doc: list[int] = []
+    e_chan: list[int] = []
+    e_rank: list[int] = []
+    e_score: list[float] = []
+    e_weight: list[float] = []
+    for c, channel in enumerate(names):
         w = 1.0 if weights is None else float(weights.get(channel, 1.0))
+        ranked_by_level = level is not None and (by_level is None or channel in by_level)
+        drop = superseded.get(channel) if superseded is not None else None
         seen: set[str] = set()
         ranks: dict[int, int] = {}
         overall = 0
@@ -68,20 +134,69 @@ def rrf(
                 continue
             seen.add(doc_id)
             overall += 1
-            at = lv(doc_id) if by_level is None or channel in by_level else -1
+            j = index.get(doc_id)
+            at = -1
+            if ranked_by_level:
+                at = levels[j] if j is not None else level(doc_id)  # type: ignore[misc]
             if at >= 0:
                 ranks[at] = rank = ranks.get(at, 0) + 1
             else:
                 rank = overall
-            contribution = w / (k + rank)
-            f = fused.get(doc_id)
-            if f is None:
-                f = fused[doc_id] = Fused(doc_id, 0.0, rank)
-            f.best_rank = min(f.best_rank, rank)
-            f.channels[channel] = (rank, float(score), contribution)
-    for f in fused.values():
-        f.score = fused_score(f)
-    return sorted(fused.values(), key=lambda f: (-f.score, f.best_rank, max(lv(f.id), 0), f.id))
+            if drop is not None and drop(doc_id):
+                continue
+            if j is None:
+                j = index[doc_id] = len(ids)
+                ids.append(doc_id)
+                levels.append(at if ranked_by_level else (0 if level is None else level(doc_id)))
+                best.append(rank)
+            elif rank < best[j]:
+                best[j] = rank
+            e_doc.append(j)
+            e_chan.append(c)
+            e_rank.append(rank)
+            e_score.append(float(score))
+            e_weight.append(w)
+    n = len(ids)
+    if n == 0:
+        return FusedList([], [], [], ([], [], [], []), [0], names)
+    doc = np.asarray(e_doc, dtype=np.intp)
+    # the same IEEE division as w / (k + rank) in Python
+    contrib = np.asarray(e_weight) / (k + np.asarray(e_rank, dtype=np.float64))
+    # In entry order (channel order), each id's votes are added from 0.0 one by one: with
+    # at most two votes that is the exact sum of Python's sum(); more take math.fsum.
+    total = np.bincount(doc, weights=contrib, minlength=n)
+    votes = np.bincount(doc, minlength=n)
+    many = np.flatnonzero(votes > 2)
+    if len(many):
+        by_doc = np.argsort(doc, kind="stable")
+        ends = np.cumsum(votes)
+        for j in many.tolist():
+            total[j] = math.fsum(contrib[by_doc[ends[j] - votes[j] : ends[j]]].tolist())
+    by_id = np.empty(n, dtype=np.intp)
+    by_id[sorted(range(n), key=ids.__getitem__)] = np.arange(n)
+    lv = np.maximum(np.asarray(levels, dtype=np.int64), 0)
+    best_a = np.asarray(best, dtype=np.int64)
+    order = np.lexsort((by_id, lv, best_a, -total))
+    # the votes grouped by position (a stable sort keeps channel order within an id)
+    pos = np.empty(n, dtype=np.intp)
+    pos[order] = np.arange(n)
+    grouped = np.argsort(pos[doc], kind="stable")
+    start = np.zeros(n + 1, dtype=np.intp)
+    np.cumsum(votes[order], out=start[1:])
+    ol = order.tolist()
+    return FusedList(
+        [ids[j] for j in ol],
+        total[order].tolist(),
+        best_a[order].tolist(),
+        (
+            np.asarray(e_chan)[grouped].tolist(),
+            np.asarray(e_rank)[grouped].tolist(),
+            np.asarray(e_score)[grouped].tolist(),
+            contrib[grouped].tolist(),
+        ),
+        start.tolist(),
+        names,
+    )
 
 
 def fused_score(f: Fused) -> float:

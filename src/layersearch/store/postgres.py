@@ -692,21 +692,27 @@ class PostgresStore(Store):
                 if group is None or groups <= 0:
                     found = [(r[0], r[1]) for r in cur.fetchall()]
                     return found, len(found) >= fetch
+                # At least _GROUP_ROWS * groups rows are read whatever the walk finds, and
+                # after m rows without `groups` groups, at least 2(m + 1): each batch asks
+                # for no more than will be read in any case, in few round trips.
                 seen: set[str] = set()
-                enough = fetch  # rows to read: known once `groups` groups have appeared
-                step = min(fetch, groups + _EXTRA)
+                known = False
+                enough = min(fetch, _GROUP_ROWS * groups)
                 while len(found) < enough:
-                    rows = cur.fetchmany(step)
+                    want = enough - len(found)
+                    rows = cur.fetchmany(want)
                     for r in rows:
                         found.append((r[0], r[1]))
-                        if enough == fetch and len(seen) < groups:
+                        if not known:
                             seen.add(group(r[0]))
                             if len(seen) == groups:
+                                known = True
                                 n = len(found)
                                 enough = min(fetch, max(2 * n, n + _EXTRA, _GROUP_ROWS * groups))
-                    if len(rows) < step:
+                    if len(rows) < want:
                         return found, len(found) >= enough
-                    step = max(1, min(enough - len(found), _EXTRA))
+                    if not known:
+                        enough = min(fetch, max(enough, 2 * len(found)))
         return found, True
 
     @staticmethod
