@@ -101,7 +101,7 @@ class PhaseTimer:
         self._undo: list[Callable[[], None]] = []
 
     def wrap(self, owner: Any, attr: str, label: str) -> None:
-        # The attribute may be inherited (e.g. Store.replace_datasources): time it on `owner`.
+        # The attribute may be inherited (e.g. Store.replace_rows): time it on `owner`.
         original = next(k.__dict__[attr] for k in owner.__mro__ if attr in k.__dict__)
         func = original.__func__ if isinstance(original, (staticmethod, classmethod)) else original
 
@@ -147,7 +147,8 @@ def instrument() -> PhaseTimer:
     from layersearch.store.duckdb import DuckDBStore
 
     timer = PhaseTimer()
-    timer.wrap(DuckDBStore, "replace_datasources", "store.replace_datasources")
+    timer.wrap(DuckDBStore, "replace_rows", "store.replace_rows")
+    timer.wrap(DuckDBStore, "add_memories_at", "store.add_memories_at")
     timer.wrap(DuckDBStore, "load_entities", "store.load_entities")
     timer.wrap(DuckDBStore, "load_memories", "store.load_memories")
     timer.wrap(DuckDBStore, "load_edges", "store.load_edges")
