@@ -141,10 +141,9 @@ POSTGRES: list[list[str]] = [
         "CREATE INDEX IF NOT EXISTS summaries_conversation ON summaries (conversation_id)",
     ],
     # 5: the HNSW indexes become halfvec ones (a graph of half the size to walk, and up to
-    # 4,000 dimensions instead of 2,000). The old vector_cosine_ops indexes are dropped here;
-    # the store then builds the new ones for every (corpus, fingerprint) in the same
-    # transaction (PostgresStore._rebuild_indexes: it needs the index names, which are hashes
-    # computed in Python).
+    # 4,000 dimensions instead of 2,000). The store first builds the new one of every
+    # (corpus, fingerprint) in the same transaction (PostgresStore._rebuild_indexes: index
+    # names are hashes computed in Python); this drops the old vector_cosine_ops ones.
     [
         r"""DO $$
         DECLARE

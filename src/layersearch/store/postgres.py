@@ -276,6 +276,10 @@ class PostgresStore(Store):
                     f"layersearch ({migrations.LATEST}): upgrade layersearch"
                 )
             for version in range(current + 1, migrations.LATEST + 1):
+                if version == migrations.HALFVEC_INDEXES:
+                    # Before the migration drops the old indexes: the build lets readers
+                    # through, the drop locks the table only until the commit just after.
+                    self._rebuild_indexes(con)
                 for stmt in migrations.POSTGRES[version - 1]:
                     try:
                         con.execute(stmt)
@@ -286,8 +290,6 @@ class PostgresStore(Store):
                 con.execute(
                     "INSERT INTO schema_version VALUES (%s, %s)", [version, datetime.now(UTC)]
                 )
-            if current < migrations.HALFVEC_INDEXES <= migrations.LATEST:
-                self._rebuild_indexes(con)
             con.execute("INSERT INTO meta VALUES ('generation', '0') ON CONFLICT (key) DO NOTHING")
             con.execute(
                 "INSERT INTO meta VALUES ('store_id', %s) ON CONFLICT (key) DO NOTHING",
@@ -298,14 +300,15 @@ class PostgresStore(Store):
             return str(row[0])
 
     def _rebuild_indexes(self, con: psycopg.Connection[Any]) -> None:
-        """Index every (corpus, fingerprint) of a store whose old ``vector`` indexes the
-        migration just dropped, in the migration's transaction.
+        """Build the halfvec index of every (corpus, fingerprint) of a store made with the
+        older ``vector`` indexes, in the migration's transaction (which then drops those).
 
         It runs once, when a store made by an older layersearch is first opened, and holds
-        the migration lock meanwhile: other processes opening the store wait for it (rather
-        than each building the same index), processes already running keep searching (their
-        statements rank exactly until they are restarted). Building is minutes for millions of
-        vectors, so it says so before it starts.
+        the migration lock meanwhile: other processes opening the store wait for it rather
+        than each building the same index. Processes already running keep searching on the
+        old index during the build (it blocks writes, not reads); after the commit their
+        statements match no index and rank exactly until they are restarted. Building takes
+        minutes on a large store, so it says so before it starts, and after each index.
         """
         pairs = con.execute(
             "SELECT corpus, fingerprint, dims, count(*) FROM vectors "
