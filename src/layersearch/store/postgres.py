@@ -806,9 +806,10 @@ class PostgresStore(Store):
             # The graph of tens of thousands of vectors outgrows the 64 MB default,
             # and a build that spills is many times slower.
             con.execute("SET LOCAL maintenance_work_mem = '512MB'")
-            # Half precision: the walk reads half the pages of a float32 graph (30-40%
-            # faster filtered walks), and HNSW takes halfvec up to 4,000 dimensions
-            # (vector: 2,000). Candidates are re-scored from the float32 column.
+            # Half precision: a graph of half the size, walked with a fifth to a third
+            # less CPU on vectors without neighbourhoods (docs/postgres.md), and HNSW
+            # takes halfvec up to 4,000 dimensions (vector: 2,000). Candidates are
+            # re-scored from the float32 column.
             con.execute(
                 pgsql.SQL(
                     "CREATE INDEX IF NOT EXISTS {} ON vectors USING hnsw "
