@@ -69,6 +69,8 @@ DUCKDB: list[list[str]] = [
             created TIMESTAMPTZ)""",
         "CREATE INDEX IF NOT EXISTS summaries_conversation ON summaries (conversation_id)",
     ],
+    # 5: halfvec HNSW indexes on PostgreSQL; DuckDB ranks vectors in memory, nothing to do
+    [],
 ]
 
 # Identifier columns are COLLATE "C": ORDER BY then sorts by code point, as DuckDB
@@ -97,8 +99,8 @@ POSTGRES: list[list[str]] = [
             entities text NOT NULL, query text, created_at timestamptz NOT NULL)""",
     ],
     # 2: dense vectors. `embedding` has no fixed dimension so that models of any size
-    # share the table; each (corpus, fingerprint) gets a partial HNSW index over
-    # embedding::vector(n), created by the store when its first vectors arrive.
+    # share the table; each (corpus, fingerprint) gets a partial HNSW index, created by the
+    # store when its first vectors arrive (over embedding::halfvec(n) since version 5).
     [
         "CREATE EXTENSION IF NOT EXISTS vector",
         """CREATE TABLE IF NOT EXISTS vectors (
@@ -138,6 +140,32 @@ POSTGRES: list[list[str]] = [
             concepts text NOT NULL, created timestamptz)""",
         "CREATE INDEX IF NOT EXISTS summaries_conversation ON summaries (conversation_id)",
     ],
+    # 5: the HNSW indexes become halfvec ones (a graph of half the size to walk, and up to
+    # 4,000 dimensions instead of 2,000). The store first builds the new one of every
+    # (corpus, fingerprint) in the same transaction (PostgresStore._rebuild_indexes: index
+    # names are hashes computed in Python); this drops the old vector_cosine_ops ones.
+    [
+        r"""DO $$
+        DECLARE
+            legacy record;
+        BEGIN
+            FOR legacy IN
+                SELECT i.indexrelid::regclass AS name
+                FROM pg_index i
+                JOIN pg_class c ON c.oid = i.indexrelid
+                JOIN pg_opclass o ON o.oid = i.indclass[0]
+                WHERE i.indrelid = 'vectors'::regclass
+                  AND c.relname LIKE 'vectors\_hnsw\_%'
+                  AND o.opcname = 'vector_cosine_ops'
+            LOOP
+                EXECUTE format('DROP INDEX %s', legacy.name);
+            END LOOP;
+        END
+        $$""",
+    ],
 ]
+
+#: the migration after which every HNSW index is a halfvec one (PostgreSQL)
+HALFVEC_INDEXES = 5
 
 LATEST = len(DUCKDB)

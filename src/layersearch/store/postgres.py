@@ -8,11 +8,13 @@ it back. SQL written for the DuckDB store (``?`` placeholders) runs unchanged:
 
 Vectors live in one ``vectors`` table whose ``embedding`` column is a pgvector
 ``vector`` without a fixed dimension; each (corpus, model fingerprint) gets its
-own partial HNSW index over ``embedding::vector(n)``, created the first time
-vectors of that pair are written. :meth:`PostgresStore.search_vectors` ranks
-in the database with that index and re-scores the candidates in float32 the
-way :class:`~layersearch.ranking.vector.VectorIndex` does, so both backends
-report the same cosines.
+own partial HNSW index over ``embedding::halfvec(n)`` (half precision: half the
+index to walk, and up to 4,000 dimensions where ``vector`` stops at 2,000),
+created the first time vectors of that pair are written. :meth:`PostgresStore.search_vectors`
+ranks in the database with that index and re-scores the candidates from the
+stored float32 vectors the way :class:`~layersearch.ranking.vector.VectorIndex`
+does, so both backends report the same cosines. Vectors of more than 4,000
+dimensions get no index and are always ranked exactly.
 
 Derived full-text indexes still live on the local disk (tantivy needs files):
 ``$LAYERSEARCH_INDEX_DIR`` or ``~/.cache/layersearch``, in a subdirectory
@@ -28,6 +30,7 @@ import logging
 import os
 import queue
 import threading
+import time
 import uuid
 from collections.abc import Callable, Collection, Iterator, Sequence
 from contextlib import contextmanager
@@ -78,6 +81,8 @@ _GROUP_ROWS = 8
 # pgvector stops an iterative scan after this many tuples; past it the
 # fallback to exact search takes over.
 _MAX_SCAN_TUPLES = 40_000
+#: the most dimensions pgvector's HNSW indexes a halfvec with; wider vectors are ranked exactly
+HNSW_MAX_DIMS = 4000
 
 
 # -- SQL translation ------------------------------------------------------------------------------
@@ -271,6 +276,10 @@ class PostgresStore(Store):
                     f"layersearch ({migrations.LATEST}): upgrade layersearch"
                 )
             for version in range(current + 1, migrations.LATEST + 1):
+                if version == migrations.HALFVEC_INDEXES:
+                    # Before the migration drops the old indexes: the build lets readers
+                    # through, the drop locks the table only until the commit just after.
+                    self._rebuild_indexes(con)
                 for stmt in migrations.POSTGRES[version - 1]:
                     try:
                         con.execute(stmt)
@@ -289,6 +298,47 @@ class PostgresStore(Store):
             row = con.execute("SELECT value FROM meta WHERE key = 'store_id'").fetchone()
             assert row is not None
             return str(row[0])
+
+    def _rebuild_indexes(self, con: psycopg.Connection[Any]) -> None:
+        """Build the halfvec index of every (corpus, fingerprint) of a store made with the
+        older ``vector`` indexes, in the migration's transaction (which then drops those).
+
+        It runs once, when a store made by an older layersearch is first opened, and holds
+        the migration lock meanwhile: other processes opening the store wait for it rather
+        than each building the same index. Processes already running keep searching on the
+        old index during the build (it blocks writes, not reads); after the commit their
+        statements match no index and rank exactly until they are restarted. Building takes
+        minutes on a large store, so it says so before it starts, and after each index.
+        """
+        pairs = con.execute(
+            "SELECT corpus, fingerprint, dims, count(*) FROM vectors "
+            'GROUP BY corpus, fingerprint, dims ORDER BY corpus, fingerprint COLLATE "C", dims'
+        ).fetchall()
+        if not pairs:
+            return
+        total = sum(int(p[3]) for p in pairs)
+        log.warning(
+            "store %s: rebuilding %d vector index(es) over %d vectors as halfvec HNSW "
+            "(once, after upgrading layersearch; minutes on a store of millions of vectors); "
+            "other processes opening the store wait",
+            self.location,
+            len(pairs),
+            total,
+        )
+        for number, (corpus, fp, dims, count) in enumerate(pairs, 1):
+            start = time.perf_counter()
+            self._ensure_index(con, str(corpus), str(fp), int(dims))
+            log.warning(
+                "store %s: index %d of %d (%s, %s: %d vectors of %d dimensions) built in %.1f s",
+                self.location,
+                number,
+                len(pairs),
+                corpus,
+                fp,
+                count,
+                dims,
+                time.perf_counter() - start,
+            )
 
     # -- generic surface ----------------------------------------------------------------------
 
@@ -521,7 +571,7 @@ class PostgresStore(Store):
             return []
         dims = int(q.shape[0])
         fetch = k + max(k, _EXTRA)
-        if allow is not None and len(allow) <= EXACT_ALLOW_MAX:
+        if dims > HNSW_MAX_DIMS or (allow is not None and len(allow) <= EXACT_ALLOW_MAX):
             return self._rescore(self._exact(corpus, fingerprint, q, fetch, allow), q, k)
         found = self._hnsw(corpus, fingerprint, q, dims, fetch, allow)
         if len(found) < fetch:
@@ -547,10 +597,11 @@ class PostgresStore(Store):
         )
         if allow is not None:
             where = pgsql.SQL("{} AND doc_id = ANY(%(allow)s)").format(where)
-        cast = pgsql.SQL("embedding::vector({})").format(pgsql.Literal(dims))
+        # The index's own expression, or the planner does not use it.
+        cast = pgsql.SQL("embedding::halfvec({})").format(pgsql.Literal(dims))
         stmt = pgsql.SQL(
             "SELECT doc_id, embedding FROM vectors WHERE {where} "
-            "ORDER BY {cast} <=> %(q)s::vector({dims}) LIMIT %(fetch)s"
+            "ORDER BY {cast} <=> %(q)s::halfvec({dims}) LIMIT %(fetch)s"
         ).format(where=where, cast=cast, dims=pgsql.Literal(dims))
         params: dict[str, Any] = {"q": _vector_text(q), "fetch": fetch}
         if allow is not None:
@@ -640,6 +691,7 @@ class PostgresStore(Store):
         if k <= 0:
             return []
         fetch = k + max(k, _EXTRA)
+        exact = exact or q.shape[0] > HNSW_MAX_DIMS  # no index to walk
         stmt = _where_statement(corpus, fingerprint, int(q.shape[0]), join, where, hnsw=not exact)
         args = [*params, _vector_text(q), fetch]
         if exact:
@@ -732,20 +784,36 @@ class PostgresStore(Store):
         return [(i, float(s)) for i, s in ranked[:k]]
 
     def _ensure_index(self, con: psycopg.Connection[Any], corpus: str, fp: str, dims: int) -> None:
-        name = "vectors_hnsw_" + hashlib.sha256(f"{corpus}\0{fp}\0{dims}".encode()).hexdigest()[:16]
+        name = _index_name(corpus, fp, dims)
         with self._index_lock:
             if name in self._indexed:
                 return
+        if dims > HNSW_MAX_DIMS:
+            log.info(
+                "%s vectors (%s) have %d dimensions, more than pgvector's HNSW indexes take "
+                "(%d): they are ranked exactly",
+                corpus,
+                fp,
+                dims,
+                HNSW_MAX_DIMS,
+            )
+            with self._index_lock:
+                self._indexed.add(name)
+            return
         exists = con.execute("SELECT 1 FROM pg_indexes WHERE indexname = %s", [name]).fetchone()
         if not exists:
             log.info("building the HNSW index of %s vectors (%s)", corpus, fp)
             # The graph of tens of thousands of vectors outgrows the 64 MB default,
             # and a build that spills is many times slower.
             con.execute("SET LOCAL maintenance_work_mem = '512MB'")
+            # Half precision: a graph of half the size, walked with a fifth to a third
+            # less CPU on vectors without neighbourhoods (docs/postgres.md), and HNSW
+            # takes halfvec up to 4,000 dimensions (vector: 2,000). Candidates are
+            # re-scored from the float32 column.
             con.execute(
                 pgsql.SQL(
                     "CREATE INDEX IF NOT EXISTS {} ON vectors USING hnsw "
-                    "((embedding::vector({})) vector_cosine_ops) "
+                    "((embedding::halfvec({})) halfvec_cosine_ops) "
                     "WHERE corpus = {} AND fingerprint = {}"
                 ).format(
                     pgsql.Identifier(name),
@@ -782,16 +850,24 @@ def _extension_hint(location: str, exc: Exception) -> str:
     )
 
 
+def _index_name(corpus: str, fingerprint: str, dims: int) -> str:
+    """The HNSW index of one (corpus, fingerprint); ``vectors_hnsw_`` named the older
+    ``vector`` indexes, which the halfvec migration drops."""
+    key = f"{corpus}\0{fingerprint}\0{dims}"
+    return "vectors_hnswh_" + hashlib.sha256(key.encode()).hexdigest()[:16]
+
+
 def _where_statement(
     corpus: str, fingerprint: str, dims: int, join: str, where: str, *, hnsw: bool
 ) -> str:
     """The ranking statement of :meth:`PostgresStore.search_vectors_where` (``?`` placeholders:
     the condition's, then the query vector and the row limit)."""
     # Literal corpus and fingerprint so the planner can match the partial index; the cast
-    # column is the index's expression, the bare column matches none (an exact scan).
+    # column is the index's expression, the bare column matches none (an exact scan in
+    # float32).
     scope = f"v.corpus = {_literal(corpus)} AND v.fingerprint = {_literal(fingerprint)}"
     if hnsw:
-        order = f"v.embedding::vector({dims}) <=> ?::vector({dims})"
+        order = f"v.embedding::halfvec({dims}) <=> ?::halfvec({dims})"
     else:
         order = 'v.embedding <=> ?::vector, v.doc_id COLLATE "C"'
     # join and where are the calling corpus's own SQL; every value is bound
