@@ -13,6 +13,7 @@ import pytest
 from tests.conftest import MINI, MODELS
 
 from layersearch import Layersearch
+from layersearch.corpora import entities as entities_module
 from layersearch.corpora import snapshot as snapshot_mod
 from layersearch.corpora.entities import build_coverage
 from layersearch.ranking import persist
@@ -229,9 +230,30 @@ def test_an_attribute_it_cannot_save_keeps_the_index_in_memory(tmp_path: Path) -
             persist.save_object(built, tmp_path / "cov")
         assert corpus.snapshot is not None
         snap = corpus.snapshot
+        # The load published the index with the snapshot; take it away to build anew.
+        assert snap.dir is not None and (snap.dir / "coverage").exists()
+        shutil.rmtree(snap.dir / "coverage")
         got = snap.coverage(lambda: built)
         assert got is built
         assert not (snap.dir / "coverage").exists()  # type: ignore[operator]
+        assert ls.search(question="order tax").results
+
+
+def test_a_load_publishes_the_schema_index_so_no_search_builds_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with Layersearch(tmp_path / "s.duckdb") as ls:
+        ls.load(MINI)
+        snap = ls.corpus().snapshot
+        assert snap is not None and snap.dir is not None
+        assert (snap.dir / "coverage").exists()
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the schema index was built again after the load")
+
+    # Another process (here: another instance) searching after the load reads it back.
+    monkeypatch.setattr(entities_module, "build_coverage", refuse)
+    with Layersearch(tmp_path / "s.duckdb", create=False) as ls:
         assert ls.search(question="order tax").results
 
 

@@ -208,6 +208,20 @@ class EntityCorpus:
             snapshot=snapshot,
         )
 
+    def build_coverage(self, entities: Mapping[str, Entity] | None = None) -> None:
+        """Build (or read back) the catalog-wide schema index now, and persist it with the
+        snapshot. ``entities``: the same entities as this snapshot's, already decoded (a
+        load has them), so that building reads no row twice.
+
+        A snapshot is published with its schema index: otherwise the first search after
+        a load, often in another process (``layersearch load`` then ``search``), would
+        build it (seconds at 100k entities) instead of reading it back."""
+        source = self.entities if entities is None else entities
+        if self.snapshot is not None:
+            self._coverage = self.snapshot.coverage(lambda: build_coverage(source, self.edges_out))
+        else:
+            self._coverage = build_coverage(source, self.edges_out)
+
     def coverage(self, datasource: str | None = None) -> CoverageIndex:
         """The schema channel's index over visible entities, built (or read back) on first use.
 
@@ -219,12 +233,8 @@ class EntityCorpus:
         """
         if datasource is None:
             if self._coverage is None:
-                if self.snapshot is not None:
-                    self._coverage = self.snapshot.coverage(
-                        lambda: build_coverage(self.entities, self.edges_out)
-                    )
-                else:
-                    self._coverage = build_coverage(self.entities, self.edges_out)
+                self.build_coverage()
+            assert self._coverage is not None
             return self._coverage
         idx = self._scoped.get(datasource)
         if idx is None:
