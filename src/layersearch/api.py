@@ -256,7 +256,7 @@ class Layersearch:
         corpus = EntityCorpus.from_snapshot(snapshot, memories, ft or _EMPTY_FT())
         if rebuilt:
             # Published with its schema index, so no later search (of any process) builds it.
-            corpus.build_coverage(None if objects is None else {e.id: e for e in objects})
+            corpus.ensure_coverage(None if objects is None else {e.id: e for e in objects})
         if (
             ft is None
             and previous is not None

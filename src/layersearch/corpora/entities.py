@@ -208,7 +208,7 @@ class EntityCorpus:
             snapshot=snapshot,
         )
 
-    def build_coverage(self, entities: Mapping[str, Entity] | None = None) -> None:
+    def ensure_coverage(self, entities: Mapping[str, Entity] | None = None) -> None:
         """Build (or read back) the catalog-wide schema index now, and persist it with the
         snapshot. ``entities``: the same entities as this snapshot's, already decoded (a
         load has them), so that building reads no row twice.
@@ -233,7 +233,7 @@ class EntityCorpus:
         """
         if datasource is None:
             if self._coverage is None:
-                self.build_coverage()
+                self.ensure_coverage()
             assert self._coverage is not None
             return self._coverage
         idx = self._scoped.get(datasource)

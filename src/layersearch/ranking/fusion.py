@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-__all__ = ["RRF_K", "Fused", "FusedList", "fuse", "fused_score", "rrf"]
+__all__ = ["RRF_K", "Fused", "FusedList", "fuse", "rrf"]
 
 RRF_K = 60
 
@@ -197,12 +197,3 @@ def fuse(
         start.tolist(),
         names,
     )
-
-
-def fused_score(f: Fused) -> float:
-    """The sum of a document's channel contributions, correctly rounded (``math.fsum``):
-    the same in any channel order, so equal sums tie exactly and the tie-break decides."""
-    cs = list(f.channels.values())
-    if len(cs) <= 2:  # one addition is exact whatever the order
-        return sum(c[2] for c in cs)
-    return math.fsum(c[2] for c in cs)
