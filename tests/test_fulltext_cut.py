@@ -68,3 +68,27 @@ def test_ids_follow_writes(tmp_path: Path) -> None:
     assert gone not in ids and "new" in ids
     assert after == full[:10]
     assert before != after
+
+
+def test_ids_read_by_hash_rank_like_stored_ids(tmp_path: Path) -> None:
+    """A caller's table of ids by :func:`key_hash` stands in for the stored ids: the hits it
+    knows come from it, the others (None) from the documents, and the ranking is the same."""
+    from layersearch.ranking.fulltext import key_hash
+
+    ft = FullTextIndex.create(BOOSTS, tmp_path / "ft")
+    docs = _docs(0, 300)
+    ft.write(add=docs[:150], stamp="a")
+    ft.write(add=docs[150:], stamp="b")  # two segments
+    table = {key_hash(d.id): d.id for d in docs[::2]}  # the caller knows half of them
+    asked: list[int | None] = []
+
+    def resolve(hashes: list[int | None]) -> list[str | None]:
+        asked.extend(hashes)
+        return [None if h is None else table.get(h) for h in hashes]
+
+    for k in (1, 10, 60):
+        for text in ("order", "amount status", "order other"):
+            assert ft.search(text, k, resolve=resolve) == ft.search(text, k)
+    assert asked and all(isinstance(h, int) and h >= 0 for h in asked)
+    assert any(h in table for h in asked) and any(h not in table for h in asked)
+    assert key_hash("shop.orders") == key_hash("shop.orders") != key_hash("shop.order")

@@ -291,3 +291,26 @@ def test_content_hash_ignores_the_order_rows_come_in() -> None:
         assert list(again.rows) == list(first.rows)
     edges[0] = EdgeRecord(edges[0].src, edges[0].dst, edges[0].type, {"other": 1})
     assert EntityTables.build(ents, edges).content != first.content
+
+
+def test_edges_of_one_type_decode_like_the_filtered_list() -> None:
+    """``EdgeMap.of_type`` skips rows of other types undecoded; a target whose name holds
+    the type's text must not fool it, and a cached full list gives the same answer."""
+    from layersearch.corpora.snapshot import EdgeMap, EntityTables
+    from layersearch.semantic.model import EdgeRecord, Entity
+
+    tricky = 'd.m,"JOINS",x'
+    ids = ["d", "d.a", "d.b", tricky]
+    ents = [Entity(id=i, kind="model", name=i, datasource="d") for i in ids]
+    edges = [EdgeRecord("d.a", "d.b", "JOINS", {"source_columns": ["k"]})]
+    edges += [EdgeRecord("d.a", tricky, "CONTAINS"), EdgeRecord("d.a", "d.b", "MENTIONS")]
+    edges += [EdgeRecord("d", i, "CONTAINS") for i in ids[1:]]
+    edges.append(EdgeRecord("d.b", tricky, "JOINS"))
+    fresh = EdgeMap(EntityTables.build(ents, edges))
+    for src in [*ids, "missing"]:
+        for typ in ("JOINS", "CONTAINS", "MENTIONS"):
+            want = [e for e in fresh.get(src, []) if e.type == typ]
+            assert EdgeMap(EntityTables.build(ents, edges)).of_type(src, typ) == want
+            assert fresh.of_type(src, typ) == want  # from the cached full list
+    joins = EdgeMap(EntityTables.build(ents, edges)).of_type("d.a", "JOINS")
+    assert [(e.dst, e.props) for e in joins] == [("d.b", {"source_columns": ["k"]})]

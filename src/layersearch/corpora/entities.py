@@ -13,6 +13,8 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 
+import numpy as np
+
 from layersearch.corpora.snapshot import EdgeMap, EntityMap, Snapshot
 from layersearch.errors import ConfigError, LimitExceeded
 from layersearch.ranking.bm25 import EntityOverlapIndex
@@ -427,6 +429,7 @@ class EntityCorpus:
                     CHANNEL_DEPTH,
                     scopes=[ds] if ds is not None else None,
                     ids=allow_set,
+                    resolve=self._entity_ids_by_hash(levels),
                 )
                 # The index on disk may already hold a document another process added after
                 # this snapshot was taken: it is answered by the next snapshot, not half now.
@@ -523,6 +526,30 @@ class EntityCorpus:
             return None if e is None else e.kind
 
         return kind_of
+
+    def _entity_ids_by_hash(
+        self, levels: dict[str, int]
+    ) -> Callable[[Sequence[int | None]], list[str | None]] | None:
+        """Full-text hits → entity ids, read from the snapshot by the documents' key hash
+        (None for the others: memories, and documents newer than the snapshot, are read
+        from the index); each id found has its fusion level recorded in ``levels``."""
+        entities = self.entities
+        if not isinstance(entities, EntityMap):
+            return None
+        tables = entities.tables
+        kind_level = np.array([_FUSION_LEVEL.get(k, -1) for k in tables.kinds], dtype=np.int64)
+
+        def resolve(hashes: Sequence[int | None]) -> list[str | None]:
+            pos = entities.positions_by_hash(hashes)
+            found = np.flatnonzero(pos >= 0)
+            ids = tables.ids.take(pos[found])
+            levels.update(zip(ids, kind_level[tables.kind_codes[pos[found]]].tolist(), strict=True))
+            out: list[str | None] = [None] * len(pos)
+            for i, doc_id in zip(found.tolist(), ids, strict=True):
+                out[i] = doc_id
+            return out
+
+        return resolve
 
     def _table_of_id(self, level: Callable[[str], int]) -> Callable[[str], str | None]:
         """:func:`_table_of` by id, from fusion levels and visibility: nothing is decoded."""
@@ -701,8 +728,8 @@ def join_key_order(
     pos: dict[str, int] | None = None
     moving: dict[str, int] = {}
     for t in first:
-        for edge in edges_out.get(t, ()):
-            if edge.type != "JOINS" or edge.dst == t or edge.dst not in first:
+        for edge in _joins_of(edges_out, t):
+            if edge.dst == t or edge.dst not in first:
                 continue
             at = max(first[t], first[edge.dst])
             keys = [f"{t}.{c}" for c in edge.props.get("source_columns") or []]
@@ -725,6 +752,13 @@ def join_key_order(
             if moving[c] == i:
                 out.append((pos[c], i))
     return out
+
+
+def _joins_of(edges_out: Mapping[str, Sequence[EdgeRecord]], src: str) -> list[EdgeRecord]:
+    """The JOINS edges out of ``src`` (a snapshot decodes only those, not its CONTAINS)."""
+    if isinstance(edges_out, EdgeMap):
+        return edges_out.of_type(src, "JOINS")
+    return [e for e in edges_out.get(src, ()) if e.type == "JOINS"]
 
 
 def _table_of(e: Entity | None, entities: Mapping[str, Entity]) -> str | None:

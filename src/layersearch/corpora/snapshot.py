@@ -29,13 +29,21 @@ import shutil
 import sys
 import time
 from bisect import bisect_left
-from collections.abc import Callable, ItemsView, Iterable, Iterator, Mapping, ValuesView
+from collections.abc import (
+    Callable,
+    ItemsView,
+    Iterable,
+    Iterator,
+    Mapping,
+    Sequence,
+    ValuesView,
+)
 from pathlib import Path
 from typing import Any, TypeVar
 
 import numpy as np
 
-from layersearch.ranking.fulltext import FullTextIndex
+from layersearch.ranking.fulltext import FullTextIndex, key_hash
 from layersearch.ranking.persist import (
     HashIndex,
     PersistError,
@@ -87,6 +95,10 @@ class EntityTables:
     hidden: np.ndarray
     kind_codes: np.ndarray
     kinds: list[str]
+    #: every id's :func:`~layersearch.ranking.fulltext.key_hash`, sorted, and the position
+    #: of the id each belongs to: full-text hits are read back by hash
+    hash_sorted: np.ndarray
+    hash_order: np.ndarray
     edge_src: HashIndex
     edge_ptr: np.ndarray
     edge_rows: StringTable
@@ -133,6 +145,10 @@ class EntityTables:
         sources = self.__dict__.pop("_sources")
         counts = self.__dict__.pop("_counts")
         self.id_index = HashIndex.build(self.ids)
+        hashes = np.fromiter((key_hash(i) for i in self.ids), np.int64, len(self.ids))
+        self.hash_order = np.argsort(hashes, kind="stable")
+        self.hash_sorted = hashes[self.hash_order]
+        del hashes
         self.edge_src = HashIndex.build(sources)
         self.edge_ptr = np.zeros(len(sources) + 1, dtype=np.int64)
         np.cumsum(counts, out=self.edge_ptr[1:])
@@ -170,6 +186,8 @@ class EntityTables:
             "hidden": len(self.hidden),
             "kind_codes": len(self.kind_codes),
             "id_index": len(self.id_index.keys),
+            "hash_sorted": len(self.hash_sorted),
+            "hash_order": len(self.hash_order),
         }
         if any(v != n for v in sizes.values()):
             raise PersistError(f"entity tables disagree on their length: {n} ids, {sizes}")
@@ -202,12 +220,20 @@ class EntityTables:
             values=tuple(r[10]),
         )
 
-    def edges_at(self, k: int) -> list[EdgeRecord]:
+    def edges_at(self, k: int, edge_type: str | None = None) -> list[EdgeRecord]:
+        """The outgoing edges of source number ``k``; only those of ``edge_type`` when given
+        (the others are skipped without decoding: a table has a CONTAINS edge per column)."""
         src = self.edge_src.keys[k]
+        # Rows are ``[dst,"TYPE",props]`` with compact separators: a row of the type holds
+        # this byte string (a dst may too, so the decoded type is checked as well).
+        marker = None if edge_type is None else b',"' + edge_type.encode() + b'",'
         out = []
         for j in range(int(self.edge_ptr[k]), int(self.edge_ptr[k + 1])):
+            if marker is not None and marker not in self.edge_rows.raw(j).tobytes():
+                continue
             dst, typ, props = json.loads(self.edge_rows[j])
-            out.append(EdgeRecord(src, dst, typ, props))
+            if edge_type is None or typ == edge_type:
+                out.append(EdgeRecord(src, dst, typ, props))
         return out
 
 
@@ -557,6 +583,15 @@ class EntityMap(_Decoded[Entity]):
         self._kinds[key] = kind
         return kind
 
+    def positions_by_hash(self, hashes: Sequence[int | None]) -> np.ndarray:
+        """The position of the id with each :func:`key_hash` value, -1 where none has it."""
+        t = self.tables
+        h = np.fromiter((-1 if x is None else x for x in hashes), np.int64, len(hashes))
+        if not len(t.hash_sorted):
+            return np.full(len(h), -1, dtype=np.int64)
+        at = np.minimum(np.searchsorted(t.hash_sorted, h), len(t.hash_sorted) - 1)
+        return np.where(t.hash_sorted[at] == h, t.hash_order[at], -1)
+
     def is_visible(self, key: str) -> bool:
         i = self.tables.id_index.find(key)
         return i >= 0 and not bool(self.tables.hidden[i])
@@ -582,9 +617,11 @@ class EdgeMap(_Decoded[list[EdgeRecord]]):
     def __init__(self, tables: EntityTables) -> None:
         self.tables = tables
         self._cache: dict[str, list[EdgeRecord]] = {}
+        self._typed: dict[tuple[str, str], list[EdgeRecord]] = {}
 
     def clear_cache(self) -> None:
         self._cache.clear()
+        self._typed.clear()
 
     def _find(self, key: str) -> int:
         return self.tables.edge_src.find(key)
@@ -597,6 +634,21 @@ class EdgeMap(_Decoded[list[EdgeRecord]]):
 
     def __len__(self) -> int:
         return len(self.tables.edge_src.keys)
+
+    def of_type(self, key: str, edge_type: str) -> list[EdgeRecord]:
+        """``self.get(key, [])`` restricted to one edge type, decoding only those edges."""
+        try:
+            return [e for e in self._cache[key] if e.type == edge_type]
+        except KeyError:
+            pass
+        typed = self._typed.get((key, edge_type))
+        if typed is None:
+            k = self._find(key)
+            typed = [] if k < 0 else self.tables.edges_at(k, edge_type)
+            if len(self._typed) >= _CACHE_MAX:
+                self._typed.clear()
+            self._typed[(key, edge_type)] = typed
+        return typed
 
     def all(self) -> list[EdgeRecord]:
         """Every edge, in the store's order (type, source, target)."""
@@ -687,6 +739,7 @@ _CODE = (
     "corpora/entities.py",
     "ranking/analyzer.py",
     "ranking/coverage.py",
+    "ranking/fulltext.py",  # key_hash
     "ranking/persist.py",
     "semantic/canonical.py",
     "semantic/model.py",

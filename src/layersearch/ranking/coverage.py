@@ -46,6 +46,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from layersearch.ranking.analyzer import analyze, analyze_query, query_compounds
+from layersearch.ranking.persist import StringTable
 
 __all__ = ["LINK_PRIOR", "TOP_TABLES", "CoverageNode", "CoverageIndex", "links_from_edges"]
 
@@ -318,13 +319,13 @@ class CoverageIndex:
         owner = np.repeat(np.arange(len(nodes)), lens)
         entry = np.arange(len(owner)) - np.repeat(np.cumsum(lens) - lens, lens) + starts[owner]
         terms = self.fwd_term[entry]
-        mass = np.zeros(len(nodes))
-        count = np.zeros(len(nodes), dtype=np.int32)
-        for j in query:
-            hit = terms == j
-            # a node holds each term once, so plain fancy-index adds are exact
-            mass[owner[hit]] += self.idf[j] * self.field_w[self.fwd_code[entry[hit]]]
-            count[owner[hit]] += 1
+        # The entries of each query term, in query order (a node holds each term once):
+        # bincount adds a bin's weights in input order, so each node's sum is added up term
+        # by term in query order, as term-at-a-time would.
+        match = np.concatenate([_EMPTY_I, *(np.flatnonzero(terms == j) for j in query)])
+        weight = self.idf[terms[match]] * self.field_w[self.fwd_code[entry[match]]]
+        mass = np.bincount(owner[match], weights=weight, minlength=len(nodes))
+        count = np.bincount(owner[match], minlength=len(nodes)).astype(np.int32)
         return mass, count
 
     def query_terms(self, text: str) -> list[int]:
@@ -442,10 +443,10 @@ class CoverageIndex:
         final = sel[np.lexsort((pool[sel], ~self.is_key[pool[sel]], -precision[sel], s_pool[sel]))]
         final = final[:k]
         nodes = pool[final]
-        hits = [
-            (self.ids[i], round(x, 6))
-            for i, x in zip(nodes.tolist(), score[final].tolist(), strict=True)
-        ]
+        ids = self.ids.take(nodes) if isinstance(self.ids, StringTable) else None
+        if ids is None:
+            ids = [self.ids[i] for i in nodes.tolist()]
+        hits = [(i, round(x, 6)) for i, x in zip(ids, score[final].tolist(), strict=True)]
         return hits, self.level[nodes].tolist()
 
 

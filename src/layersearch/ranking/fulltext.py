@@ -13,21 +13,23 @@ stale when the stamp differs, so callers rebuild it. It is derived data.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import logging
 import os
 import shutil
 import time
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import cast
 
 import tantivy
 
 from layersearch.errors import StoreError
 from layersearch.ranking.analyzer import analyze, analyze_query
 
-__all__ = ["FTDoc", "FullTextIndex"]
+__all__ = ["FTDoc", "FullTextIndex", "key_hash"]
 
 log = logging.getLogger("layersearch.ranking.fulltext")
 
@@ -35,7 +37,7 @@ MARKER = "layersearch-index.json"
 CURRENT = "CURRENT"
 #: how long a replaced index generation is kept for processes that still have it open
 _GRACE_S = 600.0
-FORMAT = 1
+FORMAT = 2
 _WRITER_HEAP = 64_000_000
 #: analysed field texts remembered during one write (a few hundred bytes each)
 _TEXT_CACHE = 1 << 17
@@ -43,6 +45,18 @@ _TEXT_CACHE = 1 << 17
 _KEY_CACHE = 1 << 18
 #: boosted term queries remembered (a few hundred bytes each)
 _CLAUSE_CACHE = 1 << 14
+
+
+def key_hash(key: str) -> int:
+    """A document id's 63-bit hash (non-negative, fits tantivy's i64 fast field). Each
+    document carries it, so a search can look its hits' ids up in a table the caller
+    already holds instead of decoding stored documents (the costly part of a search)."""
+    digest = hashlib.blake2b(key.encode("utf-8", "surrogatepass"), digest_size=8).digest()
+    return int.from_bytes(digest, "little") >> 1
+
+
+#: resolves hit hashes (None: the document has none) to ids; None where it does not know one
+Resolve = Callable[[Sequence[int | None]], Sequence[str | None]]
 
 
 @dataclass(slots=True)
@@ -76,6 +90,7 @@ class FullTextIndex:
         sb.add_text_field("key", stored=True, tokenizer_name="raw", index_option="basic")
         sb.add_text_field("kind", stored=False, tokenizer_name="raw", index_option="basic")
         sb.add_text_field("scope", stored=False, tokenizer_name="raw", index_option="basic")
+        sb.add_integer_field("h", stored=False, indexed=False, fast=True)
         for name in sorted(boosts):
             sb.add_text_field(name, stored=False, tokenizer_name="whitespace", index_option="freq")
         return sb.build()
@@ -199,7 +214,7 @@ class FullTextIndex:
         """The tantivy document of ``doc``; ``cache`` maps field texts to their analysed
         form for the length of one write (a catalog repeats its names, labels, templated
         descriptions and sample values across thousands of entities)."""
-        values: dict[str, object] = {"key": doc.id, "kind": doc.kind}
+        values: dict[str, object] = {"key": doc.id, "kind": doc.kind, "h": key_hash(doc.id)}
         if doc.scopes:
             values["scope"] = list(doc.scopes)
         for name, text in doc.fields.items():
@@ -277,8 +292,12 @@ class FullTextIndex:
         ids: Collection[str] | None = None,
         kinds: Collection[str] | None = None,
         boosts: Mapping[str, float] | None = None,
+        resolve: Resolve | None = None,
     ) -> list[tuple[str, float]]:
-        """Top ``k`` ids for ``text`` (any characters), restricted by scope / id / kind sets."""
+        """Top ``k`` ids for ``text`` (any characters), restricted by scope / id / kind sets.
+
+        ``resolve`` maps the hits' :func:`key_hash` values to ids where the caller knows
+        them; the others are read from the stored documents."""
         tokens = analyze_query(text)
         if not tokens or k < 1:
             return []
@@ -309,7 +328,15 @@ class FullTextIndex:
         if len(hits) > k:
             cut = hits[k - 1][0]
             hits = [h for h in hits if h[0] >= cut]
-        out = [(self._key(addr), float(score)) for score, addr in hits]
+        if resolve is not None and hits:
+            hashes = searcher.fast_field_values("h", [addr for _, addr in hits])
+            known = resolve(cast("list[int | None]", hashes))
+            out = [
+                (self._key(addr) if key is None else key, float(score))
+                for (score, addr), key in zip(hits, known, strict=True)
+            ]
+        else:
+            out = [(self._key(addr), float(score)) for score, addr in hits]
         out.sort(key=lambda h: (-h[1], h[0]))
         return out[:k]
 

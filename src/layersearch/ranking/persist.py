@@ -105,6 +105,13 @@ class StringTable(Sequence[str]):
             raise IndexError("string table index out of range")
         return str(self._mv[int(self._off[i]) : int(self._off[i + 1])], "utf-8", "surrogatepass")
 
+    def take(self, positions: Sequence[int] | np.ndarray) -> list[str]:
+        """``[self[i] for i in positions]`` (non-negative positions), in one pass."""
+        off, mv = self._off, self._mv
+        idx = np.asarray(positions, dtype=np.int64)
+        starts, ends = off[idx].tolist(), off[idx + 1].tolist()
+        return [str(mv[a:b], "utf-8", "surrogatepass") for a, b in zip(starts, ends, strict=True)]
+
     def __iter__(self) -> Iterator[str]:
         data = self._mv.tobytes()
         offs = self._off.tolist()
