@@ -314,3 +314,26 @@ def test_edges_of_one_type_decode_like_the_filtered_list() -> None:
             assert fresh.of_type(src, typ) == want  # from the cached full list
     joins = EdgeMap(EntityTables.build(ents, edges)).of_type("d.a", "JOINS")
     assert [(e.dst, e.props) for e in joins] == [("d.b", {"source_columns": ["k"]})]
+
+
+def test_eager_arrays_are_read_into_memory_the_rest_mapped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A class's ``__eager__`` arrays come back as plain in-memory arrays (searches binary
+    search them), every other large array as a copy-on-write mapping of its file."""
+    from layersearch.corpora.snapshot import EntityTables
+    from layersearch.semantic.model import Entity
+
+    monkeypatch.setattr(persist, "_MMAP_MIN_BYTES", 0)
+    ents = [Entity(id=f"d.m{i}", kind="model", name=f"m{i}", datasource="d") for i in range(50)]
+    tables = EntityTables.build(ents, [])
+    persist.save_object(tables, tmp_path / "t")
+    maps: list[object] = []
+    back = persist.load_object(tmp_path / "t", maps=maps)
+    assert maps, "large arrays are mapped"
+    for name in EntityTables.__eager__:
+        arr = getattr(back, name)
+        assert np.array_equal(arr, getattr(tables, name))
+        assert not isinstance(arr.base, np.memmap) and arr.flags.writeable
+    assert isinstance(back.kind_codes.base, np.memmap)
+    assert list(back.ids) == list(tables.ids)

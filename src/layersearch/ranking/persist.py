@@ -454,7 +454,7 @@ class _Reader:
         self.maps = maps
         self.done: dict[str, Any] = {}
 
-    def array(self, name: str) -> np.ndarray:
+    def array(self, name: str, *, eager: bool = False) -> np.ndarray:
         if name not in self.files or "/" in name or name.startswith("."):
             raise PersistError(f"manifest names an unknown file {name!r}")
         path = self.dir / name
@@ -464,7 +464,7 @@ class _Reader:
             raise PersistError(f"{name} is {size} bytes, expected {want_size}")
         if _crc(path) != want_crc:
             raise PersistError(f"{name} does not match its checksum")
-        big = self.mmap and size >= _MMAP_MIN_BYTES
+        big = self.mmap and not eager and size >= _MMAP_MIN_BYTES
         a = np.load(path, mmap_mode="c" if big else None, allow_pickle=False)
         mapped = getattr(a, "_mmap", None)
         if mapped is not None and self.maps is not None:
@@ -505,8 +505,15 @@ class _Reader:
         if t == "obj":
             cls = _class(spec["cls"])
             obj: Any = object.__new__(cls)
+            eager = getattr(cls, "__eager__", ())
             for k, s in spec["attrs"].items():
-                object.__setattr__(obj, k, self.node(s, f"{path}.{k}"))
+                value: Any
+                if k in eager and s.get("t") == "nd":
+                    value = self.array(s["f"], eager=True)
+                    self.done[f"{path}.{k}"] = value
+                else:
+                    value = self.node(s, f"{path}.{k}")
+                object.__setattr__(obj, k, value)
             return obj
         raise PersistError(f"unknown node type {t!r}")
 
