@@ -72,13 +72,16 @@ MAX_QUERY_CHARS = 100_000
 EMBED_BATCH = 256
 # On PostgreSQL the snapshot says exactly how many chunks pass the filters: few are ranked
 # exactly by id, many are found by walking the HNSW index with the filters in SQL. Exact
-# costs each passing chunk once; the walk reads about WALK_ROWS chunks per wanted note and
-# passes over total/passing rejected ones for each, every one costing about WALK_COST exact
-# rankings (pgvector, 384 dimensions; uniform vectors, clustered ones walk ~4x cheaper).
-# Exact then wins while passing <= sqrt(rows read * total * WALK_COST), and always up to
-# EXACT_CHUNKS (benchmarks/vault_search.py --postgres; docs/decisions.md).
+# costs each passing chunk once (a primary-key lookup and a distance, ~1.3-1.7 µs quiet);
+# the walk reads about WALK_ROWS chunks per wanted note and passes over total/passing
+# rejected ones for each, every one costing about WALK_COST exact rankings (pgvector,
+# 384 dimensions, uniform vectors: 35-60 µs a row; clustered ones walk ~3x cheaper, so
+# this errs towards exact, whose cost does not depend on the data). Exact then wins while
+# passing <= sqrt(rows read * total * WALK_COST), and always up to EXACT_CHUNKS: about
+# 11,900 of 50,000 chunks for 10 notes (benchmarks/vault_search.py --postgres;
+# docs/decisions.md).
 EXACT_CHUNKS = 2000
-WALK_COST = 8.0
+WALK_COST = 32.0
 WALK_ROWS = 8
 _FT_KIND = "note"
 _NO_EMBEDDER = (
@@ -423,10 +426,7 @@ class VaultService:
         elif total <= _exact_up_to(len(snap.flat_chunks), depth):
             # Few chunks pass: rank them exactly, looked up by id. Walking the index would
             # pass over many rejected rows for each one kept.
-            allow = snap.chunks_of(rows)
-            found = where(
-                tables.CORPUS, key, q, k, where="v.doc_id = ANY(?)", params=[allow], exact=True
-            )
+            found = where(tables.CORPUS, key, q, k, ids=snap.chunks_of(rows))
         else:
             # Many pass: walk the HNSW index, the filters joined to each chunk's note in the
             # statement itself, so no list of ids travels.
@@ -575,8 +575,7 @@ def _allowed_rows(
     if f.note_type is not None:
         masks.append(snap.note_type == f.note_type)
     if statuses:
-        wanted = set(statuses)
-        masks.append(np.fromiter((s in wanted for s in snap.status), bool, len(snap)))
+        masks.append(np.isin(snap.status, list(statuses)))
     if f.tags:
         any_tag = np.zeros(len(snap), dtype=bool)
         for tag in f.tags:
