@@ -99,6 +99,7 @@ def _force(path: str, monkeypatch: pytest.MonkeyPatch) -> None:
     else:  # every filter is SQL in the HNSW walk (completed exactly, in SQL, when short)
         monkeypatch.setattr(vault_search, "EXACT_CHUNKS", 0)
         monkeypatch.setattr(vault_search, "WALK_COST", 0.0)
+        monkeypatch.setattr(vault_search, "WALK_PAGE_COST", 0.0)
 
 
 def _spy(store: Any, monkeypatch: pytest.MonkeyPatch) -> list[str]:
@@ -290,3 +291,35 @@ def test_exact_ranking_by_id_looks_rows_up_by_primary_key(pg_vault: Layersearch)
         plan = con.execute("EXPLAIN " + postgres._BY_IDS, args, prepare=False).fetchall()
     text = "\n".join(r[0] for r in plan)
     assert "vectors_pkey" in text and "Seq Scan" not in text, text
+
+
+def test_walk_or_exact_follows_the_measured_walk_cost(
+    pg_vault: Layersearch, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The index's measured cost per walked row decides, with the snapshot's count of passing
+    chunks, which way a filter is ranked; measured once per generation."""
+    store = pg_vault.store
+    dense = pg_vault.vault._dense_for(pg_vault.vault._embedder())  # type: ignore[arg-type]
+    key = dense.fingerprint.key()
+    probes = [c.id for c in tables.load_chunks(store)][:4]
+    pages = store.walk_pages_per_row(tables.CORPUS, key, probes)  # type: ignore[attr-defined]
+    assert pages is not None and pages > 0
+    assert store.walk_pages_per_row(tables.CORPUS, key, ["no such chunk"]) is None  # type: ignore[attr-defined]
+
+    monkeypatch.setattr(vault_search, "EXACT_CHUNKS", 0)
+    measured: list[int] = []
+    request = {"query": "fx rates", "domain": "finance", "limit": 3}
+    calls = _spy(store, monkeypatch)
+    for cost, first in ((1e9, "all"), (1e-9, "walk")):
+
+        def measure(*_: Any, _cost: float = cost) -> float:
+            measured.append(1)
+            return _cost
+
+        monkeypatch.setattr(store, "walk_pages_per_row", measure)
+        pg_vault.vault._walk_measured = None
+        calls.clear()
+        assert _got(pg_vault, request) == _reference(pg_vault, request)
+        assert calls[0] == first
+        _got(pg_vault, request)  # the same generation: not measured again
+    assert len(measured) == 2

@@ -81,6 +81,8 @@ _GROUP_ROWS = 8
 # pgvector stops an iterative scan after this many tuples; past it the
 # fallback to exact search takes over.
 _MAX_SCAN_TUPLES = 40_000
+#: rows of each probe walk of walk_pages_per_row (a vault search's first batch is 88)
+_PROBE_ROWS = 88
 #: the most dimensions pgvector's HNSW indexes a halfvec with; wider vectors are ranked exactly
 HNSW_MAX_DIMS = 4000
 
@@ -718,6 +720,57 @@ class PostgresStore(Store):
             found = self._fetch_all(exact_stmt, args)
         return self._rescore(found, q, k)
 
+    def walk_pages_per_row(
+        self, corpus: str, fingerprint: str, probe_ids: Sequence[str]
+    ) -> float | None:
+        """How many buffer pages the HNSW index of ``corpus`` touches per row it yields: the
+        work of walking it, which depends on the data (vectors without neighbourhoods cost
+        ~4x more per row) and not on the machine's load, so a caller can decide between a
+        walk and an exact ranking deterministically.
+
+        Walks the index unfiltered from the stored vectors of ``probe_ids`` (the first
+        ``_PROBE_ROWS`` rows each, as a search's first batch) under ``EXPLAIN (ANALYZE,
+        BUFFERS)``. None when there is no index to walk or no probe vector is stored.
+        """
+        with self._raw(write=False) as con, con.cursor(binary=True) as cur:
+            rows = cur.execute(
+                "SELECT embedding FROM vectors WHERE corpus = %s AND fingerprint = %s "
+                'AND doc_id = ANY(%b) ORDER BY doc_id COLLATE "C"',
+                [corpus, fingerprint, list(probe_ids)],
+                prepare=False,
+            ).fetchall()
+            if not rows:
+                return None
+            probes = _decode_vectors([r[0] for r in rows])
+            dims = int(probes.shape[1])
+            if dims > HNSW_MAX_DIMS:
+                return None
+            _set_local(
+                con,
+                {
+                    "hnsw.iterative_scan": "relaxed_order",
+                    "hnsw.ef_search": str(_PROBE_ROWS),
+                    "hnsw.max_scan_tuples": str(_MAX_SCAN_TUPLES),
+                    "jit": "off",
+                },
+            )
+            stmt = _where_statement(corpus, fingerprint, dims, "", "TRUE", hnsw=True)
+            pages = walked = 0
+            for q in probes:
+                plan = con.execute(
+                    "EXPLAIN (ANALYZE, BUFFERS, TIMING OFF, FORMAT JSON) " + translate(stmt),
+                    [_vector_text(q), _PROBE_ROWS],
+                    prepare=False,
+                ).fetchone()
+                node = _index_node(plan[0][0]["Plan"] if plan else {})
+                if node is None:  # no HNSW index (or the planner would not use it)
+                    return None
+                pages += int(node.get("Shared Hit Blocks", 0)) + int(
+                    node.get("Shared Read Blocks", 0)
+                )
+                walked += int(node.get("Actual Rows", 0))
+        return pages / walked if walked else None
+
     def _fetch_all(
         self, stmt: str, args: list[Any], by_ids: bool = False
     ) -> list[tuple[str, bytes]]:
@@ -925,6 +978,17 @@ def _set_local(con: psycopg.Connection[Any], settings: dict[str, str]) -> None:
     """``SET LOCAL`` every setting (until the transaction ends) in one round trip."""
     calls = ", ".join("set_config(%s, %s, true)" for _ in settings)
     con.execute(f"SELECT {calls}", [x for kv in settings.items() for x in kv])  # noqa: S608
+
+
+def _index_node(node: dict[str, Any]) -> dict[str, Any] | None:
+    """The HNSW index scan in a JSON plan (its node type says Index Scan, its index ours)."""
+    if str(node.get("Index Name", "")).startswith("vectors_hnsw"):
+        return node
+    for child in node.get("Plans", []):
+        found = _index_node(child)
+        if found is not None:
+            return found
+    return None
 
 
 def _literal(text: str) -> str:
