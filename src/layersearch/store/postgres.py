@@ -752,6 +752,7 @@ class PostgresStore(Store):
                     "hnsw.iterative_scan": "relaxed_order",
                     "hnsw.ef_search": str(_PROBE_ROWS),
                     "hnsw.max_scan_tuples": str(_MAX_SCAN_TUPLES),
+                    "enable_sort": "off",  # as the walks it stands for: the index, always
                     "jit": "off",
                 },
             )
