@@ -1,7 +1,7 @@
 """Time vault search over 50k chunks and the re-index of an unchanged 10k-note vault.
 
     PYTHONPATH=src python benchmarks/vault_search.py [--notes 10000] [--runs 50] \
-        [--postgres] [--reuse DIR] [--out FILE]
+        [--postgres [--database NAME]] [--reuse DIR] [--out FILE]
 
 Writes a synthetic vault of ``--notes`` notes with five sections each (five
 chunks per note), indexes it into a temporary DuckDB store (``--postgres``: a PostgreSQL database on a
@@ -34,6 +34,7 @@ import json
 import os
 import platform
 import random
+import re
 import statistics
 import sys
 import tempfile
@@ -281,6 +282,24 @@ def _postgres_store(name: str | None = None) -> Any:
     return PostgresStore(server.get_uri(name))
 
 
+def _database_name(args: argparse.Namespace, work: Path) -> str | None:
+    """The PostgreSQL database: ``--database``; else, with ``--reuse``, the one the reused
+    folder was last run with (kept in its ``database`` file), or one named after the vault's
+    size and embedder; else None (a fresh one). The choice is written into the folder, so a
+    reused folder keeps its database."""
+    if not args.reuse:
+        return str(args.database) if args.database else None
+    remembered = work / "database"
+    name = args.database
+    if name is None and remembered.exists():
+        name = remembered.read_text(encoding="utf-8").strip()
+    if name is None:
+        suffix = "" if args.embedder == "seeded" else f"_{args.embedder}"
+        name = f"vault_bench_{args.notes}{suffix}"
+    remembered.write_text(name + "\n", encoding="utf-8")
+    return str(name)
+
+
 def _open(args: argparse.Namespace, work: Path) -> tuple[Any, Path, float | None]:
     """The store and the vault folder; the vault is written unless a reused one is complete."""
     root = work / "vault"
@@ -292,8 +311,7 @@ def _open(args: argparse.Namespace, work: Path) -> tuple[Any, Path, float | None
         write_vault(root, args.notes)
         write_s = time.perf_counter() - start
     if args.postgres:
-        suffix = "" if args.embedder == "seeded" else f"_{args.embedder}"
-        store = _postgres_store(f"vault_bench_{args.notes}{suffix}" if args.reuse else None)
+        store = _postgres_store(_database_name(args, work))
     else:
         store = DuckDBStore(work / "s.duckdb")
     return store, root, write_s
@@ -319,11 +337,25 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--reuse",
         metavar="DIR",
-        help="keep the vault and the store in DIR (on PostgreSQL: database vault_bench_<notes>) "
+        help="keep the vault and the store in DIR (on PostgreSQL: the database named in "
+        "DIR/.../database, see --database) "
         "and reuse them on later runs: the first index of 50k chunks into PostgreSQL takes "
         "minutes. Reused runs report no first-index time.",
     )
+    ap.add_argument(
+        "--database",
+        metavar="NAME",
+        help="with --postgres: the database to use (created when missing; kept), e.g. a copy "
+        "made with CREATE DATABASE ... TEMPLATE vault_bench_10000 to compare two versions of "
+        "the code on the same data without one migrating the other's store. Default: with "
+        "--reuse, the database the folder was last run with (else vault_bench_<notes>"
+        "[_<embedder>]); without, a fresh one",
+    )
     args = ap.parse_args(argv)
+    if args.database is not None and not re.fullmatch(r"[a-z_][a-z0-9_]{0,62}", args.database):
+        ap.error("--database: lower-case letters, digits and _ (an unquoted PostgreSQL name)")
+    if args.database is not None and not args.postgres:
+        ap.error("--database needs --postgres")
     results = Path(args.out)
     with tempfile.TemporaryDirectory(prefix="layersearch-vault-bench-") as tmp:
         suffix = "" if args.embedder == "seeded" else f"-{args.embedder}"
@@ -385,6 +417,7 @@ def main(argv: list[str] | None = None) -> int:
         json.dumps(
             {
                 "backend": "postgres" if args.postgres else "duckdb",
+                "store": getattr(store, "location", None),
                 "notes": args.notes,
                 "chunks": chunks,
                 "dimensions": DIMS,

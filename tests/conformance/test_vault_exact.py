@@ -99,6 +99,7 @@ def _force(path: str, monkeypatch: pytest.MonkeyPatch) -> None:
     else:  # every filter is SQL in the HNSW walk (completed exactly, in SQL, when short)
         monkeypatch.setattr(vault_search, "EXACT_CHUNKS", 0)
         monkeypatch.setattr(vault_search, "WALK_COST", 0.0)
+        monkeypatch.setattr(vault_search, "WALK_PAGE_COST", 0.0)
 
 
 def _spy(store: Any, monkeypatch: pytest.MonkeyPatch) -> list[str]:
@@ -244,3 +245,81 @@ def test_hybrid_equals_duckdb(
             want = duck.vault.search(mode="hybrid", explain=True, **request)
             got = pg_vault.vault.search(mode="hybrid", explain=True, **request)
             assert want and got == want, request
+
+
+# Note names with the characters an array literal quotes or splits on (braces, commas,
+# quotes, spaces, the word NULL) and non-ASCII ones: the exact path ships their chunk ids.
+AWKWARD = ["{a,b}", 'say "hi"', "it's", "com,ma", "ça va", "NULL"]
+
+
+def test_exact_path_ships_any_chunk_id(
+    location_for: Callable[[str], str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    for n, name in enumerate(AWKWARD):
+        domain = "finance" if n % 2 == 0 else "product"
+        (vault / f"{name}.md").write_text(
+            f"---\ndomain: {domain}\n---\n# {name}\n\nabout {name}\n\n## More\n\ntext {n}\n",
+            "utf-8",
+        )
+    _force("exact", monkeypatch)
+    with Layersearch(location_for("postgres"), embedder=FakeEmbedder(32)) as ls:
+        ls.vault.index(vault)
+        calls = _spy(ls.store, monkeypatch)
+        for request in ({"query": "about", "limit": 10, "domain": "finance"},):
+            got = _got(ls, request)
+            assert got == _reference(ls, request)
+            assert sorted(s for s, _ in got) == sorted(AWKWARD[0::2])
+        assert calls == ["all"]
+
+
+def test_exact_ranking_by_id_looks_rows_up_by_primary_key(pg_vault: Layersearch) -> None:
+    """Even where the planner would scan the whole table (here: a tiny one), the ranking by
+    id is primary-key lookups: with a fifth of a large table's rows it prefers a sequential
+    scan of all of them, 4x slower when the table is not in shared buffers."""
+    from layersearch.store import postgres
+
+    store = pg_vault.store
+    assert isinstance(store, postgres.PostgresStore)
+    ids = [c.id for c in tables.load_chunks(store)][:3]
+    dense = pg_vault.vault._dense_for(pg_vault.vault._embedder())  # type: ignore[arg-type]
+    q = dense.query_vector("revenue")
+    args = [tables.CORPUS, dense.fingerprint.key(), ids, postgres._vector_text(q), 10]
+    with store._raw(write=False) as con:
+        postgres._by_primary_key(con)
+        plan = con.execute("EXPLAIN " + postgres._BY_IDS, args, prepare=False).fetchall()
+    text = "\n".join(r[0] for r in plan)
+    assert "vectors_pkey" in text and "Seq Scan" not in text, text
+
+
+def test_walk_or_exact_follows_the_measured_walk_cost(
+    pg_vault: Layersearch, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The index's measured cost per walked row decides, with the snapshot's count of passing
+    chunks, which way a filter is ranked; measured once per generation."""
+    store = pg_vault.store
+    dense = pg_vault.vault._dense_for(pg_vault.vault._embedder())  # type: ignore[arg-type]
+    key = dense.fingerprint.key()
+    probes = [c.id for c in tables.load_chunks(store)][:4]
+    pages = store.walk_pages_per_row(tables.CORPUS, key, probes)  # type: ignore[attr-defined]
+    assert pages is not None and pages > 0
+    assert store.walk_pages_per_row(tables.CORPUS, key, ["no such chunk"]) is None  # type: ignore[attr-defined]
+
+    monkeypatch.setattr(vault_search, "EXACT_CHUNKS", 0)
+    measured: list[int] = []
+    request = {"query": "fx rates", "domain": "finance", "limit": 3}
+    calls = _spy(store, monkeypatch)
+    for cost, first in ((1e9, "all"), (1e-9, "walk")):
+
+        def measure(*_: Any, _cost: float = cost) -> float:
+            measured.append(1)
+            return _cost
+
+        monkeypatch.setattr(store, "walk_pages_per_row", measure)
+        pg_vault.vault._walk_measured = None
+        calls.clear()
+        assert _got(pg_vault, request) == _reference(pg_vault, request)
+        assert calls[0] == first
+        _got(pg_vault, request)  # the same generation: not measured again
+    assert len(measured) == 2

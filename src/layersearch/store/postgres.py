@@ -81,6 +81,8 @@ _GROUP_ROWS = 8
 # pgvector stops an iterative scan after this many tuples; past it the
 # fallback to exact search takes over.
 _MAX_SCAN_TUPLES = 40_000
+#: rows of each probe walk of walk_pages_per_row (a vault search's first batch is 88)
+_PROBE_ROWS = 88
 #: the most dimensions pgvector's HNSW indexes a halfvec with; wider vectors are ranked exactly
 HNSW_MAX_DIMS = 4000
 
@@ -245,10 +247,10 @@ class PostgresStore(Store):
     def _raw(self, *, write: bool) -> Iterator[psycopg.Connection[Any]]:
         con = self._checkout()
         try:
+            # Reads: one consistent snapshot for every statement, asked for in the BEGIN
+            # itself (psycopg sends it there; a separate SET TRANSACTION is a round trip).
+            con.isolation_level = None if write else psycopg.IsolationLevel.REPEATABLE_READ
             with con.transaction():
-                if not write:
-                    # One consistent snapshot for every statement of a read.
-                    con.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
                 yield con
         except psycopg.Error as exc:
             raise StoreError(f"store {self.location}: {exc}") from exc
@@ -596,7 +598,7 @@ class PostgresStore(Store):
             pgsql.Literal(corpus), pgsql.Literal(fingerprint)
         )
         if allow is not None:
-            where = pgsql.SQL("{} AND doc_id = ANY(%(allow)s)").format(where)
+            where = pgsql.SQL("{} AND doc_id = ANY(%(allow)b)").format(where)
         # The index's own expression, or the planner does not use it.
         cast = pgsql.SQL("embedding::halfvec({})").format(pgsql.Literal(dims))
         stmt = pgsql.SQL(
@@ -607,16 +609,13 @@ class PostgresStore(Store):
         if allow is not None:
             params["allow"] = allow
         with self._raw(write=True) as con:
-            con.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
-            con.execute(
-                pgsql.SQL("SET LOCAL hnsw.ef_search = {}").format(
-                    pgsql.Literal(min(1000, max(40, fetch)))
-                )
-            )
-            con.execute(
-                pgsql.SQL("SET LOCAL hnsw.max_scan_tuples = {}").format(
-                    pgsql.Literal(_MAX_SCAN_TUPLES)
-                )
+            _set_local(
+                con,
+                {
+                    "hnsw.iterative_scan": "relaxed_order",
+                    "hnsw.ef_search": str(min(1000, max(40, fetch))),
+                    "hnsw.max_scan_tuples": str(_MAX_SCAN_TUPLES),
+                },
             )
             with con.cursor(binary=True) as cur:
                 rows = cur.execute(stmt, params, prepare=False).fetchall()
@@ -630,8 +629,9 @@ class PostgresStore(Store):
         fetch: int,
         allow: list[str] | None,
     ) -> list[tuple[str, bytes]]:
-        # The uncast column matches no index expression: a plain, exact scan.
-        filtered = pgsql.SQL("AND doc_id = ANY(%(allow)s)" if allow is not None else "")
+        # The uncast column matches no index expression: a plain, exact scan. The ids
+        # travel as a binary array (see _BY_IDS).
+        filtered = pgsql.SQL("AND doc_id = ANY(%(allow)b)" if allow is not None else "")
         stmt = pgsql.SQL(
             "SELECT doc_id, embedding FROM vectors WHERE corpus = %(c)s AND fingerprint = %(f)s "
             '{} ORDER BY embedding <=> %(q)s::vector, doc_id COLLATE "C" LIMIT %(fetch)s'
@@ -641,6 +641,8 @@ class PostgresStore(Store):
         if allow is not None:
             params["allow"] = allow
         with self._raw(write=False) as con, con.cursor(binary=True) as cur:
+            if allow is not None:
+                _by_primary_key(con)
             rows = cur.execute(stmt, params, prepare=False).fetchall()
             return [(r[0], r[1]) for r in rows]
 
@@ -667,6 +669,7 @@ class PostgresStore(Store):
         exact: bool = False,
         group: Callable[[str], str] | None = None,
         groups: int = 0,
+        ids: Sequence[str] | None = None,
     ) -> list[tuple[str, float]]:
         """Top ``k`` vectors of ``corpus`` (alias ``v``) passing a SQL condition, ranked like
         :meth:`search_vectors` (float32 cosines, best first, ties by id).
@@ -684,6 +687,12 @@ class PostgresStore(Store):
         re-scoring to repair the relaxed order of the walk. Walking the index past rows a
         filter rejects is what a filtered search costs, so rows not read count; fewer
         than that lost recall against brute force (docs/decisions.md).
+
+        ``ids``: rank exactly the rows with these doc ids instead (``join`` and ``where``
+        are then ignored): primary-key lookups of the passing rows only, for a caller that
+        knows them (the vault's snapshot). 1.3-4 µs a row on 50k × 384 vectors (less when
+        the rows are neighbours in the table), so ten thousand ids can still be cheaper
+        than walking a graph past rejected rows (see :meth:`walk_pages_per_row`).
         """
         q = np.ascontiguousarray(query_vec, dtype=np.float32)
         if q.ndim != 1 or not np.all(np.isfinite(q)):
@@ -691,6 +700,12 @@ class PostgresStore(Store):
         if k <= 0:
             return []
         fetch = k + max(k, _EXTRA)
+        if ids is not None:
+            if not ids:
+                return []
+            args = [corpus, fingerprint, list(ids), _vector_text(q), fetch]
+            found = self._fetch_all(_BY_IDS, args, True)
+            return self._rescore(found, q, k)
         exact = exact or q.shape[0] > HNSW_MAX_DIMS  # no index to walk
         stmt = _where_statement(corpus, fingerprint, int(q.shape[0]), join, where, hnsw=not exact)
         args = [*params, _vector_text(q), fetch]
@@ -706,9 +721,69 @@ class PostgresStore(Store):
             found = self._fetch_all(exact_stmt, args)
         return self._rescore(found, q, k)
 
-    def _fetch_all(self, stmt: str, args: list[Any]) -> list[tuple[str, bytes]]:
+    def walk_pages_per_row(
+        self, corpus: str, fingerprint: str, probe_ids: Sequence[str]
+    ) -> float | None:
+        """How many buffer pages the HNSW index of ``corpus`` touches per row it yields: the
+        work of walking it, which depends on the data (vectors without neighbourhoods cost
+        ~4x more per row) and not on the machine's load, so a caller can decide between a
+        walk and an exact ranking deterministically.
+
+        Walks the index unfiltered from the stored vectors of ``probe_ids`` (the first
+        ``_PROBE_ROWS`` rows each, as a search's first batch) under ``EXPLAIN (ANALYZE,
+        BUFFERS)``. None when there is no index to walk or no probe vector is stored.
+        """
         with self._raw(write=False) as con, con.cursor(binary=True) as cur:
-            rows = cur.execute(translate(stmt), args, prepare=False).fetchall()
+            rows = cur.execute(
+                "SELECT embedding FROM vectors WHERE corpus = %s AND fingerprint = %s "
+                'AND doc_id = ANY(%b) ORDER BY doc_id COLLATE "C"',
+                [corpus, fingerprint, list(probe_ids)],
+                prepare=False,
+            ).fetchall()
+            if not rows:
+                return None
+            probes = _decode_vectors([r[0] for r in rows])
+            dims = int(probes.shape[1])
+            if dims > HNSW_MAX_DIMS:
+                return None
+            _set_local(
+                con,
+                {
+                    "hnsw.iterative_scan": "relaxed_order",
+                    "hnsw.ef_search": str(_PROBE_ROWS),
+                    "hnsw.max_scan_tuples": str(_MAX_SCAN_TUPLES),
+                    "enable_sort": "off",  # as the walks it stands for: the index, always
+                    "jit": "off",
+                },
+            )
+            stmt = _where_statement(corpus, fingerprint, dims, "", "TRUE", hnsw=True)
+            pages = walked = 0
+            for q in probes:
+                plan = con.execute(
+                    "EXPLAIN (ANALYZE, BUFFERS, TIMING OFF, FORMAT JSON) " + translate(stmt),
+                    [_vector_text(q), _PROBE_ROWS],
+                    prepare=False,
+                ).fetchone()
+                node = _index_node(plan[0][0]["Plan"] if plan else {})
+                if node is None:  # no HNSW index (or the planner would not use it)
+                    return None
+                pages += int(node.get("Shared Hit Blocks", 0)) + int(
+                    node.get("Shared Read Blocks", 0)
+                )
+                walked += int(node.get("Actual Rows", 0))
+        return pages / walked if walked else None
+
+    def _fetch_all(
+        self, stmt: str, args: list[Any], by_ids: bool = False
+    ) -> list[tuple[str, bytes]]:
+        """Every row of an exact ranking statement: ``?`` placeholders, or (``by_ids``) the
+        psycopg ones of :data:`_BY_IDS`, run as primary-key lookups."""
+        with self._raw(write=False) as con, con.cursor(binary=True) as cur:
+            if by_ids:
+                _by_primary_key(con)
+            else:
+                stmt = translate(stmt)
+            rows = cur.execute(stmt, args, prepare=False).fetchall()
         return [(r[0], r[1]) for r in rows]
 
     def _walk(
@@ -722,23 +797,21 @@ class PostgresStore(Store):
         """Rows of an HNSW statement, read in steps until enough; and whether they are."""
         found: list[tuple[str, bytes]] = []
         with self._raw(write=False) as con:
-            con.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
             # The first batch of the walk: about the rows that will be read (one search
             # beats many small continuations), at least pgvector's default.
             expect = fetch if group is None or groups <= 0 else _GROUP_ROWS * groups
-            con.execute(
-                pgsql.SQL("SET LOCAL hnsw.ef_search = {}").format(
-                    pgsql.Literal(min(1000, max(40, min(fetch, expect))))
-                )
+            _set_local(
+                con,
+                {
+                    "hnsw.iterative_scan": "relaxed_order",
+                    "hnsw.ef_search": str(min(1000, max(40, min(fetch, expect)))),
+                    "hnsw.max_scan_tuples": str(_MAX_SCAN_TUPLES),
+                    # Walk the index and check each row it yields; never filter every row
+                    # first and sort them (a caller asking for the walk knows the filter is
+                    # broad).
+                    "enable_sort": "off",
+                },
             )
-            con.execute(
-                pgsql.SQL("SET LOCAL hnsw.max_scan_tuples = {}").format(
-                    pgsql.Literal(_MAX_SCAN_TUPLES)
-                )
-            )
-            # Walk the index and check each row it yields; never filter every row first
-            # and sort them (a caller asking for the walk knows the filter is broad).
-            con.execute("SET LOCAL enable_sort = off")
             with con.cursor(name="vectors_walk", binary=True) as cur:
                 cur.execute(translate(stmt), args)
                 if group is None or groups <= 0:
@@ -875,6 +948,49 @@ def _where_statement(
         f"SELECT v.doc_id, v.embedding FROM vectors v {join} "  # noqa: S608
         f"WHERE {scope} AND ({where}) ORDER BY {order} LIMIT ?"
     )
+
+
+#: exact ranking of the rows with the given doc ids (psycopg placeholders: corpus,
+#: fingerprint, the ids, the query vector, the row limit). The ids travel as one binary
+#: text[] (``%b``): psycopg's text form quotes every element with a regular expression,
+#: which cost more than the ranking itself (5,000 ids: 17 ms a search as text, 8 ms
+#: binary, 5 ms of it on the server). They reach the index through a sub-select, so the
+#: planner does not estimate the selectivity of each of them (2-7 ms of planning for
+#: 8,000-10,000 ids; the plan is the same primary-key scan).
+_BY_IDS = (
+    "SELECT v.doc_id, v.embedding FROM vectors v WHERE v.corpus = %s AND v.fingerprint = %s "
+    "AND v.doc_id = ANY(ARRAY(SELECT unnest(%b::text[]))) "
+    'ORDER BY v.embedding <=> %s::vector, v.doc_id COLLATE "C" LIMIT %s'
+)
+
+
+def _by_primary_key(con: psycopg.Connection[Any]) -> None:
+    """Make the transaction's exact ranking by id look the rows up by primary key.
+
+    With a fifth of the rows wanted the planner prefers one sequential scan of the whole
+    table, costing the lookups as random reads; but its 1.6 KB rows (384 float32s) mostly
+    do not fit in shared buffers beside the index, while the wanted ones are few pages
+    (a note's chunks are neighbours): 10,000 of 50,000 ids took 58 ms scanned, 13 ms
+    looked up. JIT compiling the distance expression is never worth it for one search.
+    """
+    _set_local(con, {"enable_seqscan": "off", "enable_bitmapscan": "off", "jit": "off"})
+
+
+def _set_local(con: psycopg.Connection[Any], settings: dict[str, str]) -> None:
+    """``SET LOCAL`` every setting (until the transaction ends) in one round trip."""
+    calls = ", ".join("set_config(%s, %s, true)" for _ in settings)
+    con.execute(f"SELECT {calls}", [x for kv in settings.items() for x in kv])  # noqa: S608
+
+
+def _index_node(node: dict[str, Any]) -> dict[str, Any] | None:
+    """The scan of one of our HNSW indexes (``vectors_hnsw…``) in a JSON plan, if any."""
+    if str(node.get("Index Name", "")).startswith("vectors_hnsw"):
+        return node
+    for child in node.get("Plans", []):
+        found = _index_node(child)
+        if found is not None:
+            return found
+    return None
 
 
 def _literal(text: str) -> str:

@@ -72,13 +72,19 @@ MAX_QUERY_CHARS = 100_000
 EMBED_BATCH = 256
 # On PostgreSQL the snapshot says exactly how many chunks pass the filters: few are ranked
 # exactly by id, many are found by walking the HNSW index with the filters in SQL. Exact
-# costs each passing chunk once; the walk reads about WALK_ROWS chunks per wanted note and
-# passes over total/passing rejected ones for each, every one costing about WALK_COST exact
-# rankings (pgvector, 384 dimensions; uniform vectors, clustered ones walk ~4x cheaper).
-# Exact then wins while passing <= sqrt(rows read * total * WALK_COST), and always up to
-# EXACT_CHUNKS (benchmarks/vault_search.py --postgres; docs/decisions.md).
+# costs each passing chunk once (a primary-key lookup and a distance, 1.3-4 µs); the walk
+# reads about WALK_ROWS chunks per wanted note and passes over total/passing rejected ones
+# for each, every one costing as many exact rankings as the walk touches index pages per
+# row (the store measures it: ~33 on uniform random vectors, ~7.5 on clustered ones) times
+# WALK_PAGE_COST; WALK_COST when the store cannot say. Exact then wins while passing <=
+# sqrt(rows read * total * cost), and always up to EXACT_CHUNKS: for 10 notes of 50,000
+# chunks, ~13,300 on uniform vectors and ~6,300 on clustered ones
+# (benchmarks/vault_search.py --postgres; docs/decisions.md).
 EXACT_CHUNKS = 2000
-WALK_COST = 8.0
+WALK_COST = 32.0
+WALK_PAGE_COST = 1.2
+#: stored vectors walked from to measure the index (walk_pages_per_row), spread over the vault
+WALK_PROBES = 4
 WALK_ROWS = 8
 _FT_KIND = "note"
 _NO_EMBEDDER = (
@@ -171,6 +177,8 @@ class VaultService:
         self._snap_gen = -1
         #: the DenseCorpus and store generation whose vectors' model was last checked
         self._checked: tuple[DenseCorpus, int] | None = None
+        #: ((generation, model key), cost of a walked row in exact rankings)
+        self._walk_measured: tuple[tuple[int, str], float] | None = None
         self._ft: FullTextIndex | None = None
         self._ft_stamp: str | None = None
 
@@ -420,13 +428,10 @@ class VaultService:
         common: dict[str, Any] = {"group": tables.chunk_id_slug, "groups": depth + 1}
         if rows is None:
             found: list[tuple[str, float]] = where(tables.CORPUS, key, q, k, **common)
-        elif total <= _exact_up_to(len(snap.flat_chunks), depth):
+        elif total <= _exact_up_to(len(snap.flat_chunks), depth, self._walk_cost(snap, key)):
             # Few chunks pass: rank them exactly, looked up by id. Walking the index would
             # pass over many rejected rows for each one kept.
-            allow = snap.chunks_of(rows)
-            found = where(
-                tables.CORPUS, key, q, k, where="v.doc_id = ANY(?)", params=[allow], exact=True
-            )
+            found = where(tables.CORPUS, key, q, k, ids=snap.chunks_of(rows))
         else:
             # Many pass: walk the HNSW index, the filters joined to each chunk's note in the
             # statement itself, so no list of ids travels.
@@ -435,6 +440,27 @@ class VaultService:
                 tables.CORPUS, key, q, k, join=tables.NOTE_JOIN, where=sql, params=params, **common
             )
         return found
+
+    def _walk_cost(self, snap: tables.VaultSnapshot, key: str) -> float:
+        """What walking the index costs per row, in exact rankings of one row: measured by
+        the store once per generation (the graph changes only with a write), so the choice
+        between the walk and the exact ranking is the same for every search in between."""
+        cached = self._walk_measured
+        if cached is not None and cached[0] == (self._snap_gen, key):
+            return cached[1]
+        measure = getattr(self.store, "walk_pages_per_row", None)
+        pages = None
+        if measure is not None and len(snap.flat_chunks):
+            n = len(snap.flat_chunks)
+            probes = [
+                str(snap.flat_chunks[(2 * i + 1) * n // (2 * WALK_PROBES)])
+                for i in range(WALK_PROBES)
+            ]
+            pages = measure(tables.CORPUS, key, probes)
+        cost = WALK_COST if pages is None else WALK_PAGE_COST * pages
+        log.debug("vault walk cost: %s index pages per row, %.1f exact rankings", pages, cost)
+        self._walk_measured = ((self._snap_gen, key), cost)
+        return cost
 
     def _check_vectors(self, dense: DenseCorpus) -> None:
         """Check the stored vectors' model (once per generation); say how to fix a missing or
@@ -575,8 +601,7 @@ def _allowed_rows(
     if f.note_type is not None:
         masks.append(snap.note_type == f.note_type)
     if statuses:
-        wanted = set(statuses)
-        masks.append(np.fromiter((s in wanted for s in snap.status), bool, len(snap)))
+        masks.append(np.isin(snap.status, list(statuses)))
     if f.tags:
         any_tag = np.zeros(len(snap), dtype=bool)
         for tag in f.tags:
@@ -595,9 +620,10 @@ def _allowed_rows(
     return np.flatnonzero(mask)
 
 
-def _exact_up_to(chunks: int, depth: int) -> float:
-    """How many passing chunks are still cheaper to rank exactly than to find by walking."""
-    return max(EXACT_CHUNKS, math.sqrt(WALK_ROWS * (depth + 1) * chunks * WALK_COST))
+def _exact_up_to(chunks: int, depth: int, walk_cost: float) -> float:
+    """How many passing chunks are still cheaper to rank exactly than to find by walking,
+    a walked row costing ``walk_cost`` exact rankings of one."""
+    return max(EXACT_CHUNKS, math.sqrt(WALK_ROWS * (depth + 1) * chunks * walk_cost))
 
 
 def _best_per_note(found: Sequence[tuple[str, float]], depth: int) -> list[tuple[str, float]]:
