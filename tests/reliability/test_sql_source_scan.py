@@ -24,6 +24,11 @@ ALLOWED = {
     "formatted parts are quote_ident() identifiers; the LIMIT is bound",
     ("semantic/importers/database.py", "_postgres"): "the same sampler, seen from its enclosing "
     "function",
+    ("store/postgres.py", "_set_local"): "formats only one set_config(%s, %s, true) per setting: "
+    "names and values are bound",
+    ("store/postgres.py", "walk_pages_per_row"): "prefixes EXPLAIN to the walk statement "
+    "_where_statement builds from code (corpus and fingerprint quoted by _literal, as in the "
+    "walks it measures); the vector and the limit are bound",
 }
 #: Functions that turn a name into a safe SQL identifier, or return only "?, ?, …"
 #: placeholders; formatting only their output is fine.

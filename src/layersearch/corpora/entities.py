@@ -782,20 +782,21 @@ def build_coverage(
         fields = {k: v for k, v in doc.fields.items() if k != "parent"}
         parent = None if e.kind == "datasource" else e.id.rsplit(".", 1)[0]
         nodes.append(CoverageNode(e.id, _COVERAGE_LEVEL[e.kind], parent, fields))
+    # Only joins matter here: a snapshot decodes just those (a CONTAINS edge per column
+    # would be most of the decoding).
+    if isinstance(edges_out, EdgeMap):
+        all_joins = edges_out.all_of_type("JOINS")
+    else:
+        all_joins = [e for out in edges_out.values() for e in out if e.type == "JOINS"]
     joins = [
         (edge.src, edge.dst)
-        for out in edges_out.values()
-        for edge in out
-        if edge.type == "JOINS"
-        and not _hidden(entities, edge.src)
-        and not _hidden(entities, edge.dst)
+        for edge in all_joins
+        if not _hidden(entities, edge.src) and not _hidden(entities, edge.dst)
     ]
     keys = {e.id for e in entities.values() if e.primary_key and not e.hidden}
-    for out in edges_out.values():
-        for edge in out:
-            if edge.type == "JOINS":
-                keys.update(f"{edge.src}.{c}" for c in edge.props.get("source_columns") or [])
-                keys.update(f"{edge.dst}.{c}" for c in edge.props.get("target_columns") or [])
+    for edge in all_joins:
+        keys.update(f"{edge.src}.{c}" for c in edge.props.get("source_columns") or [])
+        keys.update(f"{edge.dst}.{c}" for c in edge.props.get("target_columns") or [])
     return CoverageIndex(nodes, ENTITY_BOOSTS, links_from_edges(joins), keys)
 
 

@@ -653,6 +653,11 @@ class EdgeMap(_Decoded[list[EdgeRecord]]):
             self._typed[(key, edge_type)] = typed
         return typed
 
+    def all_of_type(self, edge_type: str) -> list[EdgeRecord]:
+        """Every edge of one type, by source, decoding only those (nothing is cached)."""
+        t = self.tables
+        return [e for k in range(len(t.edge_src.keys)) for e in t.edges_at(k, edge_type)]
+
     def all(self) -> list[EdgeRecord]:
         """Every edge, in the store's order (type, source, target)."""
         t = self.tables
