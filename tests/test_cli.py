@@ -140,3 +140,23 @@ def test_settings_file_gives_store_and_embedder(tmp_path: Path) -> None:
     (tmp_path / "layersearch.toml").write_text("embedder = 3\n")
     bad = cli("search", "tax")
     assert bad.returncode == 2 and bad.stderr.startswith("error: ") and "embedder" in bad.stderr
+
+
+@pytest.mark.parametrize(("preset", "expected"), [(None, "1"), ("3", "3")])
+def test_cli_gives_numpy_one_blas_thread_unless_the_user_chose(
+    preset: str | None, expected: str
+) -> None:
+    """Set before numpy loads, so numpy's OpenBLAS starts with it; a user's own value wins."""
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    if preset is not None:
+        env["OPENBLAS_NUM_THREADS"] = preset
+    code = (
+        "import sys, os, layersearch\n"
+        "assert 'numpy' not in sys.modules  # the package loads nothing before the CLI\n"
+        "import layersearch.cli\n"
+        "print(os.environ['OPENBLAS_NUM_THREADS'])"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=ROOT, check=True
+    )
+    assert proc.stdout.strip() == expected

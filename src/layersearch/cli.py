@@ -15,9 +15,14 @@ from functools import wraps
 from pathlib import Path
 from typing import Any, TypeVar
 
-import click
+# Before numpy loads (the CLI and the MCP server it starts begin here): one BLAS thread
+# unless the user chose otherwise. Our matrix-vector products gain nothing from more, and
+# OpenBLAS's spinning workers take the core the next step of a search needs (docs/vault.md).
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
-from layersearch.errors import ConfigError, LayersearchError
+import click  # noqa: E402
+
+from layersearch.errors import ConfigError, LayersearchError  # noqa: E402
 
 F = TypeVar("F", bound=Callable[..., Any])
 
