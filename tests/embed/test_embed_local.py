@@ -66,3 +66,11 @@ def test_trace_can_be_switched_off(monkeypatch):
     e = LocalEmbedder()
     e.embed_query("late orders")
     assert e._trace_state == "off" and e._trace_fn is None
+
+
+def test_numpy_blas_limited_with_torch(local):
+    # OpenBLAS's spinning workers would take the core the next query's embedding needs
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+    local.embed_query("warm")
+    blas = threadpoolctl.threadpool_info()
+    assert all(lib["num_threads"] == 1 for lib in blas if lib["user_api"] == "blas")
