@@ -82,13 +82,13 @@ def test_unchanged_corpus_is_never_embedded_again(tmp_path: Path) -> None:
 
 
 def test_interrupted_embedding_resumes(tmp_path: Path) -> None:
-    from layersearch.corpora.dense import DenseDoc, entity_text
+    from layersearch.corpora.dense import entity_docs
 
     store = tmp_path / "s.duckdb"
     emb = Counting(FakeEmbedder(), fail_after=2)
     ls = Layersearch(store, embedder=emb)  # type: ignore[arg-type]
     ls.load(MINI)
-    docs = [DenseDoc(e.id, entity_text(e)) for e in ls.corpus().entities.values() if not e.hidden]
+    docs = entity_docs(ls.corpus().entities.values())
     with pytest.raises(KeyboardInterrupt):
         ls.dense().embed(docs, batch_size=8)
     emb.fail_after = None
@@ -161,3 +161,35 @@ def test_local_model_channel(tmp_path: Path) -> None:
     )
     assert resp.results[0].id in {"shop.orders.tax_paid", "memory:2"}
     ls.close()
+
+
+def test_table_text_lists_its_visible_columns() -> None:
+    from layersearch.corpora.dense import TABLE_LEAVES, entity_docs
+    from layersearch.semantic.model import Entity
+
+    table = Entity(id="pets.Has_Pet", kind="model", name="Has_Pet", datasource="pets")
+    cols = [
+        Entity(
+            id=f"pets.Has_Pet.c{i}",
+            kind="column",
+            name=f"pet_id_{i}",
+            datasource="pets",
+            model="Has_Pet",
+        )
+        for i in range(TABLE_LEAVES + 5)
+    ]
+    hidden = Entity(
+        id="pets.Has_Pet.secret",
+        kind="column",
+        name="secret",
+        datasource="pets",
+        model="Has_Pet",
+        hidden=True,
+    )
+    docs = {d.id: d.text for d in entity_docs([table, hidden, *cols])}
+    assert "pets.Has_Pet.secret" not in docs
+    text = docs["pets.Has_Pet"]
+    assert text.startswith("Has Pet: model in pets. Columns: pet id 0, pet id 1,")
+    assert f"pet id {TABLE_LEAVES - 1}." in text and f"pet id {TABLE_LEAVES}" not in text
+    assert "secret" not in text
+    assert docs["pets.Has_Pet.c0"] == "pet id 0: column of Has Pet in pets."

@@ -502,10 +502,10 @@ class Layersearch:
 
     def embed(self, progress: Any = None) -> list[EmbedReport]:
         """Compute the stored vectors of the semantic layer and memories (incremental, resumable)."""
-        from layersearch.corpora.dense import DenseDoc, entity_text, memory_text
+        from layersearch.corpora.dense import DenseDoc, entity_docs, memory_text
 
         corpus = self.corpus()
-        docs = [DenseDoc(e.id, entity_text(e)) for e in corpus.entities.values() if not e.hidden]
+        docs = entity_docs(corpus.entities.values())
         docs += [DenseDoc(m.id, memory_text(m)) for m in corpus.memories.values()]
         return [self.dense(ENTITY_CORPUS).embed(docs, progress=progress)]
 

@@ -49,3 +49,28 @@ def test_query_path_matches_the_batch_path(local):
         q = local.embed_query(text)
         assert q.dtype == np.float32 and q.shape == (384,)
         assert np.allclose(q, doc, atol=1e-6)
+
+
+def test_query_path_is_traced_and_exact(local):
+    # the traced transformer is used only if it reproduces the eager forward bit for bit
+    text = "Which airlines have a flight with destination airport AHD?"
+    traced = local.embed_query(text)
+    assert local._trace_state == "built"
+    eager = LocalEmbedder()
+    eager._trace_state = "off"
+    assert np.array_equal(traced, eager.embed_query(text))
+
+
+def test_trace_can_be_switched_off(monkeypatch):
+    monkeypatch.setenv("LAYERSEARCH_TORCH_TRACE", "0")
+    e = LocalEmbedder()
+    e.embed_query("late orders")
+    assert e._trace_state == "off" and e._trace_fn is None
+
+
+def test_numpy_blas_limited_with_torch(local):
+    # OpenBLAS's spinning workers would take the core the next query's embedding needs
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+    local.embed_query("warm")
+    blas = threadpoolctl.threadpool_info()
+    assert all(lib["num_threads"] == 1 for lib in blas if lib["user_api"] == "blas")

@@ -13,7 +13,7 @@ import hashlib
 import logging
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Callable, Collection, Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -32,6 +32,7 @@ __all__ = [
     "ENTITY_CORPUS",
     "content_hash",
     "describe_key",
+    "entity_docs",
     "entity_text",
     "memory_text",
 ]
@@ -267,8 +268,14 @@ class DenseCorpus:
 ENTITY_CORPUS = "entities"
 
 
-def entity_text(e: Entity) -> str:
-    """What an entity means, in words: name, label, place, description, formula, values."""
+#: Leaf names listed in a table's text (the same cap as its values).
+TABLE_LEAVES = 20
+_LEAF_KINDS = frozenset({"column", "measure", "aggregation"})
+
+
+def entity_text(e: Entity, leaves: Sequence[str] = ()) -> str:
+    """What an entity means, in words: name, label, place, description, formula, values;
+    for a table, the names of its first ``leaves`` too."""
     name = e.name.replace("_", " ")
     head = f"{e.label} ({name})" if e.label and e.label.lower() != name.lower() else name
     where = f" of {e.model.replace('_', ' ')}" if e.model and e.kind != "model" else ""
@@ -279,7 +286,30 @@ def entity_text(e: Entity) -> str:
         parts.append(f"Formula: {e.formula}.")
     if e.values:
         parts.append("Values: " + ", ".join(e.values[:20]) + ".")
+    if leaves:
+        names = (leaf.replace("_", " ") for leaf in leaves[:TABLE_LEAVES])
+        parts.append("Columns: " + ", ".join(names) + ".")
     return " ".join(parts)
+
+
+def entity_docs(entities: Iterable[Entity]) -> list[DenseDoc]:
+    """The dense documents of the visible entities, in the order given.
+
+    A table is described by its columns as well as its name: a question names a
+    table's subject through what it holds ("students who have a cat" is
+    ``Has_Pet``, whose name alone says little), as the schema channel scores a
+    table by its columns' words. Hidden leaves are not listed.
+    """
+    visible = [e for e in entities if not e.hidden]
+    leaves: dict[str, list[str]] = {}
+    for e in visible:
+        parent = e.parent
+        if e.kind in _LEAF_KINDS and parent is not None:
+            leaves.setdefault(parent, []).append(e.name)
+    return [
+        DenseDoc(e.id, entity_text(e, leaves.get(e.id, ()) if e.kind == "model" else ()))
+        for e in visible
+    ]
 
 
 def memory_text(m: Memory) -> str:
