@@ -469,3 +469,39 @@ def test_scoped_search_lists_the_tables_its_words_did_not_reach(tmp_path: Path) 
     catalog = ls.search(question="Jetblue", explain=True)
     assert [h.id for h in catalog.results if h.kind == "model"] == []
     ls.close()
+
+
+def test_full_text_runs_beside_the_schema_channel_and_its_errors_reach_the_caller(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Full text ranks on a worker thread while the schema channel ranks: the answer is the
+    one of running them in turn, and a failure on the worker is the search's failure."""
+    import threading
+
+    from layersearch.errors import StoreError
+
+    ls = Layersearch(tmp_path / "s.duckdb")
+    ls.load(MODELS)
+    ls.save_memory("Store revenue excludes refunds", entities=["shop.stores"])
+    corpus = ls.corpus()
+    original = corpus.fulltext.search
+    threads: list[str] = []
+
+    def on_worker(*args: object, **kwargs: object) -> list[tuple[str, float]]:
+        threads.append(threading.current_thread().name)
+        return original(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(corpus.fulltext, "search", on_worker)
+    got = ls.search(question="store revenue refunds", explain=True, max_results=50)
+    assert threads and all(t.startswith("layersearch-fulltext") for t in threads)
+    channels = {c.channel for h in got.results for c in (h.explanation or [])}
+    assert {"schema", "fulltext"} <= channels
+    assert any(h.id.startswith("memory:") for h in got.results)
+
+    def broken(*args: object, **kwargs: object) -> list[tuple[str, float]]:
+        raise StoreError("full-text index is busy or unwritable: test")
+
+    monkeypatch.setattr(corpus.fulltext, "search", broken)
+    with pytest.raises(StoreError, match="busy or unwritable"):
+        ls.search(question="store revenue refunds")
+    ls.close()

@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import threading
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -416,7 +419,22 @@ class EntityCorpus:
                 # Rankings are prefixes of deeper ones: the over-fetch only pays when a filter
                 # may drop hits (a scoped search has its datasource's own index).
                 depth = CHANNEL_DEPTH if allow_set is None else CHANNEL_DEPTH * 2
-                ranked, node_levels = self.coverage(ds).search_levels(question, depth)
+                # Full text ranks on a worker while the schema channel ranks here: tantivy
+                # searches outside the GIL, so a search pays for the longer of the two.
+                ft_levels: dict[str, int] = {}
+                pending = _fulltext_pool().submit(
+                    self.fulltext.search,
+                    question,
+                    CHANNEL_DEPTH,
+                    scopes=[ds] if ds is not None else None,
+                    ids=allow_set,
+                    resolve=self._entity_ids_by_hash(ft_levels),
+                )
+                try:
+                    ranked, node_levels = self.coverage(ds).search_levels(question, depth)
+                except BaseException:
+                    pending.cancel()
+                    raise
                 # The schema channel says which of its ids are tables and which leaves: most
                 # of the ids fusion needs a level for need no lookup in the snapshot.
                 for (doc_id, _), at in zip(ranked, node_levels, strict=True):
@@ -424,13 +442,8 @@ class EntityCorpus:
                 schema = [h for h in ranked if admitted(h[0])][:CHANNEL_DEPTH]
                 if ds is not None and len(schema) < CHANNEL_DEPTH:
                     schema += self._unreached_tables(ds, schema, admitted)
-                hits = self.fulltext.search(
-                    question,
-                    CHANNEL_DEPTH,
-                    scopes=[ds] if ds is not None else None,
-                    ids=allow_set,
-                    resolve=self._entity_ids_by_hash(levels),
-                )
+                hits = pending.result()
+                levels.update(ft_levels)
                 # The index on disk may already hold a document another process added after
                 # this snapshot was taken: it is answered by the next snapshot, not half now.
                 hits = [h for h in hits if known(h[0])]
@@ -752,6 +765,22 @@ def join_key_order(
             if moving[c] == i:
                 out.append((pos[c], i))
     return out
+
+
+_FULLTEXT_POOL: ThreadPoolExecutor | None = None
+_POOL_LOCK = threading.Lock()
+
+
+def _fulltext_pool() -> ThreadPoolExecutor:
+    """The workers full-text searches run on (one per core, at most four: concurrent
+    searches of a server each get one), started on first use."""
+    global _FULLTEXT_POOL
+    with _POOL_LOCK:
+        if _FULLTEXT_POOL is None:
+            _FULLTEXT_POOL = ThreadPoolExecutor(
+                min(4, os.cpu_count() or 1), thread_name_prefix="layersearch-fulltext"
+            )
+        return _FULLTEXT_POOL
 
 
 def _joins_of(edges_out: Mapping[str, Sequence[EdgeRecord]], src: str) -> list[EdgeRecord]:
