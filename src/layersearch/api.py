@@ -756,11 +756,11 @@ def check_query(query: Any) -> None:
     """A memory's query must be a bounded JSON object: it is stored as JSON and shown as JSON."""
     if query is None:
         return
-    from layersearch.semantic.canonical import Resolver
+    from layersearch.semantic.canonical import query_strings
 
-    # An empty resolver still checks the type and the nesting depth (a bounded walk), which
-    # must come before json.dumps: that one recurses without a bound.
-    Resolver([], lambda _: False).resolve(None, query)
+    # The type, nesting depth and size checks (a bounded walk) come before json.dumps,
+    # which recurses without a bound; nothing is resolved here.
+    query_strings(query)
     try:
         json.dumps(query, allow_nan=False)
     except (TypeError, ValueError) as exc:

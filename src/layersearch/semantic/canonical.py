@@ -19,7 +19,7 @@ from typing import Any
 from layersearch.errors import ConfigError, LimitExceeded
 from layersearch.semantic.model import Entity
 
-__all__ = ["Resolver", "Resolution", "in_scope", "MAX_QUERY_DEPTH"]
+__all__ = ["Resolver", "Resolution", "in_scope", "query_strings", "MAX_QUERY_DEPTH"]
 
 MAX_QUERY_DEPTH = 16
 MAX_REFERENCES = 1000
@@ -159,9 +159,7 @@ class Resolver:
             if warning:
                 res.warnings.append(warning)
         if query is not None:
-            if not isinstance(query, Mapping):
-                raise ConfigError("query must be a JSON object (measures, dimensions, filters…)")
-            for text, is_expression in _query_strings(query):
+            for text, is_expression in query_strings(query):
                 if is_expression:
                     for m in _IDENT.finditer(text):
                         ids, _ = self.resolve_one(m.group(0), datasource)
@@ -174,6 +172,15 @@ class Resolver:
                     if warning:
                         res.warnings.append(f"query: {warning}")
         return res
+
+
+def query_strings(query: Any) -> list[tuple[str, bool]]:
+    """The strings of an example query, ``(text, is_expression)``, after the checks every
+    query gets before anything is resolved: a JSON object, nested at most
+    ``MAX_QUERY_DEPTH`` deep, holding at most ``MAX_REFERENCES`` strings."""
+    if not isinstance(query, Mapping):
+        raise ConfigError("query must be a JSON object (measures, dimensions, filters…)")
+    return _query_strings(query)
 
 
 def _query_strings(query: Mapping[str, Any]) -> list[tuple[str, bool]]:
