@@ -505,3 +505,30 @@ def test_full_text_runs_beside_the_schema_channel_and_its_errors_reach_the_calle
     with pytest.raises(StoreError, match="busy or unwritable"):
         ls.search(question="store revenue refunds")
     ls.close()
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="needs fork")
+def test_a_forked_child_searches_with_workers_of_its_own(tmp_path: Path) -> None:
+    """The full-text workers are threads: a child forked after the parent searched has none
+    of them, and must start its own rather than queue work nobody runs."""
+    import multiprocessing
+
+    ls = Layersearch(tmp_path / "s.duckdb")
+    ls.load(MODELS)
+    want = [h.id for h in ls.search(question="store revenue").results]
+    ctx = multiprocessing.get_context("fork")
+    parent, child = ctx.Pipe()
+
+    def in_child() -> None:
+        child.send([h.id for h in ls.search(question="store revenue").results])
+
+    proc = ctx.Process(target=in_child)
+    proc.start()
+    try:
+        assert parent.poll(60), "the forked child's search never finished"
+        assert parent.recv() == want
+        proc.join(10)
+    finally:
+        if proc.is_alive():
+            proc.kill()
+        ls.close()

@@ -783,6 +783,18 @@ def _fulltext_pool() -> ThreadPoolExecutor:
         return _FULLTEXT_POOL
 
 
+def _forget_pool_in_child() -> None:
+    # A forked child has none of the parent's worker threads: a pool inherited from it
+    # would queue work that no thread ever runs. The child starts its own on first use.
+    global _FULLTEXT_POOL, _POOL_LOCK
+    _FULLTEXT_POOL = None
+    _POOL_LOCK = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_pool_in_child)
+
+
 def _joins_of(edges_out: Mapping[str, Sequence[EdgeRecord]], src: str) -> list[EdgeRecord]:
     """The JOINS edges out of ``src`` (a snapshot decodes only those, not its CONTAINS)."""
     if isinstance(edges_out, EdgeMap):
