@@ -109,3 +109,42 @@ def test_close_stops_the_workers(tmp_path: Path) -> None:
     ls.close()
     assert dense._pool is None
     assert not [t for t in threading.enumerate() if t.name.startswith("layersearch-embed")]
+
+
+def test_a_forked_child_embeds_with_workers_of_its_own(tmp_path: Path) -> None:
+    """A child forked while the parent's prefetch workers exist, and while one of its
+    embeddings is pending, neither waits for that embedding nor queues on the dead pool."""
+    import multiprocessing
+    import os
+
+    if not hasattr(os, "fork"):
+        return
+    emb = Gated()
+    ls = _store(tmp_path, emb)
+    ls.search(question="warm up")  # vectors confirmed: later searches prefetch
+    want = [h.id for h in ls.search(question="tax on orders").results]
+    emb.gate.clear()  # the parent's next prefetch is left pending across the fork
+    ls.dense(ENTITY_CORPUS).prefetch("tax on orders again")
+    ctx = multiprocessing.get_context("fork")
+    parent, child = ctx.Pipe()
+
+    def in_child() -> None:
+        emb.gate.set()  # the child's own embeddings may run
+        child.send(
+            (
+                [h.id for h in ls.search(question="tax on orders").results],
+                len(ls.search(question="tax on orders again").results) > 0,
+            )
+        )
+
+    proc = ctx.Process(target=in_child)
+    proc.start()
+    try:
+        assert parent.poll(60), "the forked child's search never finished"
+        assert parent.recv() == (want, True)
+        proc.join(10)
+    finally:
+        if proc.is_alive():
+            proc.kill()
+        emb.gate.set()
+        ls.close()

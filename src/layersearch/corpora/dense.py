@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import os
 import threading
+import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Collection, Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -65,6 +67,19 @@ def describe_key(key: str) -> str:
         return key
 
 
+#: every DenseCorpus alive, for the fork hook below
+_LIVE: weakref.WeakSet[DenseCorpus] = weakref.WeakSet()
+
+
+def _after_fork_in_child() -> None:
+    for corpus in list(_LIVE):
+        corpus._after_fork()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
 class DenseCorpus:
     """One corpus's vectors for one embedder."""
 
@@ -80,6 +95,14 @@ class DenseCorpus:
         self._pending: dict[str, Future[np.ndarray]] = {}
         self._pool: ThreadPoolExecutor | None = None
         self._lock = threading.Lock()
+        _LIVE.add(self)
+
+    def _after_fork(self) -> None:
+        """In a forked child: the parent's prefetch threads are not there, so neither its
+        pool nor its pending embeddings (they would never finish) are kept."""
+        self._lock = threading.Lock()
+        self._pool = None
+        self._pending = {}
 
     @property
     def fingerprint(self) -> Fingerprint:
