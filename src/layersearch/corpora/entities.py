@@ -385,15 +385,8 @@ class EntityCorpus:
         # of this search, from the channels that know it, else from the snapshot
         levels: dict[str, int] = {}
 
-        def level(doc_id: str) -> int:
-            at = levels.get(doc_id)
-            if at is None:
-                kind = None if doc_id in self.memories else kind_of(doc_id)
-                at = levels[doc_id] = -1 if kind is None else _FUSION_LEVEL.get(kind, -1)
-            return at
-
         def known(doc_id: str) -> bool:
-            """Whether this snapshot holds the id (and its level is remembered)."""
+            """Whether this snapshot holds the id (an entity's level is remembered)."""
             if doc_id in levels or doc_id in self.memories:
                 return True
             kind = kind_of(doc_id)
@@ -401,6 +394,13 @@ class EntityCorpus:
                 return False
             levels[doc_id] = _FUSION_LEVEL.get(kind, -1)
             return True
+
+        def level(doc_id: str) -> int:
+            at = levels.get(doc_id)
+            if at is None:
+                known(doc_id)  # remembers an entity's level; any other id is -1
+                at = levels.setdefault(doc_id, -1)
+            return at
 
         res = self.resolver.resolve(req.entities, req.query, ds)
         warnings.extend(res.warnings)

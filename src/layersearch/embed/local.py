@@ -144,12 +144,7 @@ class LocalEmbedder:
         """
         import torch
 
-        preprocess = getattr(model, "preprocess", None) or model.tokenize
-        features = preprocess([item])
-        device = model.device
-        features = {
-            k: v.to(device) if isinstance(v, torch.Tensor) else v for k, v in features.items()
-        }
+        features = _features(model, item)
         with torch.inference_mode():
             traced = self._traced(model)
             if traced is not None and _unpadded(features):
@@ -296,6 +291,17 @@ def _tracing_enabled() -> bool:
     return raw not in ("0", "false", "no", "off")
 
 
+def _features(model: Any, text: str) -> dict[str, Any]:
+    """One text tokenised for ``model``, its tensors on the model's device."""
+    import torch
+
+    preprocess = getattr(model, "preprocess", None) or model.tokenize
+    device = model.device
+    return {
+        k: v.to(device) if isinstance(v, torch.Tensor) else v for k, v in preprocess([text]).items()
+    }
+
+
 def _unpadded(features: dict[str, Any]) -> bool:
     if not set(features) <= _TRACE_FEATURES | {"modality"} or "input_ids" not in features:
         return False
@@ -337,13 +343,11 @@ def _trace_transformer(model: Any) -> Any:
         def forward(self, input_ids: Any) -> Any:
             return self.inner(input_ids=input_ids, return_dict=True).last_hidden_state
 
-    preprocess = getattr(model, "preprocess", None) or model.tokenize
     try:
-        probes = [preprocess([p]) for p in _TRACE_PROBES]
+        probes = [_features(model, p) for p in _TRACE_PROBES]
         if not all(_unpadded(f) for f in probes):
             return None
-        device = model.device
-        ids = [f["input_ids"].to(device) for f in probes]
+        ids = [f["input_ids"] for f in probes]
         hidden = _Hidden(inner).eval()
         with warnings.catch_warnings(), torch.inference_mode():
             # torch.jit is deprecated in favour of torch.compile, which needs a C++

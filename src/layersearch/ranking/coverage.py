@@ -343,7 +343,7 @@ class CoverageIndex:
         confined to this index lists the tables its words did not reach."""
         degree = np.bincount(self.nb_src, minlength=len(self.table_nodes))
         order = np.lexsort((self.table_nodes, -degree))
-        return [self.ids[i] for i in self.table_nodes[order].tolist()]
+        return self._ids_of(self.table_nodes[order])
 
     def search(
         self,
@@ -443,11 +443,15 @@ class CoverageIndex:
         final = sel[np.lexsort((pool[sel], ~self.is_key[pool[sel]], -precision[sel], s_pool[sel]))]
         final = final[:k]
         nodes = pool[final]
-        ids = self.ids.take(nodes) if isinstance(self.ids, StringTable) else None
-        if ids is None:
-            ids = [self.ids[i] for i in nodes.tolist()]
+        ids = self._ids_of(nodes)
         hits = [(i, round(x, 6)) for i, x in zip(ids, score[final].tolist(), strict=True)]
         return hits, self.level[nodes].tolist()
+
+    def _ids_of(self, nodes: np.ndarray) -> list[str]:
+        """The ids of node numbers (a persisted index decodes them in one call)."""
+        if isinstance(self.ids, StringTable):
+            return self.ids.take(nodes)
+        return [self.ids[i] for i in nodes.tolist()]
 
 
 def _densify(
