@@ -24,8 +24,15 @@ from itertools import chain
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from layersearch.corpora.entities import ENTITY_BOOSTS, EntityCorpus, entity_doc, memory_doc
+from layersearch.corpora.entities import (
+    ENTITY_BOOSTS,
+    EntityCorpus,
+    coverage_of,
+    entity_doc,
+    memory_doc,
+)
 from layersearch.corpora.snapshot import (
+    CoverageBuild,
     EntityTables,
     Snapshot,
     changed_entities,
@@ -45,7 +52,7 @@ from layersearch.errors import (
     StoreError,
 )
 from layersearch.ranking.fulltext import FullTextIndex
-from layersearch.semantic.model import Catalog, Entity
+from layersearch.semantic.model import Catalog, EdgeRecord, Entity
 from layersearch.store.base import Store, catalog_rows
 from layersearch.store.duckdb import DuckDBStore, memory_number
 from layersearch.types import (
@@ -94,6 +101,27 @@ def open_store(location: str, *, create: bool = True) -> Store:
             ) from exc
         return PostgresStore(location)  # type: ignore[no-any-return]
     return DuckDBStore(location, create=create)
+
+
+#: A load of at least this many entities builds its schema index in a forked process beside
+#: the rest (see CoverageBuild): below it, the fork and the wait cost more than they save.
+FORK_MIN_ENTITIES = 50_000
+
+
+@contextlib.contextmanager
+def _gc_paused() -> Iterator[None]:
+    """No cyclic garbage collection while a load runs. A load allocates millions of objects
+    that live until it ends (rows, tables, documents): every full collection it triggers
+    walks all of them again, ~8% of a 300k-entity load, and finds nothing (the rows hold
+    no cycles). Collections resume afterwards (and the next one reclaims any cycle made
+    meanwhile)."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
 
 
 def _settle_heap() -> None:
@@ -145,8 +173,9 @@ class Layersearch:
         self._gen = -1
         self._graph: Any = None
         self._pending: list[str] = []
-        #: (generation, tables, their entities in table order) just written by load_catalog
-        self._built: tuple[int, EntityTables, list[Entity]] | None = None
+        #: (generation, tables, their entities in table order, a process building their
+        #: schema index or None) just written by load_catalog
+        self._built: tuple[int, EntityTables, list[Entity], CoverageBuild | None] | None = None
 
     # -- lifecycle ----------------------------------------------------------------------------
 
@@ -256,7 +285,7 @@ class Layersearch:
         corpus = EntityCorpus.from_snapshot(snapshot, memories, ft or _EMPTY_FT())
         if rebuilt:
             # Published with its schema index, so no later search (of any process) builds it.
-            corpus.ensure_coverage(None if objects is None else {e.id: e for e in objects})
+            corpus.ensure_coverage(objects, None if built is None else built[3])
         if (
             ft is None
             and previous is not None
@@ -341,7 +370,7 @@ class Layersearch:
                 check_query(spec.query)
             except ConfigError as exc:
                 raise type(exc)(f"{spec.source}: {exc}") from exc
-        with self._lock:
+        with self._lock, _gc_paused():
             before = self.corpus()
             # File memories resolve against what the store will hold after this load: the
             # other datasources as they are, these as the catalog defines them. That needs
@@ -354,60 +383,92 @@ class Layersearch:
                 for e in before.edges_out[src]
             ]
             ents, edges = catalog_rows(catalog, names)
-            # The tables of the store as this load leaves it: their resolver is the one the
-            # next snapshot serves, and they become that snapshot unless another write
-            # comes between (then it is read back from the store).
-            tables, objects = tables_from_objects([*keep, *ents], [*kept, *edges])
-            del keep, kept
-            tables.complete()
-            resolver = Snapshot(tables, None).resolver(before.memories.__contains__)
-            skipped = list(catalog.skipped)
-            existing = {(m.learning, tuple(m.entities)) for m in before.memories.values()}
-            batch: list[tuple[str, str | None, list[str], dict[str, Any] | None]] = []
-            for spec in catalog.memories:
-                tags: list[str] = []
-                for ref in spec.entities:
-                    ids, warning = resolver.resolve_one(ref)
-                    if warning:
-                        skipped.append(f"{spec.source}: {warning}")
-                    tags.extend(i for i in ids if i not in tags)
-                if spec.query:
-                    res = resolver.resolve(None, spec.query)
-                    tags.extend(i for i in res.ids if i not in tags)
-                if (spec.learning, tuple(tags)) in existing:
-                    continue
-                batch.append((spec.learning, spec.description, tags, spec.query))
-                existing.add((spec.learning, tuple(tags)))
-            del resolver, existing  # the resolver holds the tables
-            before_gen = self._gen
-            n, gen = self.store.replace_rows(catalog, names, ents, edges)
-            del ents, edges
-            # One transaction for all file memories; the next snapshot indexes entities and
-            # memories by difference in one pass.
-            saved, mem_gen = self.store.add_memories_at(batch)
-            added = len(saved)
-            if batch:
-                # Memories leave entities alone, but another writer may have come between.
-                gen = mem_gen if mem_gen == gen + 1 else -1
-            if gen >= 0 and gen == before_gen + 1 + bool(batch) and before.snapshot is not None:
-                # Nobody else wrote since the last snapshot: the store holds exactly the
-                # rows of ``tables``, so the next snapshot is them instead of being read
-                # back (and decoded again for full text).
-                self._built = (gen, tables, objects)
-            del tables, objects
+            job = self._start_coverage(before, [*keep, *ents], [*kept, *edges])
             try:
-                corpus = self.corpus()
+                return self._load_rows(catalog, names, before, keep, kept, ents, edges, job)
             finally:
-                if self._built is not None:
-                    # The rows' objects go only now, after the reload trimmed the heap.
-                    self._built = None
-                    release_freed_memory()
-            unresolved = [
-                f"{m.id} → {t}"
-                for m in corpus.memories.values()
-                for t in m.entities
-                if not t.startswith("memory:") and not corpus.visible(t)
-            ]
+                if job is not None:
+                    job.cancel()  # unless the snapshot took its index
+
+    def _start_coverage(
+        self, before: EntityCorpus, ents: list[Entity], edges: list[EdgeRecord]
+    ) -> CoverageBuild | None:
+        """Start building the schema index of the rows a load is about to write, in a
+        forked process beside the rest of the load (large loads only: a fork of a big
+        process and the wait cost more than a small index takes to build)."""
+        if before.snapshot is None or len(ents) < FORK_MIN_ENTITIES:
+            return None
+        return CoverageBuild.start(
+            self._snapshot_dir, lambda: coverage_of({e.id: e for e in ents}, edges)
+        )
+
+    def _load_rows(
+        self,
+        catalog: Catalog,
+        names: list[str],
+        before: EntityCorpus,
+        keep: list[Entity],
+        kept: list[EdgeRecord],
+        ents: list[Entity],
+        edges: list[EdgeRecord],
+        job: CoverageBuild | None,
+    ) -> LoadReport:
+        """The rest of :meth:`load_catalog`, with the rows drawn from the catalog."""
+        # The tables of the store as this load leaves it: their resolver is the one the
+        # next snapshot serves, and they become that snapshot unless another write
+        # comes between (then it is read back from the store).
+        tables, objects = tables_from_objects([*keep, *ents], [*kept, *edges])
+        del keep, kept
+        tables.complete()
+        resolver = Snapshot(tables, None).resolver(before.memories.__contains__)
+        skipped = list(catalog.skipped)
+        existing = {(m.learning, tuple(m.entities)) for m in before.memories.values()}
+        batch: list[tuple[str, str | None, list[str], dict[str, Any] | None]] = []
+        for spec in catalog.memories:
+            tags: list[str] = []
+            for ref in spec.entities:
+                ids, warning = resolver.resolve_one(ref)
+                if warning:
+                    skipped.append(f"{spec.source}: {warning}")
+                tags.extend(i for i in ids if i not in tags)
+            if spec.query:
+                res = resolver.resolve(None, spec.query)
+                tags.extend(i for i in res.ids if i not in tags)
+            if (spec.learning, tuple(tags)) in existing:
+                continue
+            batch.append((spec.learning, spec.description, tags, spec.query))
+            existing.add((spec.learning, tuple(tags)))
+        del resolver, existing  # the resolver holds the tables
+        before_gen = self._gen
+        n, gen = self.store.replace_rows(catalog, names, ents, edges)
+        del ents, edges
+        # One transaction for all file memories; the next snapshot indexes entities and
+        # memories by difference in one pass.
+        saved, mem_gen = self.store.add_memories_at(batch)
+        added = len(saved)
+        if batch:
+            # Memories leave entities alone, but another writer may have come between.
+            gen = mem_gen if mem_gen == gen + 1 else -1
+        if gen >= 0 and gen == before_gen + 1 + bool(batch) and before.snapshot is not None:
+            # Nobody else wrote since the last snapshot: the store holds exactly the
+            # rows of ``tables``, so the next snapshot is them instead of being read
+            # back (and decoded again for full text), with the schema index ``job``
+            # builds from the same rows.
+            self._built = (gen, tables, objects, job)
+        del tables, objects
+        try:
+            corpus = self.corpus()
+        finally:
+            if self._built is not None:
+                # The rows' objects go only now, after the reload trimmed the heap.
+                self._built = None
+                release_freed_memory()
+        unresolved = [
+            f"{m.id} → {t}"
+            for m in corpus.memories.values()
+            for t in m.entities
+            if not t.startswith("memory:") and not corpus.visible(t)
+        ]
         return LoadReport(
             datasources=names,
             models=len(catalog.models),

@@ -18,7 +18,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from layersearch.corpora.snapshot import EdgeMap, EntityMap, Snapshot
+from layersearch.corpora.snapshot import CoverageBuild, EdgeMap, EntityMap, Snapshot
 from layersearch.errors import ConfigError, LimitExceeded
 from layersearch.ranking.bm25 import EntityOverlapIndex
 from layersearch.ranking.coverage import CoverageIndex, CoverageNode, links_from_edges
@@ -213,19 +213,26 @@ class EntityCorpus:
             snapshot=snapshot,
         )
 
-    def ensure_coverage(self, entities: Mapping[str, Entity] | None = None) -> None:
+    def ensure_coverage(
+        self, objects: Sequence[Entity] | None = None, prebuilt: CoverageBuild | None = None
+    ) -> None:
         """Build (or read back) the catalog-wide schema index now, and persist it with the
-        snapshot. ``entities``: the same entities as this snapshot's, already decoded (a
-        load has them), so that building reads no row twice.
+        snapshot. ``objects``: the same entities as this snapshot's, already decoded (a
+        load has them), so that building reads no row twice; ``prebuilt``: a process
+        building it from those rows (taken instead of building here when it succeeds).
 
         A snapshot is published with its schema index: otherwise the first search after
         a load, often in another process (``layersearch load`` then ``search``), would
         build it (seconds at 100k entities) instead of reading it back."""
-        source = self.entities if entities is None else entities
+
+        def build() -> CoverageIndex:
+            source = self.entities if objects is None else {e.id: e for e in objects}
+            return build_coverage(source, self.edges_out)
+
         if self.snapshot is not None:
-            self._coverage = self.snapshot.coverage(lambda: build_coverage(source, self.edges_out))
+            self._coverage = self.snapshot.coverage(build, prebuilt)
         else:
-            self._coverage = build_coverage(source, self.edges_out)
+            self._coverage = build()
 
     def coverage(self, datasource: str | None = None) -> CoverageIndex:
         """The schema channel's index over visible entities, built (or read back) on first use.
@@ -815,6 +822,19 @@ def build_coverage(
     entities: Mapping[str, Entity], edges_out: Mapping[str, Sequence[EdgeRecord]]
 ) -> CoverageIndex:
     """Coverage nodes for every visible entity, linked along joins (foreign keys)."""
+    # Only joins matter here: a snapshot decodes just those (a CONTAINS edge per column
+    # would be most of the decoding).
+    if isinstance(edges_out, EdgeMap):
+        joins = edges_out.all_of_type("JOINS")
+    else:
+        joins = [e for out in edges_out.values() for e in out if e.type == "JOINS"]
+    return coverage_of(entities, joins)
+
+
+def coverage_of(entities: Mapping[str, Entity], edges: Iterable[EdgeRecord]) -> CoverageIndex:
+    """:func:`build_coverage` from the edges themselves (only JOINS edges are read); the
+    index depends on neither the order of ``entities`` nor that of ``edges``."""
+    all_joins = [e for e in edges if e.type == "JOINS"]
     nodes = []
     for e in sorted(entities.values(), key=lambda e: e.id):
         if e.hidden:
@@ -823,12 +843,6 @@ def build_coverage(
         fields = {k: v for k, v in doc.fields.items() if k != "parent"}
         parent = None if e.kind == "datasource" else e.id.rsplit(".", 1)[0]
         nodes.append(CoverageNode(e.id, _COVERAGE_LEVEL[e.kind], parent, fields))
-    # Only joins matter here: a snapshot decodes just those (a CONTAINS edge per column
-    # would be most of the decoding).
-    if isinstance(edges_out, EdgeMap):
-        all_joins = edges_out.all_of_type("JOINS")
-    else:
-        all_joins = [e for out in edges_out.values() for e in out if e.type == "JOINS"]
     joins = [
         (edge.src, edge.dst)
         for edge in all_joins

@@ -26,6 +26,7 @@ import json
 import logging
 import os
 import shutil
+import signal
 import sys
 import time
 from bisect import bisect_left
@@ -64,6 +65,7 @@ __all__ = [
     "EntityTables",
     "EntityMap",
     "EdgeMap",
+    "CoverageBuild",
     "Snapshot",
     "changed_entities",
     "open_snapshot",
@@ -82,6 +84,8 @@ COVERAGE = "coverage"
 FORMAT = 2
 #: replaced generation directories are kept this long for processes that still map them
 _GRACE_S = 600.0
+#: suffix of a schema index a build process is still writing (see CoverageBuild)
+_PENDING = ".pending"
 #: decoded entities kept per snapshot (a bound, so a long-running server stays small)
 _CACHE_MAX = 50_000
 
@@ -710,13 +714,18 @@ class Snapshot:
 
         return Resolver.from_lookups(by_id, by_suffix, names, memory_exists)
 
-    def coverage(self, build: Callable[[], Any]) -> Any:
-        """The persisted schema-channel index of this snapshot; built with ``build`` and
-        saved beside the tables when absent or unreadable."""
+    def coverage(self, build: Callable[[], Any], prebuilt: CoverageBuild | None = None) -> Any:
+        """The persisted schema-channel index of this snapshot; when absent or unreadable,
+        taken from ``prebuilt`` (a build process started on the same rows) or built with
+        ``build``, and saved beside the tables."""
         if self.dir is not None:
             loaded = _load_coverage(self.dir / COVERAGE, self.maps)
             if loaded is not None:
                 return loaded
+            if prebuilt is not None and prebuilt.take(self.dir):
+                loaded = _load_coverage(self.dir / COVERAGE, self.maps)
+                if loaded is not None:
+                    return loaded
         index = build()
         # The build decoded every entity and edge: the bounded caches are full of them.
         self.entities.clear_cache()
@@ -893,13 +902,20 @@ def restamp(snapshot: Snapshot, old: str, new: str) -> bool:
 
 
 def _remove_old(base: Path, keep: Path) -> None:
+    """Drop generation directories nobody should use any more, and what build processes of
+    dead loads left (see :class:`CoverageBuild`), once older than the grace period."""
     cutoff = time.time() - _GRACE_S
     for other in base.iterdir():
-        if other == keep or not other.is_dir() or not other.name.startswith("g"):
+        generation = other.is_dir() and other.name.startswith("g")
+        if other == keep or not (generation or other.name.startswith(f"{COVERAGE}-")):
             continue
         try:
-            if other.stat().st_mtime < cutoff:
+            if other.stat().st_mtime >= cutoff:
+                continue
+            if other.is_dir():
                 shutil.rmtree(other, ignore_errors=True)
+            else:
+                other.unlink()
         except OSError:
             continue
 
@@ -926,21 +942,153 @@ def _load_coverage(path: Path, maps: list[Any] | None = None) -> Any:
 def _save_coverage(sub: Path, index: Any) -> None:
     tmp = sub / f"{COVERAGE}.{os.getpid()}.{time.time_ns():x}.tmp"
     try:
-        save_object(index, tmp)
-        (tmp / "coverage.json").write_text(json.dumps({"code": code_fingerprint()}))
-        target = sub / COVERAGE
-        if target.exists():
-            # an unreadable one (else we would not be here): move it aside, then replace it
-            aside = sub / f"{COVERAGE}.{os.getpid()}.{time.time_ns():x}.old"
-            with contextlib.suppress(OSError):
-                os.rename(target, aside)
-            shutil.rmtree(aside, ignore_errors=True)
-        try:
-            os.rename(tmp, target)
-        except OSError:
-            # another process published one first: theirs is as good
-            shutil.rmtree(tmp, ignore_errors=True)
-        fsync_dir(sub)
+        _write_coverage(tmp, index)
+        _place_coverage(tmp, sub)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+
+
+def _write_coverage(tmp: Path, index: Any) -> None:
+    save_object(index, tmp)
+    (tmp / "coverage.json").write_text(json.dumps({"code": code_fingerprint()}))
+
+
+def _place_coverage(tmp: Path, sub: Path) -> None:
+    """Move a complete schema index directory ``tmp`` into snapshot directory ``sub``."""
+    target = sub / COVERAGE
+    if target.exists():
+        # an unreadable one (else we would not be here): move it aside, then replace it
+        aside = sub / f"{COVERAGE}.{os.getpid()}.{time.time_ns():x}.old"
+        with contextlib.suppress(OSError):
+            os.rename(target, aside)
+        shutil.rmtree(aside, ignore_errors=True)
+    try:
+        os.rename(tmp, target)
+    except OSError:
+        # another process published one first: theirs is as good
+        shutil.rmtree(tmp, ignore_errors=True)
+    fsync_dir(sub)
+
+
+def _fork_allowed() -> bool:
+    """Whether a build may run part of itself in a forked process: on Linux (fork with
+    threads is unsafe on macOS, absent on Windows), unless ``LAYERSEARCH_BUILD_FORK=0``."""
+    return (
+        sys.platform.startswith("linux")
+        and hasattr(os, "fork")
+        and os.environ.get("LAYERSEARCH_BUILD_FORK", "1").strip() != "0"
+    )
+
+
+def _die_with(parent: int) -> None:
+    """In a build process: be killed when ``parent`` dies (Linux's parent-death signal), so
+    a killed load leaves no process computing an index nobody will take."""
+    with contextlib.suppress(OSError, AttributeError):
+        import ctypes
+
+        ctypes.CDLL("libc.so.6").prctl(1, int(signal.SIGKILL))  # PR_SET_PDEATHSIG
+    if os.getppid() != parent:  # it died before the signal was armed
+        os._exit(1)
+
+
+class CoverageBuild:
+    """The schema index of rows about to become a snapshot, built in a forked process
+    while this one writes the store, the snapshot tables and the full-text index.
+
+    The two halves of a large load are each one core's worth of Python: the schema index
+    (a third of a 1M-entity build) needs only the entities and their joins, which a load
+    has before it writes anything, so it runs beside the rest instead of after it. The
+    child builds from the same rows as the snapshot (so the same index, byte for byte,
+    as building it here: the index sorts what it is given) into a directory under the
+    snapshot base, then exits without running any of this process's exit handlers; the
+    parent moves that directory into the snapshot it publishes (:meth:`take`), or kills
+    the child and removes it (:meth:`cancel`). When anything fails the index is built
+    in process, as without a child. The child touches nothing but its own directory:
+    no store connection, no full-text writer, no logging (another thread may hold a
+    lock that the child would inherit held)."""
+
+    def __init__(self, pid: int, tmp: Path) -> None:
+        self.pid = pid
+        self.tmp = tmp
+
+    @classmethod
+    def start(cls, base: Path, build: Callable[[], Any]) -> CoverageBuild | None:
+        """Fork a child that runs ``build`` and saves its index; None when this platform
+        or the environment rules a child out, or the fork fails (build in process)."""
+        if not _fork_allowed():
+            return None
+        try:
+            if (base.exists() or base.is_symlink()) and not base.is_dir():
+                return None  # publish_snapshot replaces the stray file; build in process
+            base.mkdir(parents=True, exist_ok=True)
+        except OSError:
+            return None
+        tmp = base / f"{COVERAGE}-{os.getpid()}-{time.time_ns():x}{_PENDING}"
+        parent = os.getpid()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        try:
+            pid = os.fork()
+        except OSError as exc:
+            log.info("schema index built in process (cannot fork: %s)", exc)
+            return None
+        if pid == 0:  # pragma: no cover - runs in the child, which never returns
+            code = 1
+            try:
+                _die_with(parent)
+                index = build()
+                if os.getppid() == parent:  # nobody to take it otherwise
+                    _write_coverage(tmp, index)
+                    code = 0
+            except BaseException as exc:  # noqa: BLE001 - reported through the exit status
+                with contextlib.suppress(BaseException):
+                    tmp.with_suffix(".err").write_text(f"{type(exc).__name__}: {exc}")
+            finally:
+                os._exit(code)
+        return cls(pid, tmp)
+
+    def _wait(self) -> str | None:
+        """Reap the child; None when it succeeded, else why not."""
+        if self.pid <= 0:
+            return "already taken"
+        pid, self.pid = self.pid, 0
+        try:
+            _, status = os.waitpid(pid, 0)
+        except ChildProcessError:
+            return "its process was reaped by someone else"
+        code = os.waitstatus_to_exitcode(status)
+        if code == 0 and self.tmp.is_dir():
+            return None
+        err = self.tmp.with_suffix(".err")
+        try:
+            detail = err.read_text().strip()
+        except OSError:
+            detail = f"exit status {code}"
+        with contextlib.suppress(OSError):
+            err.unlink()
+        return detail or f"exit status {code}"
+
+    def take(self, sub: Path) -> bool:
+        """Wait for the child and move its index into snapshot directory ``sub``; False
+        (logged) when it failed, and then the caller builds the index itself."""
+        why = self._wait()
+        if why is None:
+            try:
+                _place_coverage(self.tmp, sub)
+                return True
+            except OSError as exc:
+                why = str(exc)
+        log.info("schema index built in process (its build process failed: %s)", why)
+        shutil.rmtree(self.tmp, ignore_errors=True)
+        return False
+
+    def cancel(self) -> None:
+        """Stop the child if it still runs and remove what it wrote (no-op once taken)."""
+        if self.pid > 0:
+            with contextlib.suppress(OSError):
+                os.kill(self.pid, signal.SIGKILL)
+            self._wait()
+        shutil.rmtree(self.tmp, ignore_errors=True)
+        with contextlib.suppress(OSError):
+            self.tmp.with_suffix(".err").unlink()
