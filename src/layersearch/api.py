@@ -371,112 +371,107 @@ class Layersearch:
             except ConfigError as exc:
                 raise type(exc)(f"{spec.source}: {exc}") from exc
         with self._lock, _gc_paused():
-            before = self.corpus()
-            # File memories resolve against what the store will hold after this load: the
-            # other datasources as they are, these as the catalog defines them. That needs
-            # no snapshot in between, so the load costs one reload, not two.
-            keep = [e for e in before.entities.values() if e.datasource not in names]
-            kept = [
-                e
-                for src in before.edges_out
-                if src.split(".", 1)[0] not in names
-                for e in before.edges_out[src]
-            ]
-            ents, edges = catalog_rows(catalog, names)
-            job = self._start_coverage(before, [*keep, *ents], [*kept, *edges])
-            try:
-                return self._load_rows(catalog, names, before, keep, kept, ents, edges, job)
-            finally:
-                if job is not None:
-                    job.cancel()  # unless the snapshot took its index
+            return self._load_rows(catalog, names)
 
     def _start_coverage(
-        self, before: EntityCorpus, ents: list[Entity], edges: list[EdgeRecord]
+        self,
+        before: EntityCorpus,
+        rows: tuple[list[Entity], list[Entity], list[EdgeRecord], list[EdgeRecord]],
     ) -> CoverageBuild | None:
-        """Start building the schema index of the rows a load is about to write, in a
-        forked process beside the rest of the load (large loads only: a fork of a big
-        process and the wait cost more than a small index takes to build)."""
-        if before.snapshot is None or len(ents) < FORK_MIN_ENTITIES:
+        """Start building the schema index of the rows a load is about to write (``keep``
+        and ``ents``, ``kept`` and ``edges``), in a forked process beside the rest of the
+        load (large loads only: a fork of a big process and the wait cost more than a
+        small index takes to build)."""
+        keep, ents, kept, edges = rows
+        if before.snapshot is None or len(keep) + len(ents) < FORK_MIN_ENTITIES:
             return None
         return CoverageBuild.start(
-            self._snapshot_dir, lambda: coverage_of({e.id: e for e in ents}, edges)
+            self._snapshot_dir,
+            lambda: coverage_of({e.id: e for e in chain(keep, ents)}, chain(kept, edges)),
         )
 
-    def _load_rows(
-        self,
-        catalog: Catalog,
-        names: list[str],
-        before: EntityCorpus,
-        keep: list[Entity],
-        kept: list[EdgeRecord],
-        ents: list[Entity],
-        edges: list[EdgeRecord],
-        job: CoverageBuild | None,
-    ) -> LoadReport:
-        """The rest of :meth:`load_catalog`, with the rows drawn from the catalog."""
-        # The tables of the store as this load leaves it: their resolver is the one the
-        # next snapshot serves, and they become that snapshot unless another write
-        # comes between (then it is read back from the store).
-        tables, objects = tables_from_objects([*keep, *ents], [*kept, *edges])
-        del keep, kept
-        tables.complete()
-        resolver = Snapshot(tables, None).resolver(before.memories.__contains__)
-        skipped = list(catalog.skipped)
-        existing = {(m.learning, tuple(m.entities)) for m in before.memories.values()}
-        batch: list[tuple[str, str | None, list[str], dict[str, Any] | None]] = []
-        for spec in catalog.memories:
-            tags: list[str] = []
-            for ref in spec.entities:
-                ids, warning = resolver.resolve_one(ref)
-                if warning:
-                    skipped.append(f"{spec.source}: {warning}")
-                tags.extend(i for i in ids if i not in tags)
-            if spec.query:
-                res = resolver.resolve(None, spec.query)
-                tags.extend(i for i in res.ids if i not in tags)
-            if (spec.learning, tuple(tags)) in existing:
-                continue
-            batch.append((spec.learning, spec.description, tags, spec.query))
-            existing.add((spec.learning, tuple(tags)))
-        del resolver, existing  # the resolver holds the tables
-        before_gen = self._gen
-        n, gen = self.store.replace_rows(catalog, names, ents, edges)
-        del ents, edges
-        # One transaction for all file memories; the next snapshot indexes entities and
-        # memories by difference in one pass.
-        saved, mem_gen = self.store.add_memories_at(batch)
-        added = len(saved)
-        if batch:
-            # Memories leave entities alone, but another writer may have come between.
-            gen = mem_gen if mem_gen == gen + 1 else -1
-        if gen >= 0 and gen == before_gen + 1 + bool(batch) and before.snapshot is not None:
-            # Nobody else wrote since the last snapshot: the store holds exactly the
-            # rows of ``tables``, so the next snapshot is them instead of being read
-            # back (and decoded again for full text), with the schema index ``job``
-            # builds from the same rows.
-            self._built = (gen, tables, objects, job)
-        del tables, objects
-        try:
-            corpus = self.corpus()
-        finally:
-            if self._built is not None:
-                # The rows' objects go only now, after the reload trimmed the heap.
-                self._built = None
-                release_freed_memory()
-        unresolved = [
-            f"{m.id} → {t}"
-            for m in corpus.memories.values()
-            for t in m.entities
-            if not t.startswith("memory:") and not corpus.visible(t)
+    def _load_rows(self, catalog: Catalog, names: list[str]) -> LoadReport:
+        """:meth:`load_catalog` under the lock."""
+        before = self.corpus()
+        # File memories resolve against what the store will hold after this load: the
+        # other datasources as they are, these as the catalog defines them. That needs
+        # no snapshot in between, so the load costs one reload, not two.
+        keep = [e for e in before.entities.values() if e.datasource not in names]
+        kept = [
+            e
+            for src in before.edges_out
+            if src.split(".", 1)[0] not in names
+            for e in before.edges_out[src]
         ]
-        return LoadReport(
-            datasources=names,
-            models=len(catalog.models),
-            entities=n,
-            memories_added=added,
-            skipped=skipped,
-            unresolved_tags=unresolved,
-        )
+        ents, edges = catalog_rows(catalog, names)
+        job = self._start_coverage(before, (keep, ents, kept, edges))
+        try:
+            # The tables of the store as this load leaves it: their resolver is the one the
+            # next snapshot serves, and they become that snapshot unless another write
+            # comes between (then it is read back from the store).
+            tables, objects = tables_from_objects([*keep, *ents], [*kept, *edges])
+            del keep, kept
+            tables.complete()
+            resolver = Snapshot(tables, None).resolver(before.memories.__contains__)
+            skipped = list(catalog.skipped)
+            existing = {(m.learning, tuple(m.entities)) for m in before.memories.values()}
+            batch: list[tuple[str, str | None, list[str], dict[str, Any] | None]] = []
+            for spec in catalog.memories:
+                tags: list[str] = []
+                for ref in spec.entities:
+                    ids, warning = resolver.resolve_one(ref)
+                    if warning:
+                        skipped.append(f"{spec.source}: {warning}")
+                    tags.extend(i for i in ids if i not in tags)
+                if spec.query:
+                    res = resolver.resolve(None, spec.query)
+                    tags.extend(i for i in res.ids if i not in tags)
+                if (spec.learning, tuple(tags)) in existing:
+                    continue
+                batch.append((spec.learning, spec.description, tags, spec.query))
+                existing.add((spec.learning, tuple(tags)))
+            del resolver, existing  # the resolver holds the tables
+            before_gen = self._gen
+            n, gen = self.store.replace_rows(catalog, names, ents, edges)
+            del ents, edges
+            # One transaction for all file memories; the next snapshot indexes entities and
+            # memories by difference in one pass.
+            saved, mem_gen = self.store.add_memories_at(batch)
+            added = len(saved)
+            if batch:
+                # Memories leave entities alone, but another writer may have come between.
+                gen = mem_gen if mem_gen == gen + 1 else -1
+            if gen >= 0 and gen == before_gen + 1 + bool(batch) and before.snapshot is not None:
+                # Nobody else wrote since the last snapshot: the store holds exactly the
+                # rows of ``tables``, so the next snapshot is them instead of being read
+                # back (and decoded again for full text), with the schema index ``job``
+                # builds from the same rows.
+                self._built = (gen, tables, objects, job)
+            del tables, objects
+            try:
+                corpus = self.corpus()
+            finally:
+                if self._built is not None:
+                    # The rows' objects go only now, after the reload trimmed the heap.
+                    self._built = None
+                    release_freed_memory()
+            unresolved = [
+                f"{m.id} → {t}"
+                for m in corpus.memories.values()
+                for t in m.entities
+                if not t.startswith("memory:") and not corpus.visible(t)
+            ]
+            return LoadReport(
+                datasources=names,
+                models=len(catalog.models),
+                entities=n,
+                memories_added=added,
+                skipped=skipped,
+                unresolved_tags=unresolved,
+            )
+        finally:
+            if job is not None:
+                job.cancel()  # unless the snapshot took its index
 
     # -- search -------------------------------------------------------------------------------
 
