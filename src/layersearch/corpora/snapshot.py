@@ -1054,11 +1054,18 @@ class CoverageBuild:
             return "already taken"
         pid, self.pid = self.pid, 0
         try:
-            _, status = os.waitpid(pid, 0)
+            _, status, usage = os.wait4(pid, 0)
         except ChildProcessError:
             return "its process was reaped by someone else"
         code = os.waitstatus_to_exitcode(status)
         if code == 0 and self.tmp.is_dir():
+            # ru_maxrss is in KiB on Linux
+            log.info(
+                "schema index built by process %d: %.1f s of CPU, peak RSS %.0f MiB",
+                pid,
+                usage.ru_utime + usage.ru_stime,
+                usage.ru_maxrss / 1024,
+            )
             return None
         err = self.tmp.with_suffix(".err")
         try:
