@@ -302,7 +302,12 @@ class Layersearch:
             stale += [i for i, d in old.items() if new.get(i) != d]
             tables = snapshot.tables
             adds = chain(
-                (entity_doc(e) for e in _entities_at(tables, fresh, objects)),
+                (
+                    entity_doc(e, h)
+                    for e, h in zip(
+                        _entities_at(tables, fresh, objects), tables.hashes_at(fresh), strict=True
+                    )
+                ),
                 (d for i, d in new.items() if old.get(i) != d),
             )
             n = previous.fulltext.write(add=adds, delete=stale, stamp=stamp)

@@ -12,10 +12,12 @@ from types import ModuleType
 from typing import Any
 
 import pytest
+import tantivy
 from tests.conftest import MINI, ROOT
 
 from layersearch import Layersearch
 from layersearch.corpora.snapshot import tables_from_store
+from layersearch.ranking.fulltext import FullTextIndex, key_hash
 
 BENCH = ROOT / "benchmarks"
 FROM_ROWS = "taking the rows just written"
@@ -45,6 +47,20 @@ def _same_as_store(ls: Layersearch) -> None:
     assert corpus.snapshot.content == tables_from_store(ls.store).content
     visible = sum(not e.hidden for e in corpus.entities.values())
     assert corpus.fulltext.num_docs == visible + len(corpus.memories)
+    _hashes_are_their_keys(corpus.fulltext)
+
+
+def _hashes_are_their_keys(ft: FullTextIndex) -> None:
+    """Every document's hash field is its key's hash (a load hands the hashes its tables
+    computed to the full-text writer: one off by a position would resolve hits to the
+    wrong ids)."""
+    searcher = ft._searcher
+    hits = searcher.search(tantivy.Query.all_query(), max(1, searcher.num_docs)).hits
+    addrs = [addr for _, addr in hits]
+    assert len(addrs) == searcher.num_docs
+    hashes = searcher.fast_field_values("h", addrs)
+    keys = [searcher.doc(addr)["key"][0] for addr in addrs]
+    assert hashes == [key_hash(k) for k in keys]
 
 
 def test_loads_take_the_rows_they_wrote(

@@ -68,7 +68,8 @@ SCOPED_INDEXES = 256
 SHORT_DESCRIPTION = 160
 
 
-def entity_doc(e: Entity) -> FTDoc:
+def entity_doc(e: Entity, id_hash: int | None = None) -> FTDoc:
+    """The full-text document of ``e``; ``id_hash``: its id's key hash, when known."""
     parent = e.model if e.kind in ("column", "measure", "aggregation") else e.datasource
     if e.kind == "datasource":
         parent = None
@@ -84,6 +85,7 @@ def entity_doc(e: Entity) -> FTDoc:
             "formula": e.formula,
             "values": " ".join(e.values) if e.values else None,
         },
+        id_hash=id_hash,
     )
 
 

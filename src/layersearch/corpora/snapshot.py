@@ -185,6 +185,12 @@ class EntityTables:
         self.datasources = [self.ids[int(i)] for i in np.flatnonzero(self.kind_codes == code)]
         return self
 
+    def hashes_at(self, positions: np.ndarray) -> list[int]:
+        """The key hashes of the ids at ``positions`` (computed once, in :meth:`complete`)."""
+        rank = np.empty(len(self.hash_order), dtype=np.int64)
+        rank[self.hash_order] = np.arange(len(self.hash_order))
+        return self.hash_sorted[rank[positions]].tolist()  # type: ignore[no-any-return]
+
     def check(self) -> None:
         """Cheap consistency checks on mapped tables (a garbled file fails here, not mid-search)."""
         n = len(self.ids)

@@ -69,6 +69,8 @@ class FTDoc:
     scopes: Collection[str] = ()
     #: field name → raw text (analysed here)
     fields: Mapping[str, str | None] = field(default_factory=dict)
+    #: :func:`key_hash` of ``id`` when the caller already has it (computed otherwise)
+    id_hash: int | None = None
 
 
 class FullTextIndex:
@@ -216,7 +218,8 @@ class FullTextIndex:
         """The tantivy document of ``doc``; ``cache`` maps field texts to their analysed
         form for the length of one write (a catalog repeats its names, labels, templated
         descriptions and sample values across thousands of entities)."""
-        values: dict[str, object] = {"key": doc.id, "kind": doc.kind, "h": key_hash(doc.id)}
+        h = key_hash(doc.id) if doc.id_hash is None else doc.id_hash
+        values: dict[str, object] = {"key": doc.id, "kind": doc.kind, "h": h}
         if doc.scopes:
             values["scope"] = list(doc.scopes)
         for name, text in doc.fields.items():
