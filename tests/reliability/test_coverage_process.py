@@ -213,3 +213,37 @@ def test_a_load_pauses_garbage_collection_and_restores_it(
             assert not gc.isenabled()  # a caller's choice is kept
         finally:
             gc.enable()
+
+
+def test_an_interrupted_wait_still_lets_cancel_kill_the_process(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("LAYERSEARCH_BUILD_FORK", raising=False)
+
+    def slow() -> object:
+        time.sleep(60)
+        raise AssertionError("never finishes")
+
+    job = snapshot_module.CoverageBuild.start(tmp_path / "snapshot", slow)
+    assert job is not None and job.pid > 0
+    pid = job.pid
+    real_wait4 = os.wait4
+    calls: list[int] = []
+
+    def interrupted(p: int, options: int) -> object:
+        calls.append(p)
+        if len(calls) == 1:
+            raise KeyboardInterrupt  # Ctrl-C while the load waits for the index
+        return real_wait4(p, options)
+
+    monkeypatch.setattr(snapshot_module.os, "wait4", interrupted)
+    (tmp_path / "sub").mkdir()
+    with pytest.raises(KeyboardInterrupt):
+        job.take(tmp_path / "sub")
+    t = time.monotonic()
+    job.cancel()  # what load_catalog's finally does
+    assert time.monotonic() - t < 10  # killed, not waited for
+    assert calls == [pid, pid]
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
+    assert _no_children()

@@ -1032,8 +1032,6 @@ class CoverageBuild:
             return None
         tmp = base / f"{COVERAGE}-{os.getpid()}-{time.time_ns():x}{_PENDING}"
         parent = os.getpid()
-        sys.stdout.flush()
-        sys.stderr.flush()
         try:
             pid = os.fork()
         except OSError as exc:
@@ -1056,13 +1054,16 @@ class CoverageBuild:
 
     def _wait(self) -> str | None:
         """Reap the child; None when it succeeded, else why not."""
-        if self.pid <= 0:
+        pid = self.pid
+        if pid <= 0:
             return "already taken"
-        pid, self.pid = self.pid, 0
         try:
+            # (interrupted here, the pid stays set: cancel() then kills and reaps it)
             _, status, usage = os.wait4(pid, 0)
         except ChildProcessError:
+            self.pid = 0
             return "its process was reaped by someone else"
+        self.pid = 0
         code = os.waitstatus_to_exitcode(status)
         if code == 0 and self.tmp.is_dir():
             # ru_maxrss is in KiB on Linux
