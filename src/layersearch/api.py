@@ -381,13 +381,15 @@ class Layersearch:
     def _start_coverage(
         self,
         before: EntityCorpus,
-        rows: tuple[list[Entity], list[Entity], list[EdgeRecord], list[EdgeRecord]],
+        keep: list[Entity],
+        ents: list[Entity],
+        kept: list[EdgeRecord],
+        edges: list[EdgeRecord],
     ) -> CoverageBuild | None:
-        """Start building the schema index of the rows a load is about to write (``keep``
-        and ``ents``, ``kept`` and ``edges``), in a forked process beside the rest of the
-        load (large loads only: a fork of a big process and the wait cost more than a
-        small index takes to build)."""
-        keep, ents, kept, edges = rows
+        """Start building the schema index of the rows a load is about to write (the
+        entities ``keep`` and ``ents``, the edges ``kept`` and ``edges``), in a forked
+        process beside the rest of the load (large loads only: a fork of a big process
+        and the wait cost more than a small index takes to build)."""
         if before.snapshot is None or len(keep) + len(ents) < FORK_MIN_ENTITIES:
             return None
         return CoverageBuild.start(
@@ -409,7 +411,7 @@ class Layersearch:
             for e in before.edges_out[src]
         ]
         ents, edges = catalog_rows(catalog, names)
-        job = self._start_coverage(before, (keep, ents, kept, edges))
+        job = self._start_coverage(before, keep, ents, kept, edges)
         try:
             # The tables of the store as this load leaves it: their resolver is the one the
             # next snapshot serves, and they become that snapshot unless another write

@@ -15,6 +15,7 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import lru_cache
+from itertools import chain
 
 import numpy as np
 
@@ -825,12 +826,10 @@ def build_coverage(
 ) -> CoverageIndex:
     """Coverage nodes for every visible entity, linked along joins (foreign keys)."""
     # Only joins matter here: a snapshot decodes just those (a CONTAINS edge per column
-    # would be most of the decoding).
+    # would be most of the decoding); coverage_of picks them out of any other mapping.
     if isinstance(edges_out, EdgeMap):
-        joins = edges_out.all_of_type("JOINS")
-    else:
-        joins = [e for out in edges_out.values() for e in out if e.type == "JOINS"]
-    return coverage_of(entities, joins)
+        return coverage_of(entities, edges_out.all_of_type("JOINS"))
+    return coverage_of(entities, chain.from_iterable(edges_out.values()))
 
 
 def coverage_of(entities: Mapping[str, Entity], edges: Iterable[EdgeRecord]) -> CoverageIndex:

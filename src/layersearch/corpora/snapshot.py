@@ -987,6 +987,11 @@ def _fork_allowed() -> bool:
     )
 
 
+def _error_file(tmp: Path) -> Path:
+    """Where a build process writing ``tmp`` reports why it failed."""
+    return tmp.with_suffix(".err")
+
+
 def _die_with(parent: int) -> None:
     """In a build process: be killed when ``parent`` dies (Linux's parent-death signal), so
     a killed load leaves no process computing an index nobody will take."""
@@ -1047,7 +1052,7 @@ class CoverageBuild:
                     code = 0
             except BaseException as exc:  # noqa: BLE001 - reported through the exit status
                 with contextlib.suppress(BaseException):
-                    tmp.with_suffix(".err").write_text(f"{type(exc).__name__}: {exc}")
+                    _error_file(tmp).write_text(f"{type(exc).__name__}: {exc}")
             finally:
                 os._exit(code)
         return cls(pid, tmp)
@@ -1074,7 +1079,7 @@ class CoverageBuild:
                 usage.ru_maxrss / 1024,
             )
             return None
-        err = self.tmp.with_suffix(".err")
+        err = _error_file(self.tmp)
         try:
             detail = err.read_text().strip()
         except OSError:
@@ -1105,4 +1110,4 @@ class CoverageBuild:
             self._wait()
         shutil.rmtree(self.tmp, ignore_errors=True)
         with contextlib.suppress(OSError):
-            self.tmp.with_suffix(".err").unlink()
+            _error_file(self.tmp).unlink()
