@@ -143,6 +143,8 @@ class _Modules:
         if not req.spec.startswith(("./", "../")):
             return self._refuse(req, f"{where} is not a file of this model folder: not read")
         base = (path.parent / req.spec).resolve()
+        if not base.is_relative_to(self.root):
+            return self._refuse(req, f"{where} leaves the model folder {self.root}: not read")
         candidates = (
             [base]
             if base.suffix == ".js"
@@ -151,7 +153,7 @@ class _Modules:
         target = next((c for c in candidates if c.is_file()), None)
         if target is None:
             return self._refuse(req, f"{where}: no such file")
-        if not target.is_relative_to(self.root):
+        if not target.resolve().is_relative_to(self.root):
             return self._refuse(req, f"{where} leaves the model folder {self.root}: not read")
         if target in self.loading:
             return self._refuse(req, f"{where}: require loop back to {target}; not followed")
