@@ -600,6 +600,11 @@ def test_reload_keeps_memories_and_search_finds_synonyms(data_dir: Path, tmp_pat
         assert len(ls.list_memories()) == 1
         [card] = ls.inspect(["tpcds_retail_model.store_sales.ss_quantity"]).entities
         assert "units sold" in (card.description or "")
+        [day] = ls.inspect(["tpcds_retail_model.date_dim.d_date"]).entities
+        assert (day.data_type, day.description) == (
+            "time",
+            "Actual date value. Synonyms: date, calendar date.",
+        )
         # "POS data" is only an ai_context synonym of store_sales
         hits = ls.search(question="POS data", channels=["fulltext"]).results
         assert hits and hits[0].id == "tpcds_retail_model.store_sales"
