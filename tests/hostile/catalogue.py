@@ -1062,6 +1062,13 @@ def _load_cases() -> list[Case]:
             files={"Orders.js": "cube(`Orders`, { sql_table: `orders`,\n"},
         ),
         Case(
+            "load.cube-js-stray-closer",
+            "malformed",
+            Err(ModelLoadError, "Orders.js:2:1: unexpected ')'"),
+            api=load("", "cube"),
+            files={"Orders.js": "cube(`Orders`, { sql_table: `orders` });\n)\n"},
+        ),
+        Case(
             "load.cube-js-deep",
             "nesting",
             Err(ModelLoadError, "nested over 100 deep"),

@@ -469,6 +469,10 @@ def test_js_syntax_errors_name_file_and_line(tmp_path: Path) -> None:
         parse_js(p, "cube(`A, {})")
     with pytest.raises(ModelLoadError, match=r"x.js:1:\d+: unclosed '\{'"):
         parse_js(p, "cube(`A`, { a: 1")
+    # a closer no statement opened (this once looped forever, growing the skip report)
+    with pytest.raises(ModelLoadError, match=r"x.js:2:1: unexpected '\}'"):
+        parse_js(p, "cube(`A`, {});\n}")
+    assert parse_js(p, ", ,").problems == [(1, "a statement starting with ',': not read")] * 2
 
 
 # -- LookML ---------------------------------------------------------------------------------------

@@ -78,6 +78,21 @@ def _meta_notes(meta: Any) -> list[str]:
     return [f"Meta: {', '.join(pairs)}."] if pairs else []
 
 
+def _deps(node: dict[str, Any]) -> list[str]:
+    """The unique ids a node depends on (``depends_on.nodes``)."""
+    dep = node.get("depends_on")
+    nodes = dep.get("nodes") if isinstance(dep, dict) else None
+    return [d for d in nodes if isinstance(d, str)] if isinstance(nodes, list) else []
+
+
+def _list_of(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def _strings(value: Any) -> list[str]:
+    return [v for v in value if isinstance(v, str)] if isinstance(value, list) else []
+
+
 def _tags(value: Any) -> list[str]:
     return [str(t) for t in value] if isinstance(value, list) else []
 
@@ -197,10 +212,10 @@ def _model(
         source=where,
     )
     typed = warehouse.get(uid, {})
-    pk = {str(c).lower() for c in node.get("primary_key") or [] if isinstance(c, str)}
-    for con in node.get("constraints") or []:
+    pk = {c.lower() for c in _strings(node.get("primary_key"))}
+    for con in _list_of(node.get("constraints")):
         if isinstance(con, dict) and con.get("type") == "primary_key":
-            pk.update(str(c).lower() for c in con.get("columns") or [])
+            pk.update(c.lower() for c in _strings(con.get("columns")))
     names = LeafNames(model)
     documented = _dict(node.get("columns"), f"{where} columns")
     order = sorted(
@@ -221,7 +236,7 @@ def _model(
             {},
         )
         w = f"{where} column {cname}"
-        constraints = doc.get("constraints") or []
+        constraints = _list_of(doc.get("constraints"))
         is_pk = cname.lower() in pk or any(
             isinstance(c, dict) and c.get("type") == "primary_key" for c in constraints
         )
@@ -266,7 +281,7 @@ def _tests(nodes: dict[str, Any], ids: dict[str, Model], catalog: Catalog) -> No
         kind = str(meta.get("name"))
         kwargs: dict[str, Any] = meta["kwargs"] if isinstance(meta.get("kwargs"), dict) else {}
         attached = node.get("attached_node")
-        deps = [d for d in (node.get("depends_on") or {}).get("nodes") or [] if isinstance(d, str)]
+        deps = _deps(node)
         if not isinstance(attached, str):
             attached = deps[0] if deps else None
         if attached not in ids:
@@ -317,7 +332,7 @@ def _exposures(exposures: dict[str, Any], ids: dict[str, Model], catalog: Catalo
         text = f"Used by the {kind} '{label}'"
         desc = _text(ex.get("description"))
         note = f"{text}: {' '.join(desc.split())}" if desc else text
-        used = [d for d in (ex.get("depends_on") or {}).get("nodes") or [] if d in ids]
+        used = [d for d in _deps(ex) if d in ids]
         for d in used:
             ids[d].description = describe(ids[d].description, notes=[note])
         if not used:
@@ -349,16 +364,15 @@ def _semantic(mf: Path, manifest: dict[str, Any], ids: dict[str, Model], catalog
     temp = Catalog()
     entities = metricflow._Entities()
     home: dict[str, Model] = {}
-    for i, raw in enumerate(sms):
+    for i, item in enumerate(sms):
         w = f"{where} semantic_models[{i}]"
-        ref = raw.get("model") if isinstance(raw, dict) else None
+        raw = _dict(item, w)
+        ref = raw.get("model")
         m = _REF.search(ref) if isinstance(ref, str) else None
         target = by_ref.get(m.group(1).lower()) if m else None
-        ds = (
-            target.datasource
-            if target
-            else slug(str((raw.get("node_relation") or {}).get("schema_name") or "dbt"))
-        )
+        relation = raw.get("node_relation")
+        schema = relation.get("schema_name") if isinstance(relation, dict) else None
+        ds = target.datasource if target else slug(str(schema or "dbt"))
         sm = metricflow._parse_semantic_model(raw, w, ds, entities, temp)
         temp.models.append(sm)
         if target is None:

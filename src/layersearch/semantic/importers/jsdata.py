@@ -510,8 +510,13 @@ class _Parser:
                 prog.problems.append((tok.line, f"{tok.value}(…) followed by '{what}': not read"))
                 return None
             return Statement("call", tok.value, args, tok.line)
+        if tok.kind == "punct" and tok.value in ")]}":
+            raise ModelLoadError(f"{self.path}:{tok.line}:{tok.col}: unexpected '{tok.value}'")
         what = _describe_statement(self, tok)
+        start = self.i
         self.skip_value()
+        if self.i == start:  # a lone ',': nothing else can stop the skip without consuming
+            self.take()
         prog.problems.append((tok.line, f"{what}: not read"))
         return None
 

@@ -433,7 +433,8 @@ def _view(v: Node, ds: str, where: str, skipped: list[str]) -> Model:
             continue
         dtype = raw.text("type") or "string"
         if k == "dimension_group":
-            frames = [str(f) for f in raw.one("timeframes") or [] if isinstance(f, str)]
+            tf = raw.one("timeframes")
+            frames = [f for f in tf if isinstance(f, str)] if isinstance(tf, list) else []
             if frames:
                 notes.append(f"Timeframes: {', '.join(frames)}.")
             dtype = "time" if dtype == "time" else dtype
