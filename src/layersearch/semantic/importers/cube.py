@@ -81,6 +81,8 @@ class _Def:
     name: str
     body: dict[str, Any]
     where: str
+    #: the file it is defined in
+    file: str
 
 
 @dataclass(slots=True)
@@ -206,7 +208,7 @@ def _js_defs(path: Path, modules: _Modules, catalog: Catalog) -> list[_Def]:
                     f"{where}: {st.name}() needs a name and an object literal; not read"
                 )
                 continue
-            out.append(_Def(st.name, args[0], args[1], f"{where} ({st.name} {args[0]})"))
+            out.append(_Def(st.name, args[0], args[1], f"{where} ({st.name} {args[0]})", str(path)))
         elif st.name == "context":
             name = render(st.args[0], consts) if st.args else "?"
             catalog.skipped.append(f"{where}: context '{name}' (a grouping of cubes) not imported")
@@ -232,7 +234,7 @@ def _yaml_defs(path: Path, catalog: Catalog) -> list[_Def]:
             where = f"{path} {key}[{i}]"
             if not isinstance(raw, dict) or not isinstance(raw.get("name"), str):
                 raise ModelLoadError(f"{where}: expected a mapping with a name")
-            out.append(_Def(kind, raw["name"], raw, f"{where} ({kind} {raw['name']})"))
+            out.append(_Def(kind, raw["name"], raw, f"{where} ({kind} {raw['name']})", str(path)))
     return out
 
 
@@ -292,16 +294,17 @@ def _hidden(d: dict[str, Any]) -> bool:
     return _flag(d, "shown") is False or _flag(d, "public") is False
 
 
-def _body(member: Any, kind: str, name: str, where: str, skipped: list[str]) -> dict[str, Any]:
+def _body(
+    member: Any, kind: str, name: str, d: _Def, where: str, skipped: list[str]
+) -> dict[str, Any]:
+    """A member's definition; one outside the subset is noted (at its own line) and
+    the member kept by name only."""
     if isinstance(member, dict):
         return member
     if isinstance(member, Unsupported):
-        # where is "file:line (cube X) …": name the member's own line
-        file = where.split(":", 1)[0]
-        owner = where[where.find("(") + 1 : where.find(")")] if "(" in where else ""
         skipped.append(
-            f"{file}:{member.line}: {kind} '{name}' of {owner} is {member.what}, outside the "
-            "JavaScript subset read as data (never run); kept by name only"
+            f"{d.file}:{member.line}: {kind} '{name}' of {d.kind} {d.name} is {member.what}, "
+            "outside the JavaScript subset read as data (never run); kept by name only"
         )
     else:
         skipped.append(f"{where}: {kind} '{name}' is a {type(member).__name__}; kept by name only")
@@ -344,7 +347,7 @@ def _build(defs: list[_Def], ds: str, catalog: Catalog) -> None:
         names = LeafNames(model)
         for mname, raw in _members(_get(body, "dimensions"), d.where, "dimensions", sk):
             w = f"{d.where} dimension {mname}"
-            m = _body(raw, "dimension", mname, w, sk)
+            m = _body(raw, "dimension", mname, d, w, sk)
             col = Column(
                 name=safe_name(mname),
                 data_type=_text(m, "type", w, sk),
@@ -356,7 +359,7 @@ def _build(defs: list[_Def], ds: str, catalog: Catalog) -> None:
             names.add(col, sk, w)
         for mname, raw in _members(_get(body, "measures"), d.where, "measures", sk):
             w = f"{d.where} measure {mname}"
-            m = _body(raw, "measure", mname, w, sk)
+            m = _body(raw, "measure", mname, d, w, sk)
             mtype = _text(m, "type", w, sk)
             formula = measure_formula(mtype, _text(m, "sql", w, sk))
             names.add(
@@ -373,7 +376,7 @@ def _build(defs: list[_Def], ds: str, catalog: Catalog) -> None:
             )
         for mname, raw in _members(_get(body, "segments"), d.where, "segments", sk):
             w = f"{d.where} segment {mname}"
-            m = _body(raw, "segment", mname, w, sk)
+            m = _body(raw, "segment", mname, d, w, sk)
             names.add(
                 Measure(
                     name=safe_name(mname),

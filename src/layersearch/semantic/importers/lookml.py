@@ -239,7 +239,7 @@ def is_lookml(path: Path) -> bool:
     return any(p.is_file() for p in path.rglob("*.lkml"))
 
 
-def _constants(root: Path, skipped: list[str]) -> dict[str, str]:
+def _constants(root: Path) -> dict[str, str]:
     manifest = root / "manifest.lkml"
     if not manifest.is_file():
         return {}
@@ -327,7 +327,7 @@ def load_lookml(path: str | Path, *, datasource: str | None = None) -> Catalog:
         raise ModelLoadError(f"{root_arg}: no such file or directory")
     root = (root_arg.parent if root_arg.is_file() else root_arg).resolve()
     catalog = Catalog()
-    project = _Project(root, catalog.skipped, _constants(root, catalog.skipped))
+    project = _Project(root, catalog.skipped, _constants(root))
     if root_arg.is_file():
         entries = [root_arg.resolve()]
     else:
@@ -344,7 +344,7 @@ def load_lookml(path: str | Path, *, datasource: str | None = None) -> Catalog:
             real = p.resolve()
             if real not in project.trees and p.name != "manifest.lkml":
                 catalog.skipped.append(f"{p}: not included by any model file; not read")
-    ds_name = datasource or _datasource_name(root, project)
+    ds_name = datasource or _datasource_name(root)
     label = None
     for p in entries:
         tree = project.trees.get(p)
@@ -374,7 +374,7 @@ def load_lookml(path: str | Path, *, datasource: str | None = None) -> Catalog:
     return catalog
 
 
-def _datasource_name(root: Path, project: _Project) -> str:
+def _datasource_name(root: Path) -> str:
     manifest = root / "manifest.lkml"
     if manifest.is_file():
         name = parse_lookml(read_text(manifest), manifest).text("project_name")
