@@ -275,7 +275,22 @@ def init(obj: Ctx, as_json: bool) -> None:
     "fmt",
     default="auto",
     show_default=True,
-    type=click.Choice(["auto", "native", "slayer", "dbt", "spider", "database"]),
+    # layersearch.semantic.importers.FORMATS, spelled out so the CLI starts without
+    # importing the importers (a test keeps the two equal)
+    type=click.Choice(
+        [
+            "auto",
+            "native",
+            "slayer",
+            "dbt",
+            "dbt-manifest",
+            "cube",
+            "lookml",
+            "osi",
+            "spider",
+            "database",
+        ]
+    ),
     help="Input format.",
 )
 @click.option(

@@ -885,7 +885,7 @@ def _load_cases() -> list[Case]:
         Case(
             "load.empty-dir",
             "empty",
-            Err(ModelLoadError, "no YAML files"),
+            Err(ModelLoadError, "no YAML, LookML or Cube files"),
             api=load("empty"),
             cli=("load", "{dir}/empty"),
             files={"empty/.keep": ""},
@@ -1025,6 +1025,93 @@ def _load_cases() -> list[Case]:
             },
         ),
         Case(
+            "load.dbt-manifest-malformed",
+            "malformed",
+            Err(ModelLoadError, "manifest.json:1:"),
+            api=load("target/manifest.json", "dbt-manifest"),
+            cli=("load", "{dir}/target/manifest.json", "--format", "dbt-manifest"),
+            files={"target/manifest.json": '{"metadata": {"dbt_schema_version": '},
+        ),
+        Case(
+            "load.dbt-manifest-not-manifest",
+            "malformed",
+            Err(ModelLoadError, "not a dbt manifest"),
+            api=load("target", "dbt-manifest"),
+            files={"target/manifest.json": '{"metadata": {}, "nodes": []}'},
+        ),
+        Case(
+            "load.dbt-manifest-utf8-invalid",
+            "encoding",
+            Err(ModelLoadError, "not valid UTF-8"),
+            api=load("manifest.json", "dbt-manifest"),
+            files={"manifest.json": b'{"metadata": "\xff"}'},
+        ),
+        Case(
+            "load.cube-js-malformed",
+            "malformed",
+            Err(ModelLoadError, "Orders.js:2:"),
+            api=load(),
+            cli=("load", "{dir}", "--format", "cube"),
+            files={"Orders.js": "cube(`Orders`, {\n  title: 'unclosed\n});\n"},
+        ),
+        Case(
+            "load.cube-js-unclosed-object",
+            "malformed",
+            Err(ModelLoadError, "unclosed '{'"),
+            api=load("", "cube"),
+            files={"Orders.js": "cube(`Orders`, { sql_table: `orders`,\n"},
+        ),
+        Case(
+            "load.cube-js-stray-closer",
+            "malformed",
+            Err(ModelLoadError, "Orders.js:2:1: unexpected ')'"),
+            api=load("", "cube"),
+            files={"Orders.js": "cube(`Orders`, { sql_table: `orders` });\n)\n"},
+        ),
+        Case(
+            "load.cube-js-deep",
+            "nesting",
+            Err(ModelLoadError, "nested over 100 deep"),
+            api=load("", "cube"),
+            files={"Deep.js": "cube(`D`, " + "{a: " * 150 + "1" + "}" * 150 + ");\n"},
+        ),
+        Case(
+            "load.cube-yaml-wrong-types",
+            "malformed",
+            Err(ModelLoadError, "expected a mapping with a name"),
+            api=load(),
+            files={"c.yml": "cubes:\n  - just a string\n"},
+        ),
+        Case(
+            "load.lookml-malformed",
+            "malformed",
+            Err(ModelLoadError, "a.model.lkml:2:"),
+            api=load(),
+            cli=("load", "{dir}"),
+            files={"a.model.lkml": "view: a {\n  dimension: b {\n"},
+        ),
+        Case(
+            "load.lookml-sql-unterminated",
+            "malformed",
+            Err(ModelLoadError, "is not closed by ';;'"),
+            api=load(),
+            files={"a.model.lkml": "view: a {\n  sql_table_name: t\n}\n"},
+        ),
+        Case(
+            "load.lookml-deep",
+            "nesting",
+            Err(ModelLoadError, "nested over 50 deep"),
+            api=load(),
+            files={"a.model.lkml": "x: {\n" * 60 + "}\n" * 60},
+        ),
+        Case(
+            "load.osi-wrong-types",
+            "malformed",
+            Err(ModelLoadError, "'datasets' must be a list"),
+            api=load(),
+            files={"m.yaml": "semantic_model:\n  - name: s\n    datasets: 5\n"},
+        ),
+        Case(
             "load.memory-missing-learning",
             "malformed",
             Err(ModelLoadError, "missing required key"),
@@ -1071,6 +1158,110 @@ LOAD_OK: list[Case] = [
         writes=True,
         api=lambda ls, d: ls.load(d),
         files={"d.yaml": "\ufeffdatasource: {name: bom}\n".encode()},
+    ),
+]
+
+
+def _skipped(*parts: str) -> Callable[[Any], bool]:
+    """A load report whose skipped list names every one of ``parts``."""
+    return lambda r: all(any(p in s for s in r.skipped) for p in parts)
+
+
+#: JavaScript outside the subset the Cube reader takes as data: reported, never run
+JS_CODE = (
+    "const exec = require('child_process').exec;\n"
+    "exec('touch pwned');\n"
+    "eval(\"cube('Evil', {})\");\n"
+    "const f = (x) => x * 2;\n"
+    "(function () { require('fs').writeFileSync('pwned', 'x') })();\n"
+    "cube(`A`, { sql_table: `a`, dimensions: { id: { sql: `id`, type: `number` },\n"
+    "  b: f({ sql: `b` }) } });\n"
+)
+
+LOAD_OK += [
+    Case(
+        "load.cube-js-code",
+        "code",
+        Ok(
+            lambda r: (
+                r.models == 1
+                and _skipped(
+                    "A.js:1: require('child_process') is not a file of this model folder",
+                    "A.js:2: a call to exec(): not read",
+                    "A.js:3: a call to eval(): not read",
+                    "A.js:4: const f = a parenthesised expression or arrow function",
+                    "A.js:5: a parenthesised expression",
+                    "A.js:7: dimension 'b' of cube A is a call to f()",
+                )(r)
+            )
+        ),
+        writes=True,
+        api=lambda ls, d: ls.load(d),
+        cli=("load", "{dir}"),
+        files={"A.js": JS_CODE},
+    ),
+    Case(
+        "load.cube-require-escape",
+        "path",
+        Ok(lambda r: r.models == 1 and _skipped("leaves the model folder")(r)),
+        writes=True,
+        api=lambda ls, d: ls.load(d / "proj", "cube"),
+        files={
+            "secret.js": "module.exports = { s: 'x' };\n",
+            "proj/A.js": "const s = require('../secret').s;\ncube(`A`, { sql: s });\n",
+        },
+    ),
+    Case(
+        "load.cube-require-loop",
+        "join-cycle",
+        Ok(lambda r: r.models == 1 and _skipped("require loop")(r)),
+        writes=True,
+        api=lambda ls, d: ls.load(d, "cube"),
+        files={
+            "a.js": "const b = require('./b');\nmodule.exports = { a: 1 };\n",
+            "b.js": "const a = require('./a');\nmodule.exports = { b: 2 };\n",
+            "C.js": "const a = require('./a');\ncube(`C`, { sql_table: `c` });\n",
+        },
+    ),
+    Case(
+        "load.lookml-include-loop",
+        "join-cycle",
+        Ok(lambda r: r.models == 2 and _skipped("include loop")(r)),
+        writes=True,
+        api=lambda ls, d: ls.load(d),
+        cli=("load", "{dir}"),
+        files={
+            "m.model.lkml": 'include: "/a.view.lkml"\n',
+            "a.view.lkml": 'include: "b.view.lkml"\nview: a { dimension: id {} }\n',
+            "b.view.lkml": 'include: "/a.view.lkml"\nview: b { dimension: id {} }\n',
+        },
+    ),
+    Case(
+        "load.lookml-include-escape",
+        "path",
+        Ok(lambda r: r.models == 1 and _skipped("leaves the project folder")(r)),
+        writes=True,
+        api=lambda ls, d: ls.load(d / "proj"),
+        cli=("load", "{dir}/proj"),
+        files={
+            "outside.view.lkml": "view: outside { dimension: a {} }\n",
+            "proj/m.model.lkml": (
+                'include: "../outside.view.lkml"\ninclude: "/../../../../etc/*"\n'
+                'include: "/v.view"\n'
+            ),
+            "proj/v.view.lkml": "view: v { dimension: id {} }\n",
+        },
+    ),
+    Case(
+        "load.lookml-include-missing",
+        "path",
+        Ok(lambda r: r.models == 1 and _skipped("/nope/*.view.lkml': no such file")(r)),
+        writes=True,
+        api=lambda ls, d: ls.load(d),
+        files={
+            "m.model.lkml": 'include: "/nope/*.view.lkml"\ninclude: "/v.view"\n',
+            "v.view.lkml": "view: v { dimension: id {} }\n",
+        },
     ),
 ]
 

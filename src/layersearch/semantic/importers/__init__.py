@@ -11,16 +11,34 @@ from pathlib import Path
 from typing import Any
 
 from layersearch.errors import ConfigError, ModelLoadError
+from layersearch.semantic.importers.cube import cube_files, is_cube_js, is_cube_yaml, load_cube
 from layersearch.semantic.importers.database import is_database_file, is_dsn, load_database
 from layersearch.semantic.importers.dbt import is_dbt, load_dbt
-from layersearch.semantic.importers.native import load_native, read_yaml, yaml_files
+from layersearch.semantic.importers.dbt_manifest import (
+    is_dbt_manifest,
+    load_dbt_manifest,
+    manifest_file,
+)
+from layersearch.semantic.importers.lookml import is_lookml, load_lookml
+from layersearch.semantic.importers.native import load_native, read_text, read_yaml, yaml_files
+from layersearch.semantic.importers.osi import is_osi, load_osi
 from layersearch.semantic.importers.slayer import is_slayer_datasource, is_slayer_model, load_slayer
 from layersearch.semantic.importers.spider import is_spider, load_spider, read_json
 from layersearch.semantic.model import Catalog
 
 __all__ = ["FORMATS", "detect_format", "load_catalog"]
 
-FORMATS = ("native", "slayer", "dbt", "spider", "database")
+FORMATS = (
+    "native",
+    "slayer",
+    "dbt",
+    "dbt-manifest",
+    "cube",
+    "lookml",
+    "osi",
+    "spider",
+    "database",
+)
 NATIVE_KEYS = ("datasource", "model", "memories")
 _FORCE_HINT = (
     f"formats: {', '.join(FORMATS)}; force one with --format (load_catalog(path, fmt=...))"
@@ -29,6 +47,10 @@ _FORCE_HINT = (
 
 def _yaml_kind(doc: Any) -> str | None:
     """The format one parsed YAML document belongs to, or None."""
+    if is_osi(doc):
+        return "osi"
+    if is_cube_yaml(doc):
+        return "cube"
     if is_dbt(doc):
         return "dbt"
     if is_slayer_model(doc):
@@ -48,15 +70,30 @@ def detect_format(path: str | Path) -> str:
     if is_database_file(p):
         return "database"
     if p.is_file() and p.suffix.lower() == ".json":
-        if is_spider(read_json(p)):
+        doc = read_json(p)
+        if is_spider(doc):
             return "spider"
+        if is_dbt_manifest(doc):
+            return "dbt-manifest"
         raise ModelLoadError(
             f"{p}: JSON that is not a Spider tables.json (a list of objects with db_id and "
-            f"table_names); {_FORCE_HINT}"
+            f"table_names) and not a dbt manifest.json (metadata.dbt_schema_version); "
+            f"{_FORCE_HINT}"
         )
+    if p.is_dir():
+        mf = manifest_file(p)
+        if mf is not None and is_dbt_manifest(read_json(mf)):
+            return "dbt-manifest"
+    if is_lookml(p):
+        return "lookml"
+    if any(f.suffix == ".js" and is_cube_js(read_text(f)) for f in cube_files(p)):
+        return "cube"
     files = yaml_files(p)
     if not files:
-        raise ModelLoadError(f"{p}: no YAML files and not a database or Spider file; {_FORCE_HINT}")
+        raise ModelLoadError(
+            f"{p}: no YAML, LookML or Cube files and not a database, Spider or dbt manifest "
+            f"file; {_FORCE_HINT}"
+        )
     kinds: Counter[str] = Counter()
     examples: dict[str, Path] = {}
     slayer_datasources = 0
@@ -87,7 +124,8 @@ def load_catalog(
     """Load a semantic layer from ``path`` (a file, folder or PostgreSQL DSN).
 
     ``datasource`` names the datasource for formats that do not name one
-    themselves (slayer, dbt, database) and overrides the name they would use;
+    themselves (slayer, dbt, dbt-manifest, cube, lookml, osi, database) and
+    overrides the name they would use;
     ``sample_values`` reads up to that many distinct values per text column
     (database only).
     """
@@ -114,6 +152,14 @@ def load_catalog(
             catalog = load_slayer(path, datasource=datasource)
         elif kind == "dbt":
             catalog = load_dbt(path, datasource=datasource)
+        elif kind == "dbt-manifest":
+            catalog = load_dbt_manifest(path, datasource=datasource)
+        elif kind == "cube":
+            catalog = load_cube(path, datasource=datasource)
+        elif kind == "lookml":
+            catalog = load_lookml(path, datasource=datasource)
+        elif kind == "osi":
+            catalog = load_osi(path, datasource=datasource)
         else:
             catalog = load_spider(path)
         if sample_values:

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from layersearch.errors import ModelLoadError
-from layersearch.semantic.importers._common import LeafNames, slug
+from layersearch.semantic.importers._common import LeafNames, slug, with_filters
 from layersearch.semantic.importers.native import (
     _list,
     _mapping,
@@ -348,7 +348,4 @@ def _metric_formula(doc: dict[str, Any], where: str) -> str | None:
     # dbt accepts one filter string or a list of them (all must hold).
     raw_filter = doc.get("filter")
     filters = raw_filter if isinstance(raw_filter, list) else [raw_filter]
-    text = " and ".join(" ".join(f.split()) for f in filters if isinstance(f, str) and f.strip())
-    if formula and text:
-        formula += f" [filter: {text}]"
-    return formula
+    return with_filters(formula, (f for f in filters if isinstance(f, str)))

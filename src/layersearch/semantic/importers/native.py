@@ -39,19 +39,25 @@ def yaml_files(path: Path) -> list[Path]:
     return sorted(p for p in path.rglob("*") if p.suffix in (".yaml", ".yml") and p.is_file())
 
 
-def read_yaml(path: Path) -> Any:
-    """Parse one YAML file; errors name the file and the line."""
+def read_text(path: Path, limit: int = MAX_FILE_BYTES) -> str:
+    """A model file's text (UTF-8, a byte-order mark dropped), at most ``limit`` bytes;
+    errors name the file."""
     try:
         size = path.stat().st_size
-        if size > MAX_FILE_BYTES:
+        if size > limit:
             raise ModelLoadError(
-                f"{path}: file is {size} bytes, over the {MAX_FILE_BYTES}-byte limit for model files"
+                f"{path}: file is {size} bytes, over the {limit}-byte limit for model files"
             )
-        text = path.read_bytes().decode("utf-8-sig")
+        return path.read_bytes().decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise ModelLoadError(f"{path}: not valid UTF-8 (byte {exc.start})") from exc
     except OSError as exc:
         raise ModelLoadError(f"{path}: cannot read: {exc.strerror or exc}") from exc
+
+
+def read_yaml(path: Path) -> Any:
+    """Parse one YAML file; errors name the file and the line."""
+    text = read_text(path)
     try:
         return yaml.safe_load(text)
     except yaml.YAMLError as exc:

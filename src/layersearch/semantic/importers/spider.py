@@ -18,7 +18,7 @@ from typing import Any
 
 from layersearch.errors import ModelLoadError
 from layersearch.semantic.importers._common import safe_name, unique_name
-from layersearch.semantic.importers.native import check_catalog
+from layersearch.semantic.importers.native import check_catalog, read_text
 from layersearch.semantic.model import Catalog, Column, Datasource, Join, Model
 
 REQUIRED = (
@@ -60,18 +60,9 @@ class SpiderIds:
 
 
 def read_json(path: Path) -> Any:
-    """Parse a JSON file; errors name the file, line and column."""
-    try:
-        size = path.stat().st_size
-        if size > MAX_JSON_BYTES:
-            raise ModelLoadError(
-                f"{path}: file is {size} bytes, over the {MAX_JSON_BYTES}-byte limit"
-            )
-        text = path.read_bytes().decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise ModelLoadError(f"{path}: not valid UTF-8 (byte {exc.start})") from exc
-    except OSError as exc:
-        raise ModelLoadError(f"{path}: cannot read: {exc.strerror or exc}") from exc
+    """Parse a JSON file; errors name the file, line and column. The one place the
+    importers parse JSON (Spider tables.json, dbt manifest and catalog)."""
+    text = read_text(path, MAX_JSON_BYTES)
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
