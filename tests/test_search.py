@@ -36,8 +36,8 @@ def ids(resp) -> list[str]:  # type: ignore[no-untyped-def]
 
 def test_question_finds_entities_and_memories(mini: Layersearch) -> None:
     resp = mini.search(question="tax charged on the order")
-    assert resp.results[0].id == "shop.orders.tax_paid"
-    assert {"memory:2"} <= set(ids(resp))
+    # the note on tax_paid matches the question's words and is tagged with the top entity
+    assert set(ids(resp)[:2]) == {"shop.orders.tax_paid", "memory:2"}
 
 
 def test_named_entities_are_surfaced_and_bm25_finds_their_memories(mini: Layersearch) -> None:

@@ -19,7 +19,7 @@ import os
 import tempfile
 import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from itertools import chain
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -421,9 +421,13 @@ class Layersearch:
             tables.complete()
             resolver = Snapshot(tables, None).resolver(before.memories.__contains__)
             skipped = list(catalog.skipped)
-            existing = {(m.learning, tuple(m.entities)) for m in before.memories.values()}
+            # A file memory is new unless a stored one has its learning and query (its
+            # tags follow from the catalog, which may have changed since it was saved).
+            existing = {memory_identity(m.learning, m.query) for m in before.memories.values()}
             batch: list[tuple[str, str | None, list[str], dict[str, Any] | None]] = []
             for spec in catalog.memories:
+                if memory_identity(spec.learning, spec.query) in existing:
+                    continue
                 tags: list[str] = []
                 for ref in spec.entities:
                     ids, warning = resolver.resolve_one(ref)
@@ -432,11 +436,12 @@ class Layersearch:
                     tags.extend(i for i in ids if i not in tags)
                 if spec.query:
                     res = resolver.resolve(None, spec.query)
+                    skipped.extend(f"{spec.source}: {w}" for w in res.warnings)
                     tags.extend(i for i in res.ids if i not in tags)
-                if (spec.learning, tuple(tags)) in existing:
-                    continue
-                batch.append((spec.learning, spec.description, tags, spec.query))
-                existing.add((spec.learning, tuple(tags)))
+                item = (spec.learning, spec.description, tags, spec.query)
+                if item not in batch:
+                    batch.append(item)
+            existing.update(memory_identity(i[0], i[3]) for i in batch)
             del resolver, existing  # the resolver holds the tables
             before_gen = self._gen
             n, gen = self.store.replace_rows(catalog, names, ents, edges)
@@ -549,16 +554,20 @@ class Layersearch:
             if dense.confirmed:
                 dense.prefetch(request.question)
 
-        def run(question: str, k: int, ds: str | None, allow: Any) -> list[tuple[str, float]]:
+        def run(
+            question: str, k: int, ds: str | None, allow: Any, memories: bool
+        ) -> list[tuple[str, float]]:
             try:
                 dense = self.dense(ENTITY_CORPUS)
                 scope = allow
                 if ds is not None:
                     in_ds = corpus.scope_ids(ds)
                     scope = in_ds if allow is None else in_ds & set(allow)
-                return dense.search(question, k, scope)
+                return dense.search(question, k, scope, memories=memories)
             except LayersearchError as exc:
-                warnings.append(f"embedding unavailable: {exc}")
+                message = f"embedding unavailable: {exc}"
+                if message not in warnings:
+                    warnings.append(message)
                 return []
 
         return run
@@ -714,6 +723,52 @@ class Layersearch:
         query: dict[str, Any] | None = None,
     ) -> Memory:
         """Save a note or example query against entities (each must resolve)."""
+        return self.save_memories(
+            [
+                {
+                    "learning": learning,
+                    "description": description,
+                    "entities": entities,
+                    "query": query,
+                }
+            ]
+        )[0]
+
+    def save_memories(self, items: Sequence[Mapping[str, Any]]) -> list[Memory]:
+        """Save many memories in one write: each item has ``learning`` and optionally
+        ``description``, ``entities`` and ``query``, checked as :meth:`save_memory` checks
+        one; nothing is saved when any of them is refused (the error names its position)."""
+        if isinstance(items, Mapping | str) or not isinstance(items, Sequence):
+            raise ConfigError("save_memories takes a list of memories (mappings with learning)")
+        corpus = self.corpus()
+        batch: list[tuple[str, str | None, list[str], dict[str, Any] | None]] = []
+        for n, item in enumerate(items):
+            where = "" if len(items) == 1 else f"memory {n + 1} of {len(items)}: "
+            if not isinstance(item, Mapping):
+                raise ConfigError(f"{where}a memory is a mapping with learning, not {item!r:.40}")
+            unknown = set(item) - {"learning", "description", "entities", "query"}
+            if unknown:
+                raise ConfigError(
+                    f"{where}unknown key(s) {', '.join(sorted(map(str, unknown)))}; "
+                    "a memory has learning, description, entities, query"
+                )
+            try:
+                batch.append(self._checked_memory(corpus, **item))
+            except LayersearchError as exc:
+                raise type(exc)(f"{where}{exc}") from exc
+        if not batch:
+            return []
+        with self._lock:
+            return self._save(batch)
+
+    def _checked_memory(
+        self,
+        corpus: EntityCorpus,
+        learning: str,
+        description: str | None = None,
+        entities: Iterable[str] | None = None,
+        query: dict[str, Any] | None = None,
+    ) -> tuple[str, str | None, list[str], dict[str, Any] | None]:
         if not isinstance(learning, str) or not learning.strip():
             raise ConfigError("a memory needs non-empty learning text")
         if len(learning) > MAX_LEARNING_CHARS:
@@ -728,7 +783,6 @@ class Layersearch:
         check_query(query)
         if isinstance(entities, str):
             entities = [entities]
-        corpus = self.corpus()
         tags: list[str] = []
         problems: list[str] = []
         for ref in entities or []:
@@ -738,36 +792,40 @@ class Layersearch:
             tags.extend(i for i in ids if i not in tags)
         if query is not None:
             res = corpus.resolver.resolve(None, query)
-            problems.extend(res.warnings)
+            problems.extend(w.replace(" dropped", "") for w in res.warnings)
             tags.extend(i for i in res.ids if i not in tags)
         if problems:
             raise ConfigError("cannot save the memory: " + "; ".join(problems))
-        with self._lock:
-            return self._save(learning.strip(), description, tags, query)
+        return learning.strip(), description, tags, query
 
     def _save(
-        self, learning: str, description: str | None, tags: list[str], query: dict[str, Any] | None
-    ) -> Memory:
+        self, batch: list[tuple[str, str | None, list[str], dict[str, Any] | None]]
+    ) -> list[Memory]:
         before = self._gen
-        m = self.store.add_memory(learning, description, tags, query)
+        if len(batch) == 1:
+            saved = [self.store.add_memory(*batch[0])]
+        else:
+            saved = self.store.add_memories_at(batch)[0]
 
         def apply(corpus: EntityCorpus, stamp: str) -> None:
-            corpus.fulltext.write(add=[memory_doc(m)], stamp=stamp)
-            corpus.memory_added(m)
+            corpus.fulltext.write(add=[memory_doc(m) for m in saved], stamp=stamp)
+            for m in saved:
+                corpus.memory_added(m)
             if self._graph is not None:
                 from layersearch.semantic.graphing import add_memory
 
-                add_memory(self._graph, m)
+                for m in saved:
+                    add_memory(self._graph, m)
 
         self._after_write(before, apply)
         if self.embedder is not None:
             from layersearch.corpora.dense import DenseDoc, memory_text
 
             try:
-                self.dense(ENTITY_CORPUS).add(DenseDoc(m.id, memory_text(m)))
+                self.dense(ENTITY_CORPUS).add_many([DenseDoc(m.id, memory_text(m)) for m in saved])
             except LayersearchError as exc:
-                log.warning("memory %s saved without a vector: %s", m.id, exc)
-        return m
+                log.warning("%d memories saved without a vector: %s", len(saved), exc)
+        return saved
 
     def get_memory(self, memory_id: str) -> Memory:
         mid = f"memory:{memory_number(memory_id)}"
@@ -809,6 +867,12 @@ def _entities_at(
     same entities in table order, when the caller has them) or decoded from their rows."""
     for j in positions:
         yield tables.entity(int(j)) if objects is None else objects[int(j)]
+
+
+def memory_identity(learning: str, query: dict[str, Any] | None) -> tuple[str, str | None]:
+    """What makes a memory from a file the same memory on a reload: its learning and its
+    query (keys sorted), not its tags, which are resolved against the catalog of the day."""
+    return learning.strip(), None if query is None else json.dumps(query, sort_keys=True)
 
 
 def _is_int(value: object) -> bool:

@@ -360,6 +360,18 @@ class _status:
 )
 @click.option("--param", "params", multiple=True, help="Filter parameter name=value (repeatable).")
 @click.option("--max-results", "-n", default=10, show_default=True, type=int, help="How many hits.")
+@click.option(
+    "--max-entities", type=int, default=None, help="Also list this many entities, ranked alone."
+)
+@click.option(
+    "--max-memories", type=int, default=None, help="Also list this many notes, ranked alone."
+)
+@click.option(
+    "--max-example-queries",
+    type=int,
+    default=None,
+    help="Also list this many example queries, ranked alone.",
+)
 @click.option("--channels", default=None, help="Comma-separated subset of bm25,fulltext,vector.")
 @click.option("--full", is_flag=True, help="Show each hit's whole text.")
 @click.option("--explain", is_flag=True, help="Show which channels ranked each hit.")
@@ -376,6 +388,9 @@ def search(
     cypher: str | None,
     params: tuple[str, ...],
     max_results: int,
+    max_entities: int | None,
+    max_memories: int | None,
+    max_example_queries: int | None,
     channels: str | None,
     full: bool,
     explain: bool,
@@ -401,15 +416,28 @@ def search(
         params=_parse_params(params) or None,
         explain=explain,
         channels=[c.strip() for c in channels.split(",") if c.strip()] if channels else None,
+        max_entities=max_entities,
+        max_memories=max_memories,
+        max_example_queries=max_example_queries,
     )
     resp = obj.api().search(req)
     if as_json:
         emit_json(resp)
         return
     _print_hits(resp, full=full, explain=explain)
+    for title, bucket in (
+        ("entities", resp.entities),
+        ("memories", resp.memories),
+        ("example queries", resp.example_queries),
+    ):
+        if bucket is not None:
+            _console().print(f"\n[bold]{title}[/]", markup=True)
+            _print_hits(
+                type(resp)(results=bucket, warnings=[]), full=full, explain=explain, empty=title
+            )
 
 
-def _print_hits(resp: Any, *, full: bool, explain: bool) -> None:
+def _print_hits(resp: Any, *, full: bool, explain: bool, empty: str | None = None) -> None:
     from rich.table import Table
 
     from layersearch.ranking.explain import explain_text
@@ -419,7 +447,7 @@ def _print_hits(resp: Any, *, full: bool, explain: bool) -> None:
     for w in resp.warnings:
         err.print(f"[yellow]warning:[/] {w}", markup=True, highlight=False)
     if not resp.results:
-        err.print("no results")
+        err.print(f"no {empty}" if empty else "no results")
         return
     if full:
         for i, h in enumerate(resp.results, 1):
@@ -782,6 +810,89 @@ def eval_schema_linking(
             emit_json({"mode": mode, "runs": [r.summary() for r in results]})
         return
     _print_eval(results, mode)
+
+
+@eval_group.command("examples")
+@click.option(
+    "--catalog", "catalog_path", required=True, help="Catalog in any format `load` reads."
+)
+@click.option(
+    "--pairs",
+    "pairs_path",
+    required=True,
+    help="JSONL: db_id, question, original_question, sql, gold_tables, gold_columns.",
+)
+@click.option(
+    "--ask",
+    default="question",
+    show_default=True,
+    type=click.Choice(["question", "original_question"]),
+    help="Which text is asked (the saved example is always original_question).",
+)
+@click.option(
+    "--channels", default=None, help="Comma list of bm25,fulltext,vector (default: all that run)."
+)
+@click.option(
+    "--half", type=click.Choice(["A", "B"]), default=None, help="Even (A) or odd (B) pairs."
+)
+@click.option("--limit", default=None, type=click.IntRange(1), help="Only the first N pairs.")
+@click.option("--details", "details_path", default=None, help="Write per-pair JSONL here.")
+@json_option
+@click.pass_obj
+@handle_errors
+def eval_examples(
+    obj: Ctx,
+    catalog_path: str,
+    pairs_path: str,
+    ask: str,
+    channels: str | None,
+    half: str | None,
+    limit: int | None,
+    details_path: str | None,
+    as_json: bool,
+) -> None:
+    """Whether saved example queries come back when their question is asked."""
+    from layersearch.api import Layersearch
+    from layersearch.eval.examples import half as pick_half
+    from layersearch.eval.examples import read_pairs, run_examples
+    from layersearch.eval.schema_linking import parse_channel_sets
+
+    (chosen,) = parse_channel_sets([channels] if channels else None)
+    pairs = pick_half(read_pairs(pairs_path), half)[:limit]
+    obj.settings()
+    with Layersearch(":memory:", embedder=obj.embedder, embedder_config=obj.embedder_options) as ls:
+        with _status(f"loading {catalog_path}", as_json):
+            ls.load(catalog_path)
+            ls.corpus()
+        if ls.embedder is not None:
+            with Progress("embedding the catalog", as_json) as progress:
+                ls.embed(progress=progress)
+        with _eval_progress(len(pairs) * 2, as_json) as advance:
+            result = run_examples(
+                ls,
+                pairs,
+                ask=ask,
+                channels=chosen,
+                progress=lambda stage, done, total: advance(
+                    done + (total if stage.endswith("with memories") else 0)
+                ),
+            )
+    if details_path:
+        with Path(details_path).open("w", encoding="utf-8") as fh:
+            for row in result.details:
+                fh.write(json.dumps(row, ensure_ascii=False) + "\n")
+    summary = {**result.summary(), "ask": ask, "channels": channels or "default"}
+    if as_json:
+        emit_json(summary)
+        return
+    from rich.table import Table
+
+    table = Table(title=f"example queries, asked with {ask}", show_edge=False)
+    table.add_column("metric")
+    table.add_column("value", justify="right")
+    for key, value in summary.items():
+        table.add_row(key, f"{value:.3f}" if isinstance(value, float) else str(value))
+    _console().print(table)
 
 
 class _eval_progress:

@@ -265,13 +265,42 @@ def search(
             "overlap, fulltext, vector). Default: every channel that can run."
         ),
     ] = None,
+    max_entities: Annotated[
+        int | None,
+        Field(
+            ge=1,
+            le=100,
+            description="Also return `entities`: this many entities, ranked among entities "
+            "alone. Default: no such bucket.",
+        ),
+    ] = None,
+    max_memories: Annotated[
+        int | None,
+        Field(
+            ge=1,
+            le=100,
+            description="Also return `memories`: this many notes (memories without a query), "
+            "ranked among notes alone. Default: no such bucket.",
+        ),
+    ] = None,
+    max_example_queries: Annotated[
+        int | None,
+        Field(
+            ge=1,
+            le=100,
+            description="Also return `example_queries`: this many saved example queries, "
+            "ranked among them alone. Default: no such bucket.",
+        ),
+    ] = None,
 ) -> SearchResponse:
     """Find the datasources, models, columns, measures, aggregations and saved memories
     relevant to an analytics question. Call this BEFORE writing a query, and again when
     a query fails because of a name.
 
-    Give a `question`, `entities`, or both. Results are ranked, compact hits (kind, id,
-    score, one-line description); call `inspect` with the ids you intend to use to get
+    Give a `question`, `entities`, or both. `results` interleaves entities and memories,
+    each kind in its own ranking; `max_entities`, `max_memories` and
+    `max_example_queries` add buckets of that kind alone. Hits are compact (kind, id,
+    score, one-line description: a memory's is its note and its example query); call `inspect` with the ids you intend to use to get
     full detail (data types, joins, formulas, memories). Memories are team notes and
     example queries: read the ones returned, they record caveats.
 
@@ -289,6 +318,9 @@ def search(
         params=params,
         explain=explain,
         channels=list(channels) if channels is not None else None,
+        max_entities=max_entities,
+        max_memories=max_memories,
+        max_example_queries=max_example_queries,
     )
     return _api(ctx).search(request)
 

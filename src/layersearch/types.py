@@ -10,6 +10,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 Kind = Literal["datasource", "model", "column", "measure", "aggregation", "memory"]
 Channel = Literal["bm25", "fulltext", "vector"]
+#: Every channel name a hit's explanation may show (``channels`` takes CHANNELS only).
+EXPLAIN_CHANNELS = ("input", "bm25", "fulltext", "schema", "vector", "tags", "recent")
 CHANNELS: tuple[str, ...] = ("bm25", "fulltext", "vector")
 
 
@@ -19,7 +21,8 @@ class ChannelScore(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     channel: str = Field(
-        description="input | bm25 | fulltext | schema | vector | recent (newest memories, no input)"
+        description="input | bm25 | fulltext | schema | vector | tags (a memory tagged with a "
+        "ranked entity) | recent (newest memories, no input)"
     )
     rank: int = Field(description="1-based rank within the channel")
     score: float = Field(description="the channel's own score")
@@ -68,11 +71,45 @@ class SearchRequest(BaseModel):
     channels: list[str] | None = Field(
         None, description="subset of bm25, fulltext, vector (default: all that can run)"
     )
+    max_entities: int | None = Field(
+        default=None,
+        description="also return `entities`: this many entities from their own ranking (1..limit)",
+    )
+    max_memories: int | None = Field(
+        default=None,
+        description="also return `memories`: this many notes (memories with no query) from "
+        "their own ranking (1..limit)",
+    )
+    max_example_queries: int | None = Field(
+        default=None,
+        description="also return `example_queries`: this many example queries from their own "
+        "ranking (1..limit)",
+    )
+
+
+def _absent(value: object) -> bool:
+    return value is None
 
 
 class SearchResponse(BaseModel):
-    results: list[Hit]
+    results: list[Hit] = Field(
+        description="entities and memories merged: an entity, a memory, an entity, … each "
+        "kind in its own ranking (max_results of them)"
+    )
     warnings: list[str] = Field(default_factory=list)
+    # The buckets are present only when asked for (max_entities, max_memories,
+    # max_example_queries): a response to a request without them is as it always was.
+    entities: list[Hit] | None = Field(
+        default=None, exclude_if=_absent, description="the entity bucket (max_entities)"
+    )
+    memories: list[Hit] | None = Field(
+        default=None, exclude_if=_absent, description="the note bucket: memories with no query"
+    )
+    example_queries: list[Hit] | None = Field(
+        default=None,
+        exclude_if=_absent,
+        description="the example-query bucket: memories with a query",
+    )
 
 
 class Memory(BaseModel):

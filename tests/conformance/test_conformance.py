@@ -49,7 +49,8 @@ def test_load_search_and_memories(location: str) -> None:
         report = ls.load(MINI)
         assert report.datasources == ["crm", "shop"]
         hits = ls.search(question="monthly revenue by store").results
-        assert hits and hits[0].id.startswith("shop.")
+        # the example saved with these very words leads, the entities follow it
+        assert [h.id for h in hits][:1] == ["memory:3"] and hits[1].id.startswith("shop.")
         m = ls.save_memory("Revenue excludes gift cards", entities=["shop.orders"])
         assert ls.get_memory(m.id).learning == "Revenue excludes gift cards"
         assert ls.list_memories(limit=1)[0].id == m.id

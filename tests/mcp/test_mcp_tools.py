@@ -27,6 +27,9 @@ SEARCH_INPUTS = {
     "params",
     "explain",
     "channels",
+    "max_entities",
+    "max_memories",
+    "max_example_queries",
 }
 
 
@@ -70,7 +73,14 @@ async def test_tools_listed_with_typed_schemas(api: Any) -> None:
     assert set(search.input_schema["properties"]) == SEARCH_INPUTS
     assert set(search.input_schema["properties"]) == set(SearchRequest.model_fields)
     assert search.input_schema.get("required", []) == []
-    assert set(search.output_schema["properties"]) == {"results", "warnings"}
+    assert set(search.output_schema["properties"]) == {
+        "results",
+        "warnings",
+        "entities",
+        "memories",
+        "example_queries",
+    }
+    assert set(search.output_schema.get("required", [])) == {"results"}
     mr = search.input_schema["properties"]["max_results"]
     assert (mr["minimum"], mr["maximum"], mr["default"]) == (1, 100, 10)
     assert "BEFORE" in search.description and "inspect" in search.description

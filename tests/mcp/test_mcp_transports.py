@@ -53,7 +53,8 @@ async def test_stdio_subprocess_speaks_only_json_rpc_on_stdout(tmp_path: Path) -
             assert [t.name for t in tools] == tool_names()
             result = await client.call_tool("search", {"question": "tax", "max_results": 3})
             assert not result.is_error, result.content
-            assert result.structured_content["results"][0]["id"] == "shop.orders.tax_paid"
+            top = [h["id"] for h in result.structured_content["results"][:2]]
+            assert "shop.orders.tax_paid" in top, top
             bad = await client.call_tool("search", {"question": "x", "datasource": "nope"})
             assert bad.is_error
     lines = log.read_text().splitlines()

@@ -42,6 +42,8 @@ __all__ = [
 log = logging.getLogger("layersearch.corpora.dense")
 
 BATCH = 64
+#: The ids of memories in the entity corpus (``memory:<n>``).
+MEMORY_PREFIX = "memory:"
 QUERY_CACHE = 256
 #: Query embeddings started ahead of the search that needs them (see ``prefetch``). Two
 #: workers: concurrent searches each get one, as they would embedding inline.
@@ -90,6 +92,7 @@ class DenseCorpus:
         self._fp: Fingerprint | None = None
         self._index: VectorIndex | None = None
         self._index_gen = -1
+        self._parts: tuple[VectorIndex, dict[bool, VectorIndex]] | None = None
         self._checked_gen = -1
         self._queries: OrderedDict[str, np.ndarray] = OrderedDict()
         self._pending: dict[str, Future[np.ndarray]] = {}
@@ -180,11 +183,19 @@ class DenseCorpus:
 
     def add(self, doc: DenseDoc) -> None:
         """Embed one new document now (e.g. a memory just saved), if this model has vectors."""
+        self.add_many([doc])
+
+    def add_many(self, docs: Sequence[DenseDoc]) -> None:
+        """Embed new documents now (memories just saved), if this model has vectors."""
         key = self.fingerprint.key()
-        if key not in self.store.vector_fingerprints(self.corpus):
+        if not docs or key not in self.store.vector_fingerprints(self.corpus):
             return
-        vec = self.embedder.embed_documents([doc.text])
-        self.store.upsert_vectors(self.corpus, key, [doc.id], [content_hash(doc.text)], vec)
+        for start in range(0, len(docs), BATCH):
+            part = docs[start : start + BATCH]
+            vec = self.embedder.embed_documents([d.text for d in part])
+            self.store.upsert_vectors(
+                self.corpus, key, [d.id for d in part], [content_hash(d.text) for d in part], vec
+            )
         with self._lock:
             self._index = None
 
@@ -262,19 +273,44 @@ class DenseCorpus:
             pool.shutdown(wait=True, cancel_futures=True)
 
     def search(
-        self, text: str, k: int, allow: Collection[str] | None = None
+        self,
+        text: str,
+        k: int,
+        allow: Collection[str] | None = None,
+        *,
+        memories: bool | None = None,
     ) -> list[tuple[str, float]]:
+        """Top ``k`` ids by cosine to ``text``'s vector; ``memories``: True ranks the
+        memories (``memory:<n>`` ids) alone, False everything else, None all of it."""
         in_store = getattr(self.store, "search_vectors", None)
         if in_store is None:
-            index = self.index()
+            index = self.index() if memories is None else self._part(memories)
             return index.search(self.query_vector(text), k, allow)
         # The store ranks in the database (PostgreSQL's HNSW), so nothing is loaded here;
         # the model check runs once per store generation, as the in-memory index does.
         self._check_current()
-        found: list[tuple[str, float]] = in_store(
-            self.corpus, self.fingerprint.key(), self.query_vector(text), k, allow
-        )
+        key = self.fingerprint.key()
+        q = self.query_vector(text)
+        if memories is False and allow is None:
+            found: list[tuple[str, float]] = self.store.search_vectors_where(  # type: ignore[attr-defined]
+                self.corpus, key, q, k, where=f"v.doc_id NOT LIKE '{MEMORY_PREFIX}%'"
+            )
+            return found
+        found = in_store(self.corpus, key, q, k, allow)
+        if memories is not None:
+            found = [h for h in found if h[0].startswith(MEMORY_PREFIX) == memories]
         return found
+
+    def _part(self, memories: bool) -> VectorIndex:
+        """The in-memory index of memories alone, or of everything else: one ranking per
+        kind, so that many saved memories cannot crowd entities out of the top k."""
+        index = self.index()
+        with self._lock:
+            parts = self._parts
+            if parts is None or parts[0] is not index:
+                mine, others = index.split(lambda i: i.startswith(MEMORY_PREFIX))
+                parts = self._parts = (index, {True: mine, False: others})
+            return parts[1][memories]
 
     def _check_current(self) -> None:
         gen = self.store.generation()

@@ -11,7 +11,7 @@ import json
 import math
 import os
 import threading
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -25,7 +25,7 @@ from layersearch.ranking.bm25 import EntityOverlapIndex
 from layersearch.ranking.coverage import CoverageIndex, CoverageNode, links_from_edges
 from layersearch.ranking.explain import explain
 from layersearch.ranking.fulltext import FTDoc, FullTextIndex
-from layersearch.ranking.fusion import Fused, fuse
+from layersearch.ranking.fusion import Fused, FusedList, fuse
 from layersearch.semantic.canonical import Resolver, in_scope
 from layersearch.semantic.model import EdgeRecord, Entity
 from layersearch.types import CHANNELS, ChannelScore, Hit, Memory, SearchRequest, SearchResponse
@@ -67,6 +67,24 @@ RANK_BY_LEVEL = frozenset({"vector"})
 #: Per-datasource schema indexes kept (oldest built dropped first).
 SCOPED_INDEXES = 256
 SHORT_DESCRIPTION = 160
+
+
+#: The vector channel a search is handed: (question, k, datasource, allowed ids,
+#: memories) → ranked ids; ``memories`` asks for memories only, else entities only.
+VectorChannel = Callable[
+    [str, int, str | None, Collection[str] | None, bool], list[tuple[str, float]]
+]
+#: Entities whose memories the ``tags`` channel ranks: the entity list this deep.
+TAG_DEPTH = CHANNEL_DEPTH
+#: A memory that only ``tags`` ranks (and perhaps dense retrieval) is merged into
+#: ``results`` when one of its own tags (not their tables) is among this many first
+#: entities: the entities an agent sees. A fixed depth, so that results for n stay a
+#: prefix of those for n+k.
+MERGE_TAG_DEPTH = 10
+#: Memory channels that match the request itself: named ids, tags overlapping the named
+#: entities, the question's words in the memory's text, the newest (no input).
+_DIRECT_MEMORY_CHANNELS = frozenset({"input", "bm25", "fulltext", "recent"})
+_ENTITY_KINDS = ("aggregation", "column", "datasource", "measure", "model")
 
 
 def entity_doc(e: Entity, id_hash: int | None = None) -> FTDoc:
@@ -166,11 +184,38 @@ def render_memory(m: Memory) -> str:
     return "\n".join(lines)
 
 
+#: A memory hit's description: its learning up to this many characters (whole words),
+#: and for an example query the query's one-line form, at most as long again.
+MEMORY_DESCRIPTION = 300
+
+
 def describe_memory(m: Memory) -> str:
-    # A short description is a heading ("Example query"), not a summary: keep the note with it.
-    if m.description and len(m.description) <= 40:
-        return _short(f"{m.description}: {m.learning}")
-    return _short(m.description or m.learning)
+    """What an agent reads of a memory hit: its learning (the first 300 characters, on a
+    word boundary) and, for an example query, the query on one line."""
+    text = _words(m.learning, MEMORY_DESCRIPTION)
+    if m.query:
+        text += " | query: " + _words(one_line_query(m.query), MEMORY_DESCRIPTION)
+    return text
+
+
+def one_line_query(query: Mapping[str, object]) -> str:
+    """An example query on one line: its SQL alone when that is all it holds, else its
+    JSON (keys sorted, no spaces after separators)."""
+    if set(query) == {"sql"} and isinstance(query["sql"], str):
+        return " ".join(query["sql"].split())
+    return json.dumps(query, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+
+
+def _words(text: str, limit: int) -> str:
+    """``text`` on one line, cut at the last word boundary within ``limit`` characters."""
+    one = " ".join(text.split())
+    if len(one) <= limit:
+        return one
+    cut = one[: limit - 1]
+    space = cut.rfind(" ")
+    if space > limit // 2:
+        cut = cut[:space]
+    return cut.rstrip(" ,;:") + "…"
 
 
 @dataclass
@@ -202,6 +247,7 @@ class EntityCorpus:
         self._coverage: CoverageIndex | None = None
         self._scoped: dict[str, CoverageIndex] = {}
         self._by_datasource: dict[str, dict[str, Entity]] | None = None
+        self._tags: tuple[dict[str, list[str]], dict[str, list[str]]] | None = None
 
     @classmethod
     def from_snapshot(
@@ -285,11 +331,13 @@ class EntityCorpus:
         self.memories[m.id] = m
         self._overlap.clear()
         self._mentions = None
+        self._tags = None
 
     def memory_removed(self, memory_id: str) -> None:
         self.memories.pop(memory_id, None)
         self._overlap.clear()
         self._mentions = None
+        self._tags = None
 
     # -- lookups --------------------------------------------------------------------------------
 
@@ -343,10 +391,11 @@ class EntityCorpus:
     # -- search --------------------------------------------------------------------------------
 
     def check_request(self, req: SearchRequest) -> list[str]:
-        if req.max_results < 1 or req.max_results > MAX_RESULTS_LIMIT:
-            raise ConfigError(
-                f"max_results must be between 1 and {MAX_RESULTS_LIMIT}, got {req.max_results}"
-            )
+        caps = ("max_results", "max_entities", "max_memories", "max_example_queries")
+        for name in caps:
+            value = getattr(req, name)
+            if value is not None and (value < 1 or value > MAX_RESULTS_LIMIT):
+                raise ConfigError(f"{name} must be between 1 and {MAX_RESULTS_LIMIT}, got {value}")
         if req.question is not None and len(req.question) > MAX_QUESTION_CHARS:
             raise LimitExceeded(
                 f"question is {len(req.question)} characters; the limit is {MAX_QUESTION_CHARS} "
@@ -370,10 +419,11 @@ class EntityCorpus:
         req: SearchRequest,
         *,
         allow: Collection[str] | None = None,
-        vector: Callable[[str, int, str | None, Collection[str] | None], list[tuple[str, float]]]
-        | None = None,
+        vector: VectorChannel | None = None,
         warnings: list[str] | None = None,
     ) -> SearchResponse:
+        """Entities and memories ranked in their own lists, then merged (see
+        :func:`merge_kinds`); the buckets a request sizes come from the same two lists."""
         channels = self.check_request(req)
         warnings = list(warnings or [])
         allow_set = frozenset(allow) if allow is not None else None
@@ -389,87 +439,32 @@ class EntityCorpus:
                 return ds in self.memory_scopes(m)
             return in_scope(doc_id, ds)
 
-        rankings: dict[str, list[tuple[str, float]]] = {}
-        kind_of = self._kind_lookup()
-        # id → fusion level (-1: memories, datasources, anything not a ranked entity) of the ids
-        # of this search, from the channels that know it, else from the snapshot
-        levels: dict[str, int] = {}
-
-        def known(doc_id: str) -> bool:
-            """Whether this snapshot holds the id (an entity's level is remembered)."""
-            if doc_id in levels or doc_id in self.memories:
-                return True
-            kind = kind_of(doc_id)
-            if kind is None:
-                return False
-            levels[doc_id] = _FUSION_LEVEL.get(kind, -1)
-            return True
-
-        def level(doc_id: str) -> int:
-            at = levels.get(doc_id)
-            if at is None:
-                known(doc_id)  # remembers an entity's level; any other id is -1
-                at = levels.setdefault(doc_id, -1)
-            return at
-
+        ranks = _Rankings(self)
         res = self.resolver.resolve(req.entities, req.query, ds)
         warnings.extend(res.warnings)
         question = req.question if req.question and req.question.strip() else None
         if res.ids:
             named = [(i, 1.0) for i in res.ids if admitted(i)]
-            if named:
-                rankings["input"] = named
+            ranks.put_mixed("input", named)
             if "bm25" in channels:
                 idx = self._overlap_index(ds, allow_set if allow_set is not None else None)
                 hits = idx.search(res.ids, CHANNEL_DEPTH)
                 if hits:
-                    rankings["bm25"] = hits
+                    ranks.memory["bm25"] = hits
         if question is not None:
             if "fulltext" in channels:
-                # Rankings are prefixes of deeper ones: the over-fetch only pays when a filter
-                # may drop hits (a scoped search has its datasource's own index).
-                depth = CHANNEL_DEPTH if allow_set is None else CHANNEL_DEPTH * 2
-                # Full text ranks on a worker while the schema channel ranks here: tantivy
-                # searches outside the GIL, so a search pays for the longer of the two.
-                ft_levels: dict[str, int] = {}
-                pending = _fulltext_pool().submit(
-                    self.fulltext.search,
-                    question,
-                    CHANNEL_DEPTH,
-                    scopes=[ds] if ds is not None else None,
-                    ids=allow_set,
-                    resolve=self._entity_ids_by_hash(ft_levels),
-                )
-                try:
-                    ranked, node_levels = self.coverage(ds).search_levels(question, depth)
-                except BaseException:
-                    pending.cancel()
-                    raise
-                # The schema channel says which of its ids are tables and which leaves: most
-                # of the ids fusion needs a level for need no lookup in the snapshot.
-                for (doc_id, _), at in zip(ranked, node_levels, strict=True):
-                    levels[doc_id] = _COVERAGE_FUSION_LEVEL.get(at, -1)
-                schema = [h for h in ranked if admitted(h[0])][:CHANNEL_DEPTH]
-                if ds is not None and len(schema) < CHANNEL_DEPTH:
-                    schema += self._unreached_tables(ds, schema, admitted)
-                hits = pending.result()
-                levels.update(ft_levels)
-                # The index on disk may already hold a document another process added after
-                # this snapshot was taken: it is answered by the next snapshot, not half now.
-                hits = [h for h in hits if known(h[0])]
-                if not hits and not self._has_words(question):
-                    warnings.append(
-                        "question has no searchable words (only stop words or punctuation)"
-                    )
-                if schema:
-                    rankings["schema"] = schema
-                if hits:
-                    rankings["fulltext"] = hits
+                self._lexical(question, ds, allow_set, admitted, ranks, warnings)
             if "vector" in channels and vector is not None:
-                hits = [h for h in vector(question, CHANNEL_DEPTH, ds, allow_set) if admitted(h[0])]
+                hits = [h for h in vector(question, CHANNEL_DEPTH, ds, allow_set, False)]
+                hits = [h for h in hits if admitted(h[0]) and h[0] not in self.memories]
                 hits = [h for h in dense_in_context(hits, self.entities) if admitted(h[0])]
                 if hits:
-                    rankings["vector"] = hits
+                    ranks.entity["vector"] = hits
+                if self.memories:
+                    found = vector(question, CHANNEL_DEPTH, ds, allow_set, True)
+                    mems = [h for h in found if h[0] in self.memories and admitted(h[0])]
+                    if mems:
+                        ranks.memory["vector"] = mems
         no_input = not req.entities and not req.query and question is None
         if no_input:
             warnings.append("no entities, query or question given: showing the newest memories")
@@ -478,40 +473,269 @@ class EntityCorpus:
                 key=lambda m: (m.created_at, _memory_order(m.id)),
                 reverse=True,
             )
-            rankings["recent"] = [(m.id, 0.0) for m in newest[:CHANNEL_DEPTH]]
-        # Once the schema channel ranked, full text's votes on tables and leaves do not count:
-        # the schema channel scores those same words with their table and database context;
-        # counting their per-entity full-text ranks as well would count the words twice and
-        # let isolated matches from unrelated databases back in. Memories and datasources keep
-        # their full-text rank as it was (among all documents), so moving entities out does
-        # not promote them.
-        superseded = {"fulltext": lambda i: level(i) >= 0} if "schema" in rankings else None
-        fused = fuse(rankings, level=level, by_level=RANK_BY_LEVEL, superseded=superseded)
-        lifted = None
-        if question is not None and JOIN_KEY_TABLES > 0:
-            table_of = self._table_of_id(level)
-            lifted = join_key_order(fused.ids, table_of, self.edges_out, JOIN_KEY_TABLES)
-        # (position in the fused ranking, position whose score it takes)
-        top = (
-            [(i, i) for i in range(min(len(fused), req.max_results))]
-            if lifted is None
-            else lifted[: req.max_results]
-        )
-        if not top and not no_input:
+            ranks.memory["recent"] = [(m.id, 0.0) for m in newest[:CHANNEL_DEPTH]]
+        entities = self._entity_order(ranks, question is not None)
+        # ``tags`` belongs with bm25: both rank memories by the entities they are tagged with
+        tags = "bm25" in channels
+        memories = self._memory_order(ranks, entities, admitted, frozenset(res.ids), tags)
+        lead = None
+        if question is not None:
+            lead = self._covers_more(question, ds)
+        merged = merge_kinds(entities, memories, req.max_results, lead)
+        if not merged and not no_input:
             warnings.append(
                 "no results: nothing matched"
                 + (f" in datasource '{ds}'" if ds else "")
                 + (" within the filter" if allow_set is not None else "")
             )
-        results = []
-        for i, src in top:
-            explanation = explain(fused.fused(i)) if req.explain else None
-            results.append(
+        resp = SearchResponse(results=self._hits(merged, req), warnings=warnings)
+        if req.max_entities is not None:
+            resp.entities = self._hits(entities.top(req.max_entities), req)
+        if req.max_memories is not None:
+            notes = memories.where(lambda i: self.memories[i].query is None, req.max_memories)
+            resp.memories = self._hits(notes, req)
+        if req.max_example_queries is not None:
+            examples = memories.where(
+                lambda i: self.memories[i].query is not None, req.max_example_queries
+            )
+            resp.example_queries = self._hits(examples, req)
+        return resp
+
+    def _lexical(
+        self,
+        question: str,
+        ds: str | None,
+        allow_set: frozenset[str] | None,
+        admitted: Callable[[str], bool],
+        ranks: _Rankings,
+        warnings: list[str],
+    ) -> None:
+        """The schema channel and full text (entities and memories in their own lists)."""
+        # Rankings are prefixes of deeper ones: the over-fetch only pays when a filter
+        # may drop hits (a scoped search has its datasource's own index).
+        depth = CHANNEL_DEPTH if allow_set is None else CHANNEL_DEPTH * 2
+        scopes = [ds] if ds is not None else None
+        # Full text ranks on workers while the schema channel ranks here: tantivy
+        # searches outside the GIL, so a search pays for the longest of them. With
+        # memories present each kind is its own search, so that ten thousand saved
+        # examples cannot push every entity out of the entity list, nor the reverse.
+        ft_levels: dict[str, int] = {}
+        pool = _fulltext_pool()
+        pending = pool.submit(
+            self.fulltext.search,
+            question,
+            CHANNEL_DEPTH,
+            scopes=scopes,
+            ids=allow_set,
+            kinds=_ENTITY_KINDS if self.memories else None,
+            resolve=self._entity_ids_by_hash(ft_levels),
+        )
+        pending_memories = (
+            pool.submit(
+                self.fulltext.search,
+                question,
+                CHANNEL_DEPTH,
+                scopes=scopes,
+                ids=allow_set,
+                kinds=("memory",),
+            )
+            if self.memories
+            else None
+        )
+        try:
+            ranked, node_levels = self.coverage(ds).search_levels(question, depth)
+        except BaseException:
+            pending.cancel()
+            if pending_memories is not None:
+                pending_memories.cancel()
+            raise
+        # The schema channel says which of its ids are tables and which leaves: most
+        # of the ids fusion needs a level for need no lookup in the snapshot.
+        for (doc_id, _), at in zip(ranked, node_levels, strict=True):
+            ranks.levels[doc_id] = _COVERAGE_FUSION_LEVEL.get(at, -1)
+        schema = [h for h in ranked if admitted(h[0])][:CHANNEL_DEPTH]
+        if ds is not None and len(schema) < CHANNEL_DEPTH:
+            schema += self._unreached_tables(ds, schema, admitted)
+        hits = pending.result()
+        ranks.levels.update(ft_levels)
+        # The index on disk may already hold a document another process added after
+        # this snapshot was taken: it is answered by the next snapshot, not half now.
+        hits = [h for h in hits if ranks.known(h[0]) and h[0] not in self.memories]
+        mem_hits = [] if pending_memories is None else pending_memories.result()
+        mem_hits = [h for h in mem_hits if h[0] in self.memories]
+        if not hits and not mem_hits and not self._has_words(question):
+            warnings.append("question has no searchable words (only stop words or punctuation)")
+        if schema:
+            ranks.entity["schema"] = schema
+        if hits:
+            ranks.entity["fulltext"] = hits
+        if mem_hits:
+            ranks.memory["fulltext"] = mem_hits
+
+    def _entity_order(self, ranks: _Rankings, question: bool) -> _Ordered:
+        """The entity list: its channels fused, join keys lifted beside their tables."""
+        # Once the schema channel ranked, full text's votes on tables and leaves do not
+        # count: the schema channel scores those same words with their table and
+        # database context; counting their per-entity full-text ranks as well would
+        # count the words twice and let isolated matches from unrelated databases back
+        # in. Datasources keep their full-text rank as it was (among all entities).
+        level = ranks.level
+        superseded = {"fulltext": lambda i: level(i) >= 0} if "schema" in ranks.entity else None
+        fused = fuse(ranks.entity, level=level, by_level=RANK_BY_LEVEL, superseded=superseded)
+        lifted = None
+        if question and JOIN_KEY_TABLES > 0:
+            table_of = self._table_of_id(level)
+            lifted = join_key_order(fused.ids, table_of, self.edges_out, JOIN_KEY_TABLES)
+        # (position in the fused ranking, position whose score it takes)
+        order = [(i, i) for i in range(len(fused))] if lifted is None else lifted
+        return _Ordered(fused, order)
+
+    def _memory_order(
+        self,
+        ranks: _Rankings,
+        entities: _Ordered,
+        admitted: Callable[[str], bool],
+        named: frozenset[str],
+        tags: bool,
+    ) -> _Ordered:
+        """The memory list: the memories the request itself matches (its words, named ids,
+        tags overlapping the named entities, dense retrieval), fused by RRF as entities
+        are; then those that only ``tags`` reaches.
+
+        ``tags`` ranks the memories tagged with the entities the entity list ranks, by
+        the best position of one of them (a memory on the #1 entity is about what is
+        asked); a memory tagged with an entity's table, or with a leaf of a table that
+        ranks, follows those tagged with the entity itself. It is second-hand evidence
+        (the entity list comes from the same words), so it adds memories the words did
+        not reach instead of voting again for those they did. Entities the request named
+        are left to ``bm25``, which ranks the memories tagged with them."""
+        fused = fuse({c: h for c, h in ranks.memory.items() if h})
+        if tags and self.memories and entities.order:
+            ids = [i for i in entities.ids(TAG_DEPTH + len(named)) if i not in named]
+            tagged = self._tag_ranking(ids[:TAG_DEPTH], admitted, ranks.memory.get("fulltext", ()))
+            seen = set(fused.ids)
+            rest = [h for h in tagged if h[0] not in seen]
+            if rest:
+                fused = fused.then(fuse({"tags": rest}))
+        order = [(i, i) for i in range(len(fused))]
+        # A memory that only tags (or only dense retrieval) reaches takes no place from an
+        # entity in ``results`` unless one of its own tags is an entity shown there.
+        shown = {i for i in entities.ids(MERGE_TAG_DEPTH + len(named)) if i not in named}
+
+        def about_shown(i: int) -> bool:
+            return not shown.isdisjoint(self.memories[fused.ids[i]].entities)
+
+        def matched(i: int) -> bool:
+            f = fused.fused(i)
+            if any(c in f.channels for c in _DIRECT_MEMORY_CHANNELS):
+                return True
+            return "tags" in f.channels and about_shown(i)
+
+        return _Ordered(fused, order, matched)
+
+    def _covers_more(self, question: str, ds: str | None) -> Callable[[str, str], bool]:
+        """Whether a memory accounts for more of ``question`` than an entity does: the
+        idf-weighted share of the question's words found in the memory's text (its
+        learning, description, query and tag names) against the share found in the
+        entity's text with its table's. Idf is the schema index's (a word it does not
+        know counts as its rarest). Rank fusion says how each kind's hits compare among
+        themselves, not across kinds; this puts the two heads on one scale."""
+        from layersearch.ranking.analyzer import analyze, analyze_query
+
+        words = list(dict.fromkeys(analyze_query(question)))
+        weights: list[float] = []
+
+        def share(texts: Iterable[str | None]) -> float:
+            if not weights:
+                cov = self.coverage(ds)
+                rare = cov.rarest_idf()
+                weights.extend(
+                    float(cov.idf[j]) if (j := cov.vocab.get(w)) is not None else rare
+                    for w in words
+                )
+            total = sum(weights)
+            if total <= 0:
+                return 0.0
+            have = {t for text in texts for t in analyze(text)}
+            return sum(w for word, w in zip(words, weights, strict=True) if word in have) / total
+
+        def leads(memory_id: str, entity_id: str) -> bool:
+            m = self.memories[memory_id]
+            doc = memory_doc(m).fields
+            mine = share(doc.values())
+            e = self.entities.get(entity_id)
+            if e is None:
+                return mine > 0
+            texts = list(entity_doc(e).fields.values())
+            table = _table_of(e, self.entities)
+            if table is not None and table != e.id:
+                texts += list(entity_doc(self.entities[table]).fields.values())
+            return mine > share(texts)
+
+        return leads
+
+    def _tag_ranking(
+        self,
+        entity_ids: Sequence[str],
+        admitted: Callable[[str], bool],
+        text_hits: Sequence[tuple[str, float]] = (),
+    ) -> list[tuple[str, float]]:
+        by_tag, by_table = self._tag_index()
+        best: dict[str, float] = {}
+        for pos, eid in enumerate(entity_ids):
+            for mid in by_tag.get(eid, ()):
+                best.setdefault(mid, float(pos))
+            table = eid if eid in by_table else eid.rsplit(".", 1)[0]
+            for mid in by_table.get(table, ()):
+                best.setdefault(mid, pos + 0.5)
+        # Among memories tagged alike, the one whose words match the question goes first.
+        words = {mid: r for r, (mid, _) in enumerate(text_hits)}
+        last = len(words)
+        ranked = sorted(
+            ((mid, at) for mid, at in best.items() if admitted(mid)),
+            key=lambda x: (x[1], words.get(x[0], last), _memory_order(x[0])),
+        )
+        return [(mid, 1.0 / (1.0 + at)) for mid, at in ranked[:CHANNEL_DEPTH]]
+
+    def _tag_index(self) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
+        """tag → memories tagged with it; table → memories tagged with it or its leaves."""
+        if self._tags is None:
+            by_tag: dict[str, list[str]] = {}
+            by_table: dict[str, list[str]] = {}
+            for m in sorted(self.memories.values(), key=lambda m: _memory_order(m.id)):
+                tables: set[str] = set()
+                for t in m.entities:
+                    if t.startswith("memory:"):
+                        continue
+                    by_tag.setdefault(t, []).append(m.id)
+                    tables.update(self._tag_keys_of(t))
+                for table in sorted(tables):
+                    by_table.setdefault(table, []).append(m.id)
+            self._tags = (by_tag, by_table)
+        return self._tags
+
+    def _tag_keys_of(self, tag: str) -> list[str]:
+        """A tag's table (itself for a model); none for a datasource."""
+        kind = self._kind_lookup()(tag)
+        if kind == "model":
+            return [tag]
+        if kind in _LEAF_KINDS:
+            return [tag.rsplit(".", 1)[0]]
+        return []
+
+    def _hits(self, picked: Sequence[tuple[_Ordered, int, int]], req: SearchRequest) -> list[Hit]:
+        out = []
+        for lst, i, src in picked:
+            explanation = explain(lst.fused.fused(i)) if req.explain else None
+            out.append(
                 self.hit(
-                    fused.ids[i], fused.scores[src], compact=req.compact, explanation=explanation
+                    lst.fused.ids[i],
+                    lst.fused.scores[src],
+                    compact=req.compact,
+                    explanation=explanation,
                 )
             )
-        return SearchResponse(results=results, warnings=warnings)
+        return out
 
     def _unreached_tables(
         self,
@@ -645,6 +869,122 @@ class EntityCorpus:
                     yield entity_doc(e)
         for m in self.memories.values():
             yield memory_doc(m)
+
+
+class _Rankings:
+    """The channel rankings of one search, entities and memories apart, and the fusion
+    levels of the ids seen (from the channels that know them, else the snapshot)."""
+
+    __slots__ = ("entity", "memory", "levels", "_corpus", "_kind_of")
+
+    def __init__(self, corpus: EntityCorpus) -> None:
+        self.entity: dict[str, list[tuple[str, float]]] = {}
+        self.memory: dict[str, list[tuple[str, float]]] = {}
+        # id → fusion level (-1: datasources, anything not a ranked schema entity)
+        self.levels: dict[str, int] = {}
+        self._corpus = corpus
+        self._kind_of = corpus._kind_lookup()
+
+    def put_mixed(self, channel: str, hits: list[tuple[str, float]]) -> None:
+        """A channel that ranks both kinds: each kind's hits in its own list."""
+        memories = self._corpus.memories
+        ents = [h for h in hits if h[0] not in memories]
+        mems = [h for h in hits if h[0] in memories]
+        if ents:
+            self.entity[channel] = ents
+        if mems:
+            self.memory[channel] = mems
+
+    def known(self, doc_id: str) -> bool:
+        """Whether this snapshot holds the id (an entity's level is remembered)."""
+        if doc_id in self.levels or doc_id in self._corpus.memories:
+            return True
+        kind = self._kind_of(doc_id)
+        if kind is None:
+            return False
+        self.levels[doc_id] = _FUSION_LEVEL.get(kind, -1)
+        return True
+
+    def level(self, doc_id: str) -> int:
+        at = self.levels.get(doc_id)
+        if at is None:
+            self.known(doc_id)  # remembers an entity's level; any other id is -1
+            at = self.levels.setdefault(doc_id, -1)
+        return at
+
+
+class _Ordered:
+    """One kind's ranking: fused positions in their final order as (position, position
+    whose score it takes), and which positions may be merged into ``results``."""
+
+    __slots__ = ("fused", "order", "_matched")
+
+    def __init__(
+        self,
+        fused: FusedList,
+        order: list[tuple[int, int]],
+        matched: Callable[[int], bool] | None = None,
+    ) -> None:
+        self.fused = fused
+        self.order = order
+        self._matched = matched
+
+    def ids(self, n: int) -> list[str]:
+        return [self.fused.ids[i] for i, _ in self.order[:n]]
+
+    def top(self, n: int) -> list[tuple[_Ordered, int, int]]:
+        return [(self, i, src) for i, src in self.order[:n]]
+
+    def where(self, keep: Callable[[str], bool], n: int) -> list[tuple[_Ordered, int, int]]:
+        out: list[tuple[_Ordered, int, int]] = []
+        for i, src in self.order:
+            if len(out) >= n:
+                break
+            if keep(self.fused.ids[i]):
+                out.append((self, i, src))
+        return out
+
+    def mergeable(self) -> Iterator[tuple[_Ordered, int, int]]:
+        for i, src in self.order:
+            if self._matched is None or self._matched(i):
+                yield (self, i, src)
+
+
+def merge_kinds(
+    entities: _Ordered,
+    memories: _Ordered,
+    n: int,
+    memory_leads: Callable[[str, str], bool] | None = None,
+) -> list[tuple[_Ordered, int, int]]:
+    """``results``: the entity and memory lists taken in turn (entity, memory, entity, …
+    or memory first), each in its own order; when one list runs out the other fills the
+    rest. The memory list goes first when ``memory_leads(first memory, first entity)``
+    says so (see :meth:`EntityCorpus._covers_more`). Otherwise,
+    and always when the first entity is one the request named, an entity does. Only
+    memories that match the request
+    itself take a turn (see :meth:`EntityCorpus._memory_order`). Results for n are a
+    prefix of those for n+k."""
+    out: list[tuple[_Ordered, int, int]] = []
+    ents = iter(entities.top(len(entities.order)))
+    mems = memories.mergeable()
+    e, m = next(ents, None), next(mems, None)
+    memory_first = (
+        memory_leads is not None
+        and e is not None
+        and m is not None
+        and "input" not in e[0].fused.fused(e[1]).channels
+        and memory_leads(m[0].fused.ids[m[1]], e[0].fused.ids[e[1]])
+    )
+    while len(out) < n and (e is not None or m is not None):
+        entity_turn = out[-1][0] is memories if out else not memory_first
+        if m is None or (entity_turn and e is not None):
+            assert e is not None
+            out.append(e)
+            e = next(ents, None)
+        else:
+            out.append(m)
+            m = next(mems, None)
+    return out
 
 
 _SCHEMA_KINDS = frozenset({"model", "column", "measure", "aggregation"})

@@ -328,6 +328,13 @@ class CoverageIndex:
         count = np.bincount(owner[match], minlength=len(nodes)).astype(np.int32)
         return mass, count
 
+    def rarest_idf(self) -> float:
+        """The idf of the rarest term (1.0 for an empty index), computed once."""
+        rare = getattr(self, "_rarest", None)
+        if rare is None:
+            rare = self._rarest = float(self.idf.max()) if len(self.idf) else 1.0
+        return rare
+
     def query_terms(self, text: str) -> list[int]:
         """The question's terms the index knows: its words, then the closed compounds
         of adjacent words (``high schoolers`` → ``highschool``), each once."""

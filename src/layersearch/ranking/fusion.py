@@ -81,6 +81,29 @@ class FusedList:
     def __len__(self) -> int:
         return len(self.ids)
 
+    def then(self, other: FusedList) -> FusedList:
+        """This ranking followed by ``other`` (whose ids must not be in this one)."""
+        names = sorted(set(self._names) | set(other._names))
+        number = {name: c for c, name in enumerate(names)}
+        chan: list[int] = []
+        rank: list[int] = []
+        score: list[float] = []
+        contrib: list[float] = []
+        for part in (self, other):
+            chan.extend(number[part._names[c]] for c in part._entries[0])
+            rank.extend(part._entries[1])
+            score.extend(part._entries[2])
+            contrib.extend(part._entries[3])
+        offset = self._start[-1]
+        return FusedList(
+            self.ids + other.ids,
+            self.scores + other.scores,
+            self.best_ranks + other.best_ranks,
+            (chan, rank, score, contrib),
+            self._start + [offset + s for s in other._start[1:]],
+            names,
+        )
+
     def fused(self, i: int) -> Fused:
         chan, rank, score, contrib = self._entries
         names = self._names

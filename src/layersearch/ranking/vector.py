@@ -27,7 +27,7 @@ import logging
 import math
 import threading
 import time
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from os import PathLike
 from typing import Any, Literal
 
@@ -126,6 +126,31 @@ class VectorIndex:
             )
             matrix = np.asarray(matrix, dtype=np.float32)
         return cls(ids, matrix, **options)
+
+    def split(self, keep: Callable[[str], bool]) -> tuple[VectorIndex, VectorIndex]:
+        """Two exact-or-auto indexes of the live vectors: those whose id ``keep`` accepts,
+        and the others (copies; this index is unchanged)."""
+        rows = self._live_rows()
+        flags = np.fromiter(
+            (keep(self._ids[r]) for r in rows.tolist()), dtype=bool, count=len(rows)
+        )
+        out = []
+        for picked in (rows[flags], rows[~flags]):
+            out.append(
+                VectorIndex(
+                    [self._ids[r] for r in picked.tolist()],
+                    np.ascontiguousarray(self._buf[picked], dtype=np.float32).reshape(
+                        len(picked), self._dims
+                    ),
+                    mode=self.mode,
+                    exact_threshold=self.exact_threshold,
+                    connectivity=self.connectivity,
+                    expansion_add=self.expansion_add,
+                    expansion_search=self.expansion_search,
+                    ann_dtype=self.ann_dtype,
+                )
+            )
+        return out[0], out[1]
 
     def save_npy(self, path: str | PathLike[str]) -> list[str]:
         """Write the live vectors to ``path``; returns their ids in row order."""

@@ -19,7 +19,15 @@ from typing import Any
 from layersearch.errors import ConfigError, LimitExceeded
 from layersearch.semantic.model import Entity
 
-__all__ = ["Resolver", "Resolution", "in_scope", "query_strings", "MAX_QUERY_DEPTH"]
+__all__ = [
+    "MAX_QUERY_DEPTH",
+    "QUERY_REFERENCE_KEYS",
+    "Resolution",
+    "Resolver",
+    "expression_identifiers",
+    "in_scope",
+    "query_strings",
+]
 
 MAX_QUERY_DEPTH = 16
 MAX_REFERENCES = 1000
@@ -29,8 +37,6 @@ _CALL = re.compile(r"^\s*([A-Za-z_]\w*)\s*\(\s*(?:distinct\s+)?([^()\s]+)\s*\)\s
 _SUFFIX_AGG = re.compile(r"^\s*([^:\s]+)\s*:\s*([A-Za-z_]\w*)\s*$")
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
 _MEMORY = re.compile(r"^\s*memory\s*:\s*(\d{1,18})\s*$", re.I)
-# Keys of a query dict whose strings are free text (SQL, prose), not references.
-_FREE_TEXT_KEYS = frozenset({"sql", "description", "comment", "note", "learning", "title"})
 
 
 def in_scope(entity_id: str, datasource: str | None) -> bool:
@@ -161,8 +167,8 @@ class Resolver:
         if query is not None:
             for text, is_expression in query_strings(query):
                 if is_expression:
-                    for m in _IDENT.finditer(text):
-                        ids, _ = self.resolve_one(m.group(0), datasource)
+                    for ident in expression_identifiers(text):
+                        ids, _ = self.resolve_one(ident, datasource)
                         for i in ids:
                             res.add(i)
                 else:
@@ -175,45 +181,148 @@ class Resolver:
 
 
 def query_strings(query: Any) -> list[tuple[str, bool]]:
-    """The strings of an example query, ``(text, is_expression)``, after the checks every
-    query gets before anything is resolved: a JSON object, nested at most
-    ``MAX_QUERY_DEPTH`` deep, holding at most ``MAX_REFERENCES`` strings."""
+    """The entity references of an example query, ``(text, is_expression)``, after the
+    checks every query gets before anything is resolved: a JSON object, nested at most
+    ``MAX_QUERY_DEPTH`` deep, holding at most ``MAX_REFERENCES`` references.
+
+    Only the keys that name entities are read (:data:`QUERY_REFERENCE_KEYS` and the
+    keys of their objects); values (granularities, date ranges, literals, limits) and
+    unknown keys never are. A reference is a single id-like token; an expression (a
+    filter such as ``status = 'paid'``, an order such as ``total desc``) contributes
+    the identifiers outside its quoted literals."""
     if not isinstance(query, Mapping):
         raise ConfigError("query must be a JSON object (measures, dimensions, filters…)")
-    return _query_strings(query)
-
-
-def _query_strings(query: Mapping[str, Any]) -> list[tuple[str, bool]]:
-    """Strings in an example-query dict: (text, is_expression). References are single tokens;
-    expressions (filters like ``status = 'paid'``) are scanned for identifiers."""
+    _check_bounds(query)
     out: list[tuple[str, bool]] = []
+    for key in sorted(query, key=str):
+        role = _ROLE_OF_KEY.get(str(key).lower())
+        if role is not None:
+            _references(query[key], role, out)
+    return out
 
-    def walk(value: Any, key: str, depth: int) -> None:
+
+#: The keys of an example query that name entities, by what their values hold. The
+#: native shape (docs/yaml-format.md) and SLayer's query shape both fit: ``measures``,
+#: ``dimensions`` … hold ids or objects naming one (``{"name": …}``, ``{"formula": …}``);
+#: ``time_dimensions`` objects name theirs in ``dimension``; ``filters`` hold SQL-like
+#: conditions (or objects naming a ``member`` / ``field``); ``order`` holds ``{"by": …}``
+#: objects or ``"id desc"`` strings.
+QUERY_REFERENCE_KEYS: dict[str, frozenset[str]] = {
+    "reference": frozenset(
+        {
+            "measures",
+            "measure",
+            "dimensions",
+            "dimension",
+            "metrics",
+            "metric",
+            "columns",
+            "fields",
+            "group_by",
+            "groupby",
+            "entities",
+            "source_model",
+            "model",
+            "models",
+            "segments",
+        }
+    ),
+    "time": frozenset({"time_dimensions", "time_dimension"}),
+    "filter": frozenset({"filters", "filter", "where", "having"}),
+    "order": frozenset({"order", "order_by", "orderby", "sort"}),
+}
+_ROLE_OF_KEY = {k: role for role, keys in QUERY_REFERENCE_KEYS.items() for k in keys}
+#: Keys of an object (in a measures / dimensions / filters / order list) naming its entity.
+_OBJECT_REFERENCE_KEYS = frozenset(
+    {"name", "id", "formula", "dimension", "column", "measure", "member", "field", "by", "model"}
+)
+#: Keys of a filter object that hold nested conditions.
+_FILTER_NESTING_KEYS = frozenset({"and", "or", "not", "filters", "conditions"})
+_QUOTED = re.compile(r"'(?:[^']|'')*'|\"(?:[^\"]|\"\")*\"")
+_EXPR_IDENT = re.compile(r"(?<![\w.'\"])[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
+_SQL_WORDS = frozenset(
+    [
+        "and",
+        "or",
+        "not",
+        "in",
+        "is",
+        "null",
+        "like",
+        "ilike",
+        "between",
+        "true",
+        "false",
+        "asc",
+        "desc",
+        "nulls",
+        "first",
+        "last",
+        "case",
+        "when",
+        "then",
+        "else",
+        "end",
+        "as",
+        "distinct",
+        "exists",
+        "any",
+        "all",
+    ]
+)
+
+
+def _check_bounds(query: Mapping[str, Any]) -> None:
+    """Depth and size bounds over the whole query (iterative: no recursion on input)."""
+    seen = 0
+    stack: list[tuple[Any, int]] = [(query, 0)]
+    while stack:
+        value, depth = stack.pop()
         if depth > MAX_QUERY_DEPTH:
             raise LimitExceeded(
                 f"query is nested deeper than {MAX_QUERY_DEPTH} levels; flatten it "
                 "(measures, dimensions, filters are lists of strings or {name: …} objects)"
             )
-        if len(out) > MAX_REFERENCES:
-            raise LimitExceeded(
-                f"query holds more than {MAX_REFERENCES} strings; pass only the measures, "
-                "dimensions and filters that matter for the search"
-            )
         if isinstance(value, str):
-            if key in _FREE_TEXT_KEYS:
-                return
-            text = value.strip()
-            is_expr = not _is_reference(text)
-            out.append((text, is_expr))
+            seen += 1
+            if seen > MAX_REFERENCES:
+                raise LimitExceeded(
+                    f"query holds more than {MAX_REFERENCES} strings; pass only the measures, "
+                    "dimensions and filters that matter for the search"
+                )
         elif isinstance(value, Mapping):
-            for k in sorted(value, key=str):
-                walk(value[k], str(k).lower(), depth + 1)
+            stack.extend((v, depth + 1) for v in value.values())
         elif isinstance(value, list | tuple):
-            for v in value:
-                walk(v, key, depth + 1)
+            stack.extend((v, depth + 1) for v in value)
 
-    walk(query, "", 0)
-    return out
+
+def _references(value: Any, role: str, out: list[tuple[str, bool]]) -> None:
+    """The references ``value`` holds under a key of ``role`` (depth already bounded)."""
+    if isinstance(value, list | tuple):
+        for v in value:
+            _references(v, role, out)
+    elif isinstance(value, str):
+        text = value.strip()
+        if not text:
+            return
+        if role in ("filter", "order") or not _is_reference(text):
+            out.append((text, True))
+        else:
+            out.append((text, False))
+    elif isinstance(value, Mapping):
+        for k in sorted(value, key=str):
+            low = str(k).lower()
+            if low in _OBJECT_REFERENCE_KEYS:
+                # an object's own name is a reference even under filters ({member, values})
+                _references(value[k], "reference", out)
+            elif role == "filter" and low in _FILTER_NESTING_KEYS:
+                _references(value[k], "filter", out)
+
+
+def expression_identifiers(text: str) -> list[str]:
+    """The identifiers of a SQL-like expression outside its quoted literals and keywords."""
+    bare = _QUOTED.sub(" ", text)
+    return [m.group(0) for m in _EXPR_IDENT.finditer(bare) if m.group(0).lower() not in _SQL_WORDS]
 
 
 def _is_reference(text: str) -> bool:
