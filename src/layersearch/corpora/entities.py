@@ -111,14 +111,15 @@ def entity_doc(e: Entity, id_hash: int | None = None) -> FTDoc:
 def memory_doc(m: Memory) -> FTDoc:
     scopes = sorted({t.split(".", 1)[0] for t in m.entities if not t.startswith("memory:")})
     tags = " ".join(t.rsplit(".", 1)[-1] for t in m.entities)
-    query_text = json.dumps(m.query, sort_keys=True) if m.query else None
     return FTDoc(
         id=m.id,
         kind="memory",
         scopes=scopes,
         fields={
             "text": m.learning,
-            "description": " ".join(x for x in (m.description, query_text) if x) or None,
+            "description": m.description,
+            # an example query is code, as a measure's formula is: its weakest field
+            "formula": one_line_query(m.query) if m.query else None,
             "tags": tags or None,
         },
     )
