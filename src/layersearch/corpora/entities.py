@@ -204,7 +204,20 @@ def one_line_query(query: Mapping[str, object]) -> str:
     JSON (keys sorted, no spaces after separators)."""
     if set(query) == {"sql"} and isinstance(query["sql"], str):
         return " ".join(query["sql"].split())
-    return json.dumps(query, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return json.dumps(
+        _one_line_strings(query), sort_keys=True, ensure_ascii=False, separators=(",", ":")
+    )
+
+
+def _one_line_strings(value: object) -> object:
+    """``value`` with the white space of its strings folded (a query is depth-checked)."""
+    if isinstance(value, str):
+        return " ".join(value.split())
+    if isinstance(value, Mapping):
+        return {k: _one_line_strings(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_one_line_strings(v) for v in value]
+    return value
 
 
 def _words(text: str, limit: int) -> str:
