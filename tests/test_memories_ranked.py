@@ -279,6 +279,9 @@ def test_a_memory_hit_reads_as_its_note_and_query() -> None:
     assert len(note) <= 300 and note.endswith("word…")
     assert query == '{"limit":3,"measures":["a.b.c"]}'
     assert one_line_query({"sql": "SELECT a\n  FROM b"}) == "SELECT a FROM b"
+    assert one_line_query({"sql": "SELECT a\n  FROM b", "limit": 1}) == (
+        '{"limit":1,"sql":"SELECT a FROM b"}'
+    )
     short = Memory(id="memory:2", learning="A short note.", created_at=datetime.now(UTC))
     assert describe_memory(short) == "A short note."
 

@@ -111,14 +111,15 @@ def entity_doc(e: Entity, id_hash: int | None = None) -> FTDoc:
 def memory_doc(m: Memory) -> FTDoc:
     scopes = sorted({t.split(".", 1)[0] for t in m.entities if not t.startswith("memory:")})
     tags = " ".join(t.rsplit(".", 1)[-1] for t in m.entities)
-    query_text = json.dumps(m.query, sort_keys=True) if m.query else None
     return FTDoc(
         id=m.id,
         kind="memory",
         scopes=scopes,
         fields={
             "text": m.learning,
-            "description": " ".join(x for x in (m.description, query_text) if x) or None,
+            "description": m.description,
+            # an example query is code, as a measure's formula is: its weakest field
+            "formula": one_line_query(m.query) if m.query else None,
             "tags": tags or None,
         },
     )
@@ -203,7 +204,20 @@ def one_line_query(query: Mapping[str, object]) -> str:
     JSON (keys sorted, no spaces after separators)."""
     if set(query) == {"sql"} and isinstance(query["sql"], str):
         return " ".join(query["sql"].split())
-    return json.dumps(query, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return json.dumps(
+        _one_line_strings(query), sort_keys=True, ensure_ascii=False, separators=(",", ":")
+    )
+
+
+def _one_line_strings(value: object) -> object:
+    """``value`` with the white space of its strings folded (a query is depth-checked)."""
+    if isinstance(value, str):
+        return " ".join(value.split())
+    if isinstance(value, Mapping):
+        return {k: _one_line_strings(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_one_line_strings(v) for v in value]
+    return value
 
 
 def _words(text: str, limit: int) -> str:

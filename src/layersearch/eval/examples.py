@@ -13,6 +13,9 @@ Reported, as macro averages over the pairs:
   of ``results`` (the merged list an agent reads);
 - ``memory_mrr``: the reciprocal rank of the pair's own memory in ``results``
   (0 when it is not among the first 100);
+- ``same_query@k``: some saved example with the pair's SQL (case and white space
+  folded) is among the first k: Spider asks many questions twice in other words,
+  and an example with the same SQL answers the agent as well as its own;
 - ``table_recall@5`` with the memories present and without them (the same
   questions asked before anything is saved), and their difference: saved
   examples must not push the right tables out.
@@ -149,9 +152,12 @@ def run_examples(
         progress("saving examples", total, total)
     with_memories, latencies = ask_all("asking with memories")
     rows = []
+    sql_of = {m.id: _folded(p["sql"]) for p, m in zip(pairs, saved, strict=True)}
     for pair, memory, before, after in zip(pairs, saved, without, with_memories, strict=True):
         ranked = [h.id for h in after]
         rank = ranked.index(memory.id) + 1 if memory.id in ranked else None
+        same = _folded(pair["sql"])
+        same_rank = next((n for n, i in enumerate(ranked, 1) if sql_of.get(i) == same), None)
         gold = pair["gold_tables"]
         rows.append(
             {
@@ -159,6 +165,7 @@ def run_examples(
                 "db_id": pair["db_id"],
                 "memory": memory.id,
                 "memory_rank": rank,
+                "same_query_rank": same_rank,
                 "table_recall@5_without": recall_at_k(ranked_links(before)[0], gold, 5)
                 if gold
                 else None,
@@ -189,6 +196,10 @@ def _memory_items(ls: Any, pairs: Sequence[dict[str, Any]]) -> tuple[list[dict[s
     return items, unresolved
 
 
+def _folded(sql: str) -> str:
+    return " ".join(sql.lower().replace(";", " ").split())
+
+
 def _metrics(rows: list[dict[str, Any]], unresolved: int) -> dict[str, float | int]:
     n = len(rows)
     out: dict[str, float | int] = {"pairs": n}
@@ -196,6 +207,9 @@ def _metrics(rows: list[dict[str, Any]], unresolved: int) -> dict[str, float | i
         found = sum(1 for r in rows if r["memory_rank"] is not None and r["memory_rank"] <= k)
         out[f"example@{k}"] = found / n
     out["memory_mrr"] = sum(1.0 / r["memory_rank"] for r in rows if r["memory_rank"]) / n
+    for k in EXAMPLE_KS:
+        found = sum(1 for r in rows if r["same_query_rank"] and r["same_query_rank"] <= k)
+        out[f"same_query@{k}"] = found / n
     scored = [r for r in rows if r["table_recall@5_with"] is not None]
     if scored:
         without = sum(r["table_recall@5_without"] for r in scored) / len(scored)

@@ -37,7 +37,7 @@ MARKER = "layersearch-index.json"
 CURRENT = "CURRENT"
 #: how long a replaced index generation is kept for processes that still have it open
 _GRACE_S = 600.0
-FORMAT = 2
+FORMAT = 3
 #: tantivy's indexing budget (allocated as it fills): a million entities fit one segment,
 #: and a search over one segment is ~20% faster than over the four a 64 MB budget leaves
 _WRITER_HEAP = 400_000_000
