@@ -51,7 +51,7 @@ from layersearch.errors import (
     NotFound,
     StoreError,
 )
-from layersearch.ranking.fulltext import FullTextIndex
+from layersearch.ranking.fulltext import FullTextIndex, build_index
 from layersearch.semantic.model import Catalog, EdgeRecord, Entity
 from layersearch.store.base import Store, catalog_rows
 from layersearch.store.duckdb import DuckDBStore, memory_number
@@ -273,6 +273,10 @@ class Layersearch:
         if snapshot is None:
             # Derived data, like the full-text index: rebuilt from the store whenever it does
             # not reflect this generation (re-stamped when only memories or vectors changed).
+            if why is not None and why.startswith("corrupt"):
+                msg = f"entity snapshot was {why}; rebuilt it from the store"
+                log.warning(msg)
+                self._pending.append(msg)
             if built is not None:
                 log.info("entity snapshot %s; taking the rows just written", why)
                 tables, objects = built[1], built[2]
@@ -316,14 +320,22 @@ class Layersearch:
             rebuilt = True
         elif ft is None:
             # Missing with content in the store means someone deleted it: say so once.
-            lost = reason == "missing" and bool(len(corpus.entities) or memories)
+            # (A read-only store's indexes live in a cache: missing there on first use.)
+            lost = (
+                reason == "missing"
+                and bool(len(corpus.entities) or memories)
+                and getattr(self.store, "read_only", None) is None
+            )
             if reason not in ("missing", "stale") or lost:
                 msg = f"full-text index was {reason}; rebuilt it from the store"
                 log.warning(msg)
                 self._pending.append(msg)
             log.info("building the full-text index (%s)", reason)
-            ft = FullTextIndex.create(ENTITY_BOOSTS, self._ft_dir)
-            ft.write(add=corpus.documents(rows=objects), stamp=stamp)
+            ft, kept = build_index(
+                ENTITY_BOOSTS, self._ft_dir, stamp, lambda: corpus.documents(rows=objects)
+            )
+            if kept is not None:
+                self._pending.append(f"full-text index kept in memory for this process ({kept})")
             corpus.fulltext = ft
             rebuilt = True
         return corpus, rebuilt

@@ -35,7 +35,7 @@ from layersearch.corpora.conversations.search import (
     SummarySearchResult,
 )
 from layersearch.corpora.vault.search import NoteDetail, VaultHit
-from layersearch.errors import ConfigError, LayersearchError
+from layersearch.errors import ConfigError, LayersearchError, disk_full_error, is_disk_full
 from layersearch.types import Channel, InspectResponse, Memory, SearchRequest, SearchResponse
 
 if TYPE_CHECKING:
@@ -163,6 +163,10 @@ def _tool(*, title: str, read_only: bool, destructive: bool = False) -> Callable
             except LayersearchError as exc:
                 raise ToolError(f"{exc.code}: {exc}") from exc
             except Exception as exc:
+                if is_disk_full(exc):
+                    full = disk_full_error(getattr(exc, "filename", None) or "the store", exc)
+                    log.error("tool %s: %s", fn.__name__, full)
+                    raise ToolError(f"{full.code}: {full}") from exc
                 # A bug, not bad input: the traceback goes to stderr, the agent gets one line.
                 log.exception("tool %s failed", fn.__name__)
                 raise ToolError(

@@ -35,7 +35,7 @@ from layersearch.corpora.dense import DenseCorpus, DenseDoc, describe_key
 from layersearch.embed.base import Embedder
 from layersearch.errors import ConfigError, EmbeddingUnavailable, ModelMismatch, NotFound
 from layersearch.ranking.explain import explain
-from layersearch.ranking.fulltext import FTDoc, FullTextIndex
+from layersearch.ranking.fulltext import FTDoc, FullTextIndex, build_index
 from layersearch.ranking.fusion import rrf
 from layersearch.store.base import Store
 from layersearch.types import ChannelScore, EmbedReport
@@ -309,8 +309,7 @@ class VaultService:
                 _ft_doc(slug, snap.titles[i], snap.tags[i], by_slug.get(slug, []))
                 for i, slug in enumerate(snap.slugs)
             ]
-            ft = FullTextIndex.create(FT_BOOSTS, self._ft_dir)
-            ft.write(add=docs, stamp=stamp)
+            ft, _kept = build_index(FT_BOOSTS, self._ft_dir, stamp, lambda: docs)  # logged
         self._ft, self._ft_stamp = ft, stamp
         return ft
 
