@@ -55,6 +55,7 @@ from layersearch.ranking.fulltext import FullTextIndex, build_index
 from layersearch.semantic.model import Catalog, EdgeRecord, Entity
 from layersearch.store.base import Store, catalog_rows
 from layersearch.store.duckdb import DuckDBStore, memory_number
+from layersearch.textcheck import check_text, check_texts
 from layersearch.types import (
     EmbedReport,
     EntityInfo,
@@ -169,6 +170,8 @@ class Layersearch:
             embedder = make_embedder(embedder, config=embedder_config)
         self.embedder: Embedder | None = embedder
         self._dense: dict[str, DenseCorpus] = {}
+        #: ((store generation, model key), entities and memories with a vector, all of them)
+        self._coverage: tuple[tuple[int, str], int, int] | None = None
         self._corpus: EntityCorpus | None = None
         self._gen = -1
         self._graph: Any = None
@@ -568,12 +571,36 @@ class Layersearch:
                 if ds is not None:
                     in_ds = corpus.scope_ids(ds)
                     scope = in_ds if allow is None else in_ds & set(allow)
-                return dense.search(question, k, scope)
+                found = dense.search(question, k, scope)
+                partial = self._partial_vectors(dense)
+                if partial is not None:
+                    warnings.append(partial)
+                return found
             except LayersearchError as exc:
                 warnings.append(f"embedding unavailable: {exc}")
                 return []
 
         return run
+
+    def _partial_vectors(self, dense: DenseCorpus) -> str | None:
+        """A warning when some entities or memories have no vector from the configured
+        model (an interrupted ``layersearch embed``): counted once per store generation."""
+        key = (self.store.generation(), dense.fingerprint.key())
+        with self._lock:
+            cached = self._coverage
+        if cached is None or cached[0] != key:
+            have, total = self.store.entity_vector_coverage(ENTITY_CORPUS, key[1])
+            cached = (key, have, total)
+            with self._lock:
+                self._coverage = cached
+        _, have, total = cached
+        if have >= total:
+            return None
+        return (
+            f"vector channel ranked {have:,} of {total:,} entities and memories: "
+            f"{total - have:,} have no vector from {dense.fingerprint.describe()} yet "
+            "(an interrupted `layersearch embed`?); run `layersearch embed` to finish"
+        )
 
     def embed(self, progress: Any = None) -> list[EmbedReport]:
         """Compute the stored vectors of the semantic layer and memories (incremental, resumable)."""
@@ -740,6 +767,10 @@ class Layersearch:
         check_query(query)
         if isinstance(entities, str):
             entities = [entities]
+        entities = list(entities or [])
+        check_text(learning, "learning")
+        check_text(description, "description")
+        check_texts(entities, "an entity reference")
         corpus = self.corpus()
         tags: list[str] = []
         problems: list[str] = []
@@ -837,11 +868,12 @@ def check_query(query: Any) -> None:
     # which recurses without a bound; nothing is resolved here.
     query_strings(query)
     try:
-        json.dumps(query, allow_nan=False)
+        text = json.dumps(query, allow_nan=False, ensure_ascii=False)
     except (TypeError, ValueError) as exc:
         raise ConfigError(
             f"query must hold only JSON values (strings, numbers, lists, objects): {exc}"
         ) from exc
+    check_text(text, "query")
 
 
 def _EMPTY_FT() -> FullTextIndex:

@@ -1222,8 +1222,10 @@ def vault_search(
     date_range = None
     if date_from is not None or date_to is not None:
         date_range = {"start": date_from, "end": date_to}
+    warnings: list[str] = []
     hits = obj.api().vault.search(
         query,
+        warnings=warnings,
         tags=list(tags) or None,
         domain=domain,
         status=list(statuses) or None,
@@ -1236,6 +1238,8 @@ def vault_search(
     )
     # The list is the output for people too: it is short, and what an agent would see.
     emit_json(hits)
+    for w in warnings:
+        click.echo(f"warning: {w}", err=True)
 
 
 @vault.command("get")
@@ -1361,14 +1365,10 @@ def serve(
         embedder=obj.embedder,
     )
     if use_http:
-        from layersearch.config import is_loopback
+        from layersearch.config import check_token
 
         # Refused before the (slow) server import: a clear error, fast.
-        if not is_loopback(host) and not token:
-            raise ConfigError(
-                f"refusing to serve on {host} without a bearer token: set --token or "
-                "LAYERSEARCH_TOKEN, or bind a loopback address such as 127.0.0.1"
-            )
+        check_token(host, token)
     from layersearch import server
 
     mcp_server = server.create_server(settings)

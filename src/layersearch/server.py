@@ -28,14 +28,14 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, Field
 
-from layersearch.config import Settings, is_loopback
+from layersearch.config import Settings, check_token
 from layersearch.corpora.conversations.search import (
     ConversationSearchResult,
     SemanticSearchResult,
     SummarySearchResult,
 )
 from layersearch.corpora.vault.search import NoteDetail, VaultHit
-from layersearch.errors import ConfigError, LayersearchError, disk_full_error, is_disk_full
+from layersearch.errors import LayersearchError, disk_full_error, is_disk_full
 from layersearch.types import Channel, InspectResponse, Memory, SearchRequest, SearchResponse
 
 if TYPE_CHECKING:
@@ -604,12 +604,9 @@ def run_http(
     log_level: str = "warning",
 ) -> None:
     """Serve streamable HTTP at http://host:port/mcp. A token, when given, is required as
-    ``Authorization: Bearer <token>``; a non-loopback host without one is refused."""
-    if not is_loopback(host) and not token:
-        raise ConfigError(
-            f"refusing to serve on {host} without a bearer token: set --token or "
-            "LAYERSEARCH_TOKEN, or bind a loopback address such as 127.0.0.1"
-        )
+    ``Authorization: Bearer <token>``; a non-loopback host without one, or with a weak one
+    (:func:`layersearch.config.check_token`), is refused."""
+    check_token(host, token)
     import uvicorn
 
     app: Any = server.streamable_http_app(host=host)

@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import hashlib
-import json
 import logging
 import os
 import re
@@ -28,6 +27,7 @@ import numpy as np
 
 from layersearch.errors import (
     ConfigError,
+    LayersearchError,
     NotFound,
     StoreCorrupt,
     StoreError,
@@ -46,6 +46,7 @@ from layersearch.store.base import (
     entity_from_row,
     memory_from_row,
 )
+from layersearch.textcheck import json_text
 from layersearch.types import Memory
 
 __all__ = ["DuckDBStore"]
@@ -173,11 +174,17 @@ class DuckDBStore(Store):
 
     # -- connections --------------------------------------------------------------------------
 
-    def _error(self, exc: BaseException, opening: bool) -> StoreError:
+    def _error(self, exc: BaseException, opening: bool) -> LayersearchError:
         """Our error for a DuckDB failure: a full disk and a damaged file say so and what
         to do; anything else names the store and DuckDB's message."""
         if is_disk_full(exc):
             return disk_full_error(self.path.parent, exc)
+        if "cannot encode str as UTF-8" in str(exc):
+            # DuckDB refuses a lone surrogate in a value: bad input, not a store fault.
+            return ConfigError(
+                "text holds a lone surrogate and is not valid Unicode (a JSON \\ud800 "
+                f"escape without its pair?): {first_line(exc)}"
+            )
         if _CORRUPT_RE.search(str(exc)):
             return StoreCorrupt(
                 f"store {self.path} is damaged ({first_line(exc)}): restore it from a backup, "
@@ -307,7 +314,10 @@ class DuckDBStore(Store):
             # identifiers are checked above; every value travels in the registered arrays
             con.execute(f"INSERT INTO {_identifier(table)} ({cols}) SELECT {cols} FROM {view}")  # noqa: S608
         finally:
-            con.unregister(view)
+            # In a transaction a failed insert aborted, unregistering fails too: the
+            # insert's error is the one to report (the connection is closed after).
+            with contextlib.suppress(duckdb.Error):
+                con.unregister(view)
         return n
 
     def bump_generation(self, con: Any) -> int:
@@ -412,8 +422,8 @@ class DuckDBStore(Store):
                     number,
                     learning,
                     description,
-                    json.dumps(entities),
-                    json.dumps(query, sort_keys=True) if query is not None else None,
+                    json_text(entities, "memory entities"),
+                    json_text(query, "memory query", sort_keys=True) if query is not None else None,
                     created,
                 ],
             )
@@ -453,9 +463,11 @@ class DuckDBStore(Store):
                     "id": numbers,
                     "learning": [i[0] for i in items],
                     "description": [i[1] for i in items],
-                    "entities": [json.dumps(i[2]) for i in items],
+                    "entities": [json_text(i[2], "memory entities") for i in items],
                     "query": [
-                        json.dumps(i[3], sort_keys=True) if i[3] is not None else None
+                        json_text(i[3], "memory query", sort_keys=True)
+                        if i[3] is not None
+                        else None
                         for i in items
                     ],
                     "created_at": [created] * len(items),
