@@ -49,6 +49,7 @@ from layersearch.errors import (
     LayersearchError,
     LimitExceeded,
     NotFound,
+    StoreEmpty,
     StoreError,
 )
 from layersearch.ranking.fulltext import FullTextIndex, build_index
@@ -208,6 +209,17 @@ class Layersearch:
                 self._reload()
             assert self._corpus is not None
             return self._corpus
+
+    def require_content(self) -> EntityCorpus:
+        """The current snapshot, or :class:`StoreEmpty` when the store holds no semantic
+        layer and no memories (what a read command says instead of "no results")."""
+        corpus = self.corpus()
+        if not corpus.entities and not corpus.memories:
+            raise StoreEmpty(
+                f"store {self.store.location} is empty (no semantic layer, no memories): "
+                "run 'layersearch load PATH' first"
+            )
+        return corpus
 
     @property
     def _snapshot_dir(self) -> Path:

@@ -84,15 +84,8 @@ class Ctx:
     def read_api(self) -> Any:
         """The API for a command that reads the semantic layer or memories: a store that
         holds neither is an error saying how to fill it."""
-        from layersearch.errors import StoreEmpty
-
         ls = self.api()
-        corpus = ls.corpus()
-        if not corpus.entities and not corpus.memories:
-            raise StoreEmpty(
-                f"store {ls.store.location} is empty (no semantic layer, no memories): "
-                "run 'layersearch load PATH' first"
-            )
+        ls.require_content()
         return ls
 
 

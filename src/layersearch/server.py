@@ -198,6 +198,14 @@ def _api(ctx: Context) -> Layersearch:
     return _service(ctx).api()
 
 
+def _read_api(ctx: Context) -> Layersearch:
+    """The API for a tool that reads the semantic layer or memories: an empty store is a
+    tool error saying how to fill it, not an empty answer."""
+    api = _api(ctx)
+    api.require_content()
+    return api
+
+
 @_tool(title="Search the semantic layer", read_only=True)
 def search(
     ctx: Context,
@@ -294,7 +302,7 @@ def search(
         explain=explain,
         channels=list(channels) if channels is not None else None,
     )
-    return _api(ctx).search(request)
+    return _read_api(ctx).search(request)
 
 
 @_tool(title="Inspect entities and memories", read_only=True)
@@ -320,7 +328,7 @@ def inspect(
     `warnings`; the call fails only when none of the ids is found. It does not search:
     use `search` to discover ids.
     """
-    return _api(ctx).inspect(ids)
+    return _read_api(ctx).inspect(ids)
 
 
 @_tool(title="Save a memory", read_only=False)
@@ -380,7 +388,7 @@ def forget_memory(
     from layersearch.store.duckdb import memory_number
 
     canonical = f"memory:{memory_number(memory_id)}"
-    _api(ctx).forget_memory(canonical)
+    _read_api(ctx).forget_memory(canonical)
     return ForgetResult(forgotten=canonical)
 
 

@@ -389,3 +389,27 @@ def test_api_missing_store_without_create(tmp_path: Path) -> None:
     with pytest.raises(StoreMissing, match="no store at"):
         Layersearch(tmp_path / "none" / "s.duckdb", create=False)
     assert not (tmp_path / "none").exists()
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+async def test_mcp_read_tools_on_an_empty_store_say_so(tmp_path: Path, anyio_backend: str) -> None:
+    from mcp import Client
+
+    from layersearch.server import create_server
+
+    with Layersearch(tmp_path / "s.duckdb") as api:
+        async with Client(create_server(api=api)) as client:
+            for tool, args in (
+                ("search", {"question": "revenue"}),
+                ("inspect", {"ids": ["shop.orders"]}),
+                ("forget_memory", {"memory_id": "memory:1"}),
+            ):
+                result = await client.call_tool(tool, args)
+                assert result.is_error, (tool, result)
+                text = str(result.content[0].text)
+                assert "empty_store: store " in text and "layersearch load PATH" in text, text
+            saved = await client.call_tool("save_memory", {"learning": "a first note"})
+            assert not saved.is_error, saved  # writes still work on an empty store
+            found = await client.call_tool("search", {"question": "first note"})
+            assert not found.is_error, found
