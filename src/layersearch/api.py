@@ -49,12 +49,14 @@ from layersearch.errors import (
     LayersearchError,
     LimitExceeded,
     NotFound,
+    StoreEmpty,
     StoreError,
 )
-from layersearch.ranking.fulltext import FullTextIndex
+from layersearch.ranking.fulltext import FullTextIndex, build_index
 from layersearch.semantic.model import Catalog, EdgeRecord, Entity
 from layersearch.store.base import Store, catalog_rows
 from layersearch.store.duckdb import DuckDBStore, memory_number
+from layersearch.textcheck import check_text, check_texts
 from layersearch.types import (
     EmbedReport,
     EntityInfo,
@@ -169,6 +171,8 @@ class Layersearch:
             embedder = make_embedder(embedder, config=embedder_config)
         self.embedder: Embedder | None = embedder
         self._dense: dict[str, DenseCorpus] = {}
+        #: ((store generation, model key), entities and memories with a vector, all of them)
+        self._coverage: tuple[tuple[int, str], int, int] | None = None
         self._corpus: EntityCorpus | None = None
         self._gen = -1
         self._graph: Any = None
@@ -205,6 +209,17 @@ class Layersearch:
                 self._reload()
             assert self._corpus is not None
             return self._corpus
+
+    def require_content(self) -> EntityCorpus:
+        """The current snapshot, or :class:`StoreEmpty` when the store holds no semantic
+        layer and no memories (what a read command says instead of "no results")."""
+        corpus = self.corpus()
+        if not corpus.entities and not corpus.memories:
+            raise StoreEmpty(
+                f"store {self.store.location} is empty (no semantic layer, no memories): "
+                "run 'layersearch load PATH' first"
+            )
+        return corpus
 
     @property
     def _snapshot_dir(self) -> Path:
@@ -273,6 +288,10 @@ class Layersearch:
         if snapshot is None:
             # Derived data, like the full-text index: rebuilt from the store whenever it does
             # not reflect this generation (re-stamped when only memories or vectors changed).
+            if why is not None and why.startswith("corrupt"):
+                msg = f"entity snapshot was {why}; rebuilt it from the store"
+                log.warning(msg)
+                self._pending.append(msg)
             if built is not None:
                 log.info("entity snapshot %s; taking the rows just written", why)
                 tables, objects = built[1], built[2]
@@ -316,14 +335,22 @@ class Layersearch:
             rebuilt = True
         elif ft is None:
             # Missing with content in the store means someone deleted it: say so once.
-            lost = reason == "missing" and bool(len(corpus.entities) or memories)
+            # (A read-only store's indexes live in a cache: missing there on first use.)
+            lost = (
+                reason == "missing"
+                and bool(len(corpus.entities) or memories)
+                and getattr(self.store, "read_only", None) is None
+            )
             if reason not in ("missing", "stale") or lost:
                 msg = f"full-text index was {reason}; rebuilt it from the store"
                 log.warning(msg)
                 self._pending.append(msg)
             log.info("building the full-text index (%s)", reason)
-            ft = FullTextIndex.create(ENTITY_BOOSTS, self._ft_dir)
-            ft.write(add=corpus.documents(rows=objects), stamp=stamp)
+            ft, kept = build_index(
+                ENTITY_BOOSTS, self._ft_dir, stamp, lambda: corpus.documents(rows=objects)
+            )
+            if kept is not None:
+                self._pending.append(f"full-text index kept in memory for this process ({kept})")
             corpus.fulltext = ft
             rebuilt = True
         return corpus, rebuilt
@@ -563,7 +590,11 @@ class Layersearch:
                 if ds is not None:
                     in_ds = corpus.scope_ids(ds)
                     scope = in_ds if allow is None else in_ds & set(allow)
-                return dense.search(question, k, scope, memories=memories)
+                found = dense.search(question, k, scope, memories=memories)
+                partial = self._partial_vectors(dense)
+                if partial is not None and partial not in warnings:
+                    warnings.append(partial)
+                return found
             except LayersearchError as exc:
                 message = f"embedding unavailable: {exc}"
                 if message not in warnings:
@@ -571,6 +602,26 @@ class Layersearch:
                 return []
 
         return run
+
+    def _partial_vectors(self, dense: DenseCorpus) -> str | None:
+        """A warning when some entities or memories have no vector from the configured
+        model (an interrupted ``layersearch embed``): counted once per store generation."""
+        key = (self.store.generation(), dense.fingerprint.key())
+        with self._lock:
+            cached = self._coverage
+        if cached is None or cached[0] != key:
+            have, total = self.store.entity_vector_coverage(ENTITY_CORPUS, key[1])
+            cached = (key, have, total)
+            with self._lock:
+                self._coverage = cached
+        _, have, total = cached
+        if have >= total:
+            return None
+        return (
+            f"vector channel ranked {have:,} of {total:,} entities and memories: "
+            f"{total - have:,} have no vector from {dense.fingerprint.describe()} yet "
+            "(an interrupted `layersearch embed`?); run `layersearch embed` to finish"
+        )
 
     def embed(self, progress: Any = None) -> list[EmbedReport]:
         """Compute the stored vectors of the semantic layer and memories (incremental, resumable)."""
@@ -783,6 +834,10 @@ class Layersearch:
         check_query(query)
         if isinstance(entities, str):
             entities = [entities]
+        entities = list(entities or [])
+        check_text(learning, "learning")
+        check_text(description, "description")
+        check_texts(entities, "an entity reference")
         tags: list[str] = []
         problems: list[str] = []
         for ref in entities or []:
@@ -889,11 +944,12 @@ def check_query(query: Any) -> None:
     # which recurses without a bound; nothing is resolved here.
     query_strings(query)
     try:
-        json.dumps(query, allow_nan=False)
+        text = json.dumps(query, allow_nan=False, ensure_ascii=False)
     except (TypeError, ValueError) as exc:
         raise ConfigError(
             f"query must hold only JSON values (strings, numbers, lists, objects): {exc}"
         ) from exc
+    check_text(text, "query")
 
 
 def _EMPTY_FT() -> FullTextIndex:

@@ -43,6 +43,8 @@ class Ctx:
         self.embedder = embedder
         self.embedder_options: dict[str, Any] | None = None
         self.config = config
+        #: where the store setting came from, for --verbose
+        self.store_origin = "--store or LAYERSEARCH_STORE" if store else "the default"
         self._ls: Any = None
 
     def settings(self) -> Any:
@@ -52,24 +54,39 @@ class Ctx:
         settings = load_settings(self.config)
         if self.store is None:
             self.store = settings.store
+            self.store_origin = f"from {settings.source}" if settings.store else "the default"
         if self.embedder is None:
             self.embedder = settings.embedder
         if self.embedder == settings.embedder:
             self.embedder_options = dict(settings.embedder_options or {}) or None
         return settings
 
-    def api(self, *, create: bool = True) -> Any:
+    def api(self, *, create: bool = False) -> Any:
+        """The API on the configured store. Only commands that write pass ``create``: a
+        read on a store that does not exist is an error naming it, and creates nothing."""
         if self._ls is None:
-            from layersearch.api import Layersearch
+            from layersearch.api import Layersearch, resolve_store_location
 
             self.settings()
+            location = resolve_store_location(self.store)
             self._ls = Layersearch(
-                self.store,
+                location,
                 create=create,
                 embedder=self.embedder,
                 embedder_config=self.embedder_options,
             )
+            shown = self._ls.store.location
+            if "://" not in shown:
+                shown = str(Path(shown).absolute())
+            logging.getLogger("layersearch.cli").info("store %s (%s)", shown, self.store_origin)
         return self._ls
+
+    def read_api(self) -> Any:
+        """The API for a command that reads the semantic layer or memories: a store that
+        holds neither is an error saying how to fill it."""
+        ls = self.api()
+        ls.require_content()
+        return ls
 
 
 def _console(stderr: bool = False) -> Any:
@@ -125,6 +142,11 @@ def handle_errors(fn: F) -> F:
         except Exception as exc:  # noqa: BLE001 - the last line of defence for a CLI
             if os.environ.get("LAYERSEARCH_DEBUG"):
                 raise
+            from layersearch.errors import disk_full_error, is_disk_full
+
+            if is_disk_full(exc):
+                full = disk_full_error(getattr(exc, "filename", None) or "the store", exc)
+                _fail(full.code, str(full), as_json, EXIT_USER_ERROR)
             _fail(
                 "internal_error",
                 f"internal error: {type(exc).__name__}: {exc} (set LAYERSEARCH_DEBUG=1 for a traceback)",
@@ -259,7 +281,7 @@ def main(
 @handle_errors
 def init(obj: Ctx, as_json: bool) -> None:
     """Create an empty store (nothing happens if it exists)."""
-    ls = obj.api()
+    ls = obj.api(create=True)
     gen = ls.store.generation()
     info = {"store": ls.store.location, "generation": gen}
     if as_json:
@@ -310,7 +332,7 @@ def load(
     obj: Ctx, path: str, fmt: str, datasource: str | None, sample_values: int, as_json: bool
 ) -> None:
     """Load or re-load a semantic layer (memories are kept)."""
-    ls = obj.api()
+    ls = obj.api(create=True)
     with _status(f"loading {path}", as_json):
         report = ls.load(path, fmt, datasource=datasource, sample_values=sample_values)
     if as_json:
@@ -420,7 +442,7 @@ def search(
         max_memories=max_memories,
         max_example_queries=max_example_queries,
     )
-    resp = obj.api().search(req)
+    resp = obj.read_api().search(req)
     if as_json:
         emit_json(resp)
         return
@@ -480,7 +502,7 @@ def _print_hits(resp: Any, *, full: bool, explain: bool, empty: str | None = Non
 @handle_errors
 def inspect(obj: Ctx, ids: tuple[str, ...], as_json: bool) -> None:
     """Full detail for entity ids and memory:<n> ids."""
-    resp = obj.api().inspect(list(ids))
+    resp = obj.read_api().inspect(list(ids))
     if as_json:
         emit_json(resp)
         return
@@ -546,7 +568,7 @@ def memory_add(
     query = _parse_json_arg(query_json, "--query")
     if query is not None and not isinstance(query, dict):
         raise ConfigError("--query must be a JSON object")
-    m = obj.api().save_memory(
+    m = obj.api(create=True).save_memory(
         learning, description=description, entities=list(entities), query=query
     )
     if as_json:
@@ -563,7 +585,7 @@ def memory_add(
 @handle_errors
 def memory_list(obj: Ctx, limit: int, offset: int, as_json: bool) -> None:
     """Memories, newest first."""
-    items = obj.api().list_memories(limit=limit, offset=offset)
+    items = obj.read_api().list_memories(limit=limit, offset=offset)
     if as_json:
         emit_json(items)
         return
@@ -581,7 +603,7 @@ def memory_list(obj: Ctx, limit: int, offset: int, as_json: bool) -> None:
 @handle_errors
 def memory_show(obj: Ctx, memory_id: str, as_json: bool) -> None:
     """One memory in full."""
-    m = obj.api().get_memory(memory_id)
+    m = obj.read_api().get_memory(memory_id)
     if as_json:
         emit_json(m)
     else:
@@ -595,7 +617,7 @@ def memory_show(obj: Ctx, memory_id: str, as_json: bool) -> None:
 @handle_errors
 def memory_forget(obj: Ctx, memory_id: str, as_json: bool) -> None:
     """Delete a memory."""
-    obj.api().forget_memory(memory_id)
+    obj.read_api().forget_memory(memory_id)
     if as_json:
         emit_json({"forgotten": memory_id})
     else:
@@ -987,7 +1009,7 @@ def conversations_import(obj: Ctx, path: str, fmt: str, no_embed: bool, as_json:
         raise ConfigError(
             f"unknown format '{fmt}': use one of {', '.join(_conversation_formats())}"
         )
-    ls = obj.api()
+    ls = obj.api(create=True)
     with _status(f"reading {path}", as_json):
         from layersearch.corpora.conversations import import_conversations
 
@@ -1078,7 +1100,7 @@ def summaries() -> None:
 @handle_errors
 def summaries_import(obj: Ctx, path: str, as_json: bool) -> None:
     """Import summaries from JSONL (see docs/conversations.md); bad lines are reported."""
-    ls = obj.api()
+    ls = obj.api(create=True)
     report = ls.conversations.import_summaries(path)
     embedded = []
     if ls.embedder is not None:
@@ -1255,7 +1277,7 @@ class _VaultProgress:
 @handle_errors
 def vault_index(obj: Ctx, path: Path, as_json: bool) -> None:
     """Index (or re-index) the vault at PATH: only added and changed notes are processed."""
-    ls = obj.api()
+    ls = obj.api(create=True)
     with _VaultProgress(as_json) as progress:
         report = ls.vault.index(path, progress=progress)
     if as_json:
@@ -1319,8 +1341,10 @@ def vault_search(
     date_range = None
     if date_from is not None or date_to is not None:
         date_range = {"start": date_from, "end": date_to}
+    warnings: list[str] = []
     hits = obj.api().vault.search(
         query,
+        warnings=warnings,
         tags=list(tags) or None,
         domain=domain,
         status=list(statuses) or None,
@@ -1333,6 +1357,8 @@ def vault_search(
     )
     # The list is the output for people too: it is short, and what an agent would see.
     emit_json(hits)
+    for w in warnings:
+        click.echo(f"warning: {w}", err=True)
 
 
 @vault.command("get")
@@ -1458,14 +1484,10 @@ def serve(
         embedder=obj.embedder,
     )
     if use_http:
-        from layersearch.config import is_loopback
+        from layersearch.config import check_token
 
         # Refused before the (slow) server import: a clear error, fast.
-        if not is_loopback(host) and not token:
-            raise ConfigError(
-                f"refusing to serve on {host} without a bearer token: set --token or "
-                "LAYERSEARCH_TOKEN, or bind a loopback address such as 127.0.0.1"
-            )
+        check_token(host, token)
     from layersearch import server
 
     mcp_server = server.create_server(settings)

@@ -16,13 +16,23 @@ the file::
 
 Relative paths in the file are relative to the file; relative paths in the
 environment are relative to the working directory.
+
+A file found in the working directory (not named by ``--config`` or
+``$LAYERSEARCH_CONFIG``) is a project's file: it may choose the store path and the
+embedder, but a store URL or an embedder option that says where requests and their
+credentials go (``api_base``, ``api_key``, …) is refused unless the user trusts it
+(``$LAYERSEARCH_TRUST_PROJECT_CONFIG``, or ``trusted_projects`` in
+``~/.config/layersearch/config.toml``); its first use is logged.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import ipaddress
+import logging
 import os
+import re
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -31,9 +41,19 @@ from typing import Any
 
 from layersearch.errors import ConfigError
 
-__all__ = ["CONFIG_FILE", "ENV_VARS", "Settings", "is_loopback", "load_settings"]
+__all__ = [
+    "CONFIG_FILE",
+    "ENV_VARS",
+    "MIN_TOKEN_CHARS",
+    "Settings",
+    "check_token",
+    "is_loopback",
+    "load_settings",
+]
 
 CONFIG_FILE = "layersearch.toml"
+
+log = logging.getLogger("layersearch.config")
 
 #: Setting → the environment variable that overrides it.
 ENV_VARS: dict[str, str] = {
@@ -77,6 +97,9 @@ def load_settings(
     base = Path(cwd) if cwd is not None else Path.cwd()
     file = _config_path(path, env, base)
     values: dict[str, Any] = _read_file(file) if file is not None else {}
+    if file is not None and path is None and not env.get(CONFIG_ENV):
+        # Found in the working directory, not named by the user: a project's file.
+        _check_project_file(file, values, env)
     settings = Settings(
         store=_store_value(values.get("store"), file.parent if file else base),
         models=_path_value(values.get("models"), file.parent if file else base),
@@ -86,6 +109,103 @@ def load_settings(
         source=file,
     )
     return _apply_env(settings, env, base)
+
+
+#: Set to 1 to let the layersearch.toml of the working directory say where credentials
+#: go (or to the file or its folder, several joined by the path separator).
+TRUST_ENV = "LAYERSEARCH_TRUST_PROJECT_CONFIG"
+#: the user's own settings file: ``trusted_projects = ["~/src/analytics", …]``
+USER_CONFIG = "config.toml"
+#: option names that say where a request (and the credentials it carries) goes
+_DESTINATION = re.compile(
+    r"(^|_)(api|base|url|uri|endpoint|host|key|token|secret|password|auth|headers?|proxy|"
+    r"org|organization)($|_)",
+    re.IGNORECASE,
+)
+
+
+def user_config_dir(env: Mapping[str, str] | None = None) -> Path:
+    env = os.environ if env is None else env
+    xdg = env.get("XDG_CONFIG_HOME")
+    return (Path(xdg) if xdg else Path.home() / ".config") / "layersearch"
+
+
+def _destinations(values: Mapping[str, Any]) -> list[str]:
+    """Settings of a file that choose where requests, and the credentials they carry, go:
+    embedder options named like a URL, key, token or header, any URL value, and a store
+    that is a URL (libpq sends $PGPASSWORD to whatever host it names)."""
+    out: list[str] = []
+    store = values.get("store")
+    if isinstance(store, str) and "://" in store:
+        out.append("store")
+    for key, value in (values.get("embedder_options") or {}).items():
+        if _DESTINATION.search(str(key)) or (isinstance(value, str) and "://" in value):
+            out.append(f"embedder_options.{key}")
+        elif isinstance(value, dict | list):
+            out.append(f"embedder_options.{key}")  # a table could hide headers
+    return out
+
+
+def _trusted(file: Path, env: Mapping[str, str]) -> bool:
+    here = file.resolve()
+    raw = env.get(TRUST_ENV, "").strip()
+    if raw.lower() in ("1", "true", "yes"):
+        return True
+    listed = [p for p in raw.split(os.pathsep) if p.strip()]
+    user = user_config_dir(env) / USER_CONFIG
+    if user.is_file():
+        try:
+            with user.open("rb") as fh:
+                projects = tomllib.load(fh).get("trusted_projects", [])
+        except (OSError, tomllib.TOMLDecodeError) as exc:
+            raise ConfigError(f"cannot read your settings {user}: {exc}") from exc
+        if not isinstance(projects, list) or not all(isinstance(p, str) for p in projects):
+            raise ConfigError(f"{user}: trusted_projects must be a list of folder paths")
+        listed += projects
+    for entry in listed:
+        p = Path(entry.strip()).expanduser().resolve()
+        if p in (here, here.parent):
+            return True
+    return False
+
+
+def _check_project_file(file: Path, values: Mapping[str, Any], env: Mapping[str, str]) -> None:
+    """A project's layersearch.toml may choose the store and the embedder, not where
+    credentials go, unless the user said to trust it; its first use is said on stderr."""
+    risky = _destinations(values)
+    if risky and not _trusted(file, env):
+        raise ConfigError(
+            f"{file} (found in the working directory) sets {', '.join(risky)}, which decides "
+            "where your credentials are sent; a project file may not, unless you trust it: "
+            f"set {TRUST_ENV}=1 (or to its folder), add the folder to trusted_projects in "
+            f"{user_config_dir(env) / USER_CONFIG}, or name the file with --config"
+        )
+    _announce(file, values, env)
+
+
+def _announce(file: Path, values: Mapping[str, Any], env: Mapping[str, str]) -> None:
+    """Log the first use of a project file (of this content) at warning, later ones at info."""
+    try:
+        digest = hashlib.sha256(file.read_bytes()).hexdigest()[:16]
+    except OSError:
+        digest = "unreadable"
+    key = hashlib.sha256(str(file.resolve()).encode()).hexdigest()[:16] + "-" + digest
+    xdg = env.get("XDG_STATE_HOME")
+    seen = (Path(xdg) if xdg else Path.home() / ".local" / "state") / "layersearch" / "seen"
+    first = not (seen / key).exists()
+    keys = (
+        ", ".join(f"{k}={values[k]}" for k in ("store", "embedder") if k in values)
+        or "no store or embedder"
+    )
+    (log.warning if first else log.info)(
+        "using the project settings %s from the working directory (%s)", file, keys
+    )
+    if first:
+        try:
+            seen.mkdir(parents=True, exist_ok=True)
+            (seen / key).touch()
+        except OSError as exc:
+            log.debug("cannot record %s as seen: %s", file, exc)
 
 
 def _config_path(
@@ -184,3 +304,40 @@ def is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host.strip("[]")).is_loopback
     except ValueError:
         return False
+
+
+#: the shortest bearer token a server reachable from other machines accepts
+MIN_TOKEN_CHARS = 16
+#: and the fewest distinct characters in it ("aaaaaaaaaaaaaaaa" is 16 characters)
+MIN_TOKEN_DISTINCT = 6
+_TOKEN_HINT = "e.g. python -c 'import secrets; print(secrets.token_urlsafe(32))'"
+
+
+def check_token(host: str, token: str | None) -> None:
+    """Refuse a bearer token that cannot protect a server on ``host``: none (or a weak one)
+    off loopback, and on any host a token that is blank or holds spaces or characters an
+    HTTP header cannot carry."""
+    if token is not None and (
+        not token.strip()
+        or any(ch.isspace() for ch in token)
+        or not token.isascii()
+        or not token.isprintable()
+    ):
+        raise ConfigError(
+            "the bearer token must be printable ASCII without spaces "
+            f"(got {len(token)} characters, {sum(ch.isspace() for ch in token)} of them "
+            f"blank); {_TOKEN_HINT}"
+        )
+    if is_loopback(host):
+        return
+    if not token:
+        raise ConfigError(
+            f"refusing to serve on {host} without a bearer token: set --token or "
+            "LAYERSEARCH_TOKEN, or bind a loopback address such as 127.0.0.1"
+        )
+    if len(token) < MIN_TOKEN_CHARS or len(set(token)) < MIN_TOKEN_DISTINCT:
+        raise ConfigError(
+            f"refusing to serve on {host} with a weak bearer token ({len(token)} characters, "
+            f"{len(set(token))} distinct): off loopback it needs at least {MIN_TOKEN_CHARS} "
+            f"characters, {MIN_TOKEN_DISTINCT} of them distinct; {_TOKEN_HINT}"
+        )

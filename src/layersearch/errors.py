@@ -15,12 +15,20 @@
     ├── EmbeddingUnavailable        no embedder, missing extra or key, provider failure
     ├── ModelMismatch               stored vectors were made by another embedding model
     └── StoreError                  the store cannot be opened, is locked, or is corrupt
+        ├── StoreMissing            a read on a store that does not exist (nothing is created)
+        ├── StoreEmpty              a read on a store with no semantic layer and no memories
+        ├── StoreCorrupt            the database file is damaged
+        ├── StoreReadOnly           a write on a store opened read-only
+        └── DiskFull                a write ran out of space (the last complete state is kept)
 
 Foreign exceptions are wrapped where they enter (``raise … from exc``) so that
 callers only ever need to catch ``LayersearchError``.
 """
 
 from __future__ import annotations
+
+import errno
+import re
 
 __all__ = [
     "LayersearchError",
@@ -38,6 +46,11 @@ __all__ = [
     "EmbeddingUnavailable",
     "ModelMismatch",
     "StoreError",
+    "StoreMissing",
+    "StoreEmpty",
+    "StoreCorrupt",
+    "StoreReadOnly",
+    "DiskFull",
 ]
 
 
@@ -132,6 +145,36 @@ class StoreError(LayersearchError):
     code = "store_error"
 
 
+class StoreMissing(StoreError):
+    """A read on a store that does not exist (nothing was created)."""
+
+    code = "no_store"
+
+
+class StoreEmpty(StoreError):
+    """A read on a store that holds nothing to read."""
+
+    code = "empty_store"
+
+
+class StoreCorrupt(StoreError):
+    """The store's database file is damaged (a checksum or header DuckDB cannot read)."""
+
+    code = "store_corrupt"
+
+
+class StoreReadOnly(StoreError):
+    """A write on a store this process can only read."""
+
+    code = "store_read_only"
+
+
+class DiskFull(StoreError):
+    """A write ran out of space; the store keeps its last complete state."""
+
+    code = "disk_full"
+
+
 def caret_snippet(text: str, line: int, column: int) -> str:
     """The offending line of ``text`` with a caret under ``column`` (both 1-based)."""
     lines = text.splitlines() or [""]
@@ -143,3 +186,36 @@ def caret_snippet(text: str, line: int, column: int) -> str:
         src = src[start : start + 200]
         column -= start
     return f"  {src}\n  {' ' * max(0, column - 1)}^"
+
+
+_DISK_FULL_RE = re.compile(r"no space left on device|disk is full|\(os error 28\)", re.IGNORECASE)
+
+
+def is_disk_full(exc: BaseException) -> bool:
+    """Whether ``exc`` (or an exception it was raised from) is a full disk, whoever raised
+    it: an OSError with ENOSPC, or DuckDB's or tantivy's text for it."""
+    seen: set[int] = set()
+    cur: BaseException | None = exc
+    while cur is not None and id(cur) not in seen:
+        seen.add(id(cur))
+        if isinstance(cur, OSError) and cur.errno == errno.ENOSPC:
+            return True
+        if isinstance(cur, DiskFull) or _DISK_FULL_RE.search(str(cur)):
+            return True
+        cur = cur.__cause__ or cur.__context__
+    return False
+
+
+def disk_full_error(where: object, exc: BaseException) -> DiskFull:
+    """Our error for a write that ran out of space under ``where``."""
+    if isinstance(exc, DiskFull):
+        return exc
+    return DiskFull(
+        f"no space left on the device holding {where}: free some space and run the command "
+        f"again; the store keeps its last complete state ({first_line(exc)})"
+    )
+
+
+def first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0] if text else type(exc).__name__

@@ -28,14 +28,14 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, Field
 
-from layersearch.config import Settings, is_loopback
+from layersearch.config import Settings, check_token
 from layersearch.corpora.conversations.search import (
     ConversationSearchResult,
     SemanticSearchResult,
     SummarySearchResult,
 )
 from layersearch.corpora.vault.search import NoteDetail, VaultHit
-from layersearch.errors import ConfigError, LayersearchError
+from layersearch.errors import LayersearchError, disk_full_error, is_disk_full
 from layersearch.types import Channel, InspectResponse, Memory, SearchRequest, SearchResponse
 
 if TYPE_CHECKING:
@@ -163,6 +163,10 @@ def _tool(*, title: str, read_only: bool, destructive: bool = False) -> Callable
             except LayersearchError as exc:
                 raise ToolError(f"{exc.code}: {exc}") from exc
             except Exception as exc:
+                if is_disk_full(exc):
+                    full = disk_full_error(getattr(exc, "filename", None) or "the store", exc)
+                    log.error("tool %s: %s", fn.__name__, full)
+                    raise ToolError(f"{full.code}: {full}") from exc
                 # A bug, not bad input: the traceback goes to stderr, the agent gets one line.
                 log.exception("tool %s failed", fn.__name__)
                 raise ToolError(
@@ -192,6 +196,14 @@ def _service(ctx: Context) -> Service:
 
 def _api(ctx: Context) -> Layersearch:
     return _service(ctx).api()
+
+
+def _read_api(ctx: Context) -> Layersearch:
+    """The API for a tool that reads the semantic layer or memories: an empty store is a
+    tool error saying how to fill it, not an empty answer."""
+    api = _api(ctx)
+    api.require_content()
+    return api
 
 
 @_tool(title="Search the semantic layer", read_only=True)
@@ -322,7 +334,7 @@ def search(
         max_memories=max_memories,
         max_example_queries=max_example_queries,
     )
-    return _api(ctx).search(request)
+    return _read_api(ctx).search(request)
 
 
 @_tool(title="Inspect entities and memories", read_only=True)
@@ -348,7 +360,7 @@ def inspect(
     `warnings`; the call fails only when none of the ids is found. It does not search:
     use `search` to discover ids.
     """
-    return _api(ctx).inspect(ids)
+    return _read_api(ctx).inspect(ids)
 
 
 @_tool(title="Save a memory", read_only=False)
@@ -408,7 +420,7 @@ def forget_memory(
     from layersearch.store.duckdb import memory_number
 
     canonical = f"memory:{memory_number(memory_id)}"
-    _api(ctx).forget_memory(canonical)
+    _read_api(ctx).forget_memory(canonical)
     return ForgetResult(forgotten=canonical)
 
 
@@ -632,12 +644,9 @@ def run_http(
     log_level: str = "warning",
 ) -> None:
     """Serve streamable HTTP at http://host:port/mcp. A token, when given, is required as
-    ``Authorization: Bearer <token>``; a non-loopback host without one is refused."""
-    if not is_loopback(host) and not token:
-        raise ConfigError(
-            f"refusing to serve on {host} without a bearer token: set --token or "
-            "LAYERSEARCH_TOKEN, or bind a loopback address such as 127.0.0.1"
-        )
+    ``Authorization: Bearer <token>``; a non-loopback host without one, or with a weak one
+    (:func:`layersearch.config.check_token`), is refused."""
+    check_token(host, token)
     import uvicorn
 
     app: Any = server.streamable_http_app(host=host)

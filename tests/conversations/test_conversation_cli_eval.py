@@ -33,6 +33,9 @@ def test_import_then_search_prints_the_contract(tmp_path: Path) -> None:
 def test_errors_are_one_line(tmp_path: Path) -> None:
     store = str(tmp_path / "s.duckdb")
     code, out = run("--store", store, "conversations", "semantic", "revenue")
+    assert code == 2 and out.startswith("error: no store at "), out  # reads create nothing
+    assert run("--store", store, "init")[0] == 0
+    code, out = run("--store", store, "conversations", "semantic", "revenue")
     assert code == 2 and out.startswith("error: embedding unavailable:")
     code, out = run("--store", store, "summaries", "search", "x", "--importance", "huge")
     assert code == 2 and "breakthrough, significant, routine" in out

@@ -26,7 +26,8 @@ def test_file_in_cwd_with_paths_relative_to_it(tmp_path: Path) -> None:
         'embedder = "openai/text-embedding-3-small"\n'
         '[embedder_options]\napi_base = "http://127.0.0.1:8080"\n',
     )
-    s = load_settings(env={}, cwd=tmp_path)
+    # api_base in a project's file needs the user's trust (tests/reliability/test_trust.py)
+    s = load_settings(env={"LAYERSEARCH_TRUST_PROJECT_CONFIG": "1"}, cwd=tmp_path)
     assert s.store == str(tmp_path / "data" / "s.duckdb")
     assert s.models == tmp_path / "models"
     assert s.vault == Path("/abs/vault")

@@ -36,7 +36,9 @@ def test_client_snippets_are_valid_json_for_our_cli() -> None:
 def test_settings_example_loads(tmp_path: Path) -> None:
     (toml,) = blocks("toml")
     (tmp_path / "layersearch.toml").write_text(toml)
-    s = load_settings(env={}, cwd=tmp_path)
+    # the example sets api_base: the docs say a project file needs the user's trust for it
+    assert "LAYERSEARCH_TRUST_PROJECT_CONFIG" in DOC
+    s = load_settings(env={"LAYERSEARCH_TRUST_PROJECT_CONFIG": "1"}, cwd=tmp_path)
     assert s.models == tmp_path / "models"
     assert s.embedder_options == {"api_base": "http://127.0.0.1:8080"}
 

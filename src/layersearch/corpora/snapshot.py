@@ -44,7 +44,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from layersearch.ranking.fulltext import FullTextIndex, key_hash
+from layersearch.ranking.fulltext import FullTextIndex, clear_stray_files, key_hash
 from layersearch.ranking.persist import (
     HashIndex,
     PersistError,
@@ -820,6 +820,8 @@ def open_snapshot(base: Path, stamp: str) -> tuple[Snapshot | None, str | None]:
     if not base.is_dir():
         return None, "missing"
     sub = _current_dir(base)
+    if sub is None and (base / CURRENT).exists():
+        return None, "corrupt (no readable CURRENT pointer)"
     if sub is None or not sub.is_dir():
         return None, "missing"
     meta = _read_marker(sub)
@@ -867,9 +869,9 @@ def publish_snapshot(base: Path, tables: EntityTables, stamp: str) -> Snapshot:
     if "_sources" in tables.__dict__:
         tables.complete()
     try:
-        # Derived data: a stray file where the directory belongs is replaced.
-        if (base.exists() or base.is_symlink()) and not base.is_dir():
-            base.unlink()
+        # Derived data: a stray file where the directory (or a folder above it) belongs
+        # is replaced.
+        clear_stray_files(base)
         sub = base / f"g{time.time_ns():x}-{os.getpid()}"
         sub.mkdir(parents=True)
         save_object(tables, sub / TABLES)

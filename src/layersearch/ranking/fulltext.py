@@ -29,7 +29,14 @@ import tantivy
 from layersearch.errors import StoreError
 from layersearch.ranking.analyzer import analyze, analyze_query
 
-__all__ = ["FTDoc", "FullTextIndex", "key_hash"]
+__all__ = [
+    "FTDoc",
+    "FullTextIndex",
+    "build_index",
+    "clear_stray_files",
+    "is_io_failure",
+    "key_hash",
+]
 
 log = logging.getLogger("layersearch.ranking.fulltext")
 
@@ -47,6 +54,61 @@ _TEXT_CACHE = 1 << 17
 _KEY_CACHE = 1 << 18
 #: boosted term queries remembered (a few hundred bytes each)
 _CLAUSE_CACHE = 1 << 14
+
+
+def clear_stray_files(path: Path) -> list[Path]:
+    """Remove regular files (or dangling links) that sit where the folder ``path`` or one of
+    its parents should be, up to the first folder that exists: a derived index's place is
+    taken back, with a warning. Only non-folders are removed; nothing above an existing
+    folder is touched. Returns what was removed."""
+    removed: list[Path] = []
+    chain = [path, *path.parents]
+    for p in chain:
+        if p.is_dir():
+            break
+        if p.exists() or p.is_symlink():
+            log.warning("removing %s: a file where a derived index folder belongs", p)
+            p.unlink()
+            removed.append(p)
+    return removed
+
+
+def is_io_failure(exc: BaseException) -> bool:
+    """Whether ``exc`` is the file system refusing a write (tantivy reports its I/O errors
+    as ValueError): a full disk, a read-only folder, a missing permission."""
+    if isinstance(exc, OSError):
+        return True
+    text = str(exc).lower()
+    return any(t in text for t in ("io error", "ioerror", "failed to open file", "os error"))
+
+
+def build_index(
+    boosts: Mapping[str, float],
+    path: Path | None,
+    stamp: str,
+    docs: Callable[[], Iterable[FTDoc]],
+) -> tuple[FullTextIndex, str | None]:
+    """A new index of ``docs()`` under ``path``; when the folder cannot be written (a full
+    disk, a read-only mount), the same index in memory and the reason, for the caller to
+    report (searches keep working; the next process tries the disk again)."""
+    if path is not None:
+        ft: FullTextIndex | None = None
+        try:
+            ft = FullTextIndex.create(boosts, path)
+            ft.write(add=docs(), stamp=stamp)
+            return ft, None
+        except (OSError, ValueError, StoreError) as exc:
+            if not is_io_failure(exc) and not isinstance(exc, StoreError):
+                raise
+            reason = f"cannot write {path}: {str(exc).splitlines()[0] if str(exc) else exc}"
+            if ft is not None and ft.path is not None:
+                shutil.rmtree(ft.path, ignore_errors=True)  # never published
+            log.warning("full-text index kept in memory (%s)", reason)
+    else:
+        reason = None
+    ft = FullTextIndex.create(boosts, None)
+    ft.write(add=docs(), stamp=stamp)
+    return ft, reason
 
 
 def key_hash(key: str) -> int:
@@ -111,9 +173,9 @@ class FullTextIndex:
         schema = cls._schema_for(boosts)
         if path is None:
             return cls(tantivy.Index(schema), boosts, None)
-        # Derived data: a stray file where the index directory belongs is replaced.
-        if (path.exists() or path.is_symlink()) and not path.is_dir():
-            path.unlink()
+        # Derived data: a stray file where the index directory (or a folder above it)
+        # belongs is replaced.
+        clear_stray_files(path)
         sub = path / f"g{time.time_ns():x}-{os.getpid()}"
         sub.mkdir(parents=True)
         idx = tantivy.Index(schema, path=str(sub))
@@ -126,7 +188,7 @@ class FullTextIndex:
         """The generation directory ``path/CURRENT`` points at, if any."""
         try:
             name = (path / CURRENT).read_text().strip()
-        except OSError:
+        except (OSError, ValueError):  # ValueError: bytes that are not UTF-8
             return None
         if not name or "/" in name or name.startswith("."):
             return None

@@ -20,6 +20,7 @@ import numpy as np
 from layersearch.errors import StoreError
 from layersearch.semantic.edges import catalog_edges
 from layersearch.semantic.model import Catalog, Datasource, EdgeRecord, Entity
+from layersearch.textcheck import json_text
 from layersearch.types import Memory
 
 __all__ = ["Store", "catalog_rows"]
@@ -78,15 +79,27 @@ class Store(ABC):
                 con.execute("DELETE FROM edges WHERE datasource = ?", [name])
                 con.execute("DELETE FROM datasources WHERE name = ?", [name])
                 d = ds_rows.get(name)
-                con.execute(
-                    "INSERT INTO datasources VALUES (?, ?, ?, ?, ?)",
-                    [name, d and d.label, d and d.description, d and d.dialect, d and d.source],
-                )
+                row = [name, d and d.label, d and d.description, d and d.dialect, d and d.source]
+                con.execute("INSERT INTO datasources VALUES (?, ?, ?, ?, ?)", row)
             self.bulk_insert(con, "entities", entity_columns(ents))
             self.bulk_insert(con, "edges", edge_columns(edges))
             gen = self.bump_generation(con)
         self.publish_generation(gen)
         return len(ents), gen
+
+    def entity_vector_coverage(self, corpus: str, fingerprint: str) -> tuple[int, int]:
+        """(visible entities and memories with a vector from ``fingerprint`` in ``corpus``,
+        visible entities and memories): what the dense channel ranks against what it should."""
+        with self.connect(write=False) as con:
+            row = con.execute(
+                "SELECT (SELECT count(*) FROM vectors v WHERE v.corpus = ? AND v.fingerprint = ? "
+                "AND (v.doc_id IN (SELECT id FROM entities WHERE NOT hidden) OR v.doc_id IN "
+                "(SELECT 'memory:' || CAST(id AS VARCHAR) FROM memories))), "
+                "(SELECT count(*) FROM entities WHERE NOT hidden) + "
+                "(SELECT count(*) FROM memories)",
+                [corpus, fingerprint],
+            ).fetchone()
+        return (int(row[0]), int(row[1])) if row else (0, 0)
 
     @abstractmethod
     def load_entities(self) -> list[Entity]: ...
@@ -212,7 +225,9 @@ def entity_columns(ents: list[Entity]) -> dict[str, list[Any]]:
         "formula": [e.formula for e in ents],
         "hidden": [bool(e.hidden) for e in ents],
         "primary_key": [bool(e.primary_key) for e in ents],
-        "sample_values": [json.dumps(list(e.values)) if e.values else None for e in ents],
+        "sample_values": [
+            json_text(list(e.values), f"{e.id} sample values") if e.values else None for e in ents
+        ],
     }
 
 
@@ -222,7 +237,9 @@ def edge_columns(edges: list[EdgeRecord]) -> dict[str, list[Any]]:
         "dst": [e.dst for e in edges],
         "type": [e.type for e in edges],
         "datasource": [e.src.split(".", 1)[0] for e in edges],
-        "props": [json.dumps(e.props, sort_keys=True) if e.props else None for e in edges],
+        "props": [
+            json_text(e.props, f"{e.src} edge", sort_keys=True) if e.props else None for e in edges
+        ],
     }
 
 

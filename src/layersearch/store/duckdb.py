@@ -8,9 +8,13 @@ instead of failing.
 
 from __future__ import annotations
 
-import json
+import contextlib
+import errno
+import hashlib
 import logging
 import os
+import re
+import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -21,7 +25,18 @@ from typing import Any
 import duckdb
 import numpy as np
 
-from layersearch.errors import ConfigError, NotFound, StoreError
+from layersearch.errors import (
+    ConfigError,
+    LayersearchError,
+    NotFound,
+    StoreCorrupt,
+    StoreError,
+    StoreMissing,
+    StoreReadOnly,
+    disk_full_error,
+    first_line,
+    is_disk_full,
+)
 from layersearch.semantic.model import Datasource, EdgeRecord, Entity
 from layersearch.store import migrations
 from layersearch.store.base import (
@@ -31,6 +46,7 @@ from layersearch.store.base import (
     entity_from_row,
     memory_from_row,
 )
+from layersearch.textcheck import json_text
 from layersearch.types import Memory
 
 __all__ = ["DuckDBStore"]
@@ -39,10 +55,39 @@ log = logging.getLogger("layersearch.store.duckdb")
 
 LOCK_TIMEOUT_S = float(os.environ.get("LAYERSEARCH_LOCK_TIMEOUT", "30"))
 
+# DuckDB's wording for a file another process holds ("Could not set lock on file …:
+# Conflicting lock is held in …"; Windows: "being used by another process"). Matched as
+# phrases: a bare "lock" also matches the "block" of a checksum error.
+_LOCK_RE = re.compile(
+    r"could not set lock on file|conflicting lock|being used by another process", re.IGNORECASE
+)
+_CORRUPT_RE = re.compile(
+    r"corrupt database file|not a valid duckdb database file|does not match stored checksum",
+    re.IGNORECASE,
+)
 
-def _is_lock_error(exc: Exception) -> bool:
-    text = str(exc).lower()
-    return "lock" in text or "conflicting" in text or "being used by another" in text
+
+def _is_lock_error(exc: BaseException) -> bool:
+    return bool(_LOCK_RE.search(str(exc)))
+
+
+def writable(path: Path) -> bool:
+    """Whether this process can write the store file and create files beside it (its
+    write-ahead log, generation file and index). ``access`` reports a read-only mount
+    (EROFS) even to root, whom file modes do not stop."""
+    return os.access(path, os.W_OK) and os.access(path.parent, os.W_OK | os.X_OK)
+
+
+def cache_index_dir(path: Path) -> Path:
+    """Where the derived indexes of a store this process cannot write are kept:
+    ``$LAYERSEARCH_INDEX_DIR`` or the user cache (``$XDG_CACHE_HOME``, ``~/.cache``),
+    under ``layersearch/ro-<hash of the store's absolute path>``."""
+    base = os.environ.get("LAYERSEARCH_INDEX_DIR")
+    if not base:
+        xdg = os.environ.get("XDG_CACHE_HOME")
+        base = str(Path(xdg) / "layersearch" if xdg else Path.home() / ".cache" / "layersearch")
+    key = hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:16]
+    return Path(base) / f"ro-{key}" / (path.name + ".index")
 
 
 def memory_number(memory_id: str) -> int:
@@ -74,23 +119,90 @@ class DuckDBStore(Store):
     dialect = "duckdb"
 
     def __init__(self, path: str | Path, *, create: bool = True) -> None:
+        """Open the store at ``path``; ``create`` makes a missing one (and its folders),
+        otherwise a missing store is :class:`StoreMissing` and nothing is created.
+
+        A store this process cannot write (a read-only mount, a file it may only read) is
+        opened read-only: reads work, writes are :class:`StoreReadOnly`, and the derived
+        indexes live in :func:`cache_index_dir` (or a temporary folder) instead of beside it."""
         self.path = Path(path)
         self.location = str(self.path)
         self.index_dir = self.path.with_name(self.path.name + ".index")
         self._gen_file = self.path.with_name(self.path.name + ".gen")
+        self._gen_warned = False
+        self._tmp_index: tempfile.TemporaryDirectory[str] | None = None
+        #: why this store is open read-only (None: it is writable)
+        self.read_only: str | None = None
+        if self.path.is_dir():
+            raise StoreError(f"{self.path} is a folder, not a store file: name the .duckdb file")
         if not self.path.exists():
             if not create:
-                raise StoreError(
-                    f"no store at {self.path}: run `layersearch init` or `layersearch load PATH` first"
+                raise StoreMissing(
+                    f"no store at {self.path.absolute()}: run 'layersearch load PATH' first"
                 )
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise StoreError(
+                    f"cannot create the store's folder {self.path.parent}: {exc.strerror or exc}"
+                ) from exc
+        elif not writable(self.path):
+            self._open_read_only()
         self._migrate()
 
+    def _open_read_only(self) -> None:
+        what = "file system is read-only" if _read_only_mount(self.path) else "no write permission"
+        self.read_only = what
+        cache = cache_index_dir(self.path)
+        first = not cache.exists()
+        try:
+            cache.mkdir(parents=True, exist_ok=True)
+            if not writable(cache):
+                raise PermissionError(errno.EACCES, "not writable", str(cache))
+            self.index_dir = cache
+        except OSError:
+            self._tmp_index = tempfile.TemporaryDirectory(prefix="layersearch-index-")
+            self.index_dir = Path(self._tmp_index.name) / (self.path.name + ".index")
+            first = True
+        # Said once: when the derived indexes get a new home; later opens log it at info.
+        (log.warning if first else log.info)(
+            "store %s is read-only (%s): opened for reading only; its indexes are kept in %s",
+            self.path,
+            what,
+            self.index_dir,
+        )
+
     # -- connections --------------------------------------------------------------------------
+
+    def _error(self, exc: BaseException, opening: bool) -> LayersearchError:
+        """Our error for a DuckDB failure: a full disk and a damaged file say so and what
+        to do; anything else names the store and DuckDB's message."""
+        if is_disk_full(exc):
+            return disk_full_error(self.path.parent, exc)
+        if "cannot encode str as UTF-8" in str(exc):
+            # DuckDB refuses a lone surrogate in a value: bad input, not a store fault.
+            return ConfigError(
+                "text holds a lone surrogate and is not valid Unicode (a JSON \\ud800 "
+                f"escape without its pair?): {first_line(exc)}"
+            )
+        if _CORRUPT_RE.search(str(exc)):
+            return StoreCorrupt(
+                f"store {self.path} is damaged ({first_line(exc)}): restore it from a backup, "
+                f"or move it away and run 'layersearch load PATH' again (its memories are in "
+                "the damaged file)"
+            )
+        if opening:
+            return StoreError(f"cannot open store {self.path}: {exc}")
+        return StoreError(f"store {self.path}: {exc}")
 
     @contextmanager
     def connect(self, *, write: bool) -> Iterator[duckdb.DuckDBPyConnection]:
         """A short-lived connection; a write connection runs one transaction."""
+        if write and self.read_only is not None:
+            raise StoreReadOnly(
+                f"store {self.path} is read-only ({self.read_only}): this command writes to it; "
+                "run it on a writable copy of the store"
+            )
         delay = 0.005
         deadline = time.monotonic() + LOCK_TIMEOUT_S
         while True:
@@ -99,7 +211,7 @@ class DuckDBStore(Store):
                 break
             except duckdb.Error as exc:
                 if not _is_lock_error(exc) or time.monotonic() > deadline:
-                    raise StoreError(f"cannot open store {self.path}: {exc}") from exc
+                    raise self._error(exc, opening=True) from exc
                 time.sleep(delay)
                 delay = min(delay * 2, 0.25)
         try:
@@ -113,18 +225,28 @@ class DuckDBStore(Store):
                     yield con
                     con.commit()
                 except BaseException:
-                    con.rollback()
+                    # A failed commit (a full disk) has already ended the transaction: the
+                    # rollback's own "no transaction is active" must not hide the cause.
+                    try:
+                        con.rollback()
+                    except duckdb.Error as again:
+                        log.debug("rollback after a failed write: %s", again)
                     raise
             else:
                 yield con
         except duckdb.Error as exc:
-            raise StoreError(f"store {self.path}: {exc}") from exc
+            raise self._error(exc, opening=False) from exc
         finally:
             con.close()
 
     def _migrate(self) -> None:
         if self.path.exists() and self._current_schema():
             return
+        if self.read_only is not None:
+            raise StoreReadOnly(
+                f"store {self.path} is read-only ({self.read_only}) and was written by another "
+                "version of layersearch: open it once where it is writable to upgrade it"
+            )
         with self.connect(write=True) as con:
             con.execute(
                 "CREATE TABLE IF NOT EXISTS schema_version (version INTEGER PRIMARY KEY, applied_at TIMESTAMPTZ)"
@@ -159,6 +281,8 @@ class DuckDBStore(Store):
                 if not found:
                     return False
                 gen = int(found[0])
+        except (StoreCorrupt, StoreReadOnly):
+            raise
         except StoreError:
             return False  # a new or older file: the write path creates or migrates it
         self._write_gen_file(gen)
@@ -190,7 +314,10 @@ class DuckDBStore(Store):
             # identifiers are checked above; every value travels in the registered arrays
             con.execute(f"INSERT INTO {_identifier(table)} ({cols}) SELECT {cols} FROM {view}")  # noqa: S608
         finally:
-            con.unregister(view)
+            # In a transaction a failed insert aborted, unregistering fails too: the
+            # insert's error is the one to report (the connection is closed after).
+            with contextlib.suppress(duckdb.Error):
+                con.unregister(view)
         return n
 
     def bump_generation(self, con: Any) -> int:
@@ -200,12 +327,26 @@ class DuckDBStore(Store):
         self._write_gen_file(gen)
 
     def _write_gen_file(self, gen: int) -> None:
+        if self.read_only is not None:
+            return  # generation() reads the database when the file is missing or stale
         tmp = self._gen_file.with_name(self._gen_file.name + f".{os.getpid()}.tmp")
         try:
             tmp.write_text(str(gen))
             os.replace(tmp, self._gen_file)
         except OSError as exc:
-            log.warning("could not write %s: %s", self._gen_file, exc)
+            # A stale file would make every reader wait for a generation it never shows
+            # (a full disk after a commit): remove it, and readers ask the database. Removing
+            # needs no space.
+            for stale in (tmp, self._gen_file):
+                with contextlib.suppress(OSError):
+                    stale.unlink()
+            if not self._gen_warned:
+                self._gen_warned = True
+                log.warning(
+                    "could not write %s (%s); reading the generation from the database instead",
+                    self._gen_file,
+                    exc.strerror or exc,
+                )
 
     def generation(self) -> int:
         try:
@@ -281,8 +422,8 @@ class DuckDBStore(Store):
                     number,
                     learning,
                     description,
-                    json.dumps(entities),
-                    json.dumps(query, sort_keys=True) if query is not None else None,
+                    json_text(entities, "memory entities"),
+                    json_text(query, "memory query", sort_keys=True) if query is not None else None,
                     created,
                 ],
             )
@@ -322,9 +463,11 @@ class DuckDBStore(Store):
                     "id": numbers,
                     "learning": [i[0] for i in items],
                     "description": [i[1] for i in items],
-                    "entities": [json.dumps(i[2]) for i in items],
+                    "entities": [json_text(i[2], "memory entities") for i in items],
                     "query": [
-                        json.dumps(i[3], sort_keys=True) if i[3] is not None else None
+                        json_text(i[3], "memory query", sort_keys=True)
+                        if i[3] is not None
+                        else None
                         for i in items
                     ],
                     "created_at": [created] * len(items),
@@ -455,4 +598,14 @@ class DuckDBStore(Store):
         return n
 
     def close(self) -> None:
-        """Nothing is held open between operations."""
+        """Nothing is held open between operations (a temporary index folder is removed)."""
+        if self._tmp_index is not None:
+            self._tmp_index.cleanup()
+            self._tmp_index = None
+
+
+def _read_only_mount(path: Path) -> bool:
+    try:
+        return bool(os.statvfs(path).f_flag & os.ST_RDONLY)
+    except (OSError, AttributeError):
+        return False

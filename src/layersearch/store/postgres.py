@@ -25,7 +25,6 @@ is dropped and re-created never reuses a stale index.
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 import os
 import queue
@@ -55,6 +54,7 @@ from layersearch.store.base import (
     memory_from_row,
 )
 from layersearch.store.duckdb import _identifier, memory_number
+from layersearch.textcheck import json_text
 from layersearch.types import Memory
 
 __all__ = ["PostgresStore", "translate", "redact"]
@@ -428,8 +428,8 @@ class PostgresStore(Store):
                 [
                     learning,
                     description,
-                    json.dumps(entities),
-                    json.dumps(query, sort_keys=True) if query is not None else None,
+                    json_text(entities, "memory entities"),
+                    json_text(query, "memory query", sort_keys=True) if query is not None else None,
                     created,
                 ],
             ).fetchone()

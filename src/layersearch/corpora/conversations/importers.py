@@ -25,7 +25,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from layersearch.errors import ImportFailed, NotFound
+from layersearch.errors import ConfigError, ImportFailed, NotFound
+from layersearch.textcheck import check_text
 
 from . import locomo
 from .records import (
@@ -168,11 +169,17 @@ def _iter_jsonl(path: Path, problems: list[str]) -> Iterator[tuple[int, Any]]:
                 problems.append(f"{path}:{lineno}: not UTF-8 ({exc.reason}); line skipped")
                 continue
             try:
-                yield lineno, json.loads(line.rstrip())
+                value = json.loads(line.rstrip())
             except json.JSONDecodeError as exc:
                 problems.append(
                     f"{path}:{lineno}: invalid JSON at column {exc.colno} ({exc.msg}); line skipped"
                 )
+                continue
+            lone = _lone_surrogate(line, value)
+            if lone:
+                problems.append(f"{path}:{lineno}: {lone}; line skipped")
+                continue
+            yield lineno, value
 
 
 def _load_json(path: Path, problems: list[str]) -> Any | None:
@@ -182,10 +189,31 @@ def _load_json(path: Path, problems: list[str]) -> Any | None:
         problems.append(f"{path}: not UTF-8 ({exc.reason}); file skipped")
         return None
     try:
-        return json.loads(text)
+        value = json.loads(text)
     except json.JSONDecodeError as exc:
         problems.append(f"{path}:{exc.lineno}: invalid JSON ({exc.msg}); file skipped")
         return None
+    lone = _lone_surrogate(text, value)
+    if lone:
+        problems.append(f"{path}: {lone}; file skipped")
+        return None
+    return value
+
+
+#: a JSON escape of a surrogate code point (paired or not): only then can decoded JSON
+#: hold a lone surrogate, so only then is the decoded value checked
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
+def _lone_surrogate(text: str, value: Any) -> str | None:
+    """Why decoded JSON cannot be stored (a ``\\ud800`` escape without its pair), or None."""
+    if not _SURROGATE_ESCAPE.search(text):
+        return None
+    try:
+        check_text(json.dumps(value, ensure_ascii=False), "the JSON")
+    except ConfigError as exc:
+        return str(exc)
+    return None
 
 
 # --- format detection -------------------------------------------------------------------

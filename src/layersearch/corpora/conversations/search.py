@@ -33,7 +33,7 @@ from layersearch.errors import (
     LimitExceeded,
     ModelMismatch,
 )
-from layersearch.ranking.fulltext import FTDoc, FullTextIndex
+from layersearch.ranking.fulltext import FTDoc, FullTextIndex, build_index
 from layersearch.ranking.fusion import Fused, rrf
 from layersearch.store import migrations
 from layersearch.store.base import Store
@@ -1158,12 +1158,7 @@ def _open_index(
         return ft
     if reason not in ("missing", "stale"):
         log.warning("full-text index %s was %s; rebuilding it from the store", path, reason)
-    try:
-        ft = FullTextIndex.create(boosts, path)
-    except OSError as exc:
-        log.warning("cannot write the index at %s (%s); keeping it in memory", path, exc)
-        ft = FullTextIndex.create(boosts, None)
-    ft.write(add=docs(), stamp=stamp)
+    ft, _kept = build_index(boosts, path, stamp, docs)  # logged when kept in memory
     return ft
 
 

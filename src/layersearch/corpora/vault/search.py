@@ -35,7 +35,7 @@ from layersearch.corpora.dense import DenseCorpus, DenseDoc, describe_key
 from layersearch.embed.base import Embedder
 from layersearch.errors import ConfigError, EmbeddingUnavailable, ModelMismatch, NotFound
 from layersearch.ranking.explain import explain
-from layersearch.ranking.fulltext import FTDoc, FullTextIndex
+from layersearch.ranking.fulltext import FTDoc, FullTextIndex, build_index
 from layersearch.ranking.fusion import rrf
 from layersearch.store.base import Store
 from layersearch.types import ChannelScore, EmbedReport
@@ -173,6 +173,8 @@ class VaultService:
         self._embedder = embedder
         self._lock = threading.RLock()
         self._dense: DenseCorpus | None = None
+        #: ((store generation, model key), chunks with a current vector, chunks)
+        self._coverage: tuple[tuple[int, str], int, int] | None = None
         self._snap: tables.VaultSnapshot | None = None
         self._snap_gen = -1
         #: the DenseCorpus and store generation whose vectors' model was last checked
@@ -309,8 +311,7 @@ class VaultService:
                 _ft_doc(slug, snap.titles[i], snap.tags[i], by_slug.get(slug, []))
                 for i, slug in enumerate(snap.slugs)
             ]
-            ft = FullTextIndex.create(FT_BOOSTS, self._ft_dir)
-            ft.write(add=docs, stamp=stamp)
+            ft, _kept = build_index(FT_BOOSTS, self._ft_dir, stamp, lambda: docs)  # logged
         self._ft, self._ft_stamp = ft, stamp
         return ft
 
@@ -328,12 +329,15 @@ class VaultService:
         mode: str = "vector",
         min_score: float | None = None,
         explain: bool = False,
+        warnings: list[str] | None = None,
     ) -> list[VaultHit]:
         """Notes most similar to ``query`` among those passing every filter (AND).
 
         ``tags``: any of them (a tag also finds its nested tags); ``status``: any of the
         list; ``date_range``: ``{"start", "end"}`` on ``updated``, inclusive, either
-        optional; ``min_score`` drops notes whose cosine is below it.
+        optional; ``min_score`` drops notes whose cosine is below it. What the caller should
+        know about the ranking (chunks without a vector: an interrupted ``vault index``) is
+        appended to ``warnings`` when given, and logged.
         """
         _check_query(query)
         if mode not in MODES:
@@ -355,6 +359,12 @@ class VaultService:
                 return []
             dense = self._dense_for(embedder)
             self._check_vectors(dense)
+            partial = self._partial_vectors(dense, snap)
+            if partial is not None:
+                if warnings is not None:
+                    warnings.append(partial)
+                else:
+                    log.warning("%s", partial)
             rows = _allowed_rows(snap, filters, statuses)
             if rows is not None and not len(rows):
                 return []
@@ -461,6 +471,25 @@ class VaultService:
         log.debug("vault walk cost: %s index pages per row, %.1f exact rankings", pages, cost)
         self._walk_measured = ((self._snap_gen, key), cost)
         return cost
+
+    def _partial_vectors(self, dense: DenseCorpus, snap: tables.VaultSnapshot) -> str | None:
+        """A warning when some chunks have no current vector from this model (counted once
+        per store generation): the search ranks only the others."""
+        gen, key = self._snap_gen, dense.fingerprint.key()
+        if self._coverage is None or self._coverage[0] != (gen, key):
+            live = tables.chunk_hashes(self.store)
+            stored = self.store.vector_hashes(tables.CORPUS, key)
+            have = sum(1 for cid, h in live.items() if stored.get(cid) == h)
+            self._coverage = ((gen, key), have, len(live))
+        _, have, total = self._coverage
+        if have >= total:
+            return None
+        root = snap.meta.root or "PATH"
+        return (
+            f"vault search ranked {have:,} of {total:,} chunks: {total - have:,} have no "
+            f"vector from {dense.fingerprint.describe()} yet (an interrupted or failed "
+            f"`vault index`?); run `layersearch vault index {root}` to finish"
+        )
 
     def _check_vectors(self, dense: DenseCorpus) -> None:
         """Check the stored vectors' model (once per generation); say how to fix a missing or

@@ -22,6 +22,7 @@ import numpy as np
 
 from layersearch.corpora.dense import content_hash
 from layersearch.store.base import Store
+from layersearch.textcheck import json_text
 
 from .chunking import Chunk
 from .config import VaultConfig, VaultFilters
@@ -235,15 +236,17 @@ def _note_columns(notes: Sequence[Note]) -> dict[str, list[Any]]:
         "slug": [n.slug for n in notes],
         "path": [n.path for n in notes],
         "title": [n.title for n in notes],
-        "tags": [json.dumps(list(n.tags)) for n in notes],
+        "tags": [json_text(list(n.tags), f"{n.slug} tags") for n in notes],
         "domain": [n.domain for n in notes],
         "status": [n.status for n in notes],
         "note_type": [n.note_type for n in notes],
         "created": [n.created for n in notes],
         "updated": [n.updated for n in notes],
         "content_hash": [n.content_hash for n in notes],
-        "frontmatter": [json.dumps(n.frontmatter, sort_keys=True) for n in notes],
-        "problems": [json.dumps(list(n.problems)) for n in notes],
+        "frontmatter": [
+            json_text(n.frontmatter, f"{n.slug} frontmatter", sort_keys=True) for n in notes
+        ],
+        "problems": [json_text(list(n.problems), f"{n.slug} problems") for n in notes],
         "body": [n.body for n in notes],
     }
 

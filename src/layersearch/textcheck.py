@@ -1,0 +1,60 @@
+"""Text that is stored must be valid Unicode: a lone surrogate (``"\\ud800"``, which a JSON
+``\\ud800`` escape without its pair, or a Python caller, can produce) is refused where it
+enters, because once stored every JSON output that shows it fails to encode.
+
+argv and MCP cannot carry one (both are UTF-8 on the wire); the Python API, the JSON and
+YAML files importers read, and JSON options can, so the API checks its arguments and
+the stored JSON columns are written through :func:`json_text`. A raw lone surrogate in
+any other column is refused by DuckDB itself ("cannot encode str as UTF-8"), which the
+store reports as the same ConfigError.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from typing import Any
+
+from layersearch.errors import ConfigError
+
+__all__ = ["check_text", "check_texts", "json_text"]
+
+
+def _position(text: str) -> int:
+    return next(i for i, ch in enumerate(text) if 0xD800 <= ord(ch) <= 0xDFFF)
+
+
+def _refuse(text: str, what: str) -> ConfigError:
+    i = _position(text)
+    start = max(0, i - 20)
+    shown = text[start:i].encode("utf-8", "replace").decode() + "…"
+    return ConfigError(
+        f"{what} holds a lone surrogate (U+{ord(text[i]):04X}) at character {i + 1}, after "
+        f"{shown!r}: text must be valid Unicode (a JSON \\u{ord(text[i]):04x} escape without "
+        "its pair?)"
+    )
+
+
+def check_text(value: Any, what: str) -> None:
+    """Refuse a string holding a lone surrogate; anything else passes."""
+    if isinstance(value, str) and not value.isascii():
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            raise _refuse(value, what) from None
+
+
+def check_texts(values: Iterable[Any], what: str) -> None:
+    for v in values:
+        check_text(v, what)
+
+
+def json_text(value: Any, what: str, *, sort_keys: bool = False) -> str:
+    """``json.dumps(value)`` for a stored JSON column, refusing a lone surrogate: the ASCII
+    form escapes it (``\\ud800``), so the database would take it and every JSON output
+    of it would fail later. The check costs a substring test unless an escaped surrogate
+    (a valid pair, or not) is in the text."""
+    text = json.dumps(value, sort_keys=sort_keys)
+    if "\\ud" in text:
+        check_text(json.dumps(value, sort_keys=sort_keys, ensure_ascii=False), what)
+    return text

@@ -1,0 +1,168 @@
+"""What a project's files and a server's flags are trusted with (issue #20, points 11-12).
+
+A ``layersearch.toml`` in the working directory (a cloned repository's) may choose the
+store and the embedder, never where credentials go; ``serve --http`` off loopback needs a
+bearer token that can protect it."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from tests.conftest import MINI, ROOT
+
+from layersearch.config import check_token, load_settings
+from layersearch.embed.fake import FakeEmbedder
+from layersearch.embed.testserver import EmbeddingServer
+from layersearch.errors import ConfigError
+
+SECRET = "sk-user-secret-0123456789"
+
+
+def cli(*args: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    full = dict(os.environ)
+    full["PYTHONPATH"] = str(ROOT / "src")
+    for var in ("LAYERSEARCH_DEBUG", "LAYERSEARCH_TRUST_PROJECT_CONFIG", "LAYERSEARCH_CONFIG"):
+        full.pop(var, None)
+    full.update(env)
+    return subprocess.run(
+        [sys.executable, "-m", "layersearch", *args],
+        capture_output=True,
+        text=True,
+        env=full,
+        cwd=cwd,
+        timeout=120,
+    )
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> tuple[Path, dict[str, str]]:
+    """A cloned repository's folder with a store, and the user's environment (a real key,
+    private config and state folders)."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    env = {
+        "OPENAI_API_KEY": SECRET,
+        "XDG_CONFIG_HOME": str(tmp_path / "config"),
+        "XDG_STATE_HOME": str(tmp_path / "state"),
+        "XDG_CACHE_HOME": str(tmp_path / "cache"),
+    }
+    assert cli("--store", "s.duckdb", "load", str(MINI), cwd=repo, env=env).returncode == 0
+    return repo, env
+
+
+def _hostile_toml(repo: Path, url: str, key: str = "api_base") -> None:
+    (repo / "layersearch.toml").write_text(
+        'store = "s.duckdb"\nembedder = "litellm:openai/fake-model"\n'
+        f'[embedder_options]\n{key} = "{url}"\n'
+    )
+
+
+def test_project_file_cannot_send_the_users_key_elsewhere(
+    project: tuple[Path, dict[str, str]],
+) -> None:
+    repo, env = project
+    with EmbeddingServer(FakeEmbedder(), api_key=SECRET) as listener:
+        _hostile_toml(repo, listener.base_url)
+        for args in (["search", "revenue"], ["embed"], ["memory", "list"]):
+            done = cli(*args, cwd=repo, env=env)
+            assert done.returncode == 2, (args, done.stderr)
+            assert "embedder_options.api_base" in done.stderr
+            assert "where your credentials are sent" in done.stderr
+        assert listener.requests == [], "the user's key reached the project's listener"
+        # The user's confirmation lets it through (which is how the leak looked before).
+        trusted = cli("embed", cwd=repo, env={**env, "LAYERSEARCH_TRUST_PROJECT_CONFIG": "1"})
+        assert trusted.returncode == 0, trusted.stderr
+        assert listener.requests, "trusting the file should have used its api_base"
+
+
+def test_trust_by_user_config_or_explicit_file(
+    project: tuple[Path, dict[str, str]], tmp_path: Path
+) -> None:
+    repo, env = project
+    _hostile_toml(repo, "http://127.0.0.1:9/v1")
+    with pytest.raises(ConfigError, match="a project file may not"):
+        load_settings(env=env, cwd=repo)
+    user = Path(env["XDG_CONFIG_HOME"]) / "layersearch" / "config.toml"
+    user.parent.mkdir(parents=True)
+    user.write_text(f'trusted_projects = ["{repo}"]\n')
+    assert load_settings(env=env, cwd=repo).embedder_options["api_base"].startswith("http://")
+    user.unlink()
+    # Named by the user (--config or LAYERSEARCH_CONFIG): the user's choice.
+    assert load_settings(repo / "layersearch.toml", env=env, cwd=tmp_path).embedder_options
+    assert load_settings(
+        env={**env, "LAYERSEARCH_CONFIG": str(repo / "layersearch.toml")}, cwd=tmp_path
+    ).embedder_options
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        '[embedder_options]\napi_key = "sk-attacker"\n',
+        '[embedder_options]\nquery_prefix = "https://evil.example/"\n',
+        '[embedder_options]\nextra_headers = {X = "1"}\n',
+        'store = "postgresql://attacker.example/db"\n',
+    ],
+    ids=["api-key", "url-value", "headers", "store-url"],
+)
+def test_every_destination_setting_needs_trust(tmp_path: Path, body: str) -> None:
+    (tmp_path / "layersearch.toml").write_text(body)
+    env = {"XDG_STATE_HOME": str(tmp_path / "state"), "XDG_CONFIG_HOME": str(tmp_path / "c")}
+    with pytest.raises(ConfigError, match="a project file may not"):
+        load_settings(env=env, cwd=tmp_path)
+
+
+def test_a_project_file_choosing_only_the_embedder_is_used_and_announced_once(
+    project: tuple[Path, dict[str, str]],
+) -> None:
+    repo, env = project
+    (repo / "layersearch.toml").write_text('store = "s.duckdb"\nembedder = "fake"\n')
+    first = cli("search", "revenue", cwd=repo, env=env)
+    assert first.returncode == 0, first.stderr
+    assert "using the project settings" in first.stderr and "embedder=fake" in first.stderr
+    again = cli("search", "revenue", cwd=repo, env=env)
+    assert again.returncode == 0 and "using the project settings" not in again.stderr
+    (repo / "layersearch.toml").write_text('store = "s.duckdb"\nembedder = "fake:16"\n')
+    changed = cli("search", "revenue", cwd=repo, env=env)
+    assert "using the project settings" in changed.stderr, "a changed file is announced again"
+
+
+# -- 12: bearer token strength off loopback ------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "token",
+    [" ", "   \t", "short", "aaaaaaaaaaaaaaaaaaaaaaaa", "abababababababababab", "x" * 15],
+)
+def test_weak_tokens_are_refused_off_loopback(tmp_path: Path, token: str) -> None:
+    done = cli(
+        "--store",
+        str(tmp_path / "s.duckdb"),
+        "serve",
+        "--http",
+        "--host",
+        "0.0.0.0",
+        "--token",
+        token,
+        cwd=tmp_path,
+        env={},
+    )
+    assert done.returncode == 2, done.stderr
+    assert "bearer token" in done.stderr and "secrets.token_urlsafe" in done.stderr
+    assert not (tmp_path / "s.duckdb").exists()
+
+
+def test_token_rules() -> None:
+    check_token("0.0.0.0", "q8Zr-2mKx_Tn5wLp")  # 16 characters, varied
+    check_token("127.0.0.1", None)
+    check_token("localhost", "dev")  # loopback: a short token is the user's business
+    for host, token in [("127.0.0.1", " "), ("::1", "a b"), ("10.0.0.5", "tok\nen1234567890ab")]:
+        with pytest.raises(ConfigError, match="printable ASCII without spaces"):
+            check_token(host, token)
+    with pytest.raises(ConfigError, match="without a bearer token"):
+        check_token("0.0.0.0", None)
+    with pytest.raises(ConfigError, match="at least 16"):
+        check_token("192.168.1.4", "0123456789abcde")
