@@ -72,8 +72,10 @@ def read_json(path: Path) -> Any:
         raise ModelLoadError(f"{path}: not valid UTF-8 (byte {exc.start})") from exc
     except OSError as exc:
         raise ModelLoadError(f"{path}: cannot read: {exc.strerror or exc}") from exc
+    from layersearch.jsonlimits import load_json
+
     try:
-        return json.loads(text)
+        return load_json(text, str(path), error=ModelLoadError)
     except json.JSONDecodeError as exc:
         raise ModelLoadError(f"{path}:{exc.lineno}:{exc.colno}: invalid JSON: {exc.msg}") from exc
 
