@@ -934,6 +934,21 @@ def _load_cases() -> list[Case]:
             api=load(),
             files={"d.yaml": NATIVE_DS.replace("[{name: id}]", "5")},
         ),
+        *[
+            Case(
+                f"load.yaml-deep-{name}",
+                "nesting",
+                Err(ModelLoadError, "nested too deeply"),
+                api=lambda ls, d: ls.load(d),
+                cli=("load", "{dir}"),
+                files={"d.yaml": text},
+            )
+            for name, text in [
+                ("flow", "[" * 100_000 + "]" * 100_000),
+                ("block", "- " * 30_000 + "x\n"),
+                ("map", "datasource: " + "{a: " * 30_000 + "1" + "}" * 30_000 + "\n"),
+            ]
+        ],
         Case(
             "load.json-malformed",
             "malformed",
@@ -1509,6 +1524,45 @@ def _conversation_cases() -> list[Case]:
             cli=("conversations", "import", "{dir}/m.jsonl", "--format", "generic"),
             files={"m.jsonl": b'{"conversation_id": "x", "role": "user", "content": "\xff\xfe"}\n'},
         ),
+        # JSON bounds (issue 20): nesting and integer size, file by file and line by line
+        Case(
+            "conv.import.json-deep",
+            "json",
+            Err(ImportFailed, "MAX_JSON_DEPTH"),
+            api=lambda ls, d: conv(ls).import_path(d / "c.json"),
+            cli=("conversations", "import", "{dir}/c.json"),
+            files={"c.json": '[{"uuid": "a", "chat_messages": ' + DEEP_ARRAY + "}]"},
+        ),
+        Case(
+            "conv.import.chatgpt-int-4301",
+            "json",
+            Err(ImportFailed, "MAX_JSON_INT_DIGITS"),
+            api=lambda ls, d: conv(ls).import_path(d / "c.json"),
+            cli=("conversations", "import", "{dir}/c.json"),
+            files={"c.json": '[{"title": "t", "create_time": ' + BIG_INT + ', "mapping": {}}]'},
+        ),
+        Case(
+            "conv.import.jsonl-int-401",
+            "json",
+            Ok(lambda r: r.messages == 0 and "MAX_JSON_INT_DIGITS" in r.problems[0]),
+            api=lambda ls, d: conv(ls).import_path(d / "m.jsonl", "generic"),
+            cli=("conversations", "import", "{dir}/m.jsonl", "--format", "generic"),
+            files={"m.jsonl": GOOD_JSONL[:-2] + ', "timestamp": ' + "9" * 401 + "}\n"},
+        ),
+        Case(
+            "conv.import.jsonl-deep",
+            "json",
+            Ok(lambda r: r.messages == 0 and "MAX_JSON_DEPTH" in r.problems[0]),
+            api=lambda ls, d: conv(ls).import_path(d / "m.jsonl", "generic"),
+            files={"m.jsonl": GOOD_JSONL[:-2] + ', "meta": ' + DEEP_OBJECT + "}\n"},
+        ),
+        Case(
+            "sum.import.deep",
+            "json",
+            Ok(lambda r: "MAX_JSON_DEPTH" in str(r)),
+            api=lambda ls, d: conv(ls).import_summaries(d / "s.jsonl"),
+            files={"s.jsonl": DEEP_ARRAY + "\n"},
+        ),
         # summaries
         Case(
             "sum.search.percent",
@@ -1802,6 +1856,28 @@ CORPUS_WRITES: list[Case] = [
         api=lambda ls, d: ls.conversations.import_path(d / "m.jsonl", "generic"),
         cli=("conversations", "import", "{dir}/m.jsonl", "--format", "generic"),
         files={"m.jsonl": GOOD_JSONL + '{"conversation_id": \n' + '{"role": "narrator"}\n'},
+    ),
+    Case(
+        "conv.import.jsonl-timestamp-90-digits",
+        "json",
+        Ok(lambda r: r.messages == 1 and "out of range" in r.problems[0]),
+        writes=True,
+        api=lambda ls, d: ls.conversations.import_path(d / "m.jsonl", "generic"),
+        cli=("conversations", "import", "{dir}/m.jsonl", "--format", "generic"),
+        files={"m.jsonl": GOOD_JSONL[:-2] + ', "timestamp": ' + "9" * 90 + "}\n"},
+    ),
+    Case(
+        "conv.import.chatgpt-parent-not-text",
+        "malformed",
+        Ok(lambda r: r.messages == 1),
+        writes=True,
+        api=lambda ls, d: ls.conversations.import_path(d / "c.json", "chatgpt"),
+        files={
+            "c.json": (
+                '[{"id": "c", "title": "t", "mapping": {"a": {"parent": ["x"], "children": [], '
+                '"message": {"author": {"role": "user"}, "content": {"parts": ["hello there"]}}}}}]'
+            )
+        },
     ),
     Case(
         "vault.index.bad-frontmatter",
