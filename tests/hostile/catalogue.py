@@ -2230,6 +2230,35 @@ def _mcp_cases() -> list[Case]:
             mcp=_mcp("vault_get_note", slug="Home"),
         ),
     ]
+    # unbounded work from one request (issue 20): refused with the bound named
+    square = "MATCH (n:Datasource) WITH n, 3 AS x " + "WITH n, x * x AS x " * 30
+    for name, args, match in [
+        (
+            "regex-chain",
+            {
+                "cypher_filter": f"MATCH (n) WHERE n.name =~ '{CHAINED_REGEXES[0]}' RETURN n.id AS id"
+            },
+            "MAX_REGEX_WORK",
+        ),
+        ("deep-or", {"cypher_filter": _filter(DEEP_EXPRESSIONS["or"])}, "MAX_EXPRESSION_DEPTH"),
+        ("int-square", {"cypher_filter": square + "RETURN n.id AS id"}, "MAX_INT_BITS"),
+        (
+            "params-deep",
+            {
+                "cypher_filter": "MATCH (n) WHERE $p IS NOT NULL RETURN n.id AS id",
+                "params": {"p": _nest(70)},
+            },
+            "MAX_JSON_DEPTH",
+        ),
+    ]:
+        c.append(
+            Case(
+                f"mcp.search.compute-{name}",
+                "compute",
+                Err(CypherLimitError, match),
+                mcp=_mcp("search", question="tax", **args),
+            )
+        )
     for i, text in enumerate(SQL):
         c.append(
             Case(
