@@ -61,6 +61,8 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
             proc.wait()
 
 
+# ~10 s: the slow call runs until its 6 s budget is spent.
+@pytest.mark.slow
 async def test_other_clients_are_answered_while_a_filter_runs(server: str) -> None:
     done: dict[str, float] = {}
     slow_result: dict[str, Any] = {}
