@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -92,3 +93,19 @@ def test_benchmark_quick_writes_json(tmp_path: Path) -> None:
     assert {"import_layersearch_ms", "cli_search_s"} <= data["package"].keys()
     assert data["package"]["top_hit"]
     assert "| entities |" in proc.stdout
+
+
+def test_import_scaling_quick_writes_json(tmp_path: Path) -> None:
+    out = tmp_path / "scaling.json"
+    proc = subprocess.run(
+        [sys.executable, str(BENCH / "import_scaling.py"), "--quick", "--repeat", "1"]
+        + ["--out", str(out)],
+        env={**os.environ, "PYTHONPATH": str(ROOT / "src")},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    rows = json.loads(out.read_text())["rows"]
+    assert {r["step"] for r in rows} >= {"chatgpt-branch", "model-yaml", "vault-tags-token"}
+    assert all(r["size_10x"] == 10 * r["size_1x"] for r in rows)

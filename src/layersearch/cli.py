@@ -174,21 +174,25 @@ json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON f
 def _parse_json_arg(text: str | None, what: str) -> Any:
     if text is None:
         return None
+    from layersearch.jsonlimits import load_json
+
     try:
-        return json.loads(text)
+        return load_json(text, what)
     except json.JSONDecodeError as exc:
         raise ConfigError(f"{what} is not valid JSON: {exc.msg} at column {exc.colno}") from exc
 
 
 def _parse_params(pairs: tuple[str, ...]) -> dict[str, Any]:
     """``k=v`` pairs; v is JSON when it parses (numbers, lists, true), else a string."""
+    from layersearch.jsonlimits import load_json
+
     out: dict[str, Any] = {}
     for pair in pairs:
         if "=" not in pair:
             raise ConfigError(f"--param '{pair}' must look like name=value")
         k, v = pair.split("=", 1)
         try:
-            out[k.strip()] = json.loads(v)
+            out[k.strip()] = load_json(v, f"--param {k.strip()}")
         except json.JSONDecodeError:
             out[k.strip()] = v
     return out

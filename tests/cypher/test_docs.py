@@ -51,6 +51,15 @@ def test_documented_bounds_match_the_code() -> None:
         ("MAX_REGEX_CHARS", evaluate.MAX_REGEX_CHARS),
         ("MAX_REGEX_REPEATS", evaluate.MAX_REGEX_REPEATS),
         ("MAX_REGEX_INPUT", evaluate.MAX_REGEX_INPUT),
+        ("MAX_REGEX_WORK", evaluate.MAX_REGEX_WORK),
+        ("MAX_FILTER_SECONDS", evaluate.MAX_FILTER_SECONDS),
+        ("MAX_INT_BITS", evaluate.MAX_INT_BITS),
+        ("MAX_STRING_CHARS", evaluate.MAX_STRING_CHARS),
+        ("MAX_LIST_ITEMS", evaluate.MAX_LIST_ITEMS),
+        ("MAX_CONCAT_TOTAL", evaluate.MAX_CONCAT_TOTAL),
+        ("MAX_EXPRESSION_DEPTH", parser.MAX_EXPRESSION_DEPTH),
+        ("MAX_PATTERN_LENGTH", parser.MAX_PATTERN_LENGTH),
+        ("MAX_PATTERNS", parser.MAX_PATTERNS),
     ]:
         assert f"| `{name}` | {value:,} |" in TEXT, name
     assert os.fspath(Path("fixtures/cypher/golden.yaml")) in TEXT

@@ -934,6 +934,21 @@ def _load_cases() -> list[Case]:
             api=load(),
             files={"d.yaml": NATIVE_DS.replace("[{name: id}]", "5")},
         ),
+        *[
+            Case(
+                f"load.yaml-deep-{name}",
+                "nesting",
+                Err(ModelLoadError, "nested too deeply"),
+                api=lambda ls, d: ls.load(d),
+                cli=("load", "{dir}"),
+                files={"d.yaml": text},
+            )
+            for name, text in [
+                ("flow", "[" * 100_000 + "]" * 100_000),
+                ("block", "- " * 30_000 + "x\n"),
+                ("map", "datasource: " + "{a: " * 30_000 + "1" + "}" * 30_000 + "\n"),
+            ]
+        ],
         Case(
             "load.json-malformed",
             "malformed",
@@ -1264,9 +1279,236 @@ LOAD_OK += [
         },
     ),
 ]
+# -- unbounded work from one request (issue 20, findings 1-4) ---------------------------------
+
+#: catastrophic regular expressions the quantifier guard refuses: chained bounded
+#: quantifiers, on characters, classes and groups, and three .* plus a bounded repeat
+CHAINED_REGEXES = [
+    "a{0,2000}a{0,2000}a{0,2000}a{0,2000}b",
+    "[a-z]{0,500}[a-z]{0,500}[a-z]{0,500}[a-z]{0,500}[a-z]{0,500}!",
+    "(?:ab){0,300}(?:ab){0,300}(?:ab){0,300}(?:ab){0,300}x",
+    ".*.*.*a{0,9}b",
+    "[0-9]{0,100}[0-9]{0,100}[0-9]{0,100}[0-9]{0,100}[0-9]{0,100}[0-9]{0,100}$",
+]
+#: expressions deeper than MAX_EXPRESSION_DEPTH: each operator chain the parser builds
+#: with a loop rather than recursion
+DEEP_EXPRESSIONS = {
+    "or": "true OR " * 600 + "true",
+    "xor": "true XOR " * 300 + "true",
+    "and": "true AND " * 300 + "true",
+    "plus": "1 + " * 500 + "1 > 0",
+    "concat": "'a' + " * 300 + "'a' = 'a'",
+    "power": "2 ^ " * 300 + "1 > 0",
+    "in": "1 IN " * 300 + "[1]",
+    "less": "1 < " * 300 + "2",
+    "index": "[1]" + "[0]" * 300 + " = 1",
+    "contains": "'a' CONTAINS " * 300 + "'a'",
+    "is-null": "n.name" + " IS NULL" * 300,
+}
+#: WITH chains that grow a value past its bound: integer squaring, string and list doubling
+GROWING = {
+    "int-square": ("3 AS x", "x * x AS x", 30, "MAX_INT_BITS"),
+    "int-add": ("9223372036854775807 AS x", "x + x AS x", 2, "MAX_INT_BITS"),
+    "int-negate": ("-9223372036854775807 - 1 AS x", "-x AS x", 1, "MAX_INT_BITS"),
+    "string-double": ("'ab' AS x", "x + x AS x", 28, "MAX_STRING_CHARS"),
+    "list-double": ("[1, 2] AS x", "x + x AS x", 28, "MAX_LIST_ITEMS"),
+    "list-of-strings": ("['ab'] AS x", "x + x + x AS x", 12, "MAX_LIST_ITEMS"),
+}
+
+
+def _nest(levels: int, leaf: Any = 1, kind: str = "list") -> Any:
+    value = leaf
+    for _ in range(levels):
+        value = [value] if kind == "list" else {"k": value}
+    return value
+
+
+def _filter(where: str) -> str:
+    return f"MATCH (n) WHERE {where} RETURN n.id AS id"
+
+
+def _compute_cases() -> list[Case]:
+    c: list[Case] = []
+    for i, pattern in enumerate(CHAINED_REGEXES):
+        text = f"MATCH (n) WHERE n.name =~ '{pattern}' RETURN n.id AS id"
+        c.append(
+            Case(
+                f"compute.regex-chain-{i}",
+                "compute",
+                Err(CypherLimitError, "MAX_REGEX_WORK"),
+                api=lambda ls, _, t=text: ls.search(question="tax", cypher_filter=t),
+                cli=("search", "tax", "--filter", text),
+            )
+        )
+    # the same pattern as a parameter, over a long value
+    c.append(
+        Case(
+            "compute.regex-chain-param",
+            "compute",
+            Err(CypherLimitError, "MAX_REGEX_WORK"),
+            api=lambda ls, _: ls.filter_ids(
+                "MATCH (n) WHERE $s =~ $re RETURN n.id AS id",
+                {"s": "a" * 800, "re": CHAINED_REGEXES[0]},
+            ),
+        )
+    )
+    for name, where in DEEP_EXPRESSIONS.items():
+        text = _filter(where)
+        c.append(
+            Case(
+                f"compute.deep-{name}",
+                "compute",
+                Err(CypherLimitError, "MAX_EXPRESSION_DEPTH"),
+                api=lambda ls, _, t=text: ls.filter_ids(t),
+                cli=("search", "tax", "--filter", text),
+            )
+        )
+    long_path = "MATCH (a)" + "-->()" * 1500 + " RETURN a.id AS id"
+    many = "MATCH " + ", ".join(f"(n{i})" for i in range(40)) + " RETURN n0.id AS id"
+    predicate = _filter("(n)" + "-->()" * 200)
+    for name, text, limit in [
+        ("path-1500", long_path, "MAX_PATTERN_LENGTH"),
+        ("path-predicate", predicate, "MAX_PATTERN_LENGTH"),
+        ("patterns-40", many, "MAX_PATTERNS"),
+    ]:
+        c.append(
+            Case(
+                f"compute.{name}",
+                "compute",
+                Err(CypherLimitError, limit),
+                api=lambda ls, _, t=text: ls.filter_ids(t),
+                cli=("search", "tax", "--filter", text),
+            )
+        )
+    for name, (start, step, times, limit) in GROWING.items():
+        text = f"MATCH (n:Datasource) WITH n, {start} " + f"WITH n, {step} " * times
+        text += "RETURN n.id AS id"
+        c.append(
+            Case(
+                f"compute.grow-{name}",
+                "compute",
+                Err(CypherLimitError, limit),
+                api=lambda ls, _, t=text: ls.search(question="tax", cypher_filter=t),
+                cli=("search", "tax", "--filter", text),
+            )
+        )
+    # a bounded value is still a value: the largest integer, a string under the bound
+    c.append(
+        Case(
+            "compute.grow-within-bounds",
+            "compute",
+            Ok(lambda r: "shop" in r),
+            api=lambda ls, _: ls.filter_ids(
+                "MATCH (n:Datasource) WITH n, 4611686018427387903 * 2 + 1 AS x, "
+                "'ab' AS s WITH n, x, s + s + s AS s "
+                "WHERE x = 9223372036854775807 AND size(s) = 6 RETURN n.id AS id"
+            ),
+        )
+    )
+    # params arrive parsed (Python API, MCP): nesting and integer bounds apply to them too
+    for name, value, match in [
+        ("params-deep-list", _nest(100_000), "MAX_JSON_DEPTH"),
+        ("params-deep-map", _nest(100_000, kind="map"), "MAX_JSON_DEPTH"),
+        ("params-65-deep", _nest(65), "MAX_JSON_DEPTH"),
+        ("params-int-huge", 10**5000, "does not fit in 64 bits"),
+        ("params-int-65-bits", [2**64], "does not fit in 64 bits"),
+    ]:
+        c.append(
+            Case(
+                f"compute.{name}",
+                "nesting",
+                Err(CypherLimitError, match),
+                api=lambda ls, _, v=value: ls.search(
+                    question="tax",
+                    cypher_filter="MATCH (n) WHERE $p IS NOT NULL RETURN n.id AS id",
+                    params={"p": v},
+                ),
+            )
+        )
+    c.append(
+        Case(
+            "compute.params-64-deep-ok",
+            "nesting",
+            Ok(lambda r: "shop" in r),
+            api=lambda ls, _: ls.filter_ids(
+                "MATCH (n:Datasource) WHERE $p IS NOT NULL RETURN n.id AS id", {"p": _nest(63)}
+            ),
+        )
+    )
+    return c
+
+
+DEEP_ARRAY = "[" * 1000 + "]" * 1000
+DEEP_OBJECT = '{"a": ' * 1000 + "1" + "}" * 1000
+BIG_INT = "1" * 4301
+
+
+def _json_cases() -> list[Case]:
+    """JSON arguments and files: depth and integer bounds at every entry point."""
+    c: list[Case] = []
+    for name, text, match in [
+        ("deep-array", DEEP_ARRAY, "MAX_JSON_DEPTH"),
+        ("deep-object", DEEP_OBJECT, "MAX_JSON_DEPTH"),
+        ("deep-50k", "[" * 50_000 + "]" * 50_000, "MAX_JSON_DEPTH"),
+        ("int-4301", '{"measures": [' + BIG_INT + "]}", "MAX_JSON_INT_DIGITS"),
+        ("int-101", '{"limit": -' + "9" * 101 + "}", "MAX_JSON_INT_DIGITS"),
+    ]:
+        c.append(
+            Case(
+                f"json.query-{name}",
+                "json",
+                Err(LimitExceeded, match),
+                cli=("search", "--query", text),
+            )
+        )
+        c.append(
+            Case(
+                f"json.memory-query-{name}",
+                "json",
+                Err(LimitExceeded, match),
+                cli=("memory", "add", "note", "--query", text),
+            )
+        )
+        c.append(
+            Case(
+                f"json.param-{name}",
+                "json",
+                Err(LimitExceeded, f"--param x: {'nested' if 'deep' in name else 'an integer'}"),
+                cli=(
+                    "search",
+                    "tax",
+                    "--filter",
+                    "MATCH (n) WHERE $x IS NOT NULL RETURN n.id AS id",
+                    "--param",
+                    f"x={text}",
+                ),
+            )
+        )
+    for name, text, match in [
+        ("deep", DEEP_ARRAY, "MAX_JSON_DEPTH"),
+        ("int", '[{"db_id": ' + BIG_INT + "}]", "MAX_JSON_INT_DIGITS"),
+    ]:
+        c.append(
+            Case(
+                f"json.spider-{name}",
+                "json",
+                Err(ModelLoadError, match),
+                api=lambda ls, d: ls.load(d / "tables.json", "spider"),
+                cli=("load", "{dir}/tables.json", "--format", "spider"),
+                files={"tables.json": text},
+            )
+        )
+    return c
+
 
 CASES: list[Case] = (
-    _search_cases() + _cypher_cases() + _inspect_cases() + _memory_cases() + _load_cases()
+    _search_cases()
+    + _cypher_cases()
+    + _inspect_cases()
+    + _memory_cases()
+    + _load_cases()
+    + _compute_cases()
+    + _json_cases()
 )
 
 
@@ -1470,6 +1712,45 @@ def _conversation_cases() -> list[Case]:
             api=lambda ls, d: conv(ls).import_path(d / "m.jsonl", "generic"),
             cli=("conversations", "import", "{dir}/m.jsonl", "--format", "generic"),
             files={"m.jsonl": b'{"conversation_id": "x", "role": "user", "content": "\xff\xfe"}\n'},
+        ),
+        # JSON bounds (issue 20): nesting and integer size, file by file and line by line
+        Case(
+            "conv.import.json-deep",
+            "json",
+            Err(ImportFailed, "MAX_JSON_DEPTH"),
+            api=lambda ls, d: conv(ls).import_path(d / "c.json"),
+            cli=("conversations", "import", "{dir}/c.json"),
+            files={"c.json": '[{"uuid": "a", "chat_messages": ' + DEEP_ARRAY + "}]"},
+        ),
+        Case(
+            "conv.import.chatgpt-int-4301",
+            "json",
+            Err(ImportFailed, "MAX_JSON_INT_DIGITS"),
+            api=lambda ls, d: conv(ls).import_path(d / "c.json"),
+            cli=("conversations", "import", "{dir}/c.json"),
+            files={"c.json": '[{"title": "t", "create_time": ' + BIG_INT + ', "mapping": {}}]'},
+        ),
+        Case(
+            "conv.import.jsonl-int-401",
+            "json",
+            Ok(lambda r: r.messages == 0 and "MAX_JSON_INT_DIGITS" in r.problems[0]),
+            api=lambda ls, d: conv(ls).import_path(d / "m.jsonl", "generic"),
+            cli=("conversations", "import", "{dir}/m.jsonl", "--format", "generic"),
+            files={"m.jsonl": GOOD_JSONL[:-2] + ', "timestamp": ' + "9" * 401 + "}\n"},
+        ),
+        Case(
+            "conv.import.jsonl-deep",
+            "json",
+            Ok(lambda r: r.messages == 0 and "MAX_JSON_DEPTH" in r.problems[0]),
+            api=lambda ls, d: conv(ls).import_path(d / "m.jsonl", "generic"),
+            files={"m.jsonl": GOOD_JSONL[:-2] + ', "meta": ' + DEEP_OBJECT + "}\n"},
+        ),
+        Case(
+            "sum.import.deep",
+            "json",
+            Ok(lambda r: "MAX_JSON_DEPTH" in str(r)),
+            api=lambda ls, d: conv(ls).import_summaries(d / "s.jsonl"),
+            files={"s.jsonl": DEEP_ARRAY + "\n"},
         ),
         # summaries
         Case(
@@ -1764,6 +2045,28 @@ CORPUS_WRITES: list[Case] = [
         api=lambda ls, d: ls.conversations.import_path(d / "m.jsonl", "generic"),
         cli=("conversations", "import", "{dir}/m.jsonl", "--format", "generic"),
         files={"m.jsonl": GOOD_JSONL + '{"conversation_id": \n' + '{"role": "narrator"}\n'},
+    ),
+    Case(
+        "conv.import.jsonl-timestamp-90-digits",
+        "json",
+        Ok(lambda r: r.messages == 1 and "out of range" in r.problems[0]),
+        writes=True,
+        api=lambda ls, d: ls.conversations.import_path(d / "m.jsonl", "generic"),
+        cli=("conversations", "import", "{dir}/m.jsonl", "--format", "generic"),
+        files={"m.jsonl": GOOD_JSONL[:-2] + ', "timestamp": ' + "9" * 90 + "}\n"},
+    ),
+    Case(
+        "conv.import.chatgpt-parent-not-text",
+        "malformed",
+        Ok(lambda r: r.messages == 1),
+        writes=True,
+        api=lambda ls, d: ls.conversations.import_path(d / "c.json", "chatgpt"),
+        files={
+            "c.json": (
+                '[{"id": "c", "title": "t", "mapping": {"a": {"parent": ["x"], "children": [], '
+                '"message": {"author": {"role": "user"}, "content": {"parts": ["hello there"]}}}}}]'
+            )
+        },
     ),
     Case(
         "vault.index.bad-frontmatter",
@@ -2116,6 +2419,35 @@ def _mcp_cases() -> list[Case]:
             mcp=_mcp("vault_get_note", slug="Home"),
         ),
     ]
+    # unbounded work from one request (issue 20): refused with the bound named
+    square = "MATCH (n:Datasource) WITH n, 3 AS x " + "WITH n, x * x AS x " * 30
+    for name, args, match in [
+        (
+            "regex-chain",
+            {
+                "cypher_filter": f"MATCH (n) WHERE n.name =~ '{CHAINED_REGEXES[0]}' RETURN n.id AS id"
+            },
+            "MAX_REGEX_WORK",
+        ),
+        ("deep-or", {"cypher_filter": _filter(DEEP_EXPRESSIONS["or"])}, "MAX_EXPRESSION_DEPTH"),
+        ("int-square", {"cypher_filter": square + "RETURN n.id AS id"}, "MAX_INT_BITS"),
+        (
+            "params-deep",
+            {
+                "cypher_filter": "MATCH (n) WHERE $p IS NOT NULL RETURN n.id AS id",
+                "params": {"p": _nest(70)},
+            },
+            "MAX_JSON_DEPTH",
+        ),
+    ]:
+        c.append(
+            Case(
+                f"mcp.search.compute-{name}",
+                "compute",
+                Err(CypherLimitError, match),
+                mcp=_mcp("search", question="tax", **args),
+            )
+        )
     for i, text in enumerate(SQL):
         c.append(
             Case(

@@ -141,3 +141,44 @@ def test_click_usage_errors_follow_the_contract_in_a_real_process(tmp_path: Path
         first.startswith("error: Invalid value for '--format'") and "Traceback" not in plain.stderr
     )
     assert run("--version").returncode == 0
+
+
+# -- the filter time budget (issue 20): every kind of slow work is cancelled ------------------
+
+SLOW_FILTERS = [
+    # pure Python: a three-way cartesian product (32^3 bindings) building strings
+    ("MATCH (a), (b), (c) WHERE a.id + b.id + c.id <> 'x' RETURN a.id AS id", {}),
+    # projections and WITH ... WHERE over many rows
+    ("MATCH (a), (b), (c) WITH a, b, c WHERE size(a.id + b.id) > 0 RETURN a.id AS id", {}),
+    # one regular-expression match longer than the whole budget (the regex engine's timeout)
+    (
+        "MATCH (n:Datasource) WHERE $s =~ '[a-z]*[a-z]*[a-z]*[0-9]' RETURN n.id AS id",
+        {"s": "a" * 2000},
+    ),
+]
+
+
+@pytest.mark.parametrize("text, params", SLOW_FILTERS)
+def test_filter_time_budget_cancels(
+    mini: Layersearch, monkeypatch: pytest.MonkeyPatch, text: str, params: dict[str, Any]
+) -> None:
+    from layersearch.errors import CypherLimitError
+
+    monkeypatch.setenv("LAYERSEARCH_FILTER_SECONDS", "0.001")
+    with pytest.raises(CypherLimitError, match="MAX_FILTER_SECONDS"):
+        mini.filter_ids(text, params)
+    # the same filter under the default budget is not cancelled by it
+    monkeypatch.delenv("LAYERSEARCH_FILTER_SECONDS")
+    try:
+        mini.filter_ids(text, params)
+    except CypherLimitError as exc:
+        assert "MAX_FILTER_SECONDS" not in str(exc)
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "soon", "nan", "1e9"])
+def test_filter_time_budget_setting_is_checked(
+    mini: Layersearch, monkeypatch: pytest.MonkeyPatch, value: str
+) -> None:
+    monkeypatch.setenv("LAYERSEARCH_FILTER_SECONDS", value)
+    with pytest.raises(ConfigError, match="LAYERSEARCH_FILTER_SECONDS"):
+        mini.filter_ids("MATCH (n) RETURN n.id AS id")

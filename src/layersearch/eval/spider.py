@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from layersearch.errors import ConfigError, ModelLoadError
+from layersearch.jsonlimits import load_json
 from layersearch.semantic.importers.spider import read_json, read_spider_tables, spider_ids
 
 __all__ = ["spider_questions", "write_questions_jsonl", "read_questions_jsonl", "FIELDS"]
@@ -134,7 +135,7 @@ def read_questions_jsonl(path: Path) -> list[dict[str, Any]]:
         if not line.strip():
             continue
         try:
-            record = json.loads(line)
+            record = load_json(line, f"{p}:{n}")
         except json.JSONDecodeError as exc:
             raise ConfigError(f"{p}:{n}: invalid JSON: {exc.msg}") from exc
         _check_record(record, f"{p}:{n}")

@@ -16,6 +16,7 @@ from typing import Any
 from layersearch.embed.base import Embedder
 from layersearch.errors import ConfigError, NotFound
 from layersearch.eval.metrics import recall_at_k, reciprocal_rank
+from layersearch.jsonlimits import load_json
 
 __all__ = ["DEFAULT_QUERIES", "DEFAULT_VAULT", "evaluate_vault", "load_queries"]
 
@@ -38,7 +39,7 @@ def load_queries(path: str | Path) -> list[dict[str, Any]]:
         if not line.strip():
             continue
         try:
-            item = json.loads(line)
+            item = load_json(line, f"{path}:{n}")
         except json.JSONDecodeError as exc:
             raise ConfigError(f"{path}:{n}: not JSON: {exc.msg}") from exc
         if not isinstance(item, dict) or not isinstance(item.get("query"), str):

@@ -25,7 +25,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from layersearch.errors import ConfigError, ImportFailed, NotFound
+from layersearch.errors import ConfigError, ImportFailed, LimitExceeded, NotFound
+from layersearch.jsonlimits import load_json
 from layersearch.textcheck import check_text
 
 from . import locomo
@@ -65,8 +66,8 @@ def parse_timestamp(value: Any) -> datetime | None:
     if isinstance(value, bool):
         raise _Skip(f"timestamp {value!r} is not a time")
     if isinstance(value, int | float):
-        seconds = value / 1000 if value > 1e11 else value
         try:
+            seconds = value / 1000 if value > 1e11 else value
             return datetime.fromtimestamp(seconds, tz=UTC)
         except (OverflowError, OSError, ValueError) as exc:
             raise _Skip(f"timestamp {value!r} is out of range") from exc
@@ -169,11 +170,14 @@ def _iter_jsonl(path: Path, problems: list[str]) -> Iterator[tuple[int, Any]]:
                 problems.append(f"{path}:{lineno}: not UTF-8 ({exc.reason}); line skipped")
                 continue
             try:
-                value = json.loads(line.rstrip())
+                value = load_json(line.rstrip(), f"{path}:{lineno}")
             except json.JSONDecodeError as exc:
                 problems.append(
                     f"{path}:{lineno}: invalid JSON at column {exc.colno} ({exc.msg}); line skipped"
                 )
+                continue
+            except LimitExceeded as exc:
+                problems.append(f"{exc}; line skipped")
                 continue
             lone = _lone_surrogate(line, value)
             if lone:
@@ -189,9 +193,12 @@ def _load_json(path: Path, problems: list[str]) -> Any | None:
         problems.append(f"{path}: not UTF-8 ({exc.reason}); file skipped")
         return None
     try:
-        value = json.loads(text)
+        value = load_json(text, str(path))
     except json.JSONDecodeError as exc:
         problems.append(f"{path}:{exc.lineno}: invalid JSON ({exc.msg}); file skipped")
+        return None
+    except LimitExceeded as exc:
+        problems.append(f"{exc}; file skipped")
         return None
     lone = _lone_surrogate(text, value)
     if lone:
@@ -495,23 +502,28 @@ def _chatgpt_branch(mapping: dict[str, Any], current: Any) -> list[str]:
     Without ``current_node`` the newest branch is followed from the root (the
     last child, as ChatGPT appends regenerations).
     """
+    # `seen` (a set) stops a cycle; checking the chain list instead made a 100,000-message
+    # conversation quadratic (about 200 s).
+    chain: list[str] = []
+    seen: set[str] = set()
     if isinstance(current, str) and current in mapping:
-        chain: list[str] = []
         node_id: Any = current
-        while isinstance(node_id, str) and node_id in mapping and node_id not in chain:
+        while isinstance(node_id, str) and node_id in mapping and node_id not in seen:
             chain.append(node_id)
+            seen.add(node_id)
             node = mapping[node_id]
             node_id = node.get("parent") if isinstance(node, dict) else None
         return chain[::-1]
     roots = [
         key
         for key, node in mapping.items()
-        if isinstance(node, dict) and node.get("parent") not in mapping
+        if isinstance(node, dict)
+        and not (isinstance(node.get("parent"), str) and node.get("parent") in mapping)
     ]
-    chain = []
     node_id = roots[0] if roots else None
-    while isinstance(node_id, str) and node_id in mapping and node_id not in chain:
+    while isinstance(node_id, str) and node_id in mapping and node_id not in seen:
         chain.append(node_id)
+        seen.add(node_id)
         node = mapping[node_id]
         listed = node.get("children") if isinstance(node, dict) else None
         children = (

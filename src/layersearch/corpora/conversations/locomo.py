@@ -193,8 +193,10 @@ def conversations_from_data(path: Path, data: Any, problems: list[str]) -> list[
 
 
 def _load(path: Path) -> Any:
+    from layersearch.jsonlimits import load_json
+
     try:
-        return json.loads(path.read_text(encoding="utf-8-sig"))
+        return load_json(path.read_text(encoding="utf-8-sig"), str(path), error=ImportFailed)
     except json.JSONDecodeError as exc:
         raise ImportFailed(f"{path}:{exc.lineno}: invalid JSON ({exc.msg})") from exc
     except UnicodeDecodeError as exc:

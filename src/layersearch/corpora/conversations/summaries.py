@@ -17,7 +17,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from layersearch.errors import NotFound
+from layersearch.errors import LimitExceeded, NotFound
+from layersearch.jsonlimits import load_json
 
 from .importers import parse_timestamp
 from .records import stable_digest
@@ -70,7 +71,7 @@ def import_summaries(path: str | Path) -> tuple[list[Summary], list[str]]:
             where = f"{target}:{lineno}"
             try:
                 line = raw.decode("utf-8-sig" if lineno == 1 else "utf-8").rstrip()
-                record = json.loads(line)
+                record = load_json(line, where)
                 summaries.append(_summary(record, where, problems))
             except UnicodeDecodeError as exc:
                 problems.append(f"{where}: not UTF-8 ({exc.reason}); line skipped")
@@ -78,6 +79,8 @@ def import_summaries(path: str | Path) -> tuple[list[Summary], list[str]]:
                 problems.append(
                     f"{where}: invalid JSON at column {exc.colno} ({exc.msg}); line skipped"
                 )
+            except LimitExceeded as exc:
+                problems.append(f"{exc}; line skipped")
             except _Invalid as exc:
                 problems.append(f"{where}: {exc}; line skipped")
     return summaries, problems

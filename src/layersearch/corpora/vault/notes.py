@@ -16,7 +16,6 @@ from __future__ import annotations
 import codecs
 import difflib
 import hashlib
-import json
 import logging
 import math
 import os
@@ -30,7 +29,8 @@ from typing import Any
 
 import yaml
 
-from layersearch.errors import ConfigError, NotFound
+from layersearch.errors import ConfigError, LayersearchError, NotFound
+from layersearch.jsonlimits import load_json
 
 from .config import VaultConfig, VaultFilters, load_config, normalize_tag
 
@@ -189,8 +189,8 @@ def _template_folders(root: Path) -> tuple[str, ...]:
         (".obsidian/plugins/templater-obsidian/data.json", "templates_folder"),
     ):
         try:
-            value = json.loads((root / conf).read_text(encoding="utf-8")).get(key)
-        except (OSError, ValueError, AttributeError):
+            value = load_json((root / conf).read_text(encoding="utf-8"), conf).get(key)
+        except (OSError, ValueError, AttributeError, LayersearchError):
             continue
         if isinstance(value, str) and value.strip("/ "):
             found.append(value.strip("/ ") + "/")
@@ -491,13 +491,60 @@ def _strip_code(body: str) -> str:
     return "\n".join(out)
 
 
+_INLINE_CODE = re.compile(r"`[^`\n]*`")
+# A URL's scheme starts at the first letter of a word and is at most 32 characters; text
+# inside <…> stops at the next '<'. Both keep the scan from each start short.
+_URL = re.compile(
+    r"<[a-z]+://[^<>\s]*>|(?<![a-z])[a-z][a-z0-9+.-]{0,31}://\S+",
+    re.IGNORECASE,
+)
+_NOT_IN_WIKILINK = re.compile(r"[\]\n]")
+_NOT_IN_TARGET = re.compile(r"[)\n]")
+
+
+def _sub_spans(text: str, opening: str, stop: re.Pattern[str], closing: str, repl: str) -> str:
+    """``re.sub(opening + '[^stop]*' + closing, repl, text)`` in linear time.
+
+    The regex tries every start and scans each to the next stop character, which is
+    quadratic on a long line of openings that never close. Here a start that fails
+    fails for every start before its stop character too, so the search resumes there."""
+    out: list[str] = []
+    done = pos = 0
+    while (start := text.find(opening, pos)) >= 0:
+        found = stop.search(text, start + len(opening))
+        end = found.start() if found else len(text)
+        if text.startswith(closing, end):
+            out += (text[done:start], repl)
+            done = pos = end + len(closing)
+        else:
+            pos = max(start + 1, end)
+    out.append(text[done:])
+    return "".join(out)
+
+
+def _strip_comments(text: str) -> str:
+    """``<!-- … -->`` blanked, in one pass (an unclosed ``<!--`` is left as it is)."""
+    out: list[str] = []
+    i = 0
+    while (start := text.find("<!--", i)) >= 0:
+        end = text.find("-->", start + 4)
+        if end < 0:
+            break  # no later comment can close either
+        out += (text[i:start], " ")
+        i = end + 3
+    out.append(text[i:])
+    return "".join(out)
+
+
 def _inline_tags(body: str) -> list[str]:
     text = _strip_code(body)
-    text = re.sub(r"`[^`\n]*`", " ", text)  # inline code
-    text = re.sub(r"\[\[[^\]\n]*\]\]", " ", text)  # wikilinks, [[Note#Heading]]
-    text = re.sub(r"\]\([^)\n]*\)", "]", text)  # markdown link targets
-    text = re.sub(r"<[a-z]+://[^>\s]*>|[a-z][a-z0-9+.-]*://\S+", " ", text, flags=re.IGNORECASE)
-    text = re.sub(r"<!--.*?-->", " ", text, flags=re.DOTALL)
+    # Linear time on any line (a 60,000-character token took 32 s when the URL scheme
+    # could start anywhere; benchmarks/import_scaling.py).
+    text = _INLINE_CODE.sub(" ", text)
+    text = _sub_spans(text, "[[", _NOT_IN_WIKILINK, "]]", " ")  # wikilinks, [[Note#Heading]]
+    text = _sub_spans(text, "](", _NOT_IN_TARGET, ")", "]")  # markdown link targets
+    text = _URL.sub(" ", text)
+    text = _strip_comments(text)
     # Obsidian: a tag needs at least one non-digit character (#1984 is not a tag).
     return [t for t in _INLINE_TAG.findall(text) if any(c.isalpha() for c in t)]
 

@@ -9,16 +9,29 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any
 
+from layersearch.errors import CypherLimitError
 from layersearch.graph.cypher import ast
 from layersearch.graph.cypher.evaluate import (
     MAX_BINDINGS,
+    MAX_CONCAT_TOTAL,
+    MAX_FILTER_SECONDS,
     MAX_HOPS,
+    MAX_INT_BITS,
+    MAX_LIST_ITEMS,
     MAX_REGEX_CHARS,
     MAX_REGEX_INPUT,
     MAX_REGEX_REPEATS,
+    MAX_REGEX_WORK,
+    MAX_STRING_CHARS,
 )
 from layersearch.graph.cypher.evaluate import evaluate as _evaluate
-from layersearch.graph.cypher.parser import parse_query
+from layersearch.graph.cypher.parser import (
+    MAX_EXPRESSION_DEPTH,
+    MAX_NESTING,
+    MAX_PATTERN_LENGTH,
+    MAX_PATTERNS,
+    parse_query,
+)
 from layersearch.graph.cypher.tokens import MAX_QUERY_CHARS
 from layersearch.graph.graph import EntityGraph
 
@@ -31,6 +44,16 @@ __all__ = [
     "MAX_REGEX_CHARS",
     "MAX_REGEX_INPUT",
     "MAX_REGEX_REPEATS",
+    "MAX_REGEX_WORK",
+    "MAX_FILTER_SECONDS",
+    "MAX_INT_BITS",
+    "MAX_STRING_CHARS",
+    "MAX_LIST_ITEMS",
+    "MAX_CONCAT_TOTAL",
+    "MAX_NESTING",
+    "MAX_EXPRESSION_DEPTH",
+    "MAX_PATTERN_LENGTH",
+    "MAX_PATTERNS",
 ]
 
 
@@ -43,4 +66,11 @@ def parse(text: str) -> ast.Query:
 def run_filter(graph: EntityGraph, text: str, params: dict[str, Any] | None = None) -> list[str]:
     """The entity ids ``text`` selects in ``graph``, each once: in ORDER BY order when the
     filter has one, otherwise sorted. Raises only CypherError subclasses."""
-    return _evaluate(graph, parse(text), params)
+    query = parse(text)
+    try:
+        return _evaluate(graph, query, params)
+    except RecursionError as exc:  # the bounds above are meant to make this unreachable
+        raise CypherLimitError(
+            f"the filter is nested too deeply to evaluate (limits MAX_EXPRESSION_DEPTH "
+            f"{MAX_EXPRESSION_DEPTH}, MAX_PATTERN_LENGTH {MAX_PATTERN_LENGTH}); flatten it"
+        ) from exc

@@ -15,7 +15,9 @@ logic is Cypher's three-valued logic; operators on mismatched types give null.
 from __future__ import annotations
 
 import math
+import os
 import re
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import lru_cache
@@ -40,6 +42,13 @@ __all__ = [
     "MAX_REGEX_CHARS",
     "MAX_REGEX_INPUT",
     "MAX_REGEX_REPEATS",
+    "MAX_REGEX_WORK",
+    "MAX_FILTER_SECONDS",
+    "MAX_INT_BITS",
+    "MAX_STRING_CHARS",
+    "MAX_LIST_ITEMS",
+    "MAX_CONCAT_TOTAL",
+    "filter_seconds",
 ]
 
 #: partial and complete pattern bindings one filter may produce, over all clauses
@@ -50,6 +59,42 @@ MAX_REGEX_CHARS = 256
 MAX_REGEX_INPUT = 2_000
 #: unbounded quantifiers (*, +, {n,}) allowed in one regular expression
 MAX_REGEX_REPEATS = 3
+#: product of (upper bound + 1) over a regex's quantifiers, an upper bound above
+#: MAX_REGEX_INPUT counting as MAX_REGEX_INPUT: three .* are the most allowed
+MAX_REGEX_WORK = (MAX_REGEX_INPUT + 1) ** MAX_REGEX_REPEATS
+#: wall-clock seconds one filter evaluation may take (LAYERSEARCH_FILTER_SECONDS overrides)
+MAX_FILTER_SECONDS = 10.0
+#: integers an expression produces must fit in a signed 64-bit integer, as in Cypher
+MAX_INT_BITS = 64
+#: longest string an expression may produce (``+`` concatenation)
+MAX_STRING_CHARS = 100_000
+#: longest list an expression may produce (``+`` concatenation)
+MAX_LIST_ITEMS = 10_000
+#: characters and list items ``+`` may produce over one whole evaluation
+MAX_CONCAT_TOTAL = 20_000_000
+
+_INT_MAX = 2 ** (MAX_INT_BITS - 1) - 1
+_INT_MIN = -(2 ** (MAX_INT_BITS - 1))
+
+
+def filter_seconds() -> float:
+    """The time budget of one filter evaluation: ``LAYERSEARCH_FILTER_SECONDS`` when set
+    (a number of seconds above 0), else :data:`MAX_FILTER_SECONDS`."""
+    raw = os.environ.get("LAYERSEARCH_FILTER_SECONDS", "").strip()
+    if not raw:
+        return MAX_FILTER_SECONDS
+    try:
+        value = float(raw)
+    except ValueError:
+        value = math.nan
+    if not 0 < value <= 3600:
+        from layersearch.errors import ConfigError
+
+        raise ConfigError(
+            f"LAYERSEARCH_FILTER_SECONDS={raw!r} must be a number of seconds above 0 and at "
+            "most 3600"
+        )
+    return value
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,8 +118,29 @@ class _Context:
     params: dict[str, Any]
     query: ast.Query
     bindings: int = 0
+    #: time.monotonic() past which the evaluation is cancelled
+    deadline: float = math.inf
+    budget: float = MAX_FILTER_SECONDS
+    ticks: int = 0
+    #: characters and list items produced by ``+`` so far
+    concatenated: int = 0
+
+    def tick(self) -> None:
+        """Cancel the evaluation once it has run past its time budget (checked every
+        256 steps: a step is one operator or one binding)."""
+        self.ticks += 1
+        if not self.ticks & 255 and time.monotonic() > self.deadline:
+            raise self.out_of_time()
+
+    def out_of_time(self) -> CypherLimitError:
+        return CypherLimitError(
+            f"the filter ran for more than {self.budget:g} s and was cancelled (limit "
+            "MAX_FILTER_SECONDS, set by LAYERSEARCH_FILTER_SECONDS). Anchor the pattern more "
+            "tightly or simplify the expressions (a regular expression, string building)"
+        )
 
     def count(self, n: int = 1) -> None:
+        self.tick()
         self.bindings += n
         if self.bindings > MAX_BINDINGS:
             raise CypherLimitError(
@@ -161,22 +227,56 @@ def _truth(v: Any) -> bool | None:
     return v if isinstance(v, bool) else None
 
 
-def _arith(op: str, a: Any, b: Any) -> Any:
+def _concat(ctx: _Context, a: str | tuple[Any, ...], b: str | tuple[Any, ...]) -> Any:
+    size = len(a) + len(b)
+    if isinstance(a, str):
+        if size > MAX_STRING_CHARS:
+            raise CypherLimitError(
+                f"`+` would make a string of {size:,} characters, over the limit of "
+                f"{MAX_STRING_CHARS:,} (MAX_STRING_CHARS); build shorter strings"
+            )
+    elif size > MAX_LIST_ITEMS:
+        raise CypherLimitError(
+            f"`+` would make a list of {size:,} items, over the limit of {MAX_LIST_ITEMS:,} "
+            "(MAX_LIST_ITEMS); build shorter lists"
+        )
+    ctx.concatenated += size
+    if ctx.concatenated > MAX_CONCAT_TOTAL:
+        raise CypherLimitError(
+            f"the filter built more than {MAX_CONCAT_TOTAL:,} characters and list items with "
+            "`+` and was stopped (limit MAX_CONCAT_TOTAL); concatenate less, or over fewer rows"
+        )
+    return a + b  # type: ignore[operator]
+
+
+def _int_result(op: str, value: Any) -> Any:
+    if type(value) is int and not _INT_MIN <= value <= _INT_MAX:
+        raise CypherLimitError(
+            f"integer overflow: the result of `{op}` does not fit in {MAX_INT_BITS} bits "
+            f"(limit MAX_INT_BITS: integers lie in {_INT_MIN:,}..{_INT_MAX:,}); use floats "
+            "(e.g. 1.0 * x) for larger numbers"
+        )
+    return value
+
+
+def _arith(ctx: _Context, op: str, a: Any, b: Any) -> Any:
     if a is None or b is None:
         return None
     if op == "+":
         if isinstance(a, str) and isinstance(b, str):
-            return a + b
+            return _concat(ctx, a, b)
         if isinstance(a, tuple) and isinstance(b, tuple):
-            return a + b
+            return _concat(ctx, a, b)
     if not (_is_num(a) and _is_num(b)):
         return None
     if op == "+":
-        return a + b
+        return _int_result(op, a + b)
     if op == "-":
-        return a - b
+        return _int_result(op, a - b)
     if op == "*":
-        return a * b
+        if type(a) is int and type(b) is int and a.bit_length() + b.bit_length() > 2 * MAX_INT_BITS:
+            return _int_result(op, _INT_MAX + 1)  # refused without computing the product
+        return _int_result(op, a * b)
     if op == "^":
         try:
             return float(a) ** float(b)
@@ -186,7 +286,7 @@ def _arith(op: str, a: Any, b: Any) -> Any:
         if b == 0:
             return None
         quotient = abs(a) // abs(b) * (1 if (a >= 0) == (b >= 0) else -1)
-        return quotient if op == "/" else a - b * quotient
+        return _int_result(op, quotient) if op == "/" else a - b * quotient
     if b == 0:
         return None
     return a / b if op == "/" else math.fmod(a, b)
@@ -203,6 +303,8 @@ def _regex_error(ctx: _Context, pos: ast.Pos | None, message: str, limit: bool) 
 
 
 def _check_regex_tree(tree: Any, inside_repeat: bool, counts: list[int]) -> str | None:
+    """Why the parsed pattern ``tree`` is refused, or None. ``counts`` accumulates
+    [unbounded quantifiers, product of (bound + 1) over all quantifiers]."""
     from re import _constants as c  # type: ignore[attr-defined]
 
     for op, arg in tree:
@@ -211,6 +313,9 @@ def _check_regex_tree(tree: Any, inside_repeat: bool, counts: list[int]) -> str 
             repeats = hi is c.MAXREPEAT or hi > 1
             if hi is c.MAXREPEAT:
                 counts[0] += 1
+            if repeats:
+                bound = MAX_REGEX_INPUT if hi is c.MAXREPEAT else min(hi, MAX_REGEX_INPUT)
+                counts[1] *= bound + 1
             if repeats and inside_repeat:
                 return "nested quantifiers such as (a+)+"
             found = _check_regex_tree(sub, inside_repeat or repeats, counts)
@@ -237,18 +342,21 @@ def _check_regex_tree(tree: Any, inside_repeat: bool, counts: list[int]) -> str 
 
 
 @lru_cache(maxsize=256)
-def _compile_regex(pattern: str) -> re.Pattern[str] | str:
-    """The compiled pattern, or a message saying why it is refused."""
+def _compile_regex(pattern: str) -> Any:
+    """The compiled pattern (the ``regex`` engine, which can release the GIL and be
+    cancelled), or a message saying why it is refused."""
     if len(pattern) > MAX_REGEX_CHARS:
         return f"limit:regular expression is {len(pattern)} characters, over the limit of {MAX_REGEX_CHARS}"
+    import regex
+
     try:
         from re import _parser  # type: ignore[attr-defined]
 
         tree = _parser.parse(pattern)
-        compiled = re.compile(pattern)
-    except (re.error, RecursionError, OverflowError, ValueError) as exc:
+        compiled = regex.compile(pattern)
+    except (re.error, regex.error, RecursionError, OverflowError, ValueError) as exc:
         return f"syntax:invalid regular expression {pattern!r}: {exc}"
-    counts = [0]
+    counts = [0, 1]
     problem = _check_regex_tree(tree, False, counts)
     if problem:
         return (
@@ -260,6 +368,14 @@ def _compile_regex(pattern: str) -> re.Pattern[str] | str:
             f"limit:regular expression {pattern!r} has {counts[0]} unbounded quantifiers, over the "
             f"limit of {MAX_REGEX_REPEATS}; use fewer .* (or CONTAINS for substrings)"
         )
+    if counts[1] > MAX_REGEX_WORK:
+        return (
+            f"limit:regular expression {pattern!r} refused: its quantifiers in sequence allow "
+            f"{float(counts[1]):.2g} ways to split a value (the product of their upper bounds "
+            f"+ 1, a bound counting as at most {MAX_REGEX_INPUT:,}), over the limit of "
+            f"{float(MAX_REGEX_WORK):.2g} (MAX_REGEX_WORK, three .*); use fewer or smaller "
+            "quantifiers"
+        )
     return compiled
 
 
@@ -270,7 +386,20 @@ def _regex_match(ctx: _Context, pos: ast.Pos | None, value: Any, pattern: Any) -
     if isinstance(compiled, str):
         kind, _, message = compiled.partition(":")
         raise _regex_error(ctx, pos, message, kind == "limit")
-    return compiled.fullmatch(value[:MAX_REGEX_INPUT]) is not None
+    remaining = ctx.deadline - time.monotonic()
+    if remaining <= 0:
+        raise ctx.out_of_time()
+    try:
+        # concurrent: the engine releases the GIL, so other threads (the HTTP server's
+        # event loop, other requests) run while a long match is in progress.
+        found = compiled.fullmatch(
+            value[:MAX_REGEX_INPUT],
+            concurrent=True,
+            timeout=None if math.isinf(remaining) else remaining,
+        )
+    except TimeoutError:
+        raise ctx.out_of_time() from None
+    return found is not None
 
 
 # -- expressions ----------------------------------------------------------------
@@ -353,7 +482,7 @@ def ev(ctx: _Context, expr: ast.Expr, row: Row) -> Any:
         v = ev(ctx, expr.operand, row)  # type: ignore[attr-defined]
         if not _is_num(v):
             return None
-        return -v if expr.op == "-" else v  # type: ignore[attr-defined]
+        return _int_result("-", -v) if expr.op == "-" else v  # type: ignore[attr-defined]
     if t is ast.Index:
         return _index(ev(ctx, expr.subject, row), ev(ctx, expr.index, row))  # type: ignore[attr-defined]
     raise TypeError(f"cannot evaluate {expr!r}")
@@ -370,6 +499,7 @@ def _index(subject: Any, index: Any) -> Any:
 
 
 def _binary(ctx: _Context, expr: ast.Binary, row: Row) -> Any:
+    ctx.tick()
     op = expr.op
     if op in ("AND", "OR", "XOR"):
         a = _truth(ev(ctx, expr.left, row))
@@ -399,7 +529,7 @@ def _binary(ctx: _Context, expr: ast.Binary, row: Row) -> Any:
         return right in left
     if op == "=~":
         return _regex_match(ctx, expr.pos, left, right)
-    return _arith(op, left, right)
+    return _arith(ctx, op, left, right)
 
 
 # -- pattern matching -------------------------------------------------------------
@@ -763,9 +893,10 @@ def _count_arg(ctx: _Context, expr: ast.Expr | None, pos: ast.Pos | None, what: 
 
 
 def _project(ctx: _Context, projection: ast.Projection, rows: list[Row]) -> list[Row]:
-    pairs = [
-        ({item.alias: ev(ctx, item.expr, row) for item in projection.items}, row) for row in rows
-    ]
+    pairs = []
+    for row in rows:
+        ctx.tick()
+        pairs.append(({item.alias: ev(ctx, item.expr, row) for item in projection.items}, row))
     if projection.distinct:
         seen: set[Any] = set()
         unique = []
@@ -798,7 +929,12 @@ def _single(ctx: _Context, query: ast.SingleQuery) -> list[Any]:
         else:
             rows = _project(ctx, clause.projection, rows)
             if clause.where is not None:
-                rows = [row for row in rows if ev(ctx, clause.where, row) is True]
+                kept = []
+                for row in rows:
+                    ctx.tick()
+                    if ev(ctx, clause.where, row) is True:
+                        kept.append(row)
+                rows = kept
         ctx.count(len(rows))
     return [row["id"] for row in _project(ctx, query.ret.projection, rows)]
 
@@ -828,6 +964,10 @@ def evaluate(
 ) -> list[str]:
     """Ids the query returns, in order, each once (ORDER BY order when given, else sorted)."""
     supplied = params or {}
+    if not isinstance(supplied, dict):
+        raise CypherUnknownError(
+            f"params must be a mapping of name to value, not {type(supplied).__name__}"
+        )
     missing = [name for name in query.params if name not in supplied]
     if missing:
         name = missing[0]
@@ -835,7 +975,18 @@ def evaluate(
             f"parameter ${name} has no value; supply it (Python: params={{'{name}': ...}}, "
             f'CLI: --param {name}=VALUE, MCP: "params": {{"{name}": ...}})'
         )
-    ctx = _Context(graph, {k: _normalise(v) for k, v in supplied.items()}, query)
+    from layersearch.jsonlimits import check_value
+
+    for name, value in supplied.items():
+        check_value(value, f"parameter ${name}", error=CypherLimitError, int_bits=MAX_INT_BITS)
+    budget = filter_seconds()
+    ctx = _Context(
+        graph,
+        {k: _normalise(v) for k, v in supplied.items()},
+        query,
+        deadline=time.monotonic() + budget,
+        budget=budget,
+    )
     values: list[Any] = []
     for part in query.parts:
         values.extend(_single(ctx, part))

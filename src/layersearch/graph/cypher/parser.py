@@ -26,12 +26,28 @@ from layersearch.graph.graph import (
     canonical_label,
 )
 
-__all__ = ["parse_query", "FUNCTIONS", "MAX_HOPS", "MAX_NESTING", "did_you_mean"]
+__all__ = [
+    "parse_query",
+    "FUNCTIONS",
+    "MAX_HOPS",
+    "MAX_NESTING",
+    "MAX_EXPRESSION_DEPTH",
+    "MAX_PATTERN_LENGTH",
+    "MAX_PATTERNS",
+    "did_you_mean",
+]
 
 #: the longest variable-length relationship; `*` alone means 1..MAX_HOPS
 MAX_HOPS = 6
 #: deepest nesting of parentheses / lists / NOT chains in one expression
 MAX_NESTING = 48
+#: deepest expression tree: operator chains (a OR b OR …, 1 + 1 + …, a < b < …,
+#: x[0][0]…) count one level per operator
+MAX_EXPRESSION_DEPTH = 100
+#: relationships in one path pattern, (a)-->(b)-->… (pattern predicates included)
+MAX_PATTERN_LENGTH = 32
+#: comma-separated patterns in one MATCH
+MAX_PATTERNS = 32
 
 #: function name (lower case) → (min args, max args or None for any)
 FUNCTIONS: dict[str, tuple[int, int | None]] = {
@@ -243,6 +259,11 @@ class _Parser:
         self.expect_keyword("MATCH")
         patterns = [self.path_pattern(binding=True)]
         while self.accept_symbol(","):
+            if len(patterns) == MAX_PATTERNS:
+                raise CypherLimitError(
+                    f"a MATCH at line {self.tok.line} has more than {MAX_PATTERNS} "
+                    f"comma-separated patterns (limit MAX_PATTERNS); split the filter"
+                )
             patterns.append(self.path_pattern(binding=True))
         where = self.expression() if self.accept_keyword("WHERE") else None
         return ast.Match(tuple(patterns), where, optional)
@@ -363,6 +384,12 @@ class _Parser:
         nodes = [self.node_pattern(binding)]
         rels: list[ast.RelPattern] = []
         while self.at_rel_start():
+            if len(rels) == MAX_PATTERN_LENGTH:
+                raise CypherLimitError(
+                    f"a pattern at line {self.tok.line}, column {self.tok.column} has more than "
+                    f"{MAX_PATTERN_LENGTH} relationships (limit MAX_PATTERN_LENGTH); use a "
+                    f"variable-length relationship such as -[*1..{MAX_HOPS}]-> or split it"
+                )
             rels.append(self.rel_pattern(binding))
             nodes.append(self.node_pattern(binding))
         return ast.PathPattern(tuple(nodes), tuple(rels))
@@ -776,8 +803,36 @@ def parse_query(text: str) -> ast.Query:
     if not isinstance(text, str):
         raise CypherSyntaxError(f"a filter must be a string, not {type(text).__name__}")
     try:
-        return _Parser(text).query()
+        query = _Parser(text).query()
     except RecursionError as exc:
         raise CypherLimitError(
             f"filter nested too deeply to parse (limit {MAX_NESTING} levels); flatten it"
         ) from exc
+    _check_depth(query)
+    return query
+
+
+def _check_depth(query: ast.Query) -> None:
+    """Refuse expression trees deeper than MAX_EXPRESSION_DEPTH (operator chains are
+    built by loops, not recursion, so the parser alone does not bound them). Iterative,
+    so that the check itself cannot overflow the stack."""
+    stack: list[tuple[object, int]] = [(query, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, ast.Expr):
+            depth += 1
+            if depth > MAX_EXPRESSION_DEPTH:
+                raise CypherLimitError(
+                    f"an expression is nested more than {MAX_EXPRESSION_DEPTH} operators deep "
+                    "(limit MAX_EXPRESSION_DEPTH; a chain such as a OR b OR … counts one level "
+                    "per operator); use IN [...] for many alternatives, or split it"
+                )
+            if isinstance(node, ast.Literal):
+                continue
+        if isinstance(node, tuple):
+            stack.extend((item, depth) for item in node)
+        elif hasattr(node, "__dataclass_fields__"):
+            for name in node.__dataclass_fields__:
+                child = getattr(node, name)
+                if isinstance(child, ast.Expr | tuple) or hasattr(child, "__dataclass_fields__"):
+                    stack.append((child, depth))

@@ -60,11 +60,14 @@ class SpiderIds:
 
 
 def read_json(path: Path) -> Any:
-    """Parse a JSON file; errors name the file, line and column. The one place the
-    importers parse JSON (Spider tables.json, dbt manifest and catalog)."""
+    """Parse a JSON file (depth and integer size bounded); errors name the file, line
+    and column. The one place the importers parse JSON (Spider tables.json, dbt
+    manifest and catalog)."""
+    from layersearch.jsonlimits import load_json
+
     text = read_text(path, MAX_JSON_BYTES)
     try:
-        return json.loads(text)
+        return load_json(text, str(path), error=ModelLoadError)
     except json.JSONDecodeError as exc:
         raise ModelLoadError(f"{path}:{exc.lineno}:{exc.colno}: invalid JSON: {exc.msg}") from exc
 
