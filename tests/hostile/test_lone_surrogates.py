@@ -154,7 +154,9 @@ def test_imports_refuse_a_lone_surrogate(ls: Any, tmp_path: Path, source: str) -
     try:
         report = run(ls, path)
     except LayersearchError as exc:
-        assert "lone surrogate" in str(exc), exc
+        # libyaml's loader refuses the escape itself, with the file, line and column
+        refused = ("lone surrogate", "invalid Unicode character escape")
+        assert any(r in str(exc) for r in refused), exc
     else:
         problems = list(getattr(report, "problems", []))
         assert any("lone surrogate" in p and "skipped" in p for p in problems), report
