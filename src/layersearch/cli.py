@@ -28,6 +28,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 EXIT_USER_ERROR = 2
 EXIT_INTERNAL = 1
+EXIT_BROKEN_PIPE = 141
 
 
 class Ctx:
@@ -79,7 +80,11 @@ def _console(stderr: bool = False) -> Any:
 
     # Pipes and CI have no terminal size: use a wide fallback rather than rich's 80 columns.
     width = shutil.get_terminal_size(fallback=(160, 24)).columns
-    return Console(stderr=stderr, soft_wrap=False, highlight=False, width=width)
+    console = Console(stderr=stderr, soft_wrap=False, highlight=False, width=width)
+    if not stderr:
+        # rich's own handling exits with status 1; a closed pipe is not a failure.
+        console.on_broken_pipe = _stdout_closed  # type: ignore[method-assign]
+    return console
 
 
 def _with_embedder(obj: Ctx) -> Any:
@@ -120,7 +125,7 @@ def handle_errors(fn: F) -> F:
             _fail(exc.code, str(exc), as_json, EXIT_USER_ERROR)
         except KeyboardInterrupt:
             _fail("interrupted", "interrupted", as_json, 130)
-        except (click.exceptions.Exit, click.ClickException):
+        except (click.exceptions.Exit, click.ClickException, BrokenPipeError):
             raise
         except Exception as exc:  # noqa: BLE001 - the last line of defence for a CLI
             if os.environ.get("LAYERSEARCH_DEBUG"):
@@ -190,8 +195,11 @@ class _Cli(click.Group):
         argv = list(sys.argv[1:] if args is None else args)
         try:
             rv = super().main(argv, prog_name, complete_var, False, **extra)
+            sys.stdout.flush()
+        except BrokenPipeError:
+            _stdout_closed()
         except click.UsageError as exc:
-            _usage_error(exc, "--json" in argv)
+            _usage_error(_suggest_option(exc), "--json" in argv)
         except click.ClickException as exc:
             exc.show()
             sys.exit(exc.exit_code)
@@ -200,6 +208,61 @@ class _Cli(click.Group):
             sys.exit(1)
         # Without standalone mode click returns --help/--version's exit code instead of exiting.
         sys.exit(rv if isinstance(rv, int) else 0)
+
+    # A closed stdout is caught here, before click's main turns it into exit status 1.
+    def make_context(self, *args: Any, **kwargs: Any) -> click.Context:
+        try:
+            return super().make_context(*args, **kwargs)
+        except BrokenPipeError:
+            _stdout_closed()
+            raise
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except BrokenPipeError:
+            _stdout_closed()
+            raise
+
+
+def _stdout_closed() -> None:
+    """The reader of stdout went away (``layersearch memory list | head``): stop quietly,
+    with the exit status of a process killed by SIGPIPE (128 + 13), as ``git`` or ``cat``
+    end in the same pipe. Python's own flush at exit would fail again on the closed pipe,
+    so stdout is pointed at /dev/null first."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):  # stdout without a file descriptor (an in-process runner)
+        pass
+    sys.exit(EXIT_BROKEN_PIPE)
+
+
+def _suggest_option(exc: click.UsageError) -> click.UsageError:
+    """The error with a "did you mean" for an unknown option click found no close match
+    for: an abbreviation (``--max`` for ``--max-results``) or a looser misspelling."""
+    if not isinstance(exc, click.NoSuchOption) or exc.possibilities or exc.ctx is None:
+        return exc
+    import difflib
+
+    given = exc.option_name
+    names = sorted(
+        {
+            opt
+            for param in exc.ctx.command.get_params(exc.ctx)
+            if isinstance(param, click.Option)
+            for opt in (*param.opts, *param.secondary_opts)
+            if opt.startswith("--")
+        }
+    )
+    found = [n for n in names if n.startswith(given)] if given.startswith("--") else []
+    found = found or difflib.get_close_matches(given, names, n=3, cutoff=0.5)
+    if not found:
+        return exc
+    from click.exceptions import _format_possibilities  # click's own wording
+
+    return click.UsageError(f"{exc.format_message()} {_format_possibilities(found)}", exc.ctx)
 
 
 def _usage_error(exc: click.UsageError, as_json: bool) -> None:
@@ -366,7 +429,9 @@ def search(
     explain: bool,
     as_json: bool,
 ) -> None:
-    """Search entities and memories by question and/or entity names."""
+    """Search entities and memories by question or entity names.
+
+    Give a question, --entity names, or both."""
     from layersearch.types import SearchRequest
 
     if question is not None and question_opt is not None:
@@ -396,6 +461,7 @@ def search(
 
 def _print_hits(resp: Any, *, full: bool, explain: bool) -> None:
     from rich.table import Table
+    from rich.text import Text
 
     from layersearch.ranking.explain import explain_text
 
@@ -414,20 +480,75 @@ def _print_hits(resp: Any, *, full: bool, explain: bool) -> None:
             con.print(h.text or h.description, markup=False)
             con.print()
         return
+    if con.width < WIDE:
+        _print_narrow_hits(con, resp.results, explain=explain)
+        return
     table = Table(show_edge=False, pad_edge=False, box=None)
-    table.add_column("#", justify="right")
-    table.add_column("kind")
+    table.add_column("#", justify="right", no_wrap=True)
+    table.add_column("kind", no_wrap=True)
     table.add_column("id", no_wrap=True)
-    table.add_column("score", justify="right")
-    table.add_column("description", overflow="fold")
+    table.add_column("score", justify="right", no_wrap=True)
+    table.add_column("description")
     if explain:
-        table.add_column("why", overflow="fold")
+        table.add_column("why", no_wrap=True)
     for i, h in enumerate(resp.results, 1):
-        row = [str(i), h.kind, h.id, f"{h.score:.4f}", h.description]
+        row = [str(i), h.kind, h.id, f"{h.score:.4f}", _one_line(h.description)]
         if explain:
-            row.append(explain_text(h.explanation or []))
-        table.add_row(*row)
+            row.append(_why(h))
+        # Text, not markup: a description's "[decimal(18,2)]" is not a style tag.
+        table.add_row(*(Text(cell) for cell in row))
     con.print(table)
+
+
+#: Terminal width from which hit tables show every column and wrap long descriptions.
+WIDE = 120
+
+
+def _print_narrow_hits(con: Any, hits: list[Any], *, explain: bool) -> None:
+    """One line per hit for a terminal narrower than WIDE: the score column (the least
+    useful to a person: the order already says it) is dropped and the description cut
+    with an ellipsis at the edge (``--full`` shows it whole); with ``explain`` the
+    channels that ranked a hit go on the line below it."""
+    from rich.cells import cell_len
+    from rich.text import Text
+
+    rows = [(str(i), h.kind, h.id, _one_line(h.description)) for i, h in enumerate(hits, 1)]
+    w_num = max(len(r[0]) for r in rows)
+    w_kind = max(len("kind"), *(len(r[1]) for r in rows))
+    w_id = max(len(r[2]) for r in rows)
+    indent = w_num + 2 + w_kind + 2
+
+    def line(num: str, kind: str, ident: str, desc: str) -> str:
+        head = f"{num:>{w_num}}  {kind:<{w_kind}}  {ident:<{w_id}}  "
+        room = con.width - cell_len(head)
+        if room < 8:  # an id as wide as the terminal: the description on its own
+            return head.rstrip()
+        return (head + _cut(desc, room)).rstrip()
+
+    con.print(Text(line("#", "kind", "id", "description"), style="bold"), soft_wrap=True)
+    for (num, kind, ident, desc), hit in zip(rows, hits, strict=True):
+        con.print(line(num, kind, ident, desc), markup=False, soft_wrap=True)
+        if explain:
+            why = Text(f"why: {_why(hit)}", style="dim")
+            for part in why.wrap(con, max(con.width - indent, 20)):
+                con.print(Text(" " * indent) + part, soft_wrap=True)
+
+
+def _cut(line: str, width: int) -> str:
+    """``line`` cut with an ellipsis to ``width`` terminal cells."""
+    from rich.cells import cell_len, set_cell_size
+
+    return line if cell_len(line) <= width else set_cell_size(line, width - 1) + "…"
+
+
+def _one_line(text: str | None) -> str:
+    return " ".join((text or "").split())
+
+
+def _why(hit: Any) -> str:
+    from layersearch.ranking.explain import explain_text
+
+    return explain_text(hit.explanation or [])
 
 
 @main.command()
@@ -480,7 +601,9 @@ def _print_memory(m: Any) -> None:
 
 @main.group()
 def memory() -> None:
-    """Save, list, show and forget memories (notes and example queries)."""
+    """Save, list, show and forget memories.
+
+    A memory is a note or an example query saved against semantic-layer entities."""
 
 
 @memory.command("add")
@@ -526,9 +649,10 @@ def memory_list(obj: Ctx, limit: int, offset: int, as_json: bool) -> None:
         return
     if not items:
         click.echo("no memories", err=True)
+    width = _console().width
     for m in items:
         ents = f"  [{', '.join(m.entities)}]" if m.entities else ""
-        click.echo(f"{m.id:<12} {' '.join(m.learning.split())[:100]}{ents}")
+        click.echo(_cut(f"{m.id:<12} {' '.join(m.learning.split())[:100]}{ents}", width))
 
 
 @memory.command("show")
@@ -585,7 +709,10 @@ DEMO_SEARCHES: list[dict[str, Any]] = [
 @json_option
 @handle_errors
 def demo(models_path: str | None, as_json: bool) -> None:
-    """Load the bundled sample into a temporary store and run a few searches."""
+    """Run sample searches on the bundled models.
+
+    Loads the sample semantic layer into a temporary store (yours is not touched) and
+    prints a few searches with their results."""
     from layersearch.api import Layersearch
     from layersearch.types import SearchRequest
 
@@ -666,7 +793,9 @@ class Progress:
 @click.pass_obj
 @handle_errors
 def embed(obj: Ctx, as_json: bool) -> None:
-    """Compute the stored vectors for the configured embedder (incremental, resumable)."""
+    """Compute the stored vectors for the dense channel.
+
+    Uses the configured embedder (--embedder); incremental and resumable."""
     ls = _with_embedder(obj)
     with Progress("embedding", as_json) as progress:
         reports = ls.embed(progress=progress)
@@ -839,7 +968,9 @@ def _print_problems(problems: list[str]) -> None:
 
 @main.group()
 def conversations() -> None:
-    """Import and search past conversations (chat exports, agent sessions, LoCoMo)."""
+    """Import and search past conversations.
+
+    Chat exports (ChatGPT, Claude, Cursor, Gemini, …), agent sessions and LoCoMo files."""
 
 
 @conversations.command("import")
@@ -856,7 +987,9 @@ def conversations() -> None:
 @click.pass_obj
 @handle_errors
 def conversations_import(obj: Ctx, path: str, fmt: str, no_embed: bool, as_json: bool) -> None:
-    """Import a file or folder of exports (idempotent; a newer export adds only what is new)."""
+    """Import a file or folder of chat exports.
+
+    Idempotent: a newer export of the same conversations adds only what is new."""
     if fmt not in _conversation_formats():
         raise ConfigError(
             f"unknown format '{fmt}': use one of {', '.join(_conversation_formats())}"
@@ -894,7 +1027,9 @@ def conversations_import(obj: Ctx, path: str, fmt: str, no_embed: bool, as_json:
 @click.pass_obj
 @handle_errors
 def conversations_embed(obj: Ctx, as_json: bool) -> None:
-    """Compute message and summary vectors for the configured embedder (incremental)."""
+    """Compute message and summary vectors (incremental).
+
+    Uses the configured embedder (--embedder)."""
     ls = _with_embedder(obj)
     with Progress("embedding", as_json) as progress:
         reports = ls.conversations.embed(progress=progress)
@@ -915,9 +1050,10 @@ def conversations_embed(obj: Ctx, as_json: bool) -> None:
 @click.pass_obj
 @handle_errors
 def conversations_search(obj: Ctx, term: str, role: str | None, limit: int, as_json: bool) -> None:
-    """Messages containing TERM (ILIKE: % and _ are wildcards), newest first.
+    """Messages containing TERM, newest first.
 
-    With no TERM and --role user: the most recent questions asked."""
+    TERM is matched with SQL ILIKE (% and _ are wildcards). With no TERM and
+    --role user: the most recent questions asked."""
     result = obj.api().conversations.search_conversations(term, limit=limit, role=role)
     if as_json:
         emit_json(result)
@@ -932,7 +1068,9 @@ def conversations_search(obj: Ctx, term: str, role: str | None, limit: int, as_j
 @click.pass_obj
 @handle_errors
 def conversations_semantic(obj: Ctx, query: str, limit: int, as_json: bool) -> None:
-    """Messages nearest in meaning to QUERY (needs an embedder and `conversations embed`)."""
+    """Messages nearest in meaning to QUERY.
+
+    Needs an embedder (--embedder) and `conversations embed`."""
     result = obj.api().conversations.semantic_search(query, limit=limit)
     if as_json:
         emit_json(result)
@@ -951,7 +1089,9 @@ def summaries() -> None:
 @click.pass_obj
 @handle_errors
 def summaries_import(obj: Ctx, path: str, as_json: bool) -> None:
-    """Import summaries from JSONL (see docs/conversations.md); bad lines are reported."""
+    """Import conversation summaries from JSONL.
+
+    The format is in docs/conversations.md; bad lines are reported, not imported."""
     ls = obj.api()
     report = ls.conversations.import_summaries(path)
     embedded = []
@@ -1038,9 +1178,10 @@ def summaries_search(
 def eval_conversations_cmd(
     obj: Ctx, locomo: str, channels: str | None, cache: str | None, as_json: bool
 ) -> None:
-    """Evidence-turn recall@5/@10 and MRR of message search on LoCoMo questions.
+    """Message search recall and MRR on LoCoMo questions.
 
-    The dense channel uses --embedder, else the local MiniLM model."""
+    Evidence-turn recall@5/@10 and MRR; the dense channel uses --embedder, else the
+    local MiniLM model."""
     from layersearch.embed import make_embedder
     from layersearch.eval.conversations import CHANNEL_SETS, evaluate_locomo, parse_channel_sets
 
@@ -1097,7 +1238,9 @@ _register_eval_conversations()
 
 @main.group()
 def vault() -> None:
-    """Index, search and read a vault of markdown notes (Obsidian-style)."""
+    """Index, search and read a vault of markdown notes.
+
+    An Obsidian-style folder of notes with YAML frontmatter (docs/vault.md)."""
 
 
 class _VaultProgress:
@@ -1128,7 +1271,9 @@ class _VaultProgress:
 @click.pass_obj
 @handle_errors
 def vault_index(obj: Ctx, path: Path, as_json: bool) -> None:
-    """Index (or re-index) the vault at PATH: only added and changed notes are processed."""
+    """Index or re-index the vault at PATH.
+
+    Only added and changed notes are processed; deleted ones are removed."""
     ls = obj.api()
     with _VaultProgress(as_json) as progress:
         report = ls.vault.index(path, progress=progress)
@@ -1189,10 +1334,14 @@ def vault_search(
     explain: bool,
     as_json: bool,
 ) -> None:
-    """Notes most similar to QUERY, as a JSON list of {slug, title, path, score}."""
+    """Notes most similar to QUERY, best first.
+
+    A table of rank, score and slug (read a note with `vault get SLUG`); --json prints
+    the list of {slug, title, path, score} that the MCP tool returns."""
     date_range = None
     if date_from is not None or date_to is not None:
         date_range = {"start": date_from, "end": date_to}
+    warnings: list[str] = []
     hits = obj.api().vault.search(
         query,
         tags=list(tags) or None,
@@ -1204,9 +1353,38 @@ def vault_search(
         mode=mode,
         min_score=min_score,
         explain=explain,
+        warnings=warnings,
     )
-    # The list is the output for people too: it is short, and what an agent would see.
-    emit_json(hits)
+    for w in warnings:
+        click.echo(f"warning: {w}", err=True)
+    if as_json:
+        emit_json(hits)
+        return
+    _print_notes(hits, explain=explain)
+
+
+def _print_notes(hits: list[Any], *, explain: bool) -> None:
+    """Vault hits for people: rank, slug (``vault get`` reads it), score, one line each."""
+    from rich.text import Text
+
+    con = _console()
+    if not hits:
+        click.echo("no notes found", err=True)
+        return
+    w_num = len(str(len(hits)))
+    w_score = 6
+    w_slug = max(len("slug"), *(len(h.slug) for h in hits))
+    head = f"{'#':>{w_num}}  {'score':>{w_score}}  {'slug':<{w_slug}}" + (
+        "  why" if explain else ""
+    )
+    con.print(Text(head.rstrip(), style="bold"), soft_wrap=True)
+    for i, h in enumerate(hits, 1):
+        line = f"{i:>{w_num}}  {h.score:>{w_score}.4f}  {h.slug:<{w_slug}}"
+        if explain and h.explanation:
+            from layersearch.ranking.explain import explain_text
+
+            line += f"  {explain_text(h.explanation)}"
+        con.print(_cut(line.rstrip(), con.width), markup=False, soft_wrap=True)
 
 
 @vault.command("get")
@@ -1215,7 +1393,10 @@ def vault_search(
 @click.pass_obj
 @handle_errors
 def vault_get(obj: Ctx, slug: str, as_json: bool) -> None:
-    """The whole note SLUG (e.g. "Metrics/Net revenue") and its metadata."""
+    """Print the note SLUG and its metadata.
+
+    SLUG is the note's path in the vault without .md, as `vault search` prints it,
+    for example "Metrics/Net revenue"."""
     note = obj.api().vault.get_note(slug)
     if as_json:
         emit_json(note)
@@ -1250,7 +1431,9 @@ def vault_get(obj: Ctx, slug: str, as_json: bool) -> None:
 def eval_vault(
     obj: Ctx, vault_dir: str | None, queries: str | None, mode: str, as_json: bool
 ) -> None:
-    """Recall@5/@10 and MRR of vault search on a labelled query set (a temporary store)."""
+    """Vault search recall and MRR on labelled queries.
+
+    Recall@5/@10 and MRR, in a temporary store."""
     from layersearch.eval.vault import evaluate_vault
 
     result = evaluate_vault(vault_dir, queries, mode=mode, embedder=obj.embedder or "fake")
@@ -1312,6 +1495,12 @@ _register_eval(eval_vault)
     default=None,
     help="Settings file (default ./layersearch.toml) [env LAYERSEARCH_CONFIG]",
 )
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Startup errors as a JSON object; with --http, the URL served as JSON on stdout.",
+)
 @click.pass_obj
 @handle_errors
 def serve(
@@ -1322,8 +1511,11 @@ def serve(
     token: str | None,
     models_path: str | None,
     config_path: str | None,
+    as_json: bool,
 ) -> None:
-    """Run the MCP server (stdio by default; logs on stderr, only protocol on stdout)."""
+    """Run the MCP server for agents (stdio, or --http).
+
+    Logs go to stderr; on stdio, stdout carries only protocol."""
     from layersearch.config import load_settings
 
     settings = load_settings(config_path or obj.config).replace(
@@ -1344,6 +1536,12 @@ def serve(
 
     mcp_server = server.create_server(settings)
     if use_http:
+        url = server.http_url(host, port)
+        if as_json:
+            emit_json({"transport": "streamable-http", "url": url})
+            sys.stdout.flush()
+        else:
+            click.echo(f"serving MCP at {url} (Ctrl-C to stop)", err=True)
         server.run_http(
             mcp_server,
             host=host,
