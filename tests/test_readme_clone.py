@@ -122,14 +122,15 @@ def test_every_readme_command_runs_in_a_fresh_clone(clone: tuple[Path, dict[str,
     # What the README says the commands show.
     first = next(out for cmd, out in outputs.items() if "--entity orders.net_revenue" in cmd)
     assert "memory:1" in first and "shop.orders.net_revenue" in first
-    assert "loaded 300 entities" in outputs["layersearch load models"]
+    assert "loaded finance, marketing, shop: 300 entities" in outputs["layersearch load models"]
     saved = next(out for cmd, out in outputs.items() if cmd.startswith("layersearch memory add"))
     assert saved.startswith("saved memory:") and "shop.orders.net_revenue" in saved
     inspected = outputs["layersearch inspect shop.orders.net_revenue memory:1"]
     assert "Revenue means net revenue" in inspected
     vault = next(out for cmd, out in outputs.items() if cmd.startswith("layersearch vault search"))
     assert "Metrics/Churn rate" in vault
-    assert "loaded 66 entities" in outputs["layersearch load examples/spider/tables.json"]
+    spider = outputs["layersearch load examples/spider/tables.json"]
+    assert spider.startswith("loaded flight_ops, library, school: 66 entities in 12 models")
     evaluated = next(out for cmd, out in outputs.items() if "eval schema-linking" in cmd)
     assert "table_recall@5" in evaluated
     for cmd, out in outputs.items():

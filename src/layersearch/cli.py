@@ -74,17 +74,29 @@ class Ctx:
 
 
 def _console(stderr: bool = False) -> Any:
-    import shutil
-
     from rich.console import Console
 
-    # Pipes and CI have no terminal size: use a wide fallback rather than rich's 80 columns.
-    width = shutil.get_terminal_size(fallback=(160, 24)).columns
+    width = _terminal_width()
     console = Console(stderr=stderr, soft_wrap=False, highlight=False, width=width)
     if not stderr:
         # rich's own handling exits with status 1; a closed pipe is not a failure.
         console.on_broken_pipe = _stdout_closed  # type: ignore[method-assign]
     return console
+
+
+def _terminal_width() -> int:
+    """$COLUMNS, else the terminal's width: stdout's, or stderr's when stdout is a pipe
+    (``layersearch memory list | head`` is read in that terminal); else 160 (no terminal
+    at all, as in CI: a wide fallback rather than rich's 80 columns)."""
+    import shutil
+
+    size = shutil.get_terminal_size(fallback=(0, 0)).columns  # $COLUMNS, then stdout
+    if size > 0:
+        return size
+    try:
+        return os.get_terminal_size(sys.__stderr__.fileno()).columns if sys.__stderr__ else 160
+    except (OSError, ValueError):
+        return 160
 
 
 def _with_embedder(obj: Ctx) -> Any:
@@ -365,14 +377,20 @@ def load(
         emit_json(report)
         return
     click.echo(
-        f"loaded {report.entities} entities in {report.models} models from "
-        f"{len(report.datasources)} datasource(s): {', '.join(report.datasources)}; "
-        f"{report.memories_added} memories added"
+        f"loaded {_datasources(report.datasources)}: {report.entities} entities in "
+        f"{report.models} models; {report.memories_added} memories added"
     )
     for s in report.skipped:
         click.echo(f"skipped: {s}", err=True)
     for t in report.unresolved_tags:
         click.echo(f"tag no longer resolves: {t}", err=True)
+
+
+def _datasources(names: list[str]) -> str:
+    """``finance, marketing, shop``; a long list as ``166 datasources (academic, …)``."""
+    if len(names) <= 4:
+        return ", ".join(names) or "no datasource"
+    return f"{len(names)} datasources ({', '.join(names[:2])}, …)"
 
 
 class _status:
@@ -570,33 +588,52 @@ def inspect(obj: Ctx, ids: tuple[str, ...], as_json: bool) -> None:
         for key in ("label", "data_type", "description", "formula"):
             value = getattr(e, key)
             if value:
-                con.print(f"  {key}: {value}", markup=False)
+                _detail(con, f"  {key}: {value}")
         if e.primary_key:
-            con.print("  primary key")
+            _detail(con, "  primary key")
         if e.values:
-            con.print("  values: " + ", ".join(e.values[:20]), markup=False)
+            _detail(con, "  values: " + ", ".join(e.values[:20]))
         for j in e.joins:
-            con.print(f"  joins {j['target']} ({j.get('cardinality') or 'unknown'})", markup=False)
+            _detail(con, f"  joins {j['target']} ({j.get('cardinality') or 'unknown'})")
         if e.references:
-            con.print("  references: " + ", ".join(e.references), markup=False)
+            _detail(con, "  references: " + ", ".join(e.references))
         if e.children:
-            con.print(f"  contains {len(e.children)}: " + ", ".join(e.children[:30]), markup=False)
+            _detail(con, f"  contains {len(e.children)}: " + ", ".join(e.children[:30]))
         if e.memories:
-            con.print("  memories: " + ", ".join(e.memories), markup=False)
+            _detail(con, "  memories: " + ", ".join(e.memories))
     for m in resp.memories:
         _print_memory(m)
+
+
+def _detail(con: Any, line: str) -> None:
+    """An indented detail line wrapped at the terminal width, its continuation lines
+    indented two more (the terminal's own wrap would start them at column 0)."""
+    import textwrap
+
+    indent = len(line) - len(line.lstrip(" "))
+    for part in line.strip(" ").splitlines() or [""]:
+        wrapped = textwrap.wrap(
+            part,
+            width=max(con.width, 40),
+            initial_indent=" " * indent,
+            subsequent_indent=" " * (indent + 2),
+            break_long_words=False,
+            break_on_hyphens=False,
+        )
+        for out in wrapped or [""]:
+            con.print(out, markup=False, highlight=False, soft_wrap=True)
 
 
 def _print_memory(m: Any) -> None:
     con = _console()
     con.print(f"[bold]{m.id}[/]  {m.created_at:%Y-%m-%d %H:%M}", markup=True)
-    con.print(f"  {m.learning}", markup=False)
+    _detail(con, f"  {m.learning}")
     if m.description:
-        con.print(f"  description: {m.description}", markup=False)
+        _detail(con, f"  description: {m.description}")
     if m.entities:
-        con.print("  entities: " + ", ".join(m.entities), markup=False)
+        _detail(con, "  entities: " + ", ".join(m.entities))
     if m.query:
-        con.print("  query: " + json.dumps(m.query, sort_keys=True), markup=False)
+        _detail(con, "  query: " + json.dumps(m.query, sort_keys=True))
 
 
 @main.group()
@@ -1406,9 +1443,9 @@ def vault_get(obj: Ctx, slug: str, as_json: bool) -> None:
     for key in ("domain", "note_type", "status", "created", "updated"):
         value = getattr(note, key)
         if value is not None:
-            con.print(f"  {key}: {value}", markup=False)
+            _detail(con, f"  {key}: {value}")
     if note.tags:
-        con.print("  tags: " + ", ".join(note.tags), markup=False)
+        _detail(con, "  tags: " + ", ".join(note.tags))
     for p in note.problems:
         click.echo(f"problem: {p}", err=True)
     con.print()

@@ -92,10 +92,7 @@ _NO_EMBEDDER = (
     "--embedder local|fake|litellm:<model> (or set LAYERSEARCH_EMBEDDER) and run "
     "`layersearch vault index PATH` with it"
 )
-_NO_EMBEDDER_HYBRID = (
-    "no embedder configured; pass --embedder local|fake|litellm:<model> "
-    "(or set LAYERSEARCH_EMBEDDER) for the vector channel"
-)
+_NO_EMBEDDER_HYBRID = "no embedder configured"
 
 
 def _fulltext_alone(exc: Exception, min_score: float | None) -> str:
@@ -236,9 +233,8 @@ class VaultService:
         embedder = self._embedder()
         if embedder is None:
             warnings.append(
-                "no embedder configured: notes stored without vectors; `vault search --mode "
-                "hybrid` ranks them by full text alone, vector search needs "
-                "--embedder local|fake|litellm:<model>"
+                "no embedder configured: notes stored without vectors (full text only); "
+                "index with --embedder local|fake|litellm:<model> for vector search"
             )
         else:
             vectors = self._embed(
