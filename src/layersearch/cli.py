@@ -28,6 +28,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 EXIT_USER_ERROR = 2
 EXIT_INTERNAL = 1
+EXIT_BROKEN_PIPE = 141
 
 
 class Ctx:
@@ -90,13 +91,29 @@ class Ctx:
 
 
 def _console(stderr: bool = False) -> Any:
-    import shutil
-
     from rich.console import Console
 
-    # Pipes and CI have no terminal size: use a wide fallback rather than rich's 80 columns.
-    width = shutil.get_terminal_size(fallback=(160, 24)).columns
-    return Console(stderr=stderr, soft_wrap=False, highlight=False, width=width)
+    width = _terminal_width()
+    console = Console(stderr=stderr, soft_wrap=False, highlight=False, width=width)
+    if not stderr:
+        # rich's own handling exits with status 1; a closed pipe is not a failure.
+        console.on_broken_pipe = _stdout_closed  # type: ignore[method-assign]
+    return console
+
+
+def _terminal_width() -> int:
+    """$COLUMNS, else the terminal's width: stdout's, or stderr's when stdout is a pipe
+    (``layersearch memory list | head`` is read in that terminal); else 160 (no terminal
+    at all, as in CI: a wide fallback rather than rich's 80 columns)."""
+    import shutil
+
+    size = shutil.get_terminal_size(fallback=(0, 0)).columns  # $COLUMNS, then stdout
+    if size > 0:
+        return size
+    try:
+        return os.get_terminal_size(sys.__stderr__.fileno()).columns if sys.__stderr__ else 160
+    except (OSError, ValueError):
+        return 160
 
 
 def _with_embedder(obj: Ctx) -> Any:
@@ -137,7 +154,7 @@ def handle_errors(fn: F) -> F:
             _fail(exc.code, str(exc), as_json, EXIT_USER_ERROR)
         except KeyboardInterrupt:
             _fail("interrupted", "interrupted", as_json, 130)
-        except (click.exceptions.Exit, click.ClickException):
+        except (click.exceptions.Exit, click.ClickException, BrokenPipeError):
             raise
         except Exception as exc:  # noqa: BLE001 - the last line of defence for a CLI
             if os.environ.get("LAYERSEARCH_DEBUG"):
@@ -216,8 +233,11 @@ class _Cli(click.Group):
         argv = list(sys.argv[1:] if args is None else args)
         try:
             rv = super().main(argv, prog_name, complete_var, False, **extra)
+            sys.stdout.flush()
+        except BrokenPipeError:
+            _stdout_closed()
         except click.UsageError as exc:
-            _usage_error(exc, "--json" in argv)
+            _usage_error(_suggest_option(exc), "--json" in argv)
         except click.ClickException as exc:
             exc.show()
             sys.exit(exc.exit_code)
@@ -226,6 +246,61 @@ class _Cli(click.Group):
             sys.exit(1)
         # Without standalone mode click returns --help/--version's exit code instead of exiting.
         sys.exit(rv if isinstance(rv, int) else 0)
+
+    # A closed stdout is caught here, before click's main turns it into exit status 1.
+    def make_context(self, *args: Any, **kwargs: Any) -> click.Context:
+        try:
+            return super().make_context(*args, **kwargs)
+        except BrokenPipeError:
+            _stdout_closed()
+            raise
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except BrokenPipeError:
+            _stdout_closed()
+            raise
+
+
+def _stdout_closed() -> None:
+    """The reader of stdout went away (``layersearch memory list | head``): stop quietly,
+    with the exit status of a process killed by SIGPIPE (128 + 13), as ``git`` or ``cat``
+    end in the same pipe. Python's own flush at exit would fail again on the closed pipe,
+    so stdout is pointed at /dev/null first."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):  # stdout without a file descriptor (an in-process runner)
+        pass
+    sys.exit(EXIT_BROKEN_PIPE)
+
+
+def _suggest_option(exc: click.UsageError) -> click.UsageError:
+    """The error with a "did you mean" for an unknown option click found no close match
+    for: an abbreviation (``--max`` for ``--max-results``) or a looser misspelling."""
+    if not isinstance(exc, click.NoSuchOption) or exc.possibilities or exc.ctx is None:
+        return exc
+    import difflib
+
+    given = exc.option_name
+    names = sorted(
+        {
+            opt
+            for param in exc.ctx.command.get_params(exc.ctx)
+            if isinstance(param, click.Option)
+            for opt in (*param.opts, *param.secondary_opts)
+            if opt.startswith("--")
+        }
+    )
+    found = [n for n in names if n.startswith(given)] if given.startswith("--") else []
+    found = found or difflib.get_close_matches(given, names, n=3, cutoff=0.5)
+    if not found:
+        return exc
+    from click.exceptions import _format_possibilities  # click's own wording
+
+    return click.UsageError(f"{exc.format_message()} {_format_possibilities(found)}", exc.ctx)
 
 
 def _usage_error(exc: click.UsageError, as_json: bool) -> None:
@@ -343,14 +418,20 @@ def load(
         emit_json(report)
         return
     click.echo(
-        f"loaded {report.entities} entities in {report.models} models from "
-        f"{len(report.datasources)} datasource(s): {', '.join(report.datasources)}; "
-        f"{report.memories_added} memories added"
+        f"loaded {_datasources(report.datasources)}: {report.entities} entities in "
+        f"{report.models} models; {report.memories_added} memories added"
     )
     for s in report.skipped:
         click.echo(f"skipped: {s}", err=True)
     for t in report.unresolved_tags:
         click.echo(f"tag no longer resolves: {t}", err=True)
+
+
+def _datasources(names: list[str]) -> str:
+    """``finance, marketing, shop``; a long list as ``166 datasources (academic, …)``."""
+    if len(names) <= 4:
+        return ", ".join(names) or "no datasource"
+    return f"{len(names)} datasources ({', '.join(names[:2])}, …)"
 
 
 class _status:
@@ -422,7 +503,9 @@ def search(
     explain: bool,
     as_json: bool,
 ) -> None:
-    """Search entities and memories by question and/or entity names."""
+    """Search entities and memories by question or entity names.
+
+    Give a question, --entity names, or both."""
     from layersearch.types import SearchRequest
 
     if question is not None and question_opt is not None:
@@ -465,6 +548,7 @@ def search(
 
 def _print_hits(resp: Any, *, full: bool, explain: bool, empty: str | None = None) -> None:
     from rich.table import Table
+    from rich.text import Text
 
     from layersearch.ranking.explain import explain_text
 
@@ -483,20 +567,75 @@ def _print_hits(resp: Any, *, full: bool, explain: bool, empty: str | None = Non
             con.print(h.text or h.description, markup=False)
             con.print()
         return
+    if con.width < WIDE:
+        _print_narrow_hits(con, resp.results, explain=explain)
+        return
     table = Table(show_edge=False, pad_edge=False, box=None)
-    table.add_column("#", justify="right")
-    table.add_column("kind")
+    table.add_column("#", justify="right", no_wrap=True)
+    table.add_column("kind", no_wrap=True)
     table.add_column("id", no_wrap=True)
-    table.add_column("score", justify="right")
-    table.add_column("description", overflow="fold")
+    table.add_column("score", justify="right", no_wrap=True)
+    table.add_column("description")
     if explain:
-        table.add_column("why", overflow="fold")
+        table.add_column("why", no_wrap=True)
     for i, h in enumerate(resp.results, 1):
-        row = [str(i), h.kind, h.id, f"{h.score:.4f}", h.description]
+        row = [str(i), h.kind, h.id, f"{h.score:.4f}", _one_line(h.description)]
         if explain:
-            row.append(explain_text(h.explanation or []))
-        table.add_row(*row)
+            row.append(_why(h))
+        # Text, not markup: a description's "[decimal(18,2)]" is not a style tag.
+        table.add_row(*(Text(cell) for cell in row))
     con.print(table)
+
+
+#: Terminal width from which hit tables show every column and wrap long descriptions.
+WIDE = 120
+
+
+def _print_narrow_hits(con: Any, hits: list[Any], *, explain: bool) -> None:
+    """One line per hit for a terminal narrower than WIDE: the score column (the least
+    useful to a person: the order already says it) is dropped and the description cut
+    with an ellipsis at the edge (``--full`` shows it whole); with ``explain`` the
+    channels that ranked a hit go on the line below it."""
+    from rich.cells import cell_len
+    from rich.text import Text
+
+    rows = [(str(i), h.kind, h.id, _one_line(h.description)) for i, h in enumerate(hits, 1)]
+    w_num = max(len(r[0]) for r in rows)
+    w_kind = max(len("kind"), *(len(r[1]) for r in rows))
+    w_id = max(len(r[2]) for r in rows)
+    indent = w_num + 2 + w_kind + 2
+
+    def line(num: str, kind: str, ident: str, desc: str) -> str:
+        head = f"{num:>{w_num}}  {kind:<{w_kind}}  {ident:<{w_id}}  "
+        room = con.width - cell_len(head)
+        if room < 8:  # an id as wide as the terminal: the description on its own
+            return head.rstrip()
+        return (head + _cut(desc, room)).rstrip()
+
+    con.print(Text(line("#", "kind", "id", "description"), style="bold"), soft_wrap=True)
+    for (num, kind, ident, desc), hit in zip(rows, hits, strict=True):
+        con.print(line(num, kind, ident, desc), markup=False, soft_wrap=True)
+        if explain:
+            why = Text(f"why: {_why(hit)}", style="dim")
+            for part in why.wrap(con, max(con.width - indent, 20)):
+                con.print(Text(" " * indent) + part, soft_wrap=True)
+
+
+def _cut(line: str, width: int) -> str:
+    """``line`` cut with an ellipsis to ``width`` terminal cells."""
+    from rich.cells import cell_len, set_cell_size
+
+    return line if cell_len(line) <= width else set_cell_size(line, width - 1) + "…"
+
+
+def _one_line(text: str | None) -> str:
+    return " ".join((text or "").split())
+
+
+def _why(hit: Any) -> str:
+    from layersearch.ranking.explain import explain_text
+
+    return explain_text(hit.explanation or [])
 
 
 @main.command()
@@ -518,38 +657,59 @@ def inspect(obj: Ctx, ids: tuple[str, ...], as_json: bool) -> None:
         for key in ("label", "data_type", "description", "formula"):
             value = getattr(e, key)
             if value:
-                con.print(f"  {key}: {value}", markup=False)
+                _detail(con, f"  {key}: {value}")
         if e.primary_key:
-            con.print("  primary key")
+            _detail(con, "  primary key")
         if e.values:
-            con.print("  values: " + ", ".join(e.values[:20]), markup=False)
+            _detail(con, "  values: " + ", ".join(e.values[:20]))
         for j in e.joins:
-            con.print(f"  joins {j['target']} ({j.get('cardinality') or 'unknown'})", markup=False)
+            _detail(con, f"  joins {j['target']} ({j.get('cardinality') or 'unknown'})")
         if e.references:
-            con.print("  references: " + ", ".join(e.references), markup=False)
+            _detail(con, "  references: " + ", ".join(e.references))
         if e.children:
-            con.print(f"  contains {len(e.children)}: " + ", ".join(e.children[:30]), markup=False)
+            _detail(con, f"  contains {len(e.children)}: " + ", ".join(e.children[:30]))
         if e.memories:
-            con.print("  memories: " + ", ".join(e.memories), markup=False)
+            _detail(con, "  memories: " + ", ".join(e.memories))
     for m in resp.memories:
         _print_memory(m)
+
+
+def _detail(con: Any, line: str) -> None:
+    """An indented detail line wrapped at the terminal width, its continuation lines
+    indented two more (the terminal's own wrap would start them at column 0)."""
+    import textwrap
+
+    indent = len(line) - len(line.lstrip(" "))
+    for part in line.strip(" ").splitlines() or [""]:
+        wrapped = textwrap.wrap(
+            part,
+            width=max(con.width, 40),
+            initial_indent=" " * indent,
+            subsequent_indent=" " * (indent + 2),
+            break_long_words=False,
+            break_on_hyphens=False,
+        )
+        for out in wrapped or [""]:
+            con.print(out, markup=False, highlight=False, soft_wrap=True)
 
 
 def _print_memory(m: Any) -> None:
     con = _console()
     con.print(f"[bold]{m.id}[/]  {m.created_at:%Y-%m-%d %H:%M}", markup=True)
-    con.print(f"  {m.learning}", markup=False)
+    _detail(con, f"  {m.learning}")
     if m.description:
-        con.print(f"  description: {m.description}", markup=False)
+        _detail(con, f"  description: {m.description}")
     if m.entities:
-        con.print("  entities: " + ", ".join(m.entities), markup=False)
+        _detail(con, "  entities: " + ", ".join(m.entities))
     if m.query:
-        con.print("  query: " + json.dumps(m.query, sort_keys=True), markup=False)
+        _detail(con, "  query: " + json.dumps(m.query, sort_keys=True))
 
 
 @main.group()
 def memory() -> None:
-    """Save, list, show and forget memories (notes and example queries)."""
+    """Save, list, show and forget memories.
+
+    A memory is a note or an example query saved against semantic-layer entities."""
 
 
 @memory.command("add")
@@ -595,9 +755,10 @@ def memory_list(obj: Ctx, limit: int, offset: int, as_json: bool) -> None:
         return
     if not items:
         click.echo("no memories", err=True)
+    width = _console().width
     for m in items:
         ents = f"  [{', '.join(m.entities)}]" if m.entities else ""
-        click.echo(f"{m.id:<12} {' '.join(m.learning.split())[:100]}{ents}")
+        click.echo(_cut(f"{m.id:<12} {' '.join(m.learning.split())[:100]}{ents}", width))
 
 
 @memory.command("show")
@@ -654,7 +815,10 @@ DEMO_SEARCHES: list[dict[str, Any]] = [
 @json_option
 @handle_errors
 def demo(models_path: str | None, as_json: bool) -> None:
-    """Load the bundled sample into a temporary store and run a few searches."""
+    """Run sample searches on the bundled models.
+
+    Loads the sample semantic layer into a temporary store (yours is not touched) and
+    prints a few searches with their results."""
     from layersearch.api import Layersearch
     from layersearch.types import SearchRequest
 
@@ -735,7 +899,9 @@ class Progress:
 @click.pass_obj
 @handle_errors
 def embed(obj: Ctx, as_json: bool) -> None:
-    """Compute the stored vectors for the configured embedder (incremental, resumable)."""
+    """Compute the stored vectors for the dense channel.
+
+    Uses the configured embedder (--embedder); incremental and resumable."""
     ls = _with_embedder(obj)
     with Progress("embedding", as_json) as progress:
         reports = ls.embed(progress=progress)
@@ -991,7 +1157,9 @@ def _print_problems(problems: list[str]) -> None:
 
 @main.group()
 def conversations() -> None:
-    """Import and search past conversations (chat exports, agent sessions, LoCoMo)."""
+    """Import and search past conversations.
+
+    Chat exports (ChatGPT, Claude, Cursor, Gemini, …), agent sessions and LoCoMo files."""
 
 
 @conversations.command("import")
@@ -1008,7 +1176,9 @@ def conversations() -> None:
 @click.pass_obj
 @handle_errors
 def conversations_import(obj: Ctx, path: str, fmt: str, no_embed: bool, as_json: bool) -> None:
-    """Import a file or folder of exports (idempotent; a newer export adds only what is new)."""
+    """Import a file or folder of chat exports.
+
+    Idempotent: a newer export of the same conversations adds only what is new."""
     if fmt not in _conversation_formats():
         raise ConfigError(
             f"unknown format '{fmt}': use one of {', '.join(_conversation_formats())}"
@@ -1046,7 +1216,9 @@ def conversations_import(obj: Ctx, path: str, fmt: str, no_embed: bool, as_json:
 @click.pass_obj
 @handle_errors
 def conversations_embed(obj: Ctx, as_json: bool) -> None:
-    """Compute message and summary vectors for the configured embedder (incremental)."""
+    """Compute message and summary vectors (incremental).
+
+    Uses the configured embedder (--embedder)."""
     ls = _with_embedder(obj)
     with Progress("embedding", as_json) as progress:
         reports = ls.conversations.embed(progress=progress)
@@ -1067,9 +1239,10 @@ def conversations_embed(obj: Ctx, as_json: bool) -> None:
 @click.pass_obj
 @handle_errors
 def conversations_search(obj: Ctx, term: str, role: str | None, limit: int, as_json: bool) -> None:
-    """Messages containing TERM (ILIKE: % and _ are wildcards), newest first.
+    """Messages containing TERM, newest first.
 
-    With no TERM and --role user: the most recent questions asked."""
+    TERM is matched with SQL ILIKE (% and _ are wildcards). With no TERM and
+    --role user: the most recent questions asked."""
     result = obj.api().conversations.search_conversations(term, limit=limit, role=role)
     if as_json:
         emit_json(result)
@@ -1084,7 +1257,9 @@ def conversations_search(obj: Ctx, term: str, role: str | None, limit: int, as_j
 @click.pass_obj
 @handle_errors
 def conversations_semantic(obj: Ctx, query: str, limit: int, as_json: bool) -> None:
-    """Messages nearest in meaning to QUERY (needs an embedder and `conversations embed`)."""
+    """Messages nearest in meaning to QUERY.
+
+    Needs an embedder (--embedder) and `conversations embed`."""
     result = obj.api().conversations.semantic_search(query, limit=limit)
     if as_json:
         emit_json(result)
@@ -1103,7 +1278,9 @@ def summaries() -> None:
 @click.pass_obj
 @handle_errors
 def summaries_import(obj: Ctx, path: str, as_json: bool) -> None:
-    """Import summaries from JSONL (see docs/conversations.md); bad lines are reported."""
+    """Import conversation summaries from JSONL.
+
+    The format is in docs/conversations.md; bad lines are reported, not imported."""
     ls = obj.api(create=True)
     report = ls.conversations.import_summaries(path)
     embedded = []
@@ -1190,9 +1367,10 @@ def summaries_search(
 def eval_conversations_cmd(
     obj: Ctx, locomo: str, channels: str | None, cache: str | None, as_json: bool
 ) -> None:
-    """Evidence-turn recall@5/@10 and MRR of message search on LoCoMo questions.
+    """Message search recall and MRR on LoCoMo questions.
 
-    The dense channel uses --embedder, else the local MiniLM model."""
+    Evidence-turn recall@5/@10 and MRR; the dense channel uses --embedder, else the
+    local MiniLM model."""
     from layersearch.embed import make_embedder
     from layersearch.eval.conversations import CHANNEL_SETS, evaluate_locomo, parse_channel_sets
 
@@ -1249,7 +1427,9 @@ _register_eval_conversations()
 
 @main.group()
 def vault() -> None:
-    """Index, search and read a vault of markdown notes (Obsidian-style)."""
+    """Index, search and read a vault of markdown notes.
+
+    An Obsidian-style folder of notes with YAML frontmatter (docs/vault.md)."""
 
 
 class _VaultProgress:
@@ -1280,7 +1460,9 @@ class _VaultProgress:
 @click.pass_obj
 @handle_errors
 def vault_index(obj: Ctx, path: Path, as_json: bool) -> None:
-    """Index (or re-index) the vault at PATH: only added and changed notes are processed."""
+    """Index or re-index the vault at PATH.
+
+    Only added and changed notes are processed; deleted ones are removed."""
     ls = obj.api(create=True)
     with _VaultProgress(as_json) as progress:
         report = ls.vault.index(path, progress=progress)
@@ -1341,7 +1523,10 @@ def vault_search(
     explain: bool,
     as_json: bool,
 ) -> None:
-    """Notes most similar to QUERY, as a JSON list of {slug, title, path, score}."""
+    """Notes most similar to QUERY, best first.
+
+    A table of rank, score and slug (read a note with `vault get SLUG`); --json prints
+    the list of {slug, title, path, score} that the MCP tool returns."""
     date_range = None
     if date_from is not None or date_to is not None:
         date_range = {"start": date_from, "end": date_to}
@@ -1358,11 +1543,38 @@ def vault_search(
         mode=mode,
         min_score=min_score,
         explain=explain,
+        warnings=warnings,
     )
-    # The list is the output for people too: it is short, and what an agent would see.
-    emit_json(hits)
     for w in warnings:
         click.echo(f"warning: {w}", err=True)
+    if as_json:
+        emit_json(hits)
+        return
+    _print_notes(hits, explain=explain)
+
+
+def _print_notes(hits: list[Any], *, explain: bool) -> None:
+    """Vault hits for people: rank, slug (``vault get`` reads it), score, one line each."""
+    from rich.text import Text
+
+    con = _console()
+    if not hits:
+        click.echo("no notes found", err=True)
+        return
+    w_num = len(str(len(hits)))
+    w_score = 6
+    w_slug = max(len("slug"), *(len(h.slug) for h in hits))
+    head = f"{'#':>{w_num}}  {'score':>{w_score}}  {'slug':<{w_slug}}" + (
+        "  why" if explain else ""
+    )
+    con.print(Text(head.rstrip(), style="bold"), soft_wrap=True)
+    for i, h in enumerate(hits, 1):
+        line = f"{i:>{w_num}}  {h.score:>{w_score}.4f}  {h.slug:<{w_slug}}"
+        if explain and h.explanation:
+            from layersearch.ranking.explain import explain_text
+
+            line += f"  {explain_text(h.explanation)}"
+        con.print(_cut(line.rstrip(), con.width), markup=False, soft_wrap=True)
 
 
 @vault.command("get")
@@ -1371,7 +1583,10 @@ def vault_search(
 @click.pass_obj
 @handle_errors
 def vault_get(obj: Ctx, slug: str, as_json: bool) -> None:
-    """The whole note SLUG (e.g. "Metrics/Net revenue") and its metadata."""
+    """Print the note SLUG and its metadata.
+
+    SLUG is the note's path in the vault without .md, as `vault search` prints it,
+    for example "Metrics/Net revenue"."""
     note = obj.api().vault.get_note(slug)
     if as_json:
         emit_json(note)
@@ -1381,9 +1596,9 @@ def vault_get(obj: Ctx, slug: str, as_json: bool) -> None:
     for key in ("domain", "note_type", "status", "created", "updated"):
         value = getattr(note, key)
         if value is not None:
-            con.print(f"  {key}: {value}", markup=False)
+            _detail(con, f"  {key}: {value}")
     if note.tags:
-        con.print("  tags: " + ", ".join(note.tags), markup=False)
+        _detail(con, "  tags: " + ", ".join(note.tags))
     for p in note.problems:
         click.echo(f"problem: {p}", err=True)
     con.print()
@@ -1406,7 +1621,9 @@ def vault_get(obj: Ctx, slug: str, as_json: bool) -> None:
 def eval_vault(
     obj: Ctx, vault_dir: str | None, queries: str | None, mode: str, as_json: bool
 ) -> None:
-    """Recall@5/@10 and MRR of vault search on a labelled query set (a temporary store)."""
+    """Vault search recall and MRR on labelled queries.
+
+    Recall@5/@10 and MRR, in a temporary store."""
     from layersearch.eval.vault import evaluate_vault
 
     result = evaluate_vault(vault_dir, queries, mode=mode, embedder=obj.embedder or "fake")
@@ -1468,6 +1685,12 @@ _register_eval(eval_vault)
     default=None,
     help="Settings file (default ./layersearch.toml) [env LAYERSEARCH_CONFIG]",
 )
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Startup errors as a JSON object; with --http, the URL served as JSON on stdout.",
+)
 @click.pass_obj
 @handle_errors
 def serve(
@@ -1478,8 +1701,11 @@ def serve(
     token: str | None,
     models_path: str | None,
     config_path: str | None,
+    as_json: bool,
 ) -> None:
-    """Run the MCP server (stdio by default; logs on stderr, only protocol on stdout)."""
+    """Run the MCP server for agents (stdio, or --http).
+
+    Logs go to stderr; on stdio, stdout carries only protocol."""
     from layersearch.config import load_settings
 
     settings = load_settings(config_path or obj.config).replace(
@@ -1496,6 +1722,12 @@ def serve(
 
     mcp_server = server.create_server(settings)
     if use_http:
+        url = server.http_url(host, port)
+        if as_json:
+            emit_json({"transport": "streamable-http", "url": url})
+            sys.stdout.flush()
+        else:
+            click.echo(f"serving MCP at {url} (Ctrl-C to stop)", err=True)
         server.run_http(
             mcp_server,
             host=host,

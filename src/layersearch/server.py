@@ -24,9 +24,10 @@ from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
 
 from mcp.server.mcpserver import Context, MCPServer
-from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
+from mcp.server.mcpserver.tools import Tool
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 
 from layersearch.config import Settings, check_token
 from layersearch.corpora.conversations.search import (
@@ -45,6 +46,7 @@ __all__ = [
     "SERVER_NAME",
     "Service",
     "ForgetResult",
+    "check_settings",
     "create_server",
     "run_http",
     "run_stdio",
@@ -592,6 +594,70 @@ def vault_get_note(
     return _api(ctx).vault.get_note(slug)
 
 
+class _StrictTool(Tool):
+    """A tool whose arguments are checked our way before the SDK validates them.
+
+    An argument the tool does not take is an error naming the ones it does (the SDK
+    would drop it silently: ``{"q": "revenue"}`` searched for nothing). An argument
+    the schema rejects (out of range, wrong type, not one of the choices) is reported
+    in one line per argument with what it takes, instead of pydantic's report and its
+    documentation URL."""
+
+    async def run(
+        self, arguments: dict[str, Any], context: Any, convert_result: bool = False
+    ) -> Any:
+        properties: dict[str, Any] = self.parameters.get("properties", {})
+        unknown = sorted(set(arguments) - set(properties))
+        if unknown:
+            raise ToolError(f"Error executing tool {self.name}: {_unknown(unknown, properties)}")
+        try:
+            return await super().run(arguments, context, convert_result)
+        except UnexpectedToolError:
+            raise
+        except ToolError as exc:
+            if isinstance(exc.__cause__, ValidationError):
+                message = _invalid(exc.__cause__, properties)
+                raise ToolError(f"Error executing tool {self.name}: {message}") from None
+            raise
+
+
+def _unknown(unknown: list[str], properties: dict[str, Any]) -> str:
+    import difflib
+
+    named = ", ".join(f"'{u}'" for u in unknown)
+    close = [m for u in unknown for m in difflib.get_close_matches(u, properties, n=1)]
+    hint = f" (did you mean {', '.join(close)}?)" if close else ""
+    noun = "argument" if len(unknown) == 1 else "arguments"
+    return (
+        f"invalid_argument: unknown {noun} {named}{hint}; the arguments are: "
+        f"{', '.join(properties)}"
+    )
+
+
+def _invalid(exc: ValidationError, properties: dict[str, Any]) -> str:
+    """One clause per failed argument: what was wrong, the value given, what it takes."""
+    parts = []
+    for err in exc.errors(include_url=False):
+        loc = [str(x) for x in err.get("loc", ())]
+        name = loc[0] if loc else "arguments"
+        where = name + "".join(f"[{x}]" if x.isdigit() else f".{x}" for x in loc[1:])
+        msg = str(err.get("msg", "is invalid"))
+        if err.get("type") == "missing":
+            text = f"missing required argument {where}"
+        elif msg.startswith("Input should "):
+            text = f"{where} should {msg[len('Input should ') :]}"
+        else:
+            text = f"{where}: {msg[:1].lower()}{msg[1:]}"
+        if err.get("type") != "missing" and "input" in err:
+            shown = repr(err["input"])
+            text += f" (got {shown if len(shown) <= 60 else shown[:57] + '...'})"
+        described = properties.get(name, {}).get("description")
+        if described:
+            text += f"; {name}: {described}"
+        parts.append(text)
+    return "invalid_argument: " + "; ".join(parts)
+
+
 def tool_names() -> list[str]:
     return [fn.__name__ for fn, _ in _TOOLS]
 
@@ -605,6 +671,8 @@ def create_server(
     """An MCP server over the store in ``settings`` (opened in the lifespan), or over an
     already open ``api`` (left open: the caller owns it)."""
     settings = settings or Settings()
+    if api is None:
+        check_settings(settings)
 
     @asynccontextmanager
     async def lifespan(_: MCPServer[Service]) -> AsyncIterator[Service]:
@@ -617,6 +685,10 @@ def create_server(
 
     from layersearch import __version__
 
+    tools = [
+        _StrictTool.from_function(fn, annotations=hints, structured_output=True)
+        for fn, hints in _TOOLS
+    ]
     server: MCPServer[Service] = MCPServer(
         SERVER_NAME,
         title="layersearch",
@@ -624,15 +696,36 @@ def create_server(
         instructions=INSTRUCTIONS,
         lifespan=lifespan,
         log_level="WARNING",
+        tools=tools,
     )
-    for fn, hints in _TOOLS:
-        server.add_tool(fn, annotations=hints, structured_output=True)
     return server
+
+
+def check_settings(settings: Settings) -> None:
+    """Refuse, before serving, a configuration every tool call would fail on: an embedder
+    spec or options that do not parse, a ``models`` path that does not exist. (The store
+    itself opens in the background; its errors are reported by the tools.)"""
+    where = f"{settings.source}: " if settings.source is not None else ""
+    if settings.embedder is not None:
+        from layersearch.embed import make_embedder
+
+        try:  # building an embedder is cheap: models and clients load on first use
+            make_embedder(settings.embedder, config=dict(settings.embedder_options) or None)
+        except ConfigError as exc:
+            raise ConfigError(f"{where}embedder: {exc}") from exc
+    if settings.models is not None and not settings.models.exists():
+        raise ConfigError(f"{where}models: {settings.models} does not exist")
 
 
 def run_stdio(server: MCPServer[Service]) -> None:
     """Serve over stdin/stdout until the client closes stdin."""
     server.run("stdio")
+
+
+def http_url(host: str, port: int) -> str:
+    """The URL a client connects to (IPv6 addresses in brackets)."""
+    shown = f"[{host}]" if ":" in host and not host.startswith("[") else host
+    return f"http://{shown}:{port}/mcp"
 
 
 def run_http(
@@ -652,7 +745,7 @@ def run_http(
     app: Any = server.streamable_http_app(host=host)
     if token:
         app = BearerAuth(app, token)
-    log.warning("serving MCP over streamable HTTP at http://%s:%d/mcp", host, port)
+    log.info("serving MCP over streamable HTTP at %s", http_url(host, port))
     config = uvicorn.Config(app, host=host, port=port, log_level=log_level, lifespan="on")
     uvicorn.Server(config).run()
 

@@ -41,10 +41,17 @@ class Hit(BaseModel):
         None, description="which channels ranked this hit, at which rank and score (explain=true)"
     )
 
-    def line(self) -> str:
-        """The compact one-line form."""
+    def line(self, explain: bool = False) -> str:
+        """The compact one-line form; with ``explain``, the channels that ranked the hit
+        follow it (``why: fulltext #1 (7.31) + bm25 #3 (2.05)``), when the search was
+        asked for them (``explain=True``)."""
         desc = f"  {self.description}" if self.description else ""
-        return f"{self.kind:<11} {self.id}  {self.score:.4f}{desc}"
+        line = f"{self.kind:<11} {self.id}  {self.score:.4f}{desc}"
+        if explain and self.explanation:
+            from layersearch.ranking.explain import explain_text
+
+            line += f"  why: {explain_text(self.explanation)}"
+        return line
 
 
 class SearchRequest(BaseModel):

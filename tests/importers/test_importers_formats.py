@@ -146,7 +146,7 @@ def test_detect_native_and_bad_arguments(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="does not apply to the native format"):
         load_catalog(tmp_path / "n", datasource="x")
     cat = load_catalog(tmp_path / "n", sample_values=3)
-    assert any("sample_values=3 ignored" in s for s in cat.skipped)
+    assert any("sampling 3 values per column (--sample-values)" in s for s in cat.skipped)
 
 
 def test_detect_database_paths(tmp_path: Path) -> None:

@@ -42,7 +42,7 @@ def test_index_human_output_and_rerun(store: Path):
     assert "69 unchanged" in out.stdout and "0 embedded" in out.stdout
 
 
-def test_search_prints_the_json_list(store: Path):
+def test_search_json_prints_the_list(store: Path):
     out = run(
         store,
         "vault",
@@ -58,22 +58,32 @@ def test_search_prints_the_json_list(store: Path):
         "2024-01-01",
         "--limit",
         "3",
+        "--json",
     )
     hits = json.loads(out.stdout)
     assert isinstance(hits, list) and 0 < len(hits) <= 3
     assert all(set(h) == {"slug", "title", "path", "score"} for h in hits)
     assert all(h["slug"].startswith("Meetings/") for h in hits)
     statuses = ["--status", "resolved", "--status", "open", "--type", "incident", "-n", "50"]
-    both = json.loads(run(store, "vault", "search", "orders", *statuses).stdout)
-    one = json.loads(run(store, "vault", "search", "orders", *statuses[2:]).stdout)
+    both = json.loads(run(store, "vault", "search", "orders", *statuses, "--json").stdout)
+    one = json.loads(run(store, "vault", "search", "orders", *statuses[2:], "--json").stdout)
     assert 0 < len(one) < len(both)
 
 
 def test_search_hybrid_and_explain(store: Path):
     hits = json.loads(
-        run(store, "vault", "search", "stripe webhook", "--mode", "hybrid", "--explain").stdout
+        run(
+            store, "vault", "search", "stripe webhook", "--mode", "hybrid", "--explain", "--json"
+        ).stdout
     )
     assert {p["channel"] for h in hits for p in h["explanation"]} == {"vector", "fulltext"}
+
+
+def test_search_prints_a_table_for_people(store: Path):
+    out = run(store, "vault", "search", "stripe webhook", "--mode", "hybrid", "--explain").stdout
+    head, *rows = out.splitlines()
+    assert head.split() == ["#", "score", "slug", "why"]
+    assert rows and rows[0].split()[0] == "1" and "vector #" in out and "fulltext #" in out
 
 
 def test_search_errors_are_one_line(store: Path):

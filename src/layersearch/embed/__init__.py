@@ -78,8 +78,10 @@ def make_embedder(spec: str | None, *, config: dict[str, Any] | None = None) -> 
     provider = provider.lower()
     if provider not in _KEYS:
         shown = repr(spec) if text else "no embedder"
+        # A hosted model named the litellm way ("openai/text-embedding-3-small").
+        hint = f"did you mean 'litellm:{text}'? " if "/" in text and ":" not in text else ""
         raise ConfigError(
-            f"{shown} is not an embedder spec; use one of: {', '.join(SPEC_FORMS)} "
+            f"{shown} is not an embedder spec; {hint}use one of: {', '.join(SPEC_FORMS)} "
             "(or set LAYERSEARCH_EMBEDDER)"
         )
     options = _options(provider, config)

@@ -92,6 +92,25 @@ _NO_EMBEDDER = (
     "--embedder local|fake|litellm:<model> (or set LAYERSEARCH_EMBEDDER) and run "
     "`layersearch vault index PATH` with it"
 )
+_NO_EMBEDDER_HYBRID = "no embedder configured"
+
+
+def _fulltext_alone(exc: Exception, min_score: float | None) -> str:
+    text = str(exc)
+    if not text.startswith("embedding unavailable"):
+        text = f"embedding unavailable: {text}"
+    text += "; ranked by full text alone"
+    if min_score is not None:
+        text += " (--min-score, a cosine bound, was not applied)"
+    return text
+
+
+def _warn(warnings: list[str] | None, text: str) -> None:
+    if warnings is None:
+        log.warning("%s", text)
+    else:
+        warnings.append(text)
+
 
 #: ``progress(stage, done, total)``; stages are "reading" and "embedding"
 IndexProgress = Callable[[str, int, int], None]
@@ -216,8 +235,8 @@ class VaultService:
         embedder = self._embedder()
         if embedder is None:
             warnings.append(
-                "no embedder configured: notes stored without vectors; vault search needs "
-                "--embedder local|fake|litellm:<model>"
+                "no embedder configured: notes stored without vectors (full text only); "
+                "index with --embedder local|fake|litellm:<model> for vector search"
             )
         else:
             vectors = self._embed(
@@ -335,9 +354,13 @@ class VaultService:
 
         ``tags``: any of them (a tag also finds its nested tags); ``status``: any of the
         list; ``date_range``: ``{"start", "end"}`` on ``updated``, inclusive, either
-        optional; ``min_score`` drops notes whose cosine is below it. What the caller should
-        know about the ranking (chunks without a vector: an interrupted ``vault index``) is
-        appended to ``warnings`` when given, and logged.
+        optional; ``min_score`` drops notes whose cosine is below it.
+
+        ``mode="hybrid"`` without usable vectors (no embedder, none stored, another model's)
+        ranks by full text alone and says why, ``embedding unavailable: …``, in
+        ``warnings`` when a list is given (logged otherwise), as entity search does;
+        ``mode="vector"`` raises instead. Chunks without a vector (an interrupted ``vault
+        index``) are reported the same way.
         """
         _check_query(query)
         if mode not in MODES:
@@ -349,7 +372,7 @@ class VaultService:
                 snap.meta.config, tags, domain, status, note_type, date_range, limit
             )
             embedder = self._embedder()
-            if embedder is None:
+            if embedder is None and mode == "vector":
                 raise EmbeddingUnavailable(_NO_EMBEDDER)
             if not len(snap):
                 if snap.meta.root is None:
@@ -357,23 +380,28 @@ class VaultService:
                         "no vault indexed in this store: run `layersearch vault index PATH`"
                     )
                 return []
-            dense = self._dense_for(embedder)
-            self._check_vectors(dense)
-            partial = self._partial_vectors(dense, snap)
-            if partial is not None:
-                if warnings is not None:
-                    warnings.append(partial)
-                else:
-                    log.warning("%s", partial)
             rows = _allowed_rows(snap, filters, statuses)
             if rows is not None and not len(rows):
                 return []
             depth = limit if mode == "vector" else max(limit, CHANNEL_DEPTH)
-            found = self._rank_chunks(dense, snap, query, depth, rows, filters, statuses)
-            ranked = _best_per_note(found, depth)
-            if min_score is not None:
-                ranked = [(s, x) for s, x in ranked if x >= min_score]
-            channels = {"vector": ranked}
+            channels: dict[str, list[tuple[str, float]]] = {}
+            try:
+                if embedder is None:
+                    raise EmbeddingUnavailable(_NO_EMBEDDER_HYBRID)
+                dense = self._dense_for(embedder)
+                self._check_vectors(dense)
+                partial = self._partial_vectors(dense, snap)
+                if partial is not None:
+                    _warn(warnings, partial)
+                found = self._rank_chunks(dense, snap, query, depth, rows, filters, statuses)
+                ranked = _best_per_note(found, depth)
+                if min_score is not None:
+                    ranked = [(s, x) for s, x in ranked if x >= min_score]
+                channels["vector"] = ranked
+            except (EmbeddingUnavailable, ModelMismatch) as exc:
+                if mode == "vector":
+                    raise
+                _warn(warnings, _fulltext_alone(exc, min_score))
             if mode == "hybrid":
                 ids = None if rows is None else {snap.slugs[r] for r in rows}
                 channels["fulltext"] = self._fulltext(snap).search(query, depth, ids=ids)

@@ -40,9 +40,7 @@ FORMATS = (
     "database",
 )
 NATIVE_KEYS = ("datasource", "model", "memories")
-_FORCE_HINT = (
-    f"formats: {', '.join(FORMATS)}; force one with --format (load_catalog(path, fmt=...))"
-)
+_FORCE_HINT = f"formats: {', '.join(FORMATS)}; name one with --format FORMAT"
 
 
 def _yaml_kind(doc: Any) -> str | None:
@@ -164,6 +162,7 @@ def load_catalog(
             catalog = load_spider(path)
         if sample_values:
             catalog.skipped.append(
-                f"sample_values={sample_values} ignored: values are sampled only from databases"
+                f"sampling {sample_values} values per column (--sample-values): values are "
+                "sampled only from databases; the catalog is imported without them"
             )
     return catalog

@@ -128,7 +128,8 @@ def _parse_semantic_model(
         )
     if sm.get("primary_entity"):
         catalog.skipped.append(
-            f"{where}: primary_entity '{sm['primary_entity']}' has no column; not imported"
+            f"{where}: primary_entity '{sm['primary_entity']}' (it names no column, so "
+            "there is nothing to search for); the semantic model itself is imported"
         )
     for i, d in enumerate(_list(sm.get("dimensions"), where, "dimensions")):
         w = f"{where} dimensions[{i}]"

@@ -195,7 +195,9 @@ def _add_database(db: dict[str, Any], source: str, catalog: Catalog) -> None:
                 f"{where}: each foreign_keys entry must be [column, referenced_column]"
             )
         if (pair[0], pair[1]) in seen:
-            catalog.skipped.append(f"{where}: foreign key {pair} listed twice; kept once")
+            catalog.skipped.append(
+                f"{where}: the second listing of foreign key {pair}; its join is imported once"
+            )
             continue
         seen.add((pair[0], pair[1]))
         src, dst = ids.columns[pair[0]], ids.columns[pair[1]]

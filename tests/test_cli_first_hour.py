@@ -1,0 +1,448 @@
+"""The rough edges a new user meets in the first hour of the CLI (issue #19): closed pipes,
+misspelt options, 80-column terminals, help lines, completion, `--json` everywhere, and
+messages that speak CLI rather than Python."""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import click
+import pytest
+from click.testing import CliRunner
+from tests.conftest import MODELS, ROOT
+
+from layersearch.cli import main
+
+VAULT = ROOT / "fixtures" / "vault"
+
+
+def env(**extra: str) -> dict[str, str]:
+    out = dict(os.environ)
+    out["PYTHONPATH"] = str(ROOT / "src")
+    out.pop("LAYERSEARCH_DEBUG", None)
+    out.pop("LAYERSEARCH_EMBEDDER", None)
+    out.update(extra)
+    return out
+
+
+def cli(*args: str, columns: int | None = None) -> subprocess.CompletedProcess[str]:
+    extra = {"COLUMNS": str(columns)} if columns else {}
+    return subprocess.run(
+        [sys.executable, "-m", "layersearch", *args],
+        capture_output=True,
+        text=True,
+        env=env(**extra),
+        timeout=120,
+    )
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The bundled models (long descriptions, 41 memories) and the fixture vault, no vectors."""
+    s = tmp_path_factory.mktemp("first-hour") / "s.duckdb"
+    assert cli("--store", str(s), "load", str(MODELS)).returncode == 0
+    assert cli("--store", str(s), "vault", "index", str(VAULT)).returncode == 0
+    return s
+
+
+# -- a closed pipe ----------------------------------------------------------------------------
+
+PIPED = [
+    ("search", "monthly revenue by store"),
+    ("search", "revenue", "--json"),
+    ("search", "--entity", "shop.orders.net_revenue", "--explain"),
+    ("inspect", "shop.orders", "memory:1"),
+    ("memory", "list"),
+    ("memory", "list", "--json"),
+    ("memory", "show", "memory:1"),
+    ("vault", "search", "churn", "--mode", "hybrid"),
+    ("vault", "search", "churn", "--mode", "hybrid", "--json"),
+    ("vault", "get", "Metrics/Churn rate"),
+    ("conversations", "search", "x"),
+    ("init",),
+    ("--help",),
+    ("vault", "--help"),
+]
+
+
+@pytest.mark.parametrize("args", PIPED, ids=" ".join)
+def test_a_closed_pipe_ends_quietly(store: Path, args: tuple[str, ...]) -> None:
+    """`layersearch memory list | head`: the reader has gone before the output is written
+    (its end of the pipe is closed first, so every write fails, whatever the output's size)."""
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-m", "layersearch", "--store", str(store), *args],
+            stdout=write,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env(),
+            timeout=120,
+        )
+    finally:
+        os.close(write)
+    assert proc.returncode in (0, 141), proc.stderr
+    quiet(proc.stderr)
+
+
+def quiet(err: str) -> None:
+    """Nothing about the pipe on stderr (a search's own warnings may be there)."""
+    assert all(line.startswith("warning: ") for line in err.splitlines()), err
+
+
+def test_head_reads_one_line_and_closes(store: Path) -> None:
+    """The same with a reader that reads one line and then closes (output larger than the
+    pipe's buffer, so the writer is still writing when it goes)."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "layersearch", "--store", str(store), "search", "revenue"]
+        + ["-n", "100", "--full", "--explain"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env(),
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    assert proc.stdout.readline()
+    proc.stdout.close()
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) in (0, 141), err
+    quiet(err)
+
+
+# -- misspelt options -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("args", "suggestion"),
+    [
+        (("search", "--max", "3", "tax"), "--max-results"),
+        (("search", "--explian", "tax"), "--explain"),
+        (("vault", "search", "--min", "0.5", "x"), "--min-score"),
+        (("memory", "list", "--lim", "3"), "--limit"),
+    ],
+)
+def test_a_misspelt_option_suggests_the_right_one(
+    args: tuple[str, ...], suggestion: str, tmp_path: Path
+) -> None:
+    proc = cli("--store", str(tmp_path / "s.duckdb"), *args)
+    assert proc.returncode == 2
+    first = proc.stderr.splitlines()[0]
+    assert first.startswith("error: No such option"), first
+    assert "Did you mean" in first and f"'{suggestion}'" in first, first
+
+
+def test_a_misspelt_option_suggests_under_json(tmp_path: Path) -> None:
+    proc = cli("--store", str(tmp_path / "s.duckdb"), "search", "--max", "3", "tax", "--json")
+    error = json.loads(proc.stdout)["error"]
+    assert error["code"] == "usage" and "'--max-results'" in error["message"]
+
+
+# -- 80 columns -------------------------------------------------------------------------------
+
+
+def hit_lines(out: str) -> list[str]:
+    return [line for line in out.splitlines() if re.match(r"\s*\d+\s", line)]
+
+
+def test_hits_at_80_columns_one_line_each(store: Path) -> None:
+    proc = cli("--store", str(store), "search", "monthly revenue by store", columns=80)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert max(len(line) for line in lines) <= 80
+    assert len(hit_lines(proc.stdout)) == len(lines) - 1 == 10  # a header and one line a hit
+    assert "…" in proc.stdout  # long descriptions are cut, not wrapped
+    assert "score" not in lines[0]  # the column dropped at this width
+
+
+def test_explained_hits_at_80_columns(store: Path) -> None:
+    proc = cli(
+        "--store", str(store), "search", "--entity", "orders.order_total", "tax", "--explain",
+        columns=80,
+    )  # fmt: skip
+    lines = proc.stdout.splitlines()
+    assert max(len(line) for line in lines) <= 80
+    assert len(hit_lines(proc.stdout)) == 10
+    assert sum(line.strip().startswith("why: ") for line in lines) == 10
+    assert "memory:1" in proc.stdout
+
+
+def test_wide_terminal_keeps_score_and_text_not_markup(store: Path) -> None:
+    proc = cli("--store", str(store), "search", "net revenue total", "-n", "3", columns=200)
+    assert "score" in proc.stdout.splitlines()[0]
+    # A description's "[decimal(18,2)]" is text, not a rich style tag that disappears.
+    assert "[decimal(18,2)]" in proc.stdout
+
+
+def test_a_pipe_takes_the_width_of_the_terminal_on_stderr(store: Path) -> None:
+    """`layersearch search … | head` in an 80-column terminal: stdout is a pipe, stderr
+    the terminal, and the table fits the terminal rather than a 160-column fallback."""
+    import fcntl
+    import pty
+    import struct
+    import termios
+
+    leader, follower = pty.openpty()
+    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 80, 0, 0))
+    variables = {k: v for k, v in env().items() if k not in {"COLUMNS", "LINES"}}
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-m", "layersearch", "--store", str(store), "search", "revenue"],
+            stdout=subprocess.PIPE,
+            stderr=follower,
+            env=variables,
+            text=True,
+            timeout=120,
+        )
+    finally:
+        os.close(follower)
+        os.close(leader)
+    assert proc.returncode == 0
+    lines = proc.stdout.splitlines()
+    assert max(len(line) for line in lines) <= 80 and len(lines) == 11, proc.stdout
+
+
+def test_memory_list_and_vault_search_at_80_columns(store: Path) -> None:
+    for args in (("memory", "list"), ("vault", "search", "churn", "--mode", "hybrid")):
+        proc = cli("--store", str(store), *args, columns=80)
+        assert proc.returncode == 0, proc.stderr
+        assert proc.stdout and max(len(line) for line in proc.stdout.splitlines()) <= 80, args
+
+
+# -- vault search: a table, --json, hybrid without an embedder --------------------------------
+
+
+def test_vault_search_prints_a_table_and_json_with_the_flag(store: Path) -> None:
+    table = cli("--store", str(store), "vault", "search", "churn rate", "--mode", "hybrid")
+    assert table.returncode == 0, table.stderr
+    assert table.stdout.splitlines()[0].split() == ["#", "score", "slug"]
+    assert "Metrics/Churn rate" in table.stdout.splitlines()[1]
+    with pytest.raises(json.JSONDecodeError):
+        json.loads(table.stdout)
+    listed = cli(
+        "--store", str(store), "vault", "search", "churn rate", "--mode", "hybrid", "--json"
+    )
+    hits = json.loads(listed.stdout)
+    assert all(set(h) == {"slug", "title", "path", "score"} for h in hits)
+    assert hits[0]["slug"] == "Metrics/Churn rate"
+
+
+def test_vault_hybrid_without_an_embedder_runs_full_text_with_a_warning(store: Path) -> None:
+    proc = cli("--store", str(store), "vault", "search", "churn rate", "--mode", "hybrid")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.startswith("warning: embedding unavailable: no embedder configured")
+    assert "full text alone" in proc.stderr
+    explained = cli(
+        "--store", str(store), "vault", "search", "churn rate", "--mode", "hybrid", "--explain",
+        "--json",
+    )  # fmt: skip
+    channels = {p["channel"] for h in json.loads(explained.stdout) for p in h["explanation"]}
+    assert channels == {"fulltext"}
+    vector = cli("--store", str(store), "vault", "search", "churn rate")
+    assert vector.returncode == 2 and "no embedder configured" in vector.stderr
+
+
+# -- help -------------------------------------------------------------------------------------
+
+
+def groups(
+    cmd: click.Command, path: tuple[str, ...] = ()
+) -> list[tuple[tuple[str, ...], click.Group]]:
+    if not isinstance(cmd, click.Group):
+        return []
+    found = [(path, cmd)]
+    for name, sub in cmd.commands.items():
+        found += groups(sub, (*path, name))
+    return found
+
+
+def first_paragraph(cmd: click.Command) -> str:
+    text = (cmd.help or "").split("\f")[0]
+    return " ".join(text.strip().split("\n\n")[0].split())
+
+
+@pytest.mark.parametrize(
+    ("path", "group"),
+    [pytest.param(p, g, id=" ".join(p) or "layersearch") for p, g in groups(main)],
+)
+def test_every_command_help_line_is_a_whole_sentence(
+    path: tuple[str, ...], group: click.Group
+) -> None:
+    """`layersearch [GROUP] --help` at 80 columns lists each command with its whole first
+    paragraph: never cut mid-sentence ("The whole note SLUG (e.g.") nor with an ellipsis."""
+    result = CliRunner(env={"COLUMNS": "80"}).invoke(main, [*path, "--help"])
+    assert result.exit_code == 0, result.output
+    listed = result.output.split("Commands:\n", 1)[1].splitlines()
+    shown = {}
+    for line in listed:
+        m = re.match(r"  (\S+)\s+(.*)", line)
+        assert m, f"wrapped command line: {line!r}"
+        shown[m.group(1)] = m.group(2)
+    assert set(shown) == set(group.commands)
+    for name, text in shown.items():
+        sub = group.commands[name]
+        assert text == first_paragraph(sub), (name, text)
+        assert text.endswith(".") and text.count("(") == text.count(")"), (name, text)
+        assert len(f"  {name}  {text}") <= 80
+
+
+# -- --json, completion -----------------------------------------------------------------------
+
+
+def commands(cmd: click.Command, path: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
+    if isinstance(cmd, click.Group):
+        return [p for name, sub in cmd.commands.items() for p in commands(sub, (*path, name))]
+    return [path]
+
+
+def test_every_command_takes_json() -> None:
+    missing = []
+    for path in commands(main):
+        cmd: click.Command = main
+        for name in path:
+            assert isinstance(cmd, click.Group)
+            cmd = cmd.commands[name]
+        if not any(isinstance(p, click.Option) and "--json" in p.opts for p in cmd.params):
+            missing.append(" ".join(path))
+    assert not missing
+
+
+def test_serve_json_reports_a_startup_error_as_json(tmp_path: Path) -> None:
+    proc = cli(
+        "--store", str(tmp_path / "s.duckdb"), "serve", "--http", "--host", "0.0.0.0", "--json"
+    )
+    assert proc.returncode == 2
+    assert json.loads(proc.stdout)["error"]["code"] == "invalid_argument"
+
+
+def completion(**variables: str) -> subprocess.CompletedProcess[str]:
+    """The CLI as the `layersearch` executable (its name picks _LAYERSEARCH_COMPLETE)."""
+    return subprocess.run(
+        [sys.executable, "-c", "from layersearch.cli import main; main(prog_name='layersearch')"],
+        capture_output=True,
+        text=True,
+        env=env(**variables),
+        timeout=60,
+    )
+
+
+@pytest.mark.parametrize("shell", ["bash", "zsh", "fish"])
+def test_shell_completion_script_is_generated(shell: str) -> None:
+    proc = completion(_LAYERSEARCH_COMPLETE=f"{shell}_source")
+    assert proc.returncode == 0, proc.stderr
+    assert "_LAYERSEARCH_COMPLETE" in proc.stdout and f"{shell}_complete" in proc.stdout
+
+
+def test_completion_completes_commands_and_options() -> None:
+    words = {"COMP_WORDS": "layersearch search --max", "COMP_CWORD": "2"}
+    proc = completion(_LAYERSEARCH_COMPLETE="bash_complete", **words)
+    assert proc.returncode == 0, proc.stderr
+    assert "plain,--max-results" in proc.stdout.split()
+    proc = completion(
+        _LAYERSEARCH_COMPLETE="bash_complete", COMP_WORDS="layersearch va", COMP_CWORD="1"
+    )
+    assert proc.stdout.split() == ["plain,vault"]
+
+
+def test_the_readme_documents_completion() -> None:
+    text = (ROOT / "README.md").read_text()
+    assert "_LAYERSEARCH_COMPLETE=bash_source layersearch" in text
+
+
+# -- messages speak CLI, not Python -----------------------------------------------------------
+
+PYTHON_CALL = re.compile(r"\b[A-Za-z_][\w.]*\((?:[^()]*=[^()]*|\.\.\.)\)")
+#: Messages only a Python caller can reach (the CLI and MCP never pass these values).
+PYTHON_ONLY = {"api.py": ["(e.g. search(question=...))"]}
+
+
+def message_strings(tree: ast.AST) -> list[tuple[int, str]]:
+    """The literal text of every raised exception, warning, skip note and echoed line."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Raise) and node.exc is not None:
+            target: ast.AST = node.exc
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            if node.func.attr not in {"append", "warning", "echo", "print", "error", "info"}:
+                continue
+            target = node
+        elif isinstance(node, ast.Assign):
+            target = node.value
+        else:
+            continue
+        for sub in ast.walk(target):
+            if isinstance(sub, ast.Constant) and isinstance(sub.value, str):
+                found.append((node.lineno, sub.value))
+    return found
+
+
+def test_no_user_facing_message_shows_python_calls() -> None:
+    leaks = []
+    for path in sorted((ROOT / "src" / "layersearch").rglob("*.py")):
+        allowed = PYTHON_ONLY.get(path.name, [])
+        for line, text in message_strings(ast.parse(path.read_text())):
+            if PYTHON_CALL.search(text) and not any(a in text for a in allowed):
+                leaks.append(f"{path.relative_to(ROOT)}:{line}: {text!r}")
+    assert not leaks
+
+
+def test_an_unknown_format_names_the_cli_option(tmp_path: Path) -> None:
+    (tmp_path / "x.json").write_text("{}")
+    proc = cli("--store", str(tmp_path / "s.duckdb"), "load", str(tmp_path / "x.json"))
+    assert proc.returncode == 2
+    assert (
+        "--format" in proc.stderr
+        and "load_catalog" not in proc.stderr
+        and "fmt=" not in proc.stderr
+    )
+
+
+# -- importer notes say what was skipped and what was kept ------------------------------------
+
+
+def test_dbt_primary_entity_note_says_the_model_was_imported(tmp_path: Path) -> None:
+    (tmp_path / "dbt_project.yml").write_text("name: acme\n")
+    models = tmp_path / "models"
+    models.mkdir()
+    (models / "sem.yml").write_text(
+        "semantic_models:\n"
+        "  - name: agreement_assessment\n"
+        "    model: ref('agreement_assessment')\n"
+        "    primary_entity: agreement_assessment\n"
+        "    dimensions:\n"
+        "      - name: assessed_at\n"
+        "        type: time\n"
+        "        type_params: {time_granularity: day}\n"
+    )
+    proc = cli("--store", str(tmp_path / "s.duckdb"), "load", str(tmp_path), "--format", "dbt")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("loaded ") and " entities in 1 models;" in proc.stdout
+    note = next(line for line in proc.stderr.splitlines() if "primary_entity '" in line)
+    assert "not imported" not in note
+    assert "the semantic model itself is imported" in note
+
+
+def test_spider_duplicate_foreign_key_note_says_what_was_kept(tmp_path: Path) -> None:
+    db = {
+        "db_id": "tiny",
+        "table_names": ["a", "b"],
+        "table_names_original": ["a", "b"],
+        "column_names": [[-1, "*"], [0, "id"], [1, "id"], [1, "a id"]],
+        "column_names_original": [[-1, "*"], [0, "id"], [1, "id"], [1, "a_id"]],
+        "column_types": ["text", "number", "number", "number"],
+        "primary_keys": [1, 2],
+        "foreign_keys": [[3, 1], [3, 1]],
+    }
+    path = tmp_path / "tables.json"
+    path.write_text(json.dumps([db]))
+    proc = cli("--store", str(tmp_path / "s.duckdb"), "load", str(path))
+    assert proc.returncode == 0, proc.stderr
+    note = next(line for line in proc.stderr.splitlines() if "foreign key [3, 1]" in line)
+    assert note.startswith("skipped: ") and "the second listing" in note
+    assert "imported once" in note
+    assert "kept once" not in note
