@@ -1533,7 +1533,6 @@ def vault_search(
     warnings: list[str] = []
     hits = obj.api().vault.search(
         query,
-        warnings=warnings,
         tags=list(tags) or None,
         domain=domain,
         status=list(statuses) or None,

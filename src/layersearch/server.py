@@ -36,7 +36,7 @@ from layersearch.corpora.conversations.search import (
     SummarySearchResult,
 )
 from layersearch.corpora.vault.search import NoteDetail, VaultHit
-from layersearch.errors import LayersearchError, disk_full_error, is_disk_full
+from layersearch.errors import ConfigError, LayersearchError, disk_full_error, is_disk_full
 from layersearch.types import Channel, InspectResponse, Memory, SearchRequest, SearchResponse
 
 if TYPE_CHECKING:
