@@ -103,12 +103,28 @@ class Service:
             self._api = api
             self._load_models_if_empty(api)
             api.corpus()  # build the snapshot now, not on the first search
+            self._load_embedder(api)
             log.info("store %s ready", api.store.location)
         except BaseException as exc:  # noqa: BLE001 - kept and reported by every tool call
             log.error("could not open the store: %s", exc, exc_info=True)
             self._error = exc
         finally:
             self._ready.set()
+
+    @staticmethod
+    def _load_embedder(api: Layersearch) -> None:
+        """An in-process model is loaded (and run once) here, not in the first search.
+
+        A failure is logged, not raised: the lexical channels still answer, and the
+        dense channel reports the same error as a warning on each search.
+        """
+        load = getattr(api.embedder, "load", None)
+        if not callable(load):
+            return
+        try:
+            load()
+        except LayersearchError as exc:
+            log.warning("the embedder could not be loaded: %s", exc)
 
     def _load_models_if_empty(self, api: Layersearch) -> None:
         models = self.settings.models
