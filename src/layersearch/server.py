@@ -113,18 +113,21 @@ class Service:
 
     @staticmethod
     def _load_embedder(api: Layersearch) -> None:
-        """An in-process model is loaded (and run once) here, not in the first search.
+        """An in-process model is loaded (and run once) here, and the stored vectors read,
+        not in the first search.
 
         A failure is logged, not raised: the lexical channels still answer, and the
         dense channel reports the same error as a warning on each search.
         """
-        load = getattr(api.embedder, "load", None)
-        if not callable(load):
+        if api.embedder is None:
             return
+        load = getattr(api.embedder, "load", None)
         try:
-            load()
+            if callable(load):
+                load()
+            api.dense().warm()
         except LayersearchError as exc:
-            log.warning("the embedder could not be loaded: %s", exc)
+            log.warning("dense channel not ready: %s", exc)
 
     def _load_models_if_empty(self, api: Layersearch) -> None:
         models = self.settings.models
