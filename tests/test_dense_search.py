@@ -223,3 +223,15 @@ def test_table_text_lists_its_visible_columns() -> None:
     assert f"pet id {TABLE_LEAVES - 1}." in text and f"pet id {TABLE_LEAVES}" not in text
     assert "secret" not in text
     assert docs["pets.Has_Pet.c0"] == "pet id 0: column of Has Pet in pets."
+
+
+def test_warm_reads_the_vectors_and_names_what_is_missing(tmp_path: Path) -> None:
+    ls = Layersearch(tmp_path / "s.duckdb", embedder="fake")
+    ls.load(MINI)
+    (problem,) = ls.warm()
+    assert "no vectors stored for fake/hashing-v1 (256)" in problem
+    ls.embed()
+    assert ls.warm() == []
+    assert ls.dense().confirmed
+    assert Layersearch(tmp_path / "t.duckdb").warm() == []  # no embedder: nothing to ready
+    ls.close()

@@ -113,21 +113,16 @@ class Service:
 
     @staticmethod
     def _load_embedder(api: Layersearch) -> None:
-        """An in-process model is loaded (and run once) here, and the stored vectors read,
-        not in the first search.
+        """With an embedder configured, the model is loaded (and run once), the stored
+        vectors read and a search run here, not in the first call.
 
-        A failure is logged, not raised: the lexical channels still answer, and the
-        dense channel reports the same error as a warning on each search.
+        A dense channel that is not ready is logged, not raised: the lexical channels
+        still answer, and each search reports the same error as a warning.
         """
         if api.embedder is None:
             return
-        load = getattr(api.embedder, "load", None)
-        try:
-            if callable(load):
-                load()
-            api.dense().warm()
-        except LayersearchError as exc:
-            log.warning("dense channel not ready: %s", exc)
+        for problem in api.warm():
+            log.warning("dense channel not ready: %s", problem)
 
     def _load_models_if_empty(self, api: Layersearch) -> None:
         models = self.settings.models

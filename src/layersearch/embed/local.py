@@ -211,6 +211,9 @@ class LocalEmbedder:
         options.intra_op_num_threads = self.threads
         options.inter_op_num_threads = 1
         options.log_severity_level = 3  # errors only: nothing of ORT's on stderr
+        # Basic (hardware-independent) graph rewrites: queries run as fast as with all
+        # of them here, and the session is made ~65 ms sooner (150 against 215 ms CPU).
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
         # Threads that spin after their work take the core the caller needs next.
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         try:
