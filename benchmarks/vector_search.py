@@ -132,19 +132,6 @@ def bench_local_model(n_queries: int) -> dict[str, object]:
         "local_query_p50_ms": round(float(np.percentile(times, 50)), 2),
         "local_query_p95_ms": round(float(np.percentile(times, 95)), 2),
     }
-    # One short query cannot use many threads well; on a busy machine torch's
-    # default pool mostly waits for cores, so report the single-thread figure too.
-    import torch
-
-    out["torch_threads_default"] = torch.get_num_threads()
-    torch.set_num_threads(1)
-    times = []
-    for text in texts:
-        start = time.perf_counter()
-        embedder.embed_query(text)
-        times.append((time.perf_counter() - start) * 1000)
-    out["local_query_p50_ms_1_thread"] = round(float(np.percentile(times, 50)), 2)
-    out["local_query_p95_ms_1_thread"] = round(float(np.percentile(times, 95)), 2)
     return out
 
 

@@ -160,3 +160,38 @@ def test_cli_gives_numpy_one_blas_thread_unless_the_user_chose(
         [sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=ROOT, check=True
     )
     assert proc.stdout.strip() == expected
+
+
+def test_load_with_an_embedder_computes_the_vectors(tmp_path: Path) -> None:
+    s = tmp_path / "s.duckdb"
+    first = json.loads(run(s, "--embedder", "fake", "load", str(MINI), "--json").stdout)
+    assert first["entities"] > 0
+    (report,) = first["embedded"]
+    assert (
+        report["embedded"] == report["documents"] == 32
+        and report["model"] == "fake/hashing-v1 (256)"
+    )
+    again = run(s, "--embedder", "fake", "load", str(MINI))
+    assert (
+        "entities: 0 embedded, 32 unchanged, 0 pruned, 0 failed — fake/hashing-v1 (256)"
+        in again.stdout
+    )
+    hits = json.loads(
+        run(s, "--embedder", "fake", "search", "tax", "--channels", "vector", "--json").stdout
+    )
+    assert hits["results"] and hits["warnings"] == []
+
+
+def test_load_no_embed_and_no_embedder_leave_the_vectors(tmp_path: Path) -> None:
+    s = tmp_path / "s.duckdb"
+    skipped = json.loads(
+        run(s, "--embedder", "fake", "load", str(MINI), "--no-embed", "--json").stdout
+    )
+    assert "embedded" not in skipped
+    plain = json.loads(run(tmp_path / "t.duckdb", "load", str(MINI), "--json").stdout)
+    assert set(plain) == set(skipped)
+    hits = json.loads(
+        run(s, "--embedder", "fake", "search", "tax", "--channels", "vector", "--json").stdout
+    )
+    assert hits["results"] == []
+    assert any("no vectors stored" in w for w in hits["warnings"]), hits["warnings"]

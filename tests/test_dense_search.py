@@ -115,6 +115,36 @@ def test_fingerprint_mismatch_same_dimension_is_named(tmp_path: Path) -> None:
     b.close()
 
 
+class TorchMiniLM(Counting):
+    """Vectors under the fingerprint the sentence-transformers MiniLM gave (the previous
+    default of ``local``)."""
+
+    def __init__(self) -> None:
+        super().__init__(FakeEmbedder(dimensions=384))
+        self._fp = Fingerprint(provider="local", model="all-MiniLM-L6-v2", dimensions=384)
+
+
+def test_a_store_embedded_with_the_previous_default_asks_for_embed(tmp_path: Path) -> None:
+    from layersearch.embed import LocalEmbedder
+
+    store = tmp_path / "s.duckdb"
+    old = Layersearch(store, embedder=TorchMiniLM())  # type: ignore[arg-type]
+    old.load(MINI)
+    old.embed()
+    old.close()
+    new = Layersearch(store, embedder="local")
+    assert isinstance(new.embedder, LocalEmbedder)
+    resp = new.search(question="tax", explain=True)
+    assert "vector" not in channels_of(resp) and resp.results
+    (warning,) = [w for w in resp.warnings if w.startswith("embedding unavailable:")]
+    assert warning == (
+        "embedding unavailable: stored: local/all-MiniLM-L6-v2 (384) — configured: "
+        "local/all-MiniLM-L6-v2-onnx-int8 (384); run `layersearch embed` with the "
+        "configured model, or configure the stored one"
+    )
+    new.close()
+
+
 def test_vector_requested_without_embedder_warns(mini: Layersearch) -> None:
     resp = mini.search(question="tax", channels=["vector", "fulltext"])
     assert resp.results
@@ -155,7 +185,7 @@ def test_local_model_channel(tmp_path: Path) -> None:
     ls = Layersearch(tmp_path / "s.duckdb", embedder="local")
     ls.load(MINI)
     (report,) = ls.embed()
-    assert report.model == "local/all-MiniLM-L6-v2 (384)"
+    assert report.model == "local/all-MiniLM-L6-v2-onnx-int8 (384)"
     resp = ls.search(
         question="levy charged by the government on purchases", explain=True, channels=["vector"]
     )
@@ -193,3 +223,15 @@ def test_table_text_lists_its_visible_columns() -> None:
     assert f"pet id {TABLE_LEAVES - 1}." in text and f"pet id {TABLE_LEAVES}" not in text
     assert "secret" not in text
     assert docs["pets.Has_Pet.c0"] == "pet id 0: column of Has Pet in pets."
+
+
+def test_warm_reads_the_vectors_and_names_what_is_missing(tmp_path: Path) -> None:
+    ls = Layersearch(tmp_path / "s.duckdb", embedder="fake")
+    ls.load(MINI)
+    (problem,) = ls.warm()
+    assert "no vectors stored for fake/hashing-v1 (256)" in problem
+    ls.embed()
+    assert ls.warm() == []
+    assert ls.dense().confirmed
+    assert Layersearch(tmp_path / "t.duckdb").warm() == []  # no embedder: nothing to ready
+    ls.close()

@@ -63,7 +63,7 @@ def _modules_after(code: str) -> set[str]:
     return set(json.loads(out.stdout.strip().splitlines()[-1]))
 
 
-HEAVY = {"mcp", "litellm", "duckdb", "torch", "sentence_transformers", "kuzu", "psycopg"}
+HEAVY = {"mcp", "litellm", "duckdb", "torch", "onnxruntime", "tokenizers", "kuzu", "psycopg"}
 
 
 def test_ranking_and_graph_stay_light() -> None:

@@ -543,6 +543,31 @@ class Layersearch:
         resp.warnings.extend(vector_warnings)
         return resp
 
+    def warm(self) -> list[str]:
+        """Do now what the first search would do: build the snapshot, load an in-process
+        embedding model (and run it once), read the stored vectors, and run one search's
+        code paths. Returns why the dense channel is not ready (empty when it is, or when
+        no embedder is configured); warnings kept for the next search stay kept.
+        """
+        self.corpus()
+        problems: list[str] = []
+        if self.embedder is not None:
+            load = getattr(self.embedder, "load", None)
+            try:
+                if callable(load):
+                    load()
+                self.dense().warm()
+            except LayersearchError as exc:
+                problems.append(str(exc))
+        with self._lock:
+            kept = list(self._pending)
+        try:
+            self.search(question="warm up the search path", max_results=1)
+        finally:
+            with self._lock:
+                self._pending[:0] = kept
+        return problems
+
     # -- dense vectors ------------------------------------------------------------------------
 
     def dense(self, corpus: str = ENTITY_CORPUS) -> DenseCorpus:

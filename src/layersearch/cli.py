@@ -404,23 +404,43 @@ def init(obj: Ctx, as_json: bool) -> None:
     type=click.IntRange(0, 10_000),
     help="Databases: sample up to N distinct values per text column.",
 )
+@click.option("--no-embed", is_flag=True, help="Do not compute vectors even with an embedder.")
 @json_option
 @click.pass_obj
 @handle_errors
 def load(
-    obj: Ctx, path: str, fmt: str, datasource: str | None, sample_values: int, as_json: bool
+    obj: Ctx,
+    path: str,
+    fmt: str,
+    datasource: str | None,
+    sample_values: int,
+    no_embed: bool,
+    as_json: bool,
 ) -> None:
-    """Load or re-load a semantic layer (memories are kept)."""
+    """Load or re-load a semantic layer (memories are kept); with an embedder configured,
+    then compute the vectors of what changed (as `layersearch embed` does)."""
     ls = obj.api(create=True)
     with _status(f"loading {path}", as_json):
         report = ls.load(path, fmt, datasource=datasource, sample_values=sample_values)
+    embedded = None
+    if ls.embedder is not None and not no_embed:
+        with Progress("embedding", as_json) as progress:
+            embedded = ls.embed(progress=progress)
     if as_json:
-        emit_json(report)
+        # Without vectors computed, the report alone, as before.
+        emit_json(report if embedded is None else {**report.model_dump(), "embedded": embedded})
         return
     click.echo(
         f"loaded {_datasources(report.datasources)}: {report.entities} entities in "
         f"{report.models} models; {report.memories_added} memories added"
     )
+    for r in embedded or []:
+        click.echo(
+            f"{r.corpus}: {r.embedded} embedded, {r.unchanged} unchanged, {r.pruned} pruned, "
+            f"{len(r.failed)} failed — {r.model}"
+        )
+        for f in r.failed:
+            click.echo(f"failed: {f}", err=True)
     for s in report.skipped:
         click.echo(f"skipped: {s}", err=True)
     for t in report.unresolved_tags:
@@ -1456,16 +1476,17 @@ class _VaultProgress:
 
 @vault.command("index")
 @click.argument("path", type=click.Path(file_okay=False, path_type=Path))
+@click.option("--no-embed", is_flag=True, help="Do not compute vectors even with an embedder.")
 @json_option
 @click.pass_obj
 @handle_errors
-def vault_index(obj: Ctx, path: Path, as_json: bool) -> None:
+def vault_index(obj: Ctx, path: Path, no_embed: bool, as_json: bool) -> None:
     """Index or re-index the vault at PATH.
 
     Only added and changed notes are processed; deleted ones are removed."""
     ls = obj.api(create=True)
     with _VaultProgress(as_json) as progress:
-        report = ls.vault.index(path, progress=progress)
+        report = ls.vault.index(path, progress=progress, embed=not no_embed)
     if as_json:
         emit_json(report)
         return

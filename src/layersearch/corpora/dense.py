@@ -211,6 +211,14 @@ class DenseCorpus:
                 self._index_gen = gen
             return self._index
 
+    def warm(self) -> None:
+        """Do now what the first search would: read this model's vectors into the index
+        (or, for a store that ranks in the database, check they are there)."""
+        if getattr(self.store, "search_vectors", None) is None:
+            self.index()
+        else:
+            self._check_current()
+
     @property
     def confirmed(self) -> bool:
         """Whether this model's vectors were found in the store at least once: before that

@@ -3,13 +3,15 @@
 ``make_embedder(spec, config=...)`` builds one from a spec string:
 
 - ``fake`` or ``fake:<dim>``: deterministic hashing vectors (tests, demos);
-- ``local``: the bundled all-MiniLM-L6-v2, offline (``[local]`` extra);
-- ``local:<model name or directory>``: another sentence-transformers model;
+- ``local``: the bundled all-MiniLM-L6-v2 (ONNX, int8 weights), offline, no torch
+  (``[local]`` extra);
+- ``local:<directory>``: another ONNX embedding model (``model.onnx`` and
+  ``tokenizer.json``);
 - ``litellm:<model>``: any litellm embedding model, e.g.
   ``litellm:openai/text-embedding-3-small`` or ``litellm:hosted_vllm/<name>``
   with ``api_base`` (``[litellm]`` extra).
 
-Importing this package imports neither litellm nor torch; they load on first use.
+Importing this package imports neither litellm nor onnxruntime; they load on first use.
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ SPEC_FORMS = (
     "fake",
     "fake:<dimensions>",
     "local",
-    "local:<model name or directory>",
+    "local:<model directory>",
     "litellm:<model> (e.g. litellm:openai/text-embedding-3-small)",
 )
 

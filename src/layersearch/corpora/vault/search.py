@@ -210,9 +210,14 @@ class VaultService:
     # -- indexing -----------------------------------------------------------------------------
 
     def index(
-        self, path: str | Path | None = None, progress: IndexProgress | None = None
+        self,
+        path: str | Path | None = None,
+        progress: IndexProgress | None = None,
+        *,
+        embed: bool = True,
     ) -> VaultIndexReport:
-        """Bring the store up to date with the vault at ``path`` (or the remembered one)."""
+        """Bring the store up to date with the vault at ``path`` (or the remembered one);
+        with ``embed=False`` the vectors are left for a later ``index`` or search."""
         started = time.perf_counter()
         root = self._index_root(path)
         config = load_config(root)
@@ -232,8 +237,10 @@ class VaultService:
                 self._update_fulltext(old_version, str(gen), plan, notes, chunks)
         warnings: list[str] = []
         vectors = None
-        embedder = self._embedder()
-        if embedder is None:
+        embedder = self._embedder() if embed else None
+        if not embed:
+            warnings.append("vectors not computed (--no-embed); the next index computes them")
+        elif embedder is None:
             warnings.append(
                 "no embedder configured: notes stored without vectors (full text only); "
                 "index with --embedder local|fake|litellm:<model> for vector search"

@@ -1,0 +1,42 @@
+"""The server loads an in-process embedder in its lifespan, before the first call."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from tests.conftest import MINI
+
+from layersearch import Layersearch
+from layersearch.config import Settings
+from layersearch.embed import LocalEmbedder
+from layersearch.server import Service
+
+
+@pytest.mark.local_model
+def test_the_local_model_is_loaded_when_the_store_opens(tmp_path: Path) -> None:
+    pytest.importorskip("onnxruntime", reason="needs the [local] extra")
+    store = tmp_path / "s.duckdb"
+    with Layersearch(store, embedder="local") as ls:
+        ls.load(MINI)
+        ls.embed()
+    service = Service(Settings(store=str(store), embedder="local"))
+    service.start()
+    api = service.api()
+    assert isinstance(api.embedder, LocalEmbedder)
+    assert api.embedder._session is not None  # loaded (and run once) before any call
+    dense = api.dense()
+    assert dense._index is not None and dense.confirmed  # the stored vectors are read
+    service.close()
+
+
+def test_a_model_that_cannot_load_leaves_the_lexical_server_up(tmp_path: Path) -> None:
+    empty = tmp_path / "no-model"
+    empty.mkdir()
+    service = Service(
+        Settings(store=str(tmp_path / "s.duckdb"), models=MINI, embedder=f"local:{empty}")
+    )
+    service.start()
+    api = service.api()
+    assert api.search(question="tax").results
+    service.close()
