@@ -25,7 +25,7 @@ from layersearch.ranking.bm25 import EntityOverlapIndex
 from layersearch.ranking.coverage import CoverageIndex, CoverageNode, links_from_edges
 from layersearch.ranking.explain import explain
 from layersearch.ranking.fulltext import FTDoc, FullTextIndex
-from layersearch.ranking.fusion import Fused, fuse
+from layersearch.ranking.fusion import Fused, evidence_weights, fuse
 from layersearch.semantic.canonical import Resolver, in_scope
 from layersearch.semantic.model import EdgeRecord, Entity
 from layersearch.types import CHANNELS, ChannelScore, Hit, Memory, SearchRequest, SearchResponse
@@ -64,6 +64,14 @@ MAX_QUESTION_CHARS = 100_000
 #: table's position among all of them would count its own leaves (and every other
 #: table's) against it a second time.
 RANK_BY_LEVEL = frozenset({"vector"})
+#: Channels weighed by their evidence in fusion (``ranking.fusion.evidence_weights``):
+#: the two that rank the schema from the question. Their weights are read on their
+#: table rankings (the level both rank) and average 1, so equally separated lists fuse
+#: as plain RRF; every other channel keeps weight 1. Empty: plain RRF.
+EVIDENCE_CHANNELS: tuple[str, ...] = ("schema", "vector")
+#: Whether the schema channel leads question words the catalog does not use to words it
+#: does (abbreviations in identifiers, WordNet synonyms when installed; ranking.bridges).
+VOCABULARY_BRIDGES = True
 #: Per-datasource schema indexes kept (oldest built dropped first).
 SCOPED_INDEXES = 256
 SHORT_DESCRIPTION = 160
@@ -486,7 +494,14 @@ class EntityCorpus:
         # their full-text rank as it was (among all documents), so moving entities out does
         # not promote them.
         superseded = {"fulltext": lambda i: level(i) >= 0} if "schema" in rankings else None
-        fused = fuse(rankings, level=level, by_level=RANK_BY_LEVEL, superseded=superseded)
+        weighed = self._evidence(rankings, question, ds, level)
+        fused = fuse(
+            rankings,
+            weights={c: w for c, (w, _, _) in weighed.items()},
+            level=level,
+            by_level=RANK_BY_LEVEL,
+            superseded=superseded,
+        )
         lifted = None
         if question is not None and JOIN_KEY_TABLES > 0:
             table_of = self._table_of_id(level)
@@ -505,13 +520,31 @@ class EntityCorpus:
             )
         results = []
         for i, src in top:
-            explanation = explain(fused.fused(i)) if req.explain else None
+            explanation = explain(fused.fused(i), weighed) if req.explain else None
             results.append(
                 self.hit(
                     fused.ids[i], fused.scores[src], compact=req.compact, explanation=explanation
                 )
             )
         return SearchResponse(results=results, warnings=warnings)
+
+    def _evidence(
+        self,
+        rankings: Mapping[str, Sequence[tuple[str, float]]],
+        question: str | None,
+        ds: str | None,
+        level: Callable[[str], int],
+    ) -> dict[str, tuple[float, float, float]]:
+        """Fusion weights of the channels weighed by their evidence (EVIDENCE_CHANNELS):
+        channel → (weight, separation, reach), see ``fusion.evidence_weights``. The schema
+        channel's reach is the share of the question's words its catalog uses or bridges
+        to; the vector channel reads them all."""
+        if question is None or not EVIDENCE_CHANNELS:
+            return {}
+        reach = {"schema": self.coverage(ds).query_reach(question)} if "schema" in rankings else {}
+        return evidence_weights(
+            rankings, EVIDENCE_CHANNELS, keep=lambda i: level(i) == 1, reach=reach
+        )
 
     def _unreached_tables(
         self,
@@ -853,7 +886,9 @@ def coverage_of(entities: Mapping[str, Entity], edges: Iterable[EdgeRecord]) -> 
     for edge in all_joins:
         keys.update(f"{edge.src}.{c}" for c in edge.props.get("source_columns") or [])
         keys.update(f"{edge.dst}.{c}" for c in edge.props.get("target_columns") or [])
-    return CoverageIndex(nodes, ENTITY_BOOSTS, links_from_edges(joins), keys)
+    return CoverageIndex(
+        nodes, ENTITY_BOOSTS, links_from_edges(joins), keys, bridges=VOCABULARY_BRIDGES
+    )
 
 
 def _hidden(entities: Mapping[str, Entity], entity_id: str) -> bool:
