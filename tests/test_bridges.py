@@ -177,3 +177,32 @@ def test_explain_shows_each_channels_weight_separation_and_reach(tmp_path: Path)
             assert c.contribution == pytest.approx(c.weight / (60 + c.rank), abs=1e-6)
             assert (c.channel in ("schema", "vector")) == (c.reach is not None)
     assert " x" in explain_text([schema])
+
+
+def test_a_scoped_index_takes_its_bridges_from_the_wide_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("LAYERSEARCH_WORDNET", str(_wordnet(tmp_path / "wn")))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    lexicon._load.cache_clear()
+    crm = [
+        CoverageNode("crm", "group", None, {"name": "crm"}),
+        CoverageNode("crm.customer", "table", "crm", {"name": "customer"}),
+        CoverageNode("crm.cust_head", "table", "crm", {"name": "cust_head"}),
+        CoverageNode("crm.cust_head.fclt", "leaf", "crm.cust_head", {"name": "fclt"}),
+    ]
+    ops = [
+        CoverageNode("ops", "group", None, {"name": "ops"}),
+        CoverageNode("ops.region", "table", "ops", {"name": "region"}),
+    ]
+    wide = CoverageIndex(crm + ops, ENTITY_BOOSTS, bridges=True)
+    own = CoverageIndex(crm, ENTITY_BOOSTS, bridges=True)
+    monkeypatch.setenv("LAYERSEARCH_WORDNET", "")  # no lexicon from here on
+    lexicon._load.cache_clear()
+    derived = CoverageIndex(crm, ENTITY_BOOSTS, bridges=wide)
+    assert CoverageIndex(crm, ENTITY_BOOSTS, bridges=True).search("clients", 5) == []
+    for question in ("clients", "leaders of a facility", "customer"):
+        assert derived.search(question, 5) == own.search(question, 5), question
+        assert derived.query_reach(question) == own.query_reach(question)
+    assert derived.search("clients", 5)
+    lexicon._load.cache_clear()

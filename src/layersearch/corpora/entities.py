@@ -265,7 +265,9 @@ class EntityCorpus:
             edges = {k: self.edges_out[k] for k in ents if k in self.edges_out}
             if len(self._scoped) >= SCOPED_INDEXES:
                 self._scoped.pop(next(iter(self._scoped)))
-            idx = self._scoped[datasource] = build_coverage(ents, edges)
+            # The bridges come from the catalog-wide index (no second reading of WordNet).
+            wide = self.coverage() if VOCABULARY_BRIDGES else None
+            idx = self._scoped[datasource] = build_coverage(ents, edges, bridges_from=wide)
         return idx
 
     def _entities_in(self, datasource: str) -> dict[str, Entity]:
@@ -855,17 +857,25 @@ def _table_of(e: Entity | None, entities: Mapping[str, Entity]) -> str | None:
 
 
 def build_coverage(
-    entities: Mapping[str, Entity], edges_out: Mapping[str, Sequence[EdgeRecord]]
+    entities: Mapping[str, Entity],
+    edges_out: Mapping[str, Sequence[EdgeRecord]],
+    *,
+    bridges_from: CoverageIndex | None = None,
 ) -> CoverageIndex:
     """Coverage nodes for every visible entity, linked along joins (foreign keys)."""
     # Only joins matter here: a snapshot decodes just those (a CONTAINS edge per column
     # would be most of the decoding); coverage_of picks them out of any other mapping.
     if isinstance(edges_out, EdgeMap):
-        return coverage_of(entities, edges_out.all_of_type("JOINS"))
-    return coverage_of(entities, chain.from_iterable(edges_out.values()))
+        return coverage_of(entities, edges_out.all_of_type("JOINS"), bridges_from=bridges_from)
+    return coverage_of(entities, chain.from_iterable(edges_out.values()), bridges_from=bridges_from)
 
 
-def coverage_of(entities: Mapping[str, Entity], edges: Iterable[EdgeRecord]) -> CoverageIndex:
+def coverage_of(
+    entities: Mapping[str, Entity],
+    edges: Iterable[EdgeRecord],
+    *,
+    bridges_from: CoverageIndex | None = None,
+) -> CoverageIndex:
     """:func:`build_coverage` from the edges themselves (only JOINS edges are read); the
     index depends on neither the order of ``entities`` nor that of ``edges``."""
     all_joins = [e for e in edges if e.type == "JOINS"]
@@ -887,7 +897,11 @@ def coverage_of(entities: Mapping[str, Entity], edges: Iterable[EdgeRecord]) -> 
         keys.update(f"{edge.src}.{c}" for c in edge.props.get("source_columns") or [])
         keys.update(f"{edge.dst}.{c}" for c in edge.props.get("target_columns") or [])
     return CoverageIndex(
-        nodes, ENTITY_BOOSTS, links_from_edges(joins), keys, bridges=VOCABULARY_BRIDGES
+        nodes,
+        ENTITY_BOOSTS,
+        links_from_edges(joins),
+        keys,
+        bridges=bridges_from if bridges_from is not None else VOCABULARY_BRIDGES,
     )
 
 

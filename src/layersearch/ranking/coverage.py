@@ -224,10 +224,12 @@ class CoverageIndex:
         links: Iterable[tuple[str, str]] = (),
         keys: Collection[str] = (),
         *,
-        bridges: bool = False,
+        bridges: bool | CoverageIndex = False,
     ) -> None:
         """``bridges``: lead question words the catalog does not use to words it does
-        (abbreviations of them in identifiers, WordNet synonyms; ``ranking.bridges``)."""
+        (abbreviations of them in identifiers, WordNet synonyms; ``ranking.bridges``).
+        An index instead of True: take them from that index (a wider one over the same
+        entities), for the terms this one has, without reading WordNet again."""
         top = max(field_weights.values(), default=1.0) or 1.0
         weights = {f: w / top for f, w in field_weights.items() if w > 0}
         ordered = sorted(nodes, key=lambda n: n.id)
@@ -308,7 +310,10 @@ class CoverageIndex:
         # Vocabulary bridges (``ranking.bridges``), as arrays so that a persisted index maps
         # them: identifier parts that may abbreviate a word (with their term, first letter,
         # letter set as a bit mask, length), and question-side tokens → (term, weight) CSR.
-        abbr, syn = _bridges(ordered, self.vocab) if bridges else (([], []), {})
+        if isinstance(bridges, CoverageIndex):
+            abbr, syn = bridges._bridges_for(self.vocab)
+        else:
+            abbr, syn = _bridges(ordered, self.vocab) if bridges else (([], []), {})
         parts, abbr_terms = abbr
         self.abbr_parts: list[str] = parts
         self.abbr_term = np.array(abbr_terms, dtype=np.int64)
@@ -320,6 +325,36 @@ class CoverageIndex:
         np.cumsum([len(v) for v in syn.values()], out=self.bridge_ptr[1:])
         self.bridge_term = np.array([j for v in syn.values() for j, _ in v], dtype=np.int64)
         self.bridge_w = np.array([w for v in syn.values() for _, w in v], dtype=np.float64)
+
+    def _bridges_for(
+        self, vocab: Mapping[str, int]
+    ) -> tuple[tuple[list[str], list[int]], dict[str, list[tuple[int, float]]]]:
+        """This index's bridges restricted to the terms of ``vocab``, in its term ids."""
+        mine = {j: vocab[t] for t in vocab if (j := self.vocab.get(t)) is not None}
+        abbr: tuple[list[str], list[int]] = ([], [])
+        for part, j in zip(self.abbr_parts, self.abbr_term.tolist(), strict=True):
+            if j in mine:
+                abbr[0].append(part)
+                abbr[1].append(mine[j])
+        syn: dict[str, list[tuple[int, float]]] = {}
+        if len(self.bridge_term):
+            keep = np.isin(self.bridge_term, np.fromiter(mine, dtype=np.int64, count=len(mine)))
+            rows = np.searchsorted(self.bridge_ptr, np.flatnonzero(keep), side="right") - 1
+            kept = set(rows.tolist())
+            for key, row in self.bridge_row.items():
+                if row not in kept:
+                    continue
+                lo, hi = int(self.bridge_ptr[row]), int(self.bridge_ptr[row + 1])
+                found = [
+                    (mine[j], w)
+                    for j, w in zip(
+                        self.bridge_term[lo:hi].tolist(), self.bridge_w[lo:hi].tolist(), strict=True
+                    )
+                    if j in mine
+                ]
+                if found:
+                    syn[key] = sorted(found)
+        return abbr, syn
 
     def has_bridges(self) -> bool:
         return bool(len(self.abbr_term) or len(self.bridge_term))
