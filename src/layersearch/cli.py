@@ -970,7 +970,18 @@ def eval_group() -> None:
     multiple=True,
     help="Comma list of bm25,fulltext,vector; repeat to compare sets (default: all that run).",
 )
-@click.option("--limit", default=None, type=click.IntRange(1), help="Only the first N questions.")
+@click.option(
+    "--half",
+    default=None,
+    type=click.Choice(["A", "B"], case_sensitive=False),
+    help="Only half A (the first ceil(n/2) questions in file order) or half B (the rest).",
+)
+@click.option(
+    "--limit",
+    default=None,
+    type=click.IntRange(1),
+    help="Only the first N questions (of the half).",
+)
 @click.option("--details", "details_path", default=None, help="Write per-question JSONL here.")
 @click.option("--plot", "plot_path", default=None, help="Draw recall@k curves to this PNG.")
 @json_option
@@ -982,6 +993,7 @@ def eval_schema_linking(
     questions_path: str,
     mode: str,
     channel_sets: tuple[str, ...],
+    half: str | None,
     limit: int | None,
     details_path: str | None,
     plot_path: str | None,
@@ -994,11 +1006,12 @@ def eval_schema_linking(
         plot_recall,
         read_questions,
         run_schema_linking,
+        select_half,
         write_details,
     )
 
     sets = parse_channel_sets(channel_sets)
-    questions = read_questions(questions_path, catalog_path)[:limit]
+    questions = select_half(read_questions(questions_path, catalog_path), half)[:limit]
     obj.settings()
     with Layersearch(":memory:", embedder=obj.embedder, embedder_config=obj.embedder_options) as ls:
         with _status(f"loading {catalog_path}", as_json):
@@ -1105,6 +1118,51 @@ def eval_examples(
     for key, value in summary.items():
         table.add_row(key, f"{value:.3f}" if isinstance(value, float) else str(value))
     _console().print(table)
+
+
+@eval_group.command("abbreviate-catalog")
+@click.option("--catalog", "catalog_path", required=True, help="A Spider tables.json.")
+@click.option(
+    "--questions",
+    "questions_path",
+    default=None,
+    help="Questions to map along: a Spider dev.json or JSONL (question, db_id, gold ids).",
+)
+@click.option("--out-catalog", required=True, help="Where to write the abbreviated tables.json.")
+@click.option("--out-questions", default=None, help="Where to write the mapped questions (JSONL).")
+@json_option
+@click.pass_obj
+@handle_errors
+def eval_abbreviate_catalog(
+    obj: Ctx,
+    catalog_path: str,
+    questions_path: str | None,
+    out_catalog: str,
+    out_questions: str | None,
+    as_json: bool,
+) -> None:
+    """Write an abbreviated copy of a Spider catalog, gold ids mapped along.
+
+    Every word over 4 letters keeps its first letter, then its consonants, at most 4
+    (facility -> fclt); the rule is in layersearch.eval.abbreviate."""
+    from layersearch.eval.abbreviate import write_abbreviated
+
+    n_db, n_q = write_abbreviated(catalog_path, questions_path, out_catalog, out_questions)
+    if as_json:
+        emit_json(
+            {
+                "databases": n_db,
+                "catalog": out_catalog,
+                "questions": n_q if out_questions else None,
+                "questions_file": out_questions,
+            }
+        )
+        return
+    click.echo(
+        f"wrote {n_db} databases to {out_catalog}"
+        + (f" and {n_q} questions to {out_questions}" if out_questions else ""),
+        err=True,
+    )
 
 
 class _eval_progress:

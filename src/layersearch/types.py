@@ -26,7 +26,25 @@ class ChannelScore(BaseModel):
     )
     rank: int = Field(description="1-based rank within the channel")
     score: float = Field(description="the channel's own score")
-    contribution: float = Field(description="this channel's share of the fused score: 1/(k+rank)")
+    contribution: float = Field(
+        description="this channel's share of the fused score: weight/(k+rank)"
+    )
+    weight: float = Field(
+        default=1.0,
+        description="the channel's fusion weight for this question: 1 for plain RRF; for "
+        "channels weighed by their evidence, separation x reach scaled so the weighed "
+        "channels average 1",
+    )
+    separation: float | None = Field(
+        default=None,
+        description="for a channel weighed by its evidence: how far its table scores fall "
+        "from the 1st to the 10th, as a fraction of their whole range (0 flat, 1 one stands out)",
+    )
+    reach: float | None = Field(
+        default=None,
+        description="for a channel weighed by its evidence: the share of the question's words "
+        "it could read (schema: words the catalog uses, or bridges to; vector: 1)",
+    )
 
 
 class Hit(BaseModel):

@@ -25,7 +25,7 @@ from layersearch.ranking.bm25 import EntityOverlapIndex
 from layersearch.ranking.coverage import CoverageIndex, CoverageNode, links_from_edges
 from layersearch.ranking.explain import explain
 from layersearch.ranking.fulltext import FTDoc, FullTextIndex
-from layersearch.ranking.fusion import Fused, FusedList, fuse
+from layersearch.ranking.fusion import Fused, FusedList, evidence_weights, fuse
 from layersearch.semantic.canonical import Resolver, in_scope
 from layersearch.semantic.model import EdgeRecord, Entity
 from layersearch.types import CHANNELS, ChannelScore, Hit, Memory, SearchRequest, SearchResponse
@@ -64,6 +64,14 @@ MAX_QUESTION_CHARS = 100_000
 #: table's position among all of them would count its own leaves (and every other
 #: table's) against it a second time.
 RANK_BY_LEVEL = frozenset({"vector"})
+#: Channels weighed by their evidence in fusion (``ranking.fusion.evidence_weights``):
+#: the two that rank the schema from the question. Their weights are read on their
+#: table rankings (the level both rank) and average 1, so equally separated lists fuse
+#: as plain RRF; every other channel keeps weight 1. Empty: plain RRF.
+EVIDENCE_CHANNELS: tuple[str, ...] = ("schema", "vector")
+#: Whether the schema channel leads question words the catalog does not use to words it
+#: does (abbreviations in identifiers, WordNet synonyms when installed; ranking.bridges).
+VOCABULARY_BRIDGES = True
 #: Per-datasource schema indexes kept (oldest built dropped first).
 SCOPED_INDEXES = 256
 SHORT_DESCRIPTION = 160
@@ -317,7 +325,9 @@ class EntityCorpus:
             edges = {k: self.edges_out[k] for k in ents if k in self.edges_out}
             if len(self._scoped) >= SCOPED_INDEXES:
                 self._scoped.pop(next(iter(self._scoped)))
-            idx = self._scoped[datasource] = build_coverage(ents, edges)
+            # The bridges come from the catalog-wide index (no second reading of WordNet).
+            wide = self.coverage() if VOCABULARY_BRIDGES else None
+            idx = self._scoped[datasource] = build_coverage(ents, edges, bridges_from=wide)
         return idx
 
     def _entities_in(self, datasource: str) -> dict[str, Entity]:
@@ -488,7 +498,7 @@ class EntityCorpus:
                 reverse=True,
             )
             ranks.memory["recent"] = [(m.id, 0.0) for m in newest[:CHANNEL_DEPTH]]
-        entities = self._entity_order(ranks, question is not None)
+        entities = self._entity_order(ranks, question, ds)
         # ``tags`` belongs with bm25: both rank memories by the entities they are tagged with
         tags = "bm25" in channels
         memories = self._memory_order(ranks, entities, admitted, frozenset(res.ids), tags)
@@ -586,8 +596,9 @@ class EntityCorpus:
         if mem_hits:
             ranks.memory["fulltext"] = mem_hits
 
-    def _entity_order(self, ranks: _Rankings, question: bool) -> _Ordered:
-        """The entity list: its channels fused, join keys lifted beside their tables."""
+    def _entity_order(self, ranks: _Rankings, question: str | None, ds: str | None) -> _Ordered:
+        """The entity list: its channels fused (weighed by their evidence), join keys
+        lifted beside their tables."""
         # Once the schema channel ranked, full text's votes on tables and leaves do not
         # count: the schema channel scores those same words with their table and
         # database context; counting their per-entity full-text ranks as well would
@@ -595,14 +606,39 @@ class EntityCorpus:
         # in. Datasources keep their full-text rank as it was (among all entities).
         level = ranks.level
         superseded = {"fulltext": lambda i: level(i) >= 0} if "schema" in ranks.entity else None
-        fused = fuse(ranks.entity, level=level, by_level=RANK_BY_LEVEL, superseded=superseded)
+        weighed = self._evidence(ranks.entity, question, ds, level)
+        fused = fuse(
+            ranks.entity,
+            weights={c: w for c, (w, _, _) in weighed.items()},
+            level=level,
+            by_level=RANK_BY_LEVEL,
+            superseded=superseded,
+        )
         lifted = None
-        if question and JOIN_KEY_TABLES > 0:
+        if question is not None and JOIN_KEY_TABLES > 0:
             table_of = self._table_of_id(level)
             lifted = join_key_order(fused.ids, table_of, self.edges_out, JOIN_KEY_TABLES)
         # (position in the fused ranking, position whose score it takes)
         order = [(i, i) for i in range(len(fused))] if lifted is None else lifted
-        return _Ordered(fused, order)
+        return _Ordered(fused, order, weighed=weighed)
+
+    def _evidence(
+        self,
+        rankings: Mapping[str, Sequence[tuple[str, float]]],
+        question: str | None,
+        ds: str | None,
+        level: Callable[[str], int],
+    ) -> dict[str, tuple[float, float, float]]:
+        """Fusion weights of the channels weighed by their evidence (EVIDENCE_CHANNELS):
+        channel → (weight, separation, reach), see ``fusion.evidence_weights``. The schema
+        channel's reach is the share of the question's words its catalog uses or bridges
+        to; the vector channel reads them all."""
+        if question is None or not EVIDENCE_CHANNELS:
+            return {}
+        reach = {"schema": self.coverage(ds).query_reach(question)} if "schema" in rankings else {}
+        return evidence_weights(
+            rankings, EVIDENCE_CHANNELS, keep=lambda i: level(i) == 1, reach=reach
+        )
 
     def _memory_order(
         self,
@@ -740,7 +776,7 @@ class EntityCorpus:
     def _hits(self, picked: Sequence[tuple[_Ordered, int, int]], req: SearchRequest) -> list[Hit]:
         out = []
         for lst, i, src in picked:
-            explanation = explain(lst.fused.fused(i)) if req.explain else None
+            explanation = explain(lst.fused.fused(i), lst.weighed) if req.explain else None
             out.append(
                 self.hit(
                     lst.fused.ids[i],
@@ -931,17 +967,20 @@ class _Ordered:
     """One kind's ranking: fused positions in their final order as (position, position
     whose score it takes), and which positions may be merged into ``results``."""
 
-    __slots__ = ("fused", "order", "_matched")
+    __slots__ = ("fused", "order", "_matched", "weighed")
 
     def __init__(
         self,
         fused: FusedList,
         order: list[tuple[int, int]],
         matched: Callable[[int], bool] | None = None,
+        weighed: Mapping[str, tuple[float, float, float]] | None = None,
     ) -> None:
         self.fused = fused
         self.order = order
         self._matched = matched
+        #: channel → (weight, separation, reach) of the channels fusion weighed
+        self.weighed = weighed
 
     def ids(self, n: int) -> list[str]:
         return [self.fused.ids[i] for i, _ in self.order[:n]]
@@ -1176,17 +1215,25 @@ def _table_of(e: Entity | None, entities: Mapping[str, Entity]) -> str | None:
 
 
 def build_coverage(
-    entities: Mapping[str, Entity], edges_out: Mapping[str, Sequence[EdgeRecord]]
+    entities: Mapping[str, Entity],
+    edges_out: Mapping[str, Sequence[EdgeRecord]],
+    *,
+    bridges_from: CoverageIndex | None = None,
 ) -> CoverageIndex:
     """Coverage nodes for every visible entity, linked along joins (foreign keys)."""
     # Only joins matter here: a snapshot decodes just those (a CONTAINS edge per column
     # would be most of the decoding); coverage_of picks them out of any other mapping.
     if isinstance(edges_out, EdgeMap):
-        return coverage_of(entities, edges_out.all_of_type("JOINS"))
-    return coverage_of(entities, chain.from_iterable(edges_out.values()))
+        return coverage_of(entities, edges_out.all_of_type("JOINS"), bridges_from=bridges_from)
+    return coverage_of(entities, chain.from_iterable(edges_out.values()), bridges_from=bridges_from)
 
 
-def coverage_of(entities: Mapping[str, Entity], edges: Iterable[EdgeRecord]) -> CoverageIndex:
+def coverage_of(
+    entities: Mapping[str, Entity],
+    edges: Iterable[EdgeRecord],
+    *,
+    bridges_from: CoverageIndex | None = None,
+) -> CoverageIndex:
     """:func:`build_coverage` from the edges themselves (only JOINS edges are read); the
     index depends on neither the order of ``entities`` nor that of ``edges``."""
     all_joins = [e for e in edges if e.type == "JOINS"]
@@ -1207,7 +1254,13 @@ def coverage_of(entities: Mapping[str, Entity], edges: Iterable[EdgeRecord]) -> 
     for edge in all_joins:
         keys.update(f"{edge.src}.{c}" for c in edge.props.get("source_columns") or [])
         keys.update(f"{edge.dst}.{c}" for c in edge.props.get("target_columns") or [])
-    return CoverageIndex(nodes, ENTITY_BOOSTS, links_from_edges(joins), keys)
+    return CoverageIndex(
+        nodes,
+        ENTITY_BOOSTS,
+        links_from_edges(joins),
+        keys,
+        bridges=bridges_from if bridges_from is not None else VOCABULARY_BRIDGES,
+    )
 
 
 def _hidden(entities: Mapping[str, Entity], entity_id: str) -> bool:

@@ -37,8 +37,10 @@ __all__ = [
     "SEARCH_DEPTH",
     "ChannelSetResult",
     "parse_channel_sets",
+    "HALVES",
     "read_questions",
     "ranked_links",
+    "select_half",
     "run_schema_linking",
     "write_details",
     "plot_recall",
@@ -131,6 +133,25 @@ def read_questions(path: str | Path, catalog: str | Path | None = None) -> list[
         if ev is not None and not isinstance(ev, str):
             raise ConfigError(f"{p}: record {i}: 'evidence' must be a string")
     return records
+
+
+#: The two halves of a question file: ``A`` is the first ⌈n/2⌉ questions in file
+#: order, ``B`` the rest. Choices are made on A and confirmed on B. Spider dev and
+#: Spider-Syn list their questions database by database, so the halves share at
+#: most one database.
+HALVES = ("A", "B")
+
+
+def select_half(questions: Sequence[dict[str, Any]], half: str | None) -> list[dict[str, Any]]:
+    """Half ``A`` or ``B`` of ``questions`` (see :data:`HALVES`); None: all of them."""
+    if half is None:
+        return list(questions)
+    cut = (len(questions) + 1) // 2
+    if half.upper() == "A":
+        return list(questions[:cut])
+    if half.upper() == "B":
+        return list(questions[cut:])
+    raise ConfigError(f"unknown half '{half}'; use A or B")
 
 
 def _looks_like_json_array(p: Path) -> bool:

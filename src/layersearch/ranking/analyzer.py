@@ -23,7 +23,9 @@ __all__ = [
     "analyze_query",
     "normalize",
     "query_compounds",
+    "query_words",
     "split_identifier",
+    "stem",
 ]
 
 # A word: letters/digits with inner `_ . -` joins (identifiers stay whole).
@@ -150,6 +152,11 @@ def _stem(word: str) -> str:
     return str(_stemmer.stemWord(word))
 
 
+def stem(word: str) -> str:
+    """The analyzer's stem of one lowercase word."""
+    return _stem(word)
+
+
 def normalize(text: str) -> str:
     """NFKC-normalised text with surrogates and control characters blanked.
 
@@ -242,6 +249,22 @@ def _counting(words: list[str], i: int) -> bool:
         return False
     after = words[i + 2].lower() if i + 2 < len(words) else ""
     return (nxt == "of" and after != "") or (w == "count" and i == 0 and nxt != "")
+
+
+def query_words(text: str | None) -> list[tuple[str, str]]:
+    """The question's plain words as (lowercase word, stem), in order, each once: the
+    parts of its identifiers, without stop words, counting phrases or numbers. What
+    vocabulary bridges start from (an abbreviation is matched against the word, a
+    synonym looked up by the stem)."""
+    words = _WORD.findall(normalize(text or ""))
+    seen: dict[str, str] = {}
+    for i, raw in enumerate(words):
+        if _counting(words, i):
+            continue
+        for part in split_identifier(raw):
+            if part.isalpha() and part not in STOP_WORDS:
+                seen.setdefault(part, _stem(part))
+    return list(seen.items())
 
 
 def query_compounds(text: str | None) -> list[str]:

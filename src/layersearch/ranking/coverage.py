@@ -40,12 +40,26 @@ aggregation). Tables and leaves are ranked; groups only give context.
 from __future__ import annotations
 
 import math
+import threading
+import weakref
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-from layersearch.ranking.analyzer import analyze, analyze_query, query_compounds
+from layersearch.ranking.analyzer import (
+    analyze,
+    analyze_query,
+    query_compounds,
+    query_words,
+    split_identifier,
+    stem,
+)
+from layersearch.ranking.bridges import (
+    abbreviation_candidates,
+    abbreviation_weight,
+    synonym_bridges,
+)
 from layersearch.ranking.persist import StringTable
 
 __all__ = ["LINK_PRIOR", "TOP_TABLES", "CoverageNode", "CoverageIndex", "links_from_edges"]
@@ -57,6 +71,8 @@ LINK_PRIOR = 0.5
 #: of the best TOP_LEAF_TABLES tables follow their matched ones (keys first).
 TOP_TABLES = 50
 TOP_LEAF_TABLES = 10
+#: Whether a question word the catalog uses also gets bridges to other words.
+BRIDGE_KNOWN_WORDS = False
 BM25_K1 = 1.2
 BM25_B = 0.75
 
@@ -124,6 +140,34 @@ class _Bags:
             self.ptr, self.bags, contrib, n_bags
         )
 
+    def slot_scores(self, slots: Sequence[Slot], n_bags: int) -> np.ndarray:
+        """:meth:`scores` for a query of slots: each slot counts once in a bag, with the
+        best of its terms' contributions times their weights (and the best possible
+        score is the sum of each slot's best weighted idf)."""
+        if all(_exact(slot) for slot in slots):
+            return self.scores([slot[0][0] for slot in slots], n_bags)
+        out = np.zeros(n_bags, dtype=np.float64)
+        top = 0.0
+        for slot in slots:
+            best = np.zeros(n_bags, dtype=np.float64)
+            peak = 0.0
+            for j, m in slot:
+                idf = self.idf[j]
+                if np.isnan(idf):
+                    continue
+                peak = max(peak, m * idf)
+                row = self.dense_row[j]
+                if row >= 0:
+                    np.maximum(best, m * self.dense[row], out=best)
+                else:
+                    lo, hi = self.ptr[j], self.ptr[j + 1]
+                    at = self.bags[lo:hi]
+                    best[at] = np.maximum(best[at], m * self.contrib[lo:hi])
+            out += best
+            top += peak
+        top *= BM25_K1 + 1
+        return out / top if top > 0 else np.zeros(n_bags, dtype=np.float64)
+
     def scores(self, query: Sequence[int], n_bags: int) -> np.ndarray:
         """BM25 of every bag, as a fraction of the best possible score (0 where no match)."""
         out = np.zeros(n_bags, dtype=np.float64)
@@ -142,6 +186,15 @@ class _Bags:
                 lo, hi = self.ptr[j], self.ptr[j + 1]
                 out[self.bags[lo:hi]] += self.contrib[lo:hi]
         return out / top
+
+
+#: One question word in a query: its terms with their weights (1.0: the word's own term;
+#: less: a bridge to a word the catalog uses, see ``ranking.bridges``).
+Slot = Sequence[tuple[int, float]]
+
+
+def _exact(slot: Slot) -> bool:
+    return len(slot) == 1 and slot[0][1] == 1.0
 
 
 _EMPTY_I = np.zeros(0, dtype=np.int64)
@@ -170,7 +223,13 @@ class CoverageIndex:
         field_weights: Mapping[str, float],
         links: Iterable[tuple[str, str]] = (),
         keys: Collection[str] = (),
+        *,
+        bridges: bool | CoverageIndex = False,
     ) -> None:
+        """``bridges``: lead question words the catalog does not use to words it does
+        (abbreviations of them in identifiers, WordNet synonyms; ``ranking.bridges``).
+        An index instead of True: take them from that index (a wider one over the same
+        entities), for the terms this one has, without reading WordNet again."""
         top = max(field_weights.values(), default=1.0) or 1.0
         weights = {f: w / top for f, w in field_weights.items() if w > 0}
         ordered = sorted(nodes, key=lambda n: n.id)
@@ -248,6 +307,82 @@ class CoverageIndex:
         leaf_table = np.where(self.level == 2, self.table_idx, -1)
         self.leaves, self.leaves_ptr = _group_csr(leaf_table, n_tables)
         self._group_by_id = {self.ids[g]: k for k, g in enumerate(self.group_nodes)}
+        # Vocabulary bridges (``ranking.bridges``), as arrays so that a persisted index maps
+        # them: identifier parts that may abbreviate a word (with their term, first letter,
+        # letter set as a bit mask, length), and question-side tokens → (term, weight) CSR.
+        if isinstance(bridges, CoverageIndex):
+            abbr, syn = bridges._bridges_for(self.vocab)
+        else:
+            abbr, syn = _bridges(ordered, self.vocab) if bridges else (([], []), {})
+        parts, abbr_terms = abbr
+        self.abbr_parts: list[str] = parts
+        self.abbr_term = np.array(abbr_terms, dtype=np.int64)
+        self.abbr_first = np.array([ord(p[0]) for p in parts], dtype=np.int32)
+        self.abbr_mask = np.array([_letters(p) for p in parts], dtype=np.int64)
+        self.abbr_len = np.array([len(p) for p in parts], dtype=np.int32)
+        self.bridge_row: dict[str, int] = {k: i for i, k in enumerate(syn)}
+        self.bridge_ptr = np.zeros(len(syn) + 1, dtype=np.int64)
+        np.cumsum([len(v) for v in syn.values()], out=self.bridge_ptr[1:])
+        self.bridge_term = np.array([j for v in syn.values() for j, _ in v], dtype=np.int64)
+        self.bridge_w = np.array([w for v in syn.values() for _, w in v], dtype=np.float64)
+
+    def _bridges_for(
+        self, vocab: Mapping[str, int]
+    ) -> tuple[tuple[list[str], list[int]], dict[str, list[tuple[int, float]]]]:
+        """This index's bridges restricted to the terms of ``vocab``, in its term ids."""
+        mine = {j: vocab[t] for t in vocab if (j := self.vocab.get(t)) is not None}
+        abbr: tuple[list[str], list[int]] = ([], [])
+        for part, j in zip(self.abbr_parts, self.abbr_term.tolist(), strict=True):
+            if j in mine:
+                abbr[0].append(part)
+                abbr[1].append(mine[j])
+        syn: dict[str, list[tuple[int, float]]] = {}
+        if len(self.bridge_term):
+            keep = np.isin(self.bridge_term, np.fromiter(mine, dtype=np.int64, count=len(mine)))
+            rows = np.searchsorted(self.bridge_ptr, np.flatnonzero(keep), side="right") - 1
+            kept = set(rows.tolist())
+            for key, row in self.bridge_row.items():
+                if row not in kept:
+                    continue
+                lo, hi = int(self.bridge_ptr[row]), int(self.bridge_ptr[row + 1])
+                found = [
+                    (mine[j], w)
+                    for j, w in zip(
+                        self.bridge_term[lo:hi].tolist(), self.bridge_w[lo:hi].tolist(), strict=True
+                    )
+                    if j in mine
+                ]
+                if found:
+                    syn[key] = sorted(found)
+        return abbr, syn
+
+    def has_bridges(self) -> bool:
+        return bool(len(self.abbr_term) or len(self.bridge_term))
+
+    def _synonyms(self, key: str) -> list[tuple[int, float]]:
+        row = self.bridge_row.get(key)
+        if row is None:
+            return []
+        lo, hi = int(self.bridge_ptr[row]), int(self.bridge_ptr[row + 1])
+        return list(
+            zip(self.bridge_term[lo:hi].tolist(), self.bridge_w[lo:hi].tolist(), strict=True)
+        )
+
+    def _abbreviating(self, word: str) -> list[tuple[int, float]]:
+        """The terms of identifier parts that abbreviate ``word``, with their weights."""
+        if not len(self.abbr_term) or not word.isascii():
+            return []
+        maybe = np.flatnonzero(
+            (self.abbr_first == ord(word[0]))
+            & ((self.abbr_mask & ~np.int64(_letters(word))) == 0)
+            & (self.abbr_len < len(word))
+        )
+        out = []
+        for i in maybe.tolist():
+            w = abbreviation_weight(self.abbr_parts[i], word)
+            if w > 0:
+                out.append((int(self.abbr_term[i]), w))
+        return out
 
     def _table_coverage(
         self,
@@ -335,6 +470,54 @@ class CoverageIndex:
             rare = self._rarest = float(self.idf.max()) if len(self.idf) else 1.0
         return rare
 
+    def _slot_tables(
+        self,
+        slots: Sequence[Slot],
+        linked_mass: np.ndarray,
+        town_mass: np.ndarray,
+        town_count: np.ndarray,
+    ) -> None:
+        """Add each slot's best weighted link(t) and own coverage of table nodes."""
+        n_tables = len(linked_mass)
+        for slot in slots:
+            lm = np.zeros(n_tables)
+            tm = np.zeros(n_tables)
+            for j, m in slot:
+                idf = self.idf[j] * m
+                row = self.lcov_row[j]
+                if row >= 0:
+                    np.maximum(lm, idf * self.lcov_dense[row], out=lm)
+                else:
+                    lo, hi = self.lcov_ptr[j], self.lcov_ptr[j + 1]
+                    at = self.lcov_table[lo:hi]
+                    lm[at] = np.maximum(lm[at], idf * self.lcov_w[lo:hi])
+                lo, hi = self.town_ptr[j], self.town_ptr[j + 1]
+                at = self.town_table[lo:hi]
+                tm[at] = np.maximum(tm[at], idf * self.town_w[lo:hi])
+            linked_mass += lm
+            town_mass += tm
+            town_count += tm > 0
+
+    def _own_slots(self, nodes: np.ndarray, slots: Sequence[Slot]) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`_own` for a query of slots: each slot once, at its best weighted term."""
+        starts = self.fwd_ptr[nodes]
+        lens = self.fwd_ptr[nodes + 1] - starts
+        owner = np.repeat(np.arange(len(nodes)), lens)
+        entry = np.arange(len(owner)) - np.repeat(np.cumsum(lens) - lens, lens) + starts[owner]
+        terms = self.fwd_term[entry]
+        fw = self.field_w[self.fwd_code[entry]]
+        mass = np.zeros(len(nodes))
+        count = np.zeros(len(nodes), dtype=np.int32)
+        for slot in slots:
+            best = np.zeros(len(nodes))
+            for j, m in slot:
+                match = np.flatnonzero(terms == j)
+                if len(match):
+                    np.maximum.at(best, owner[match], m * self.idf[j] * fw[match])
+            mass += best
+            count += best > 0
+        return mass, count
+
     def query_terms(self, text: str) -> list[int]:
         """The question's terms the index knows: its words, then the closed compounds
         of adjacent words (``high schoolers`` → ``highschool``), each once."""
@@ -344,6 +527,57 @@ class CoverageIndex:
             if j is not None:
                 terms.setdefault(j, None)
         return list(terms)
+
+    def query_slots(self, text: str) -> list[list[tuple[int, float]]]:
+        """The question as slots (see :data:`Slot`): each known term of
+        :meth:`query_terms` alone at weight 1, then, for each question word the
+        catalog does not use, the catalog terms its bridges reach (abbreviations
+        and synonyms), a term of the question's own never again, each slot's terms
+        once at their best weight."""
+        return [list(slot) for slot in _query_of(self, text)[0]]
+
+    def query_reach(self, text: str) -> float:
+        """The share of the question's plain words (:func:`analyzer.query_words`) this
+        index can read: 1 for a word it uses, its best bridge weight for one it reaches
+        through a bridge, 0 for one it does not know. 1 for a question without words."""
+        return _query_of(self, text)[1]
+
+    def _query(self, text: str) -> tuple[tuple[tuple[tuple[int, float], ...], ...], float]:
+        slots: dict[str, dict[int, float]] = {}
+        exact: set[int] = set()
+        for q in (*analyze_query(text), *query_compounds(text)):
+            j = self.vocab.get(q)
+            if j is not None and j not in exact:
+                exact.add(j)
+                slots[q] = {j: 1.0}
+        words = query_words(text)
+        read: dict[str, float] = {key: 1.0 for _, key in words if key in slots}
+        if self.has_bridges():
+            keyed = [(key, raw, self._synonyms(key)) for raw, key in words]
+            for (_, a, _), (_, b, _) in zip(keyed, keyed[1:], strict=False):
+                pair = self._synonyms(f"{a}_{b}")
+                if pair:  # "family name" → surname: the pair is a slot of its own
+                    keyed.append((f"{a}_{b}", "", pair))
+            for key, raw, bridged in keyed:
+                if key in slots and not BRIDGE_KNOWN_WORDS:
+                    continue
+                reach: dict[int, float] = dict(bridged)
+                for j, w in self._abbreviating(raw) if raw else ():
+                    if w > reach.get(j, 0.0):
+                        reach[j] = w
+                for j, w in reach.items():
+                    if j in exact:
+                        continue
+                    slot = slots.setdefault(key, {})
+                    if w > slot.get(j, 0.0):
+                        slot[j] = w
+                if reach and raw:
+                    read[key] = max(read.get(key, 0.0), max(reach.values()))
+        share = sum(read.get(key, 0.0) for _, key in words) / len(words) if words else 1.0
+        ordered = tuple(
+            tuple(sorted(slot.items(), key=lambda t: (-t[1], t[0]))) for slot in slots.values()
+        )
+        return ordered, share
 
     def tables_by_links(self) -> list[str]:
         """Every table, the most joined first (then by id): the order in which a search
@@ -373,9 +607,11 @@ class CoverageIndex:
     ) -> tuple[list[tuple[str, float]], list[int]]:
         """:meth:`search`, and each hit's level (1: table, 2: leaf): a caller need not look
         up what kind of entity each id is."""
-        query = self.query_terms(text)
-        total = float(sum(self.idf[j] for j in query))
-        if not query or k < 1 or total <= 0:
+        slots = self.query_slots(text)
+        plain = all(_exact(slot) for slot in slots)
+        query = [slot[0][0] for slot in slots] if plain else []
+        total = float(sum(max(m * self.idf[j] for j, m in slot) for slot in slots))
+        if not slots or k < 1 or total <= 0:
             return [], []
         allowed = ids if ids is None or isinstance(ids, set | frozenset) else set(ids)
         n_tables = len(self.table_nodes)
@@ -394,8 +630,10 @@ class CoverageIndex:
             lo, hi = self.town_ptr[j], self.town_ptr[j + 1]
             town_mass[self.town_table[lo:hi]] += idf * self.town_w[lo:hi]
             town_count[self.town_table[lo:hi]] += 1
-        table_bm25 = self.tables.scores(query, n_tables)  # table(t)
-        group_bm25 = self.groups.scores(query, len(self.group_nodes))  # group(g)
+        if not plain:
+            self._slot_tables(slots, linked_mass, town_mass, town_count)
+        table_bm25 = self.tables.slot_scores(slots, n_tables)  # table(t)
+        group_bm25 = self.groups.slot_scores(slots, len(self.group_nodes))  # group(g)
         # candidates: covered tables and the join neighbours of covered tables (bridge tables),
         # which are exactly the tables with a positive link(t): its postings hold every table
         # holding a term and every join neighbour of one, each with a positive weight
@@ -419,7 +657,7 @@ class CoverageIndex:
         under = _gather(self.leaves, self.leaves_ptr, best[:TOP_TABLES])
         extra = _gather(self.children, self.children_ptr, best[:TOP_LEAF_TABLES])
         near = np.concatenate([under, extra])
-        near_mass, near_count = self._own(near, query)
+        near_mass, near_count = self._own(near, query) if plain else self._own_slots(near, slots)
         chosen = near_count > 0
         chosen[len(under) :] = True
         leaves, first = np.unique(near[chosen], return_index=True)
@@ -557,6 +795,74 @@ def _forward(
         np.array(coded, dtype=np.int8),
         field_w,
     )
+
+
+def _bridges(
+    ordered: Sequence[CoverageNode], vocab: Mapping[str, int]
+) -> tuple[tuple[list[str], list[int]], dict[str, list[tuple[int, float]]]]:
+    """The index's vocabulary bridges: the identifier parts of names and labels that may
+    abbreviate a word, with their terms; WordNet synonyms of its terms."""
+    from layersearch.ranking.lexicon import wordnet
+
+    parts: set[str] = set()
+    seen: set[str] = set()
+    for n in ordered:
+        for name in ("name", "label"):
+            text = n.fields.get(name)
+            if not text or text in seen:
+                continue
+            seen.add(text)
+            for word in text.split():
+                parts.update(split_identifier(word))
+    wn = wordnet()
+    candidates = abbreviation_candidates(parts, wn.is_word if wn is not None else None)
+    found = [(p, vocab[stem(p)]) for p in candidates if stem(p) in vocab]
+    terms = {t: j for t, j in vocab.items() if t.replace("_", "").isalpha()}
+    abbr = ([p for p, _ in found], [j for _, j in found])
+    return abbr, synonym_bridges(terms)
+
+
+_QUERIES: weakref.WeakKeyDictionary[
+    CoverageIndex, dict[str, tuple[tuple[tuple[tuple[int, float], ...], ...], float]]
+] = weakref.WeakKeyDictionary()
+_QUERIES_LOCK = threading.Lock()
+#: Questions remembered per index: the schema channel and fusion both ask, once per search.
+_QUERIES_KEPT = 8
+
+
+def _query_of(
+    index: CoverageIndex, text: str
+) -> tuple[tuple[tuple[tuple[int, float], ...], ...], float]:
+    """A question's slots and reach on an index, computed once per search (a few recent
+    questions kept per index; the index is not kept alive by it)."""
+    with _QUERIES_LOCK:
+        recent = _QUERIES.get(index)
+        found = recent.get(text) if recent is not None else None
+    if found is not None:
+        return found
+    found = index._query(text)
+    with _QUERIES_LOCK:
+        recent = _QUERIES.setdefault(index, {})
+        if len(recent) >= _QUERIES_KEPT:
+            recent.pop(next(iter(recent)))
+        recent[text] = found
+    return found
+
+
+def _letters(word: str) -> int:
+    """The set of a lowercase ASCII word's letters as a bit mask (a → bit 0)."""
+    mask = 0
+    for ch in word:
+        code = ord(ch) - 97
+        if 0 <= code < 26:
+            mask |= 1 << code
+    return mask
+
+
+def lemma_key(lemma: str) -> str:
+    """The analyzer's token for a WordNet lemma: the stem of one word, the lowercased
+    identifier of several (``last_name``)."""
+    return stem(lemma) if lemma.isalpha() else lemma.lower()
 
 
 def _pair_max(

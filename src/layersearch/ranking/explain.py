@@ -2,19 +2,41 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from layersearch.ranking.fusion import Fused
 from layersearch.types import ChannelScore
 
 __all__ = ["explain", "explain_text"]
 
 
-def explain(f: Fused) -> list[ChannelScore]:
-    return [
-        ChannelScore(channel=c, rank=r, score=round(s, 6), contribution=round(contrib, 6))
-        for c, (r, s, contrib) in sorted(f.channels.items(), key=lambda kv: (kv[1][0], kv[0]))
-    ]
+def explain(
+    f: Fused, weighed: Mapping[str, tuple[float, float, float]] | None = None
+) -> list[ChannelScore]:
+    """``weighed``: channel → (fusion weight, separation, reach) of the channels fusion
+    weighed by their evidence (``fusion.evidence_weights``); the others have weight 1."""
+    weighed = weighed or {}
+    out = []
+    for c, (r, s, contrib) in sorted(f.channels.items(), key=lambda kv: (kv[1][0], kv[0])):
+        w, sep, reach = weighed.get(c, (1.0, None, None))
+        out.append(
+            ChannelScore(
+                channel=c,
+                rank=r,
+                score=round(s, 6),
+                contribution=round(contrib, 6),
+                weight=round(w, 6),
+                separation=None if sep is None else round(sep, 6),
+                reach=None if reach is None else round(reach, 6),
+            )
+        )
+    return out
 
 
 def explain_text(parts: list[ChannelScore]) -> str:
-    """``fulltext #1 (7.31) + bm25 #3 (2.05)``"""
-    return " + ".join(f"{p.channel} #{p.rank} ({p.score:.3g})" for p in parts)
+    """``schema #1 (0.93) x1.24 + vector #3 (0.61) x0.76``: a weight other than 1 is shown."""
+    return " + ".join(
+        f"{p.channel} #{p.rank} ({p.score:.3g})"
+        + (f" x{p.weight:.2f}" if p.weight is not None and p.weight != 1.0 else "")
+        for p in parts
+    )

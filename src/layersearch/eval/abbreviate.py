@@ -1,0 +1,158 @@
+"""A deterministic abbreviated copy of a Spider catalog and its questions.
+
+Enterprise warehouses name things ``FCLT_ROOM_NO`` and ``CUST_ACCT_BAL``; Spider
+names them ``facility_room_number``. This module rewrites a Spider
+``tables.json`` the way such a warehouse would have been named, so that the
+same questions measure how retrieval holds up against abbreviated names.
+
+The rule (:func:`abbreviate_word`), applied to every alphabetic word of every
+identifier (split at ``_``, ``.``, ``-``, spaces, digits and camelCase humps)
+and of every natural-language name, database names included:
+
+1. a word of 4 letters or fewer is kept as it is (``name``, ``id``, ``year``);
+2. otherwise its first letter is kept and the vowels (``aeiou``) after it are
+   dropped; runs of one repeated letter become one (``quantity`` → ``qnty``,
+   ``facility`` → ``fclty``);
+3. the result is cut to 4 letters (``fclty`` → ``fclt``, ``department`` →
+   ``dprt``);
+4. if fewer than 3 letters are left (``state`` → ``st``, ``queue`` → ``q``),
+   the word's first 4 letters are used instead (``stat``, ``queu``).
+
+Case is kept letter by letter (``FirstName`` → ``FrstName``). The natural-
+language names (Spider's labels) are rewritten by the same rule, so the copy
+has no unabbreviated words left. Ids can collide after abbreviation; they are
+then made unique the way the importer does (``_2``). Gold ids are mapped by
+position (table index, column index), never by string, so every question's
+gold tables and columns are exactly the abbreviated ids of the originals.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from layersearch.errors import ConfigError
+from layersearch.semantic.importers.spider import read_spider_tables, spider_ids
+
+__all__ = ["abbreviate_word", "abbreviate_text", "abbreviate_spider", "write_abbreviated"]
+
+#: Words longer than this are abbreviated.
+KEEP_UP_TO = 4
+#: The length an abbreviation is cut to.
+CUT_TO = 4
+#: Shorter skeletons fall back to the word's first CUT_TO letters.
+MIN_SKELETON = 3
+_VOWELS = frozenset("aeiouAEIOU")
+# alphabetic words inside an identifier: camelCase humps, ALLCAPS runs, lower runs
+_WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+")
+
+
+def abbreviate_word(word: str) -> str:
+    """The rule above for one alphabetic word (anything else is returned unchanged)."""
+    if len(word) <= KEEP_UP_TO or not word.isalpha() or not word.isascii():
+        return word
+    kept = [word[0]]
+    for ch in word[1:]:
+        if ch in _VOWELS:
+            continue
+        if ch.lower() == kept[-1].lower():
+            continue
+        kept.append(ch)
+    if len(kept) < MIN_SKELETON:
+        return word[:CUT_TO]
+    return "".join(kept[:CUT_TO])
+
+
+def abbreviate_text(text: str) -> str:
+    """Every alphabetic word of an identifier or a phrase abbreviated, the rest kept."""
+    return _WORD.sub(lambda m: abbreviate_word(m.group(0)), text)
+
+
+def _abbreviate_db(db: dict[str, Any]) -> dict[str, Any]:
+    out = dict(db)
+    out["db_id"] = abbreviate_text(db["db_id"])
+    out["table_names"] = [abbreviate_text(t) for t in db["table_names"]]
+    out["table_names_original"] = [abbreviate_text(t) for t in db["table_names_original"]]
+    out["column_names"] = [[t, abbreviate_text(c)] for t, c in db["column_names"]]
+    out["column_names_original"] = [[t, abbreviate_text(c)] for t, c in db["column_names_original"]]
+    return out
+
+
+def abbreviate_spider(
+    tables: Sequence[dict[str, Any]], questions: Sequence[dict[str, Any]] = ()
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The abbreviated databases, and the questions with ``db_id`` and gold ids mapped.
+
+    Questions are records with ``question``, ``db_id``, ``gold_tables`` and
+    ``gold_columns`` in the importer's ids of ``tables`` (compared without
+    case); other fields are kept. A gold id the catalog does not have is an
+    error naming the question.
+    """
+    new_dbs: list[dict[str, Any]] = []
+    id_map: dict[str, str] = {}
+    db_map: dict[str, str] = {}
+    taken_db: set[str] = set()
+    for db in tables:
+        short = _abbreviate_db(db)
+        # two databases whose names abbreviate alike stay apart
+        base, n = short["db_id"], 2
+        while short["db_id"].lower() in taken_db:
+            short["db_id"] = f"{base}_{n}"
+            n += 1
+        taken_db.add(short["db_id"].lower())
+        new_dbs.append(short)
+        old, new = spider_ids(db), spider_ids(short)
+        db_map[old.datasource.lower()] = new.datasource
+        for i in range(len(old.tables)):
+            id_map[old.table_id(i).lower()] = new.table_id(i)
+        for k in range(len(old.columns)):
+            old_c, new_c = old.column_id(k), new.column_id(k)
+            if old_c is not None and new_c is not None:
+                id_map[old_c.lower()] = new_c
+    new_questions = []
+    for i, q in enumerate(questions):
+        where = f"question {i} ('{str(q.get('question', ''))[:60]}')"
+        db_id = db_map.get(str(q.get("db_id", "")).lower())
+        if db_id is None:
+            raise ConfigError(f"{where}: db_id '{q.get('db_id')}' is not in the catalog")
+        mapped = dict(q)
+        mapped["db_id"] = db_id
+        for key in ("gold_tables", "gold_columns"):
+            ids = []
+            for gold in q.get(key) or []:
+                new_id = id_map.get(gold.lower())
+                if new_id is None:
+                    raise ConfigError(f"{where}: {key} id '{gold}' is not in the catalog")
+                ids.append(new_id)
+            mapped[key] = ids
+        new_questions.append(mapped)
+    return new_dbs, new_questions
+
+
+def write_abbreviated(
+    catalog: str | Path,
+    questions: str | Path | None,
+    out_catalog: str | Path,
+    out_questions: str | Path | None,
+) -> tuple[int, int]:
+    """Read a Spider ``tables.json`` (and questions: a Spider ``dev.json`` or JSONL),
+    write their abbreviated copies; returns (databases, questions) written."""
+    from layersearch.eval.schema_linking import read_questions
+
+    tables = read_spider_tables(catalog)
+    records = read_questions(questions, catalog) if questions is not None else []
+    if records and out_questions is None:
+        raise ConfigError("--questions given without --out-questions")
+    dbs, mapped = abbreviate_spider(tables, records)
+    try:
+        Path(out_catalog).write_text(json.dumps(dbs, ensure_ascii=False), encoding="utf-8")
+        if out_questions is not None and questions is not None:
+            with Path(out_questions).open("w", encoding="utf-8") as fh:
+                for r in mapped:
+                    fh.write(json.dumps(r, ensure_ascii=False) + "\n")
+    except OSError as exc:
+        raise ConfigError(f"cannot write the abbreviated copy: {exc}") from exc
+    return len(dbs), len(mapped)

@@ -1,0 +1,153 @@
+"""Vocabulary bridges: question words the catalog does not use, led to words it does.
+
+Two kinds, both weighed below an exact match (a bridge is a guess about what
+the question means; the catalog's own word is evidence):
+
+- **Abbreviations** (:func:`abbreviation_weight`). An identifier part that is
+  not a word (``fclt``, ``qty``, ``sngr``, ``stu``) abbreviates a question word
+  when it starts with the same letter, is at least :data:`MIN_ABBREVIATION`
+  letters long, is shorter than the word and its letters appear in the word in
+  order (``fclt`` in *f*a*c*i*l*i*t*y). Its weight is
+  :data:`ABBREVIATION_WEIGHT` times the mean of two shares of the word's
+  consonant skeleton (first letter, then its consonants, repeats collapsed:
+  ``facility`` → ``fclty``; a plural's final ``s`` does not count):
+  the part's length, and the length of the prefix the part's own skeleton
+  shares with it, capped at 1. ``fclt`` scores (4 + 4) / (2 · 5) = 0.8 for
+  *facility*; for *airports* (``arprt``) ``arpr`` scores 0.8 and ``aprt``
+  (apartment) (4 + 1) / 10 = 0.5: an abbreviation keeps the word's first
+  consonants in order, a look-alike skips some. What is a word is
+  WordNet's call when it is installed, else "has a vowel after its first
+  letter". No hand list: the two-letter forms (``no``, ``dt``) stay with the
+  analyzer's short list of standard abbreviations.
+- **Synonyms and related words** (:func:`synonym_bridges`), from WordNet
+  (:mod:`layersearch.ranking.lexicon`), computed from the catalog side: every
+  catalog word's synsets give their other lemmas (synonyms, weight
+  :data:`SYNONYM_WEIGHT`: *client* → ``customer``) and the lemmas of their
+  hypernyms and hyponyms (weight :data:`RELATED_WEIGHT`: *leader* → ``head``,
+  *plane* → ``aircraft``). A synset with more than :data:`MAX_RELATED` broader
+  and narrower synsets is too general to stand for any one of them and lends
+  only its synonyms. Only nouns, and only the :data:`MAX_SENSES` most frequent
+  senses of either word (WordNet lists senses by frequency): a catalog names
+  things, and a word's rare senses ("lighter": a barge) bridge to noise.
+
+A question word is one *slot* of the query: its exact term and its bridges;
+an entity gets the best of them (a slot is counted once, see
+``CoverageIndex``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+
+__all__ = [
+    "ABBREVIATION_WEIGHT",
+    "MIN_ABBREVIATION",
+    "RELATED_WEIGHT",
+    "SYNONYM_WEIGHT",
+    "abbreviation_weight",
+    "abbreviation_candidates",
+    "looks_like_word",
+    "skeleton",
+    "synonym_bridges",
+]
+
+#: An abbreviation's weight when it keeps the whole consonant skeleton of the word.
+ABBREVIATION_WEIGHT = 1.0
+#: Shorter identifier parts are not read as abbreviations (``no``, ``dt``: too many words).
+MIN_ABBREVIATION = 3
+#: Longer parts are not abbreviations, whatever the dictionary says (names, typos).
+MAX_ABBREVIATION = 6
+#: A WordNet synonym: the same meaning in another word, but maybe another sense.
+SYNONYM_WEIGHT = 0.5
+#: A broader or narrower WordNet word.
+RELATED_WEIGHT = 0.3
+#: Only a word's most frequent senses bridge, on either side (WordNet orders them).
+MAX_SENSES = 3
+#: Synsets with more broader and narrower synsets than this lend only their synonyms.
+MAX_RELATED = 40
+_VOWELS = frozenset("aeiou")
+
+
+def skeleton(word: str) -> str:
+    """First letter, then the consonants, runs of one letter collapsed: facility → fclty."""
+    if not word:
+        return ""
+    out = [word[0]]
+    for ch in word[1:]:
+        if ch in _VOWELS or ch == out[-1]:
+            continue
+        out.append(ch)
+    return "".join(out)
+
+
+def looks_like_word(part: str) -> bool:
+    """The fallback dictionary: a vowel after the first letter (``dept`` yes, ``qty`` no)."""
+    return any(ch in _VOWELS for ch in part[1:])
+
+
+def abbreviation_candidates(
+    parts: Iterable[str], is_word: Callable[[str], bool] | None = None
+) -> list[str]:
+    """Identifier parts that may abbreviate a word (sorted, unique)."""
+    word = is_word or looks_like_word
+    return sorted(
+        {
+            p
+            for p in parts
+            if MIN_ABBREVIATION <= len(p) <= MAX_ABBREVIATION
+            and p.isalpha()
+            and p.isascii()
+            and not word(p)
+        }
+    )
+
+
+def abbreviation_weight(part: str, word: str) -> float:
+    """How strongly ``part`` abbreviates ``word`` (0: not at all); see the module doc."""
+    if len(part) < MIN_ABBREVIATION or len(part) >= len(word) or part[0] != word[0]:
+        return 0.0
+    at = 0
+    for ch in part:
+        at = word.find(ch, at) + 1
+        if not at:
+            return 0.0
+    # a plural's s is not a letter an abbreviation leaves out
+    single = word[:-1] if word.endswith("s") and not word.endswith("ss") else word
+    target = skeleton(single)
+    common = 0
+    for a, b in zip(skeleton(part), target, strict=False):
+        if a != b:
+            break
+        common += 1
+    return ABBREVIATION_WEIGHT * min(1.0, (len(part) + common) / (2 * len(target)))
+
+
+def synonym_bridges(catalog_terms: Mapping[str, int]) -> dict[str, list[tuple[int, float]]]:
+    """Question-side token → [(catalog term id, weight)], from WordNet (empty without it).
+
+    ``catalog_terms``: the catalog's terms (analysed tokens) → ids. WordNet's lemmas are
+    read as the analyzer's tokens (``lexicon.lemma_key``: a stem for one word, the
+    lowercased identifier for ``last_name``). A token never bridges to its own term.
+    """
+    from layersearch.ranking.lexicon import lemma_key as key
+    from layersearch.ranking.lexicon import wordnet
+
+    wn = wordnet()
+    if wn is None:
+        return {}
+    by_key = wn.by_key
+    best: dict[str, dict[int, float]] = {}
+    for term, j in catalog_terms.items():
+        for sid in by_key.get(term, ())[:MAX_SENSES]:
+            lent: list[tuple[int, float]] = [(sid, SYNONYM_WEIGHT)]
+            if len(wn.related[sid]) <= MAX_RELATED:
+                lent += [(r, RELATED_WEIGHT) for r in wn.related[sid]]
+            for via, w in lent:
+                for lemma in wn.lemmas[via]:
+                    k = key(lemma)
+                    if k == term or not k or via not in by_key.get(k, ())[:MAX_SENSES]:
+                        continue
+                    slot = best.setdefault(k, {})
+                    if slot.get(j, 0.0) < w:
+                        slot[j] = w
+    return {k: sorted(v.items()) for k, v in sorted(best.items())}

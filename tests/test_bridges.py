@@ -1,0 +1,208 @@
+"""Vocabulary bridges: abbreviations matched by rule, WordNet synonyms from a local copy,
+weighted slots in the schema channel, and the share of a question a catalog can read."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from layersearch.corpora.entities import ENTITY_BOOSTS
+from layersearch.ranking import lexicon
+from layersearch.ranking.bridges import (
+    abbreviation_candidates,
+    abbreviation_weight,
+    looks_like_word,
+    skeleton,
+)
+from layersearch.ranking.coverage import CoverageIndex, CoverageNode
+
+
+def test_skeleton_and_the_fallback_dictionary() -> None:
+    assert skeleton("facility") == "fclty"
+    assert skeleton("quantity") == "qnty"
+    assert looks_like_word("dept") and looks_like_word("name")
+    assert not looks_like_word("qty") and not looks_like_word("fclt")
+    assert abbreviation_candidates(["fclt", "room", "no", "qty", "sngr", "x1"]) == [
+        "fclt",
+        "qty",
+        "sngr",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("part", "word", "weight"),
+    [
+        ("fclt", "facility", 0.8),  # (4 + 4) / (2 * len("fclty"))
+        ("sngr", "singers", 1.0),  # "singer" → "sngr": all of it
+        ("arpr", "airports", 0.8),
+        ("aprt", "airports", 0.5),  # apartment: skips the r, shares only "a"
+        ("fclt", "fclt", 0.0),  # not shorter than the word
+        ("ftc", "facility", 0.0),  # letters not in order
+        ("acl", "facility", 0.0),  # another first letter
+        ("no", "number", 0.0),  # too short to be read as an abbreviation
+    ],
+)
+def test_abbreviation_weight(part: str, word: str, weight: float) -> None:
+    assert abbreviation_weight(part, word) == pytest.approx(weight)
+
+
+def _warehouse(bridges: bool) -> CoverageIndex:
+    nodes = [
+        CoverageNode("ops", "group", None, {"name": "ops"}),
+        CoverageNode("ops.fclt_room", "table", "ops", {"name": "fclt_room"}),
+        CoverageNode("ops.fclt_room.room_no", "leaf", "ops.fclt_room", {"name": "room_no"}),
+        CoverageNode("ops.fclt_room.cpct", "leaf", "ops.fclt_room", {"name": "cpct"}),
+        CoverageNode("ops.room_rate", "table", "ops", {"name": "room_rate"}),
+        CoverageNode("ops.room_rate.rate", "leaf", "ops.room_rate", {"name": "rate"}),
+    ]
+    return CoverageIndex(nodes, ENTITY_BOOSTS, bridges=bridges)
+
+
+def test_abbreviated_names_are_found_by_the_words_they_shorten(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("LAYERSEARCH_WORDNET", "")  # the rule alone, no lexicon
+    question = "capacity of each facility room"
+    plain = [i for i, _ in _warehouse(bridges=False).search(question, 10)]
+    bridged = [i for i, _ in _warehouse(bridges=True).search(question, 10)]
+    # without bridges "capacity" reaches nothing: cpct is only listed after the matches
+    assert plain.index("ops.fclt_room.cpct") > plain.index("ops.room_rate")
+    assert bridged[:2] == ["ops.fclt_room", "ops.fclt_room.cpct"]
+    # "facility" alone: only the bridge reaches fclt_room
+    assert "ops.fclt_room" not in [i for i, _ in _warehouse(False).search("rates per facility", 5)]
+    assert "ops.fclt_room" in [i for i, _ in _warehouse(True).search("rates per facility", 5)]
+    idx = _warehouse(bridges=True)
+    # capacity → cpct and facility → fclt (0.8 each), room exactly
+    assert idx.query_reach(question) == pytest.approx((0.8 + 0.8 + 1.0) / 3)
+    assert _warehouse(bridges=False).query_reach(question) == pytest.approx(1 / 3)
+
+
+def test_a_question_in_the_catalogs_words_ranks_as_without_bridges(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("LAYERSEARCH_WORDNET", "")
+    for question in ("room rate", "fclt room", "rate of rooms"):
+        assert _warehouse(True).search(question, 10) == _warehouse(False).search(question, 10)
+
+
+# A WordNet database in its own format, three noun synsets: customer/client, and a head
+# (person in charge) whose hypernym is leader.
+_DATA = [
+    ("00000100", "02", "customer 0 client 0", ["@ 00000300 n 0000"]),
+    ("00000200", "01", "head 0", ["@ 00000300 n 0000"]),
+    ("00000300", "01", "leader 0", ["~ 00000100 n 0000", "~ 00000200 n 0000"]),
+]
+
+
+def _wordnet(tmp_path: Path) -> Path:
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    lines = ["  1 a licence header line"]
+    for off, n, words, ptrs in _DATA:
+        lines.append(f"{off} 18 n {n} {words} {len(ptrs):03d} {' '.join(ptrs)} | a gloss")
+    (tmp_path / "data.noun").write_text("\n".join(lines) + "\n", encoding="latin-1")
+    index = {
+        "client": ["00000100"],
+        "customer": ["00000100"],
+        "head": ["00000200"],
+        "leader": ["00000300"],
+    }
+    (tmp_path / "index.noun").write_text(
+        "".join(f"{w} n {len(o)} 0 {len(o)} 0 {' '.join(o)}\n" for w, o in sorted(index.items())),
+        encoding="latin-1",
+    )
+    (tmp_path / "noun.exc").write_text("clientele client\n", encoding="latin-1")
+    return tmp_path
+
+
+def test_wordnet_is_read_from_a_local_copy_and_bridges_synonyms(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("LAYERSEARCH_WORDNET", str(_wordnet(tmp_path / "wn")))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    lexicon._load.cache_clear()
+    wn = lexicon.wordnet()
+    assert wn is not None
+    assert wn.is_word("clients") and wn.is_word("clientele") and not wn.is_word("sngr")
+    assert list((tmp_path / "cache" / "layersearch").glob("wordnet-*.pickle"))
+    lexicon._load.cache_clear()
+    assert lexicon.wordnet() == wn  # read back from the cache
+    nodes = [
+        CoverageNode("crm", "group", None, {"name": "crm"}),
+        CoverageNode("crm.customer", "table", "crm", {"name": "customer"}),
+        CoverageNode("crm.head", "table", "crm", {"name": "head"}),
+        CoverageNode("crm.region", "table", "crm", {"name": "region"}),
+    ]
+    idx = CoverageIndex(nodes, ENTITY_BOOSTS, bridges=True)
+    assert [i for i, _ in idx.search("clients", 3)] == ["crm.customer"]
+    assert [i for i, _ in idx.search("leaders", 3)] == ["crm.customer", "crm.head"]
+    # a synonym (0.5) reads more of the question than a broader word (0.3)
+    assert idx.query_reach("clients") == pytest.approx(0.5)
+    assert idx.query_reach("leaders") == pytest.approx(0.3)
+    lexicon._load.cache_clear()
+
+
+def test_no_wordnet_degrades_to_no_synonyms(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LAYERSEARCH_WORDNET", "/nonexistent/wordnet")
+    lexicon._load.cache_clear()
+    assert lexicon.wordnet() is None
+    nodes = [
+        CoverageNode("crm", "group", None, {"name": "crm"}),
+        CoverageNode("crm.customer", "table", "crm", {"name": "customer"}),
+    ]
+    assert CoverageIndex(nodes, ENTITY_BOOSTS, bridges=True).search("clients", 3) == []
+    lexicon._load.cache_clear()
+
+
+def test_explain_shows_each_channels_weight_separation_and_reach(tmp_path: Path) -> None:
+    from layersearch import Layersearch
+    from layersearch.ranking.explain import explain_text
+
+    with Layersearch(tmp_path / "s.duckdb", embedder="fake") as ls:
+        ls.load(Path(__file__).resolve().parents[1] / "fixtures" / "mini")
+        ls.embed()
+        resp = ls.search(question="tax charged on the order zzyzx", explain=True, max_results=20)
+    parts = {c.channel: c for h in resp.results for c in h.explanation or []}
+    assert {"schema", "vector"} <= set(parts)
+    schema, vector = parts["schema"], parts["vector"]
+    # "zzyzx" is no catalog word: the schema channel read 3 of the question's 4 words
+    assert schema.reach == pytest.approx(0.75) and vector.reach == 1.0
+    assert schema.separation is not None and vector.separation is not None
+    evidence = {"schema": schema.separation * 0.75, "vector": vector.separation}
+    total = sum(evidence.values())
+    assert schema.weight == pytest.approx(2 * evidence["schema"] / total, abs=1e-6)
+    assert vector.weight == pytest.approx(2 * evidence["vector"] / total, abs=1e-6)
+    for h in resp.results:
+        for c in h.explanation or []:
+            assert c.contribution == pytest.approx(c.weight / (60 + c.rank), abs=1e-6)
+            assert (c.channel in ("schema", "vector")) == (c.reach is not None)
+    assert " x" in explain_text([schema])
+
+
+def test_a_scoped_index_takes_its_bridges_from_the_wide_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("LAYERSEARCH_WORDNET", str(_wordnet(tmp_path / "wn")))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    lexicon._load.cache_clear()
+    crm = [
+        CoverageNode("crm", "group", None, {"name": "crm"}),
+        CoverageNode("crm.customer", "table", "crm", {"name": "customer"}),
+        CoverageNode("crm.cust_head", "table", "crm", {"name": "cust_head"}),
+        CoverageNode("crm.cust_head.fclt", "leaf", "crm.cust_head", {"name": "fclt"}),
+    ]
+    ops = [
+        CoverageNode("ops", "group", None, {"name": "ops"}),
+        CoverageNode("ops.region", "table", "ops", {"name": "region"}),
+    ]
+    wide = CoverageIndex(crm + ops, ENTITY_BOOSTS, bridges=True)
+    own = CoverageIndex(crm, ENTITY_BOOSTS, bridges=True)
+    monkeypatch.setenv("LAYERSEARCH_WORDNET", "")  # no lexicon from here on
+    lexicon._load.cache_clear()
+    derived = CoverageIndex(crm, ENTITY_BOOSTS, bridges=wide)
+    assert CoverageIndex(crm, ENTITY_BOOSTS, bridges=True).search("clients", 5) == []
+    for question in ("clients", "leaders of a facility", "customer"):
+        assert derived.search(question, 5) == own.search(question, 5), question
+        assert derived.query_reach(question) == own.query_reach(question)
+    assert derived.search("clients", 5)
+    lexicon._load.cache_clear()
