@@ -162,7 +162,9 @@ def test_explain_shows_each_channels_weight_separation_and_reach(tmp_path: Path)
         ls.load(Path(__file__).resolve().parents[1] / "fixtures" / "mini")
         ls.embed()
         resp = ls.search(question="tax charged on the order zzyzx", explain=True, max_results=20)
-    parts = {c.channel: c for h in resp.results for c in h.explanation or []}
+    # entities are fused with evidence weights; memories rank in their own, plain RRF list
+    entity_hits = [h for h in resp.results if h.kind != "memory"]
+    parts = {c.channel: c for h in entity_hits for c in h.explanation or []}
     assert {"schema", "vector"} <= set(parts)
     schema, vector = parts["schema"], parts["vector"]
     # "zzyzx" is no catalog word: the schema channel read 3 of the question's 4 words
@@ -175,7 +177,8 @@ def test_explain_shows_each_channels_weight_separation_and_reach(tmp_path: Path)
     for h in resp.results:
         for c in h.explanation or []:
             assert c.contribution == pytest.approx(c.weight / (60 + c.rank), abs=1e-6)
-            assert (c.channel in ("schema", "vector")) == (c.reach is not None)
+            weighed = h.kind != "memory" and c.channel in ("schema", "vector")
+            assert weighed == (c.reach is not None)
     assert " x" in explain_text([schema])
 
 

@@ -417,8 +417,10 @@ def load(
     no_embed: bool,
     as_json: bool,
 ) -> None:
-    """Load or re-load a semantic layer (memories are kept); with an embedder configured,
-    then compute the vectors of what changed (as `layersearch embed` does)."""
+    """Load or re-load a semantic layer; memories are kept.
+
+    With an embedder configured, the vectors of what changed are computed then (as
+    `layersearch embed` does)."""
     ls = obj.api(create=True)
     with _status(f"loading {path}", as_json):
         report = ls.load(path, fmt, datasource=datasource, sample_values=sample_values)
@@ -1076,7 +1078,7 @@ def eval_examples(
     details_path: str | None,
     as_json: bool,
 ) -> None:
-    """Whether saved example queries come back when their question is asked."""
+    """Measure whether saved example queries come back."""
     from layersearch.api import Layersearch
     from layersearch.eval.examples import half as pick_half
     from layersearch.eval.examples import read_pairs, run_examples
@@ -1141,7 +1143,7 @@ def eval_abbreviate_catalog(
     out_questions: str | None,
     as_json: bool,
 ) -> None:
-    """Write an abbreviated copy of a Spider catalog, gold ids mapped along.
+    """Write an abbreviated copy of a Spider catalog.
 
     Every word over 4 letters keeps its first letter, then its consonants, at most 4
     (facility -> fclt); the rule is in layersearch.eval.abbreviate."""
