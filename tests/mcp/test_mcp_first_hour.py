@@ -139,7 +139,9 @@ def test_a_bad_embedder_in_the_config_stops_serve_at_start(
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 2
     assert out == ""
-    lines = err.splitlines()
+    # the first use of a project file is logged (issue #20); then one error line
+    notice = "WARNING layersearch.config: using the project settings"
+    lines = [line for line in err.splitlines() if not line.startswith(notice)]
     assert len(lines) == 1, err
     assert lines[0].startswith(f"error: {tmp_path / 'layersearch.toml'}: embedder: ")
     assert "did you mean 'litellm:openai/text-embedding-3-small'?" in lines[0]
@@ -159,6 +161,7 @@ def test_the_documented_settings_pass_the_startup_check(tmp_path: Path) -> None:
     (toml,) = re.findall(r"```toml\n(.*?)```", doc, re.S)
     (tmp_path / "layersearch.toml").write_text(toml)
     (tmp_path / "models").mkdir()
-    check_settings(load_settings(env={}, cwd=tmp_path))
+    # the example sets api_base: a project file may only with the user's trust
+    check_settings(load_settings(env={"LAYERSEARCH_TRUST_PROJECT_CONFIG": "1"}, cwd=tmp_path))
     for spec in re.findall(r'"LAYERSEARCH_EMBEDDER": "([^"]+)"', doc):
         check_settings(Settings(embedder=spec))

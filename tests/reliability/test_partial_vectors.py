@@ -74,7 +74,7 @@ def test_vault_search_cli_prints_the_warning(
     env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
     done = subprocess.run(
         [sys.executable, "-m", "layersearch", "--store", str(path), "--embedder", "fake:16"]
-        + ["vault", "search", "incident runbook"],
+        + ["vault", "search", "incident runbook", "--json"],
         capture_output=True,
         text=True,
         env=env,
