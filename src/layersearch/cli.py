@@ -1167,6 +1167,58 @@ def eval_abbreviate_catalog(
     )
 
 
+@eval_group.command("layers")
+@click.option("--data", "data_dir", required=True, help="The folder holding the samples.")
+@click.option(
+    "--questions",
+    "questions_path",
+    required=True,
+    help="JSONL of {sample, question, gold}: e.g. tests/eval_data/semantic_layers.jsonl.",
+)
+@click.option(
+    "--channels", default=None, help="Comma list of bm25,fulltext,vector (default: all that run)."
+)
+@click.option("--details", is_flag=True, help="List each question's rank and first hits.")
+@json_option
+@click.pass_obj
+@handle_errors
+def eval_layers(
+    obj: Ctx,
+    data_dir: str,
+    questions_path: str,
+    channels: str | None,
+    details: bool,
+    as_json: bool,
+) -> None:
+    """Measure column recall on imported semantic layers."""
+    from layersearch.eval.layers import read_layer_questions, run_layers
+    from layersearch.eval.schema_linking import parse_channel_sets
+
+    (chosen,) = parse_channel_sets([channels] if channels else None)
+    obj.settings()
+    with _status("loading the samples and asking", as_json):
+        result = run_layers(
+            data_dir, read_layer_questions(questions_path), channels=chosen, embedder=obj.embedder
+        )
+    if as_json:
+        emit_json(result if details else result["summary"])
+        return
+    from rich.table import Table
+
+    table = Table(title="imported layers: column recall", show_edge=False)
+    table.add_column("sample")
+    table.add_column("questions", justify="right")
+    keys = [k for k in next(iter(result["summary"].values())) if k != "questions"]
+    for k in keys:
+        table.add_column(k, justify="right")
+    for sample, row in result["summary"].items():
+        table.add_row(sample, str(row["questions"]), *(f"{row[k]:.3f}" for k in keys))
+    _console().print(table)
+    if details:
+        for r in result["questions"]:
+            click.echo(f"{r['sample']}  {r['rank']}  {r['question']}  {', '.join(r['top'])}")
+
+
 class _eval_progress:
     """A rich progress bar on stderr for people; a no-op callback otherwise."""
 

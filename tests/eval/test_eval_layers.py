@@ -47,3 +47,19 @@ def test_question_file_errors_name_the_line(tmp_path: Path) -> None:
         read_layer_questions(p)
     with pytest.raises(ConfigError, match="no such questions file"):
         read_layer_questions(tmp_path / "missing.jsonl")
+
+
+def test_eval_layers_command(data_dir: Path) -> None:
+    from click.testing import CliRunner
+
+    from layersearch.cli import main
+
+    questions = Path(__file__).resolve().parents[1] / "eval_data" / "semantic_layers.jsonl"
+    res = CliRunner().invoke(
+        main,
+        ["eval", "layers", "--data", str(data_dir), "--questions", str(questions), "--json"],
+    )
+    assert res.exit_code == 0, res.output
+    summary = json.loads(res.stdout)
+    assert summary["all"]["questions"] == 30
+    assert summary["all"]["recall@5"] >= 0.9
