@@ -1454,6 +1454,13 @@ def summaries_search(
     type=click.Path(dir_okay=False, writable=True),
     help="Write one JSON line per question and channel set (ranked turns, metrics) here.",
 )
+@click.option(
+    "--set",
+    "overrides",
+    multiple=True,
+    metavar="NAME=VALUE",
+    help="Override a message search setting, e.g. --set resolve_dates=true (repeatable).",
+)
 @json_option
 @click.pass_obj
 @handle_errors
@@ -1464,6 +1471,7 @@ def eval_conversations_cmd(
     cache: str | None,
     chosen: str | None,
     details_path: str | None,
+    overrides: tuple[str, ...],
     as_json: bool,
 ) -> None:
     """Message search recall and MRR on LoCoMo questions.
@@ -1473,9 +1481,15 @@ def eval_conversations_cmd(
     import contextlib
 
     from layersearch.embed import make_embedder
-    from layersearch.eval.conversations import CHANNEL_SETS, evaluate_locomo, parse_channel_sets
+    from layersearch.eval.conversations import (
+        CHANNEL_SETS,
+        evaluate_locomo,
+        parse_channel_sets,
+        parse_config,
+    )
 
     sets = parse_channel_sets(channels)
+    config = parse_config(overrides)
     embedder = None
     if any("vector" in CHANNEL_SETS[s] for s in sets):
         embedder = make_embedder(obj.embedder or "local")
@@ -1497,6 +1511,7 @@ def eval_conversations_cmd(
                 locomo,
                 channel_sets=sets,
                 embedder=embedder,
+                config=config,
                 store_dir=cache,
                 conversations=chosen,
                 progress=lambda _name, done, total: progress(done, total),

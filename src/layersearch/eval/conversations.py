@@ -49,6 +49,7 @@ __all__ = [
     "METRIC_KEYS",
     "evaluate_locomo",
     "parse_channel_sets",
+    "parse_config",
     "parse_conversations",
     "score_question",
     "summarise",
@@ -119,6 +120,33 @@ def parse_conversations(text: str | Sequence[str] | None, available: Sequence[st
             f"or positions 1-{len(available)}"
         )
     return chosen
+
+
+def parse_config(pairs: Sequence[str]) -> MessageSearchConfig:
+    """A :class:`MessageSearchConfig` with ``name=value`` overrides (``resolve_dates=true``)."""
+    import dataclasses
+
+    fields = {f.name: f for f in dataclasses.fields(MessageSearchConfig)}
+    defaults = MessageSearchConfig()
+    changes: dict[str, Any] = {}
+    for pair in pairs:
+        name, sep, raw = pair.partition("=")
+        name, raw = name.strip(), raw.strip()
+        if not sep or name not in fields:
+            raise ConfigError(
+                f"--set {pair!r}: expected name=value with a name from " + ", ".join(sorted(fields))
+            )
+        kind = type(getattr(defaults, name))
+        try:
+            if kind is bool:
+                if raw.lower() not in ("true", "false", "1", "0", "on", "off"):
+                    raise ValueError(raw)
+                changes[name] = raw.lower() in ("true", "1", "on")
+            else:
+                changes[name] = kind(raw)
+        except ValueError as exc:
+            raise ConfigError(f"--set {pair!r}: {raw!r} is not a {kind.__name__}") from exc
+    return dataclasses.replace(defaults, **changes)
 
 
 def score_question(ranked: Sequence[str], evidence: Sequence[str]) -> dict[str, float]:
