@@ -112,3 +112,25 @@ def test_cli_conversations_and_details(tmp_path: Path) -> None:
     assert res.exit_code == 2 and "unknown conversation(s) 7" in res.output
     res = CliRunner().invoke(main, [*args])
     assert res.exit_code == 0 and "| recall_any@5 |" in res.output and "per category" in res.output
+
+
+def test_cli_set_overrides_the_search_config(tmp_path: Path) -> None:
+    from unittest import mock
+
+    from layersearch.eval import conversations as ev
+
+    path = str(_two_samples(tmp_path))
+    args = ["eval", "conversations", "--locomo", path, "--channels", "fulltext", "--json"]
+    seen = []
+    real = ev.evaluate_locomo
+
+    def spy(*a: object, **kw: object) -> dict[str, object]:
+        seen.append(kw["config"])
+        return real(*a, **kw)  # type: ignore[arg-type]
+
+    with mock.patch.object(ev, "evaluate_locomo", spy):
+        res = CliRunner().invoke(main, [*args, "--set", "resolve_dates=on"])
+    assert res.exit_code == 0, res.output
+    assert seen and seen[0].resolve_dates is True
+    res = CliRunner().invoke(main, [*args, "--set", "resolve_datez=on"])
+    assert res.exit_code == 2 and "expected name=value" in res.output
