@@ -1493,31 +1493,82 @@ def summaries_search(
     default=None,
     help="Keep the evaluation store (and its vectors) in this folder between runs.",
 )
+@click.option(
+    "--conversations",
+    "chosen",
+    default=None,
+    help="Comma-separated sample ids (26,30) or 1-based positions in file order (default: all).",
+)
+@click.option(
+    "--details",
+    "details_path",
+    default=None,
+    type=click.Path(dir_okay=False, writable=True),
+    help="Write one JSON line per question and channel set (ranked turns, metrics) here.",
+)
+@click.option(
+    "--set",
+    "overrides",
+    multiple=True,
+    metavar="NAME=VALUE",
+    help="Override a message search setting, e.g. --set resolve_dates=true (repeatable).",
+)
 @json_option
 @click.pass_obj
 @handle_errors
 def eval_conversations_cmd(
-    obj: Ctx, locomo: str, channels: str | None, cache: str | None, as_json: bool
+    obj: Ctx,
+    locomo: str,
+    channels: str | None,
+    cache: str | None,
+    chosen: str | None,
+    details_path: str | None,
+    overrides: tuple[str, ...],
+    as_json: bool,
 ) -> None:
     """Message search recall and MRR on LoCoMo questions.
 
-    Evidence-turn recall@5/@10 and MRR; the dense channel uses --embedder, else the
-    local MiniLM model."""
+    recall_any / recall_all / evidence recall at 5, 10, 20 and MRR, overall and per
+    category; the dense channel uses --embedder, else the local MiniLM model."""
+    import contextlib
+
     from layersearch.embed import make_embedder
-    from layersearch.eval.conversations import CHANNEL_SETS, evaluate_locomo, parse_channel_sets
+    from layersearch.eval.conversations import (
+        CHANNEL_SETS,
+        evaluate_locomo,
+        parse_channel_sets,
+        parse_config,
+    )
 
     sets = parse_channel_sets(channels)
+    config = parse_config(overrides)
     embedder = None
     if any("vector" in CHANNEL_SETS[s] for s in sets):
         embedder = make_embedder(obj.embedder or "local")
-    with Progress("evaluating", as_json) as progress:
-        result = evaluate_locomo(
-            locomo,
-            channel_sets=sets,
-            embedder=embedder,
-            store_dir=cache,
-            progress=lambda _name, done, total: progress(done, total),
-        )
+    with contextlib.ExitStack() as stack:
+        write: Callable[[dict[str, Any]], None] | None = None
+        if details_path is not None:
+            try:
+                out = stack.enter_context(open(details_path, "w", encoding="utf-8"))
+            except OSError as exc:
+                raise ConfigError(f"--details {details_path}: {exc.strerror}") from exc
+
+            def _write(record: dict[str, Any]) -> None:
+                out.write(json.dumps(record, ensure_ascii=False) + "\n")
+
+            write = _write
+
+        with Progress("evaluating", as_json) as progress:
+            result = evaluate_locomo(
+                locomo,
+                channel_sets=sets,
+                embedder=embedder,
+                config=config,
+                store_dir=cache,
+                conversations=chosen,
+                progress=lambda _name, done, total: progress(done, total),
+                details=write,
+            )
     if as_json:
         emit_json(result)
         return
@@ -1525,13 +1576,22 @@ def eval_conversations_cmd(
         f"{result['questions']} questions over {len(result['conversations'])} conversations"
         + (f"; dense: {result['embedder']}" if result["embedder"] else "")
     )
-    click.echo("| channels | recall@5 | recall@10 | MRR |")
-    click.echo("|---|---|---|---|")
+    columns = [
+        f"{m}@{k}" for m in ("recall_any", "recall_all", "evidence_recall") for k in (5, 10, 20)
+    ] + ["mrr"]
+    click.echo("| channels | " + " | ".join(columns) + " |")
+    click.echo("|---" * (len(columns) + 1) + "|")
     for name, r in result["channel_sets"].items():
-        click.echo(
-            f"| {name} | {r['evidence_recall@5']:.3f} | {r['evidence_recall@10']:.3f} "
-            f"| {r['mrr']:.3f} |"
-        )
+        click.echo(f"| {name} | " + " | ".join(f"{r[c]:.3f}" for c in columns) + " |")
+    top = result["channel_sets"].get(result["channel_set"])
+    if top:
+        click.echo(f"\nper category ({result['channel_set']}):")
+        click.echo("| category | questions | " + " | ".join(columns) + " |")
+        click.echo("|---" * (len(columns) + 2) + "|")
+        for cat, r in top["per_category"].items():
+            click.echo(
+                f"| {cat} | {r['questions']} | " + " | ".join(f"{r[c]:.3f}" for c in columns) + " |"
+            )
     for w in result["warnings"]:
         click.echo(f"warning: {w}", err=True)
 

@@ -9,6 +9,7 @@ from layersearch.eval.metrics import (
     METRIC_KEYS,
     aggregate,
     all_found_at_k,
+    any_found_at_k,
     recall_at_k,
     reciprocal_rank,
 )
@@ -31,6 +32,15 @@ def test_all_found_and_reciprocal_rank() -> None:
     assert reciprocal_rank(RANKED, ["d.b"]) == pytest.approx(1 / 3)
     assert reciprocal_rank(RANKED, ["d.c", "d.x"]) == 0.5
     assert reciprocal_rank(RANKED, ["d.zzz"]) == 0.0
+
+
+def test_any_found_at_k() -> None:
+    assert any_found_at_k(RANKED, ["d.zzz", "d.b"], 3) is True
+    assert any_found_at_k(RANKED, ["d.zzz", "d.b"], 2) is False
+    assert any_found_at_k(RANKED, ["d.c"], 4) is True  # the repeat takes no slot
+    assert any_found_at_k([], ["d.a"], 5) is False
+    with pytest.raises(ConfigError, match="gold ids are empty"):
+        any_found_at_k(RANKED, [], 3)
 
 
 def test_bad_arguments() -> None:

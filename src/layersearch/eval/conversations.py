@@ -1,12 +1,20 @@
 """LoCoMo evidence retrieval: does message search find the turns that answer a question?
 
-The conversations of a LoCoMo file or folder are imported into a store (a
-temporary one unless ``store_dir`` is given, which keeps vectors between runs);
-each QA question is searched within its own conversation through
-:meth:`ConversationService.search_messages` with each channel set, and the
-ranked turns are scored against the question's evidence turns: recall@5,
-recall@10 (the fraction of evidence turns ranked that high) and MRR (first
-evidence turn), macro-averaged over questions.
+The conversations of a LoCoMo file or folder (or the ones chosen by
+``conversations``: sample ids, or 1-based positions in file order) are imported
+into a store (a temporary one unless ``store_dir`` is given, which keeps vectors
+between runs); each QA question is searched within its own conversation through
+:meth:`ConversationService.search_messages` with each channel set, and the top
+``RANK_DEPTH`` turns are scored against the question's evidence turns, as the
+published LoCoMo retrieval numbers count them:
+
+- ``recall_any@k``: 1 when some evidence turn is in the top k;
+- ``recall_all@k``: 1 when every evidence turn is in the top k;
+- ``evidence_recall@k``: the fraction of evidence turns in the top k;
+- ``mrr``: 1 / rank of the first evidence turn in the top 10 (0 below).
+
+each at k = 5, 10, 20, macro-averaged over questions, overall, per
+conversation and per LoCoMo category.
 """
 
 from __future__ import annotations
@@ -17,15 +25,35 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from layersearch.corpora.conversations.locomo import import_locomo, read_locomo_questions
+from layersearch.corpora.conversations.locomo import (
+    LocomoQuestion,
+    import_locomo,
+    read_locomo_questions,
+)
 from layersearch.corpora.conversations.search import ConversationService, MessageSearchConfig
 from layersearch.corpora.dense import DenseCorpus
 from layersearch.embed.base import Embedder
 from layersearch.errors import ConfigError, LayersearchError
-from layersearch.eval.metrics import recall_at_k, reciprocal_rank
+from layersearch.eval.metrics import (
+    all_found_at_k,
+    any_found_at_k,
+    recall_at_k,
+    reciprocal_rank,
+)
 from layersearch.store.duckdb import DuckDBStore
 
-__all__ = ["CHANNEL_SETS", "DEFAULT_SET", "evaluate_locomo", "parse_channel_sets"]
+__all__ = [
+    "CHANNEL_SETS",
+    "DEFAULT_SET",
+    "KS",
+    "METRIC_KEYS",
+    "evaluate_locomo",
+    "parse_channel_sets",
+    "parse_config",
+    "parse_conversations",
+    "score_question",
+    "summarise",
+]
 
 log = logging.getLogger("layersearch.eval.conversations")
 
@@ -36,7 +64,17 @@ CHANNEL_SETS: dict[str, tuple[str, ...]] = {
     "fulltext+vector": ("fulltext", "vector"),
 }
 DEFAULT_SET = "fulltext+vector"
-KS = (5, 10)
+KS = (5, 10, 20)
+#: how many turns each question retrieves (the deepest k)
+RANK_DEPTH = max(KS)
+#: MRR counts the first evidence turn within this many (as it always has)
+MRR_DEPTH = 10
+METRIC_KEYS = (
+    *(f"evidence_recall@{k}" for k in KS),
+    *(f"recall_any@{k}" for k in KS),
+    *(f"recall_all@{k}" for k in KS),
+    "mrr",
+)
 
 
 def parse_channel_sets(text: str | None) -> list[str]:
@@ -52,6 +90,85 @@ def parse_channel_sets(text: str | None) -> list[str]:
     return names
 
 
+def parse_conversations(text: str | Sequence[str] | None, available: Sequence[str]) -> list[str]:
+    """The conversation ids (``locomo:<sample id>``) chosen by ``text``.
+
+    Each comma-separated item is a sample id (``26``, ``conv-26`` or ``locomo:26``),
+    or, when no sample has that id, a 1-based position among ``available`` (the
+    conversations in file order). ``None`` or empty chooses them all.
+    """
+    if text is None:
+        return list(available)
+    items = text.split(",") if isinstance(text, str) else list(text)
+    items = [i.strip() for i in items if i.strip()]
+    if not items:
+        return list(available)
+    chosen: list[str] = []
+    bad: list[str] = []
+    for item in items:
+        cid = item if item.startswith("locomo:") else f"locomo:{item}"
+        if cid not in available and item.isdigit() and 1 <= int(item) <= len(available):
+            cid = available[int(item) - 1]
+        if cid not in available:
+            bad.append(item)
+        elif cid not in chosen:
+            chosen.append(cid)
+    if bad:
+        names = ", ".join(c.removeprefix("locomo:") for c in available)
+        raise ConfigError(
+            f"unknown conversation(s) {', '.join(bad)}: choose sample ids ({names}) "
+            f"or positions 1-{len(available)}"
+        )
+    return chosen
+
+
+def parse_config(pairs: Sequence[str]) -> MessageSearchConfig:
+    """A :class:`MessageSearchConfig` with ``name=value`` overrides (``resolve_dates=true``)."""
+    import dataclasses
+
+    fields = {f.name: f for f in dataclasses.fields(MessageSearchConfig)}
+    defaults = MessageSearchConfig()
+    changes: dict[str, Any] = {}
+    for pair in pairs:
+        name, sep, raw = pair.partition("=")
+        name, raw = name.strip(), raw.strip()
+        if not sep or name not in fields:
+            raise ConfigError(
+                f"--set {pair!r}: expected name=value with a name from " + ", ".join(sorted(fields))
+            )
+        kind = type(getattr(defaults, name))
+        try:
+            if kind is bool:
+                if raw.lower() not in ("true", "false", "1", "0", "on", "off"):
+                    raise ValueError(raw)
+                changes[name] = raw.lower() in ("true", "1", "on")
+            else:
+                changes[name] = kind(raw)
+        except ValueError as exc:
+            raise ConfigError(f"--set {pair!r}: {raw!r} is not a {kind.__name__}") from exc
+    return dataclasses.replace(defaults, **changes)
+
+
+def score_question(ranked: Sequence[str], evidence: Sequence[str]) -> dict[str, float]:
+    """Every metric of :data:`METRIC_KEYS` for one question's ranked turn ids."""
+    scores: dict[str, float] = {}
+    for k in KS:
+        scores[f"evidence_recall@{k}"] = recall_at_k(ranked, evidence, k)
+        scores[f"recall_any@{k}"] = float(any_found_at_k(ranked, evidence, k))
+        scores[f"recall_all@{k}"] = float(all_found_at_k(ranked, evidence, k))
+    scores["mrr"] = reciprocal_rank(ranked[:MRR_DEPTH], evidence)
+    return scores
+
+
+def summarise(per_question: Sequence[dict[str, float]]) -> dict[str, Any]:
+    """``questions`` and the mean of each metric (rounded to 4 places; None for none)."""
+    n = len(per_question)
+    out: dict[str, Any] = {"questions": n}
+    for key in METRIC_KEYS:
+        out[key] = round(sum(q[key] for q in per_question) / n, 4) if n else None
+    return out
+
+
 def evaluate_locomo(
     path: str | Path,
     *,
@@ -59,15 +176,29 @@ def evaluate_locomo(
     embedder: Embedder | None = None,
     config: MessageSearchConfig | None = None,
     store_dir: str | Path | None = None,
+    conversations: str | Sequence[str] | None = None,
     progress: Callable[[str, int, int], None] | None = None,
+    details: Callable[[dict[str, Any]], None] | None = None,
 ) -> dict[str, Any]:
-    """Evidence recall@5/@10 and MRR per channel set; the default set's numbers on top."""
+    """The metrics of :data:`METRIC_KEYS` per channel set; the default set's on top.
+
+    ``details``, when given, is called with one record per question and channel set
+    (the question, its evidence, the ranked turn ids and every metric).
+    """
     sets = list(channel_sets) if channel_sets is not None else list(CHANNEL_SETS)
     parse_channel_sets(",".join(sets))
     found = read_locomo_questions(path)
-    if not found.questions:
-        raise ConfigError(f"{path}: no LoCoMo questions with evidence found")
     imported = import_locomo(path)
+    available = [c.id for c in imported.conversations]
+    chosen = parse_conversations(conversations, available)
+    if len(chosen) < len(available):
+        keep = set(chosen)
+        imported.conversations[:] = [c for c in imported.conversations if c.id in keep]
+        questions = [q for q in found.questions if q.conversation_id in keep]
+    else:
+        questions = list(found.questions)
+    if not questions:
+        raise ConfigError(f"{path}: no LoCoMo questions with evidence found")
     tmp: tempfile.TemporaryDirectory[str] | None = None
     if store_dir is None:
         tmp = tempfile.TemporaryDirectory(prefix="layersearch-locomo-")
@@ -97,7 +228,7 @@ def evaluate_locomo(
                     warnings.append(f"embedding unavailable: {exc}; vector channel sets skipped")
                     sets = [s for s in sets if "vector" not in CHANNEL_SETS[s]]
         results = {
-            name: _run_set(service, found.questions, CHANNEL_SETS[name], progress, name)
+            name: _run_set(service, questions, CHANNEL_SETS[name], name, progress, details)
             for name in sets
         }
     finally:
@@ -105,13 +236,13 @@ def evaluate_locomo(
             tmp.cleanup()
     top = results.get(DEFAULT_SET) or next(iter(results.values()), None)
     out: dict[str, Any] = {
-        "questions": len(found.questions),
+        "questions": len(questions),
         "skipped_without_evidence": found.skipped_without_evidence,
-        "conversations": sorted({q.conversation_id for q in found.questions}),
+        "conversations": sorted({q.conversation_id for q in questions}),
         "channel_set": DEFAULT_SET if DEFAULT_SET in results else next(iter(results), None),
         "embedder": embedder.fingerprint.describe() if embedder and needs_vectors else None,
     }
-    for key in (*(f"evidence_recall@{k}" for k in KS), "mrr"):
+    for key in METRIC_KEYS:
         out[key] = top[key] if top else None
     out["channel_sets"] = results
     out["warnings"] = warnings
@@ -120,46 +251,43 @@ def evaluate_locomo(
 
 def _run_set(
     service: ConversationService,
-    questions: Sequence[Any],
+    questions: Sequence[LocomoQuestion],
     channels: tuple[str, ...],
-    progress: Callable[[str, int, int], None] | None,
     name: str,
+    progress: Callable[[str, int, int], None] | None,
+    details: Callable[[dict[str, Any]], None] | None,
 ) -> dict[str, Any]:
-    per_conv: dict[str, dict[str, float]] = {}
-    per_cat: dict[str, dict[str, float]] = {}
-    totals = {"n": 0.0, "r5": 0.0, "r10": 0.0, "mrr": 0.0}
+    every: list[dict[str, float]] = []
+    per_conv: dict[str, list[dict[str, float]]] = {}
+    per_cat: dict[str, list[dict[str, float]]] = {}
     for i, q in enumerate(questions, start=1):
         res = service.search_messages(
-            q.question, 10, conversation_id=q.conversation_id, channels=channels
+            q.question, RANK_DEPTH, conversation_id=q.conversation_id, channels=channels
         )
         ranked = [h.turn_id or h.message_id for h in res.hits]
-        scores = {
-            "n": 1.0,
-            "r5": recall_at_k(ranked, q.evidence, 5),
-            "r10": recall_at_k(ranked, q.evidence, 10),
-            "mrr": reciprocal_rank(ranked, q.evidence),
-        }
-        for bucket in (
-            totals,
-            per_conv.setdefault(q.conversation_id, dict.fromkeys(totals, 0.0)),
-            per_cat.setdefault(str(q.category), dict.fromkeys(totals, 0.0)),
-        ):
-            for key, value in scores.items():
-                bucket[key] += value
+        scores = score_question(ranked, q.evidence)
+        every.append(scores)
+        per_conv.setdefault(q.conversation_id, []).append(scores)
+        per_cat.setdefault(str(q.category), []).append(scores)
+        if details is not None:
+            position = {turn: rank for rank, turn in enumerate(ranked, start=1)}
+            details(
+                {
+                    "channel_set": name,
+                    "conversation_id": q.conversation_id,
+                    "category": q.category,
+                    "question": q.question,
+                    "answer": q.answer,
+                    "evidence": list(q.evidence),
+                    "evidence_ranks": {e: position.get(e) for e in q.evidence},
+                    "ranked": ranked,
+                    **scores,
+                }
+            )
         if progress and (i % 50 == 0 or i == len(questions)):
             progress(name, i, len(questions))
     return {
-        **_means(totals),
-        "per_conversation": {k: _means(v) for k, v in sorted(per_conv.items())},
-        "per_category": {k: _means(v) for k, v in sorted(per_cat.items())},
-    }
-
-
-def _means(t: dict[str, float]) -> dict[str, Any]:
-    n = t["n"]
-    return {
-        "questions": int(n),
-        "evidence_recall@5": round(t["r5"] / n, 4) if n else None,
-        "evidence_recall@10": round(t["r10"] / n, 4) if n else None,
-        "mrr": round(t["mrr"] / n, 4) if n else None,
+        **summarise(every),
+        "per_conversation": {k: summarise(v) for k, v in sorted(per_conv.items())},
+        "per_category": {k: summarise(v) for k, v in sorted(per_cat.items())},
     }

@@ -11,7 +11,14 @@ from typing import Any
 
 from layersearch.errors import ConfigError
 
-__all__ = ["recall_at_k", "all_found_at_k", "reciprocal_rank", "aggregate", "METRIC_KEYS"]
+__all__ = [
+    "recall_at_k",
+    "any_found_at_k",
+    "all_found_at_k",
+    "reciprocal_rank",
+    "aggregate",
+    "METRIC_KEYS",
+]
 
 TABLE_RECALL_KS = (1, 3, 5, 10)
 COLUMN_RECALL_KS = (5, 10, 20)
@@ -52,6 +59,12 @@ def recall_at_k(ranked: Sequence[str], gold: Collection[str], k: int) -> float:
     _check_k(k)
     keys = _gold(gold)
     return len(keys.intersection(_ranked(ranked)[:k])) / len(keys)
+
+
+def any_found_at_k(ranked: Sequence[str], gold: Collection[str], k: int) -> bool:
+    """Whether some gold id is among the first ``k`` ranked ids."""
+    _check_k(k)
+    return not _gold(gold).isdisjoint(_ranked(ranked)[:k])
 
 
 def all_found_at_k(ranked: Sequence[str], gold: Collection[str], k: int) -> bool:

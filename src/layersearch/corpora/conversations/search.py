@@ -40,6 +40,7 @@ from layersearch.store.base import Store
 from layersearch.types import EmbedReport
 
 from . import store as db
+from .dates import resolve_dates
 from .importers import import_conversations
 from .records import Conversation, has_question
 from .store import ConversationRow, ImportReport, MessageRow, SummaryImportReport
@@ -205,19 +206,28 @@ class MessageSearchConfig:
     #: event relative to the day it was written. Enough to reorder close turns, not to
     #: lift an unrelated turn over a clear match. 0 turns it off
     time_answer_bonus: float = 0.5
+    #: index each turn's relative times ("last Friday") resolved against its date
+    #: ("5 May 2023") in a ``resolved`` field, so a question naming a day, month or year
+    #: matches the turn that dates an event relative to the day it was written
+    resolve_dates: bool = False
+    boost_resolved: float = 0.5
 
     def document_shape(self) -> str:
         """What the full-text documents depend on besides the messages (part of the index stamp)."""
-        return f"doc{DOC_FORMAT}-ctx{self.context_before}.{self.context_after}"
+        shape = f"doc{DOC_FORMAT}-ctx{self.context_before}.{self.context_after}"
+        return shape + ("-resolved" if self.resolve_dates else "")
 
     def boosts(self) -> dict[str, float]:
-        return {
+        boosts = {
             "text": self.boost_text,
             "speaker": self.boost_speaker,
             "before": self.boost_before,
             "after": self.boost_after,
             "date": self.boost_date,
         }
+        if self.resolve_dates:
+            boosts["resolved"] = self.boost_resolved
+        return boosts
 
 
 # -- results ---------------------------------------------------------------------------------------
@@ -532,18 +542,16 @@ def dense_text(turns: Sequence[MessageRow], i: int, config: MessageSearchConfig)
 def message_doc(turns: Sequence[MessageRow], i: int, config: MessageSearchConfig) -> FTDoc:
     m = turns[i]
     lo, hi = max(0, i - config.context_before), min(len(turns), i + 1 + config.context_after)
-    return FTDoc(
-        id=m.id,
-        kind=m.role,
-        scopes=(m.conversation_id,),
-        fields={
-            "text": m.content,
-            "speaker": _speaker(m),
-            "before": " ".join(turns[j].content for j in range(lo, i)),
-            "after": " ".join(turns[j].content for j in range(i + 1, hi)),
-            "date": _date_words(m),
-        },
-    )
+    fields = {
+        "text": m.content,
+        "speaker": _speaker(m),
+        "before": " ".join(turns[j].content for j in range(lo, i)),
+        "after": " ".join(turns[j].content for j in range(i + 1, hi)),
+        "date": _date_words(m),
+    }
+    if config.resolve_dates:
+        fields["resolved"] = " ".join(resolve_dates(m.content, m.created))
+    return FTDoc(id=m.id, kind=m.role, scopes=(m.conversation_id,), fields=fields)
 
 
 def summary_doc(s: Summary, title: str | None) -> FTDoc:

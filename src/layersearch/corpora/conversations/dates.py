@@ -1,0 +1,102 @@
+"""Relative times in a chat turn resolved against the day the turn was written.
+
+"I went camping last Friday", written on 8 May 2023, happened on 5 May 2023; a
+question asking about "early May" or "2023" shares no word with the turn, but it
+does with the resolved date. :func:`resolve_dates` turns each relative expression
+it recognises into the words a question would use: a day as ``"5 May 2023"`` (the
+form of the session date field), a month as ``"April 2023"``, a year as ``"2022"``.
+
+Recognised, case-insensitively: ``yesterday``, ``tomorrow``; ``last`` / ``past`` /
+``next`` + a weekday (``Fri`` too), ``week``, ``weekend``, ``month`` or ``year``;
+``N days / weeks / months / years ago`` with N a number, a number word up to ten,
+``a`` / ``an``, ``a couple of`` (2) or ``a few`` (3). Anything else (``this
+Friday``, ``in the summer``) is left alone: a wrong date is worse than none.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import date, datetime, timedelta
+
+__all__ = ["resolve_dates", "day_words"]
+
+_WEEKDAY = {
+    "monday": 0, "mon": 0, "tuesday": 1, "tue": 1, "tues": 1, "wednesday": 2, "wed": 2,
+    "thursday": 3, "thu": 3, "thur": 3, "thurs": 3, "friday": 4, "fri": 4,
+    "saturday": 5, "sat": 5, "sunday": 6, "sun": 6,
+}  # fmt: skip
+_NUMBER = {
+    "a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6,
+    "seven": 7, "eight": 8, "nine": 9, "ten": 10, "a couple of": 2, "a few": 3,
+}  # fmt: skip
+_WEEKDAYS = "|".join(sorted(_WEEKDAY, key=len, reverse=True))
+_NUMBERS = "|".join(sorted((re.escape(n) for n in _NUMBER), key=len, reverse=True))
+
+_PATTERN = re.compile(
+    rf"\b(?:(?P<day>yesterday|tomorrow)"
+    rf"|(?P<dir>last|past|next)\s+(?P<unit>{_WEEKDAYS}|weekend|week|month|year)"
+    rf"|(?P<n>\d{{1,2}}|{_NUMBERS})\s+(?P<ago>day|week|month|year)s?\s+ago)\b",
+    re.IGNORECASE,
+)
+
+
+def day_words(d: date) -> str:
+    """``"5 May 2023"``: day, month name and year, as people write them in questions."""
+    return f"{d.day} {d:%B %Y}"
+
+
+def _month_words(year: int, month: int) -> str:
+    return f"{date(year, month, 1):%B %Y}"
+
+
+def _shift_month(d: date, months: int) -> tuple[int, int]:
+    index = d.year * 12 + d.month - 1 + months
+    return index // 12, index % 12 + 1
+
+
+def _resolve(match: re.Match[str], d: date) -> str | None:
+    if match.group("day"):
+        return day_words(d + timedelta(days=-1 if match.group("day").lower() == "yesterday" else 1))
+    if match.group("ago"):
+        raw = match.group("n").lower()
+        n = int(raw) if raw.isdigit() else _NUMBER[" ".join(raw.split())]
+        unit = match.group("ago").lower()
+        if unit == "day":
+            return day_words(d - timedelta(days=n))
+        if unit == "week":
+            return day_words(d - timedelta(weeks=n))
+        if unit == "month":
+            return _month_words(*_shift_month(d, -n))
+        return str(d.year - n)
+    sign = 1 if match.group("dir").lower() == "next" else -1
+    unit = match.group("unit").lower()
+    if unit in _WEEKDAY:
+        if sign < 0:  # the latest such weekday before today
+            back = (d.weekday() - _WEEKDAY[unit]) % 7 or 7
+            return day_words(d - timedelta(days=back))
+        ahead = (_WEEKDAY[unit] - d.weekday()) % 7 or 7
+        return day_words(d + timedelta(days=ahead))
+    if unit == "weekend":  # the Saturday of the weekend before (or after) today
+        if sign < 0:
+            back = (d.weekday() - 5) % 7 or 7
+            return day_words(d - timedelta(days=back))
+        return day_words(d + timedelta(days=(5 - d.weekday()) % 7 or 7))
+    if unit == "week":
+        return day_words(d + timedelta(weeks=sign))
+    if unit == "month":
+        return _month_words(*_shift_month(d, sign))
+    return str(d.year + sign)
+
+
+def resolve_dates(text: str, written: datetime | date | None) -> list[str]:
+    """The dates that ``text``'s relative times name, in order, each once; ``[]``
+    when the turn has no date."""
+    if written is None:
+        return []
+    d = written.date() if isinstance(written, datetime) else written
+    out: list[str] = []
+    for match in _PATTERN.finditer(text):
+        words = _resolve(match, d)
+        if words is not None and words not in out:
+            out.append(words)
+    return out
