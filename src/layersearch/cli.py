@@ -1080,12 +1080,11 @@ def eval_examples(
 ) -> None:
     """Measure whether saved example queries come back."""
     from layersearch.api import Layersearch
-    from layersearch.eval.examples import half as pick_half
     from layersearch.eval.examples import read_pairs, run_examples
-    from layersearch.eval.schema_linking import parse_channel_sets
+    from layersearch.eval.schema_linking import parse_channel_sets, select_half
 
     (chosen,) = parse_channel_sets([channels] if channels else None)
-    pairs = pick_half(read_pairs(pairs_path), half)[:limit]
+    pairs = select_half(read_pairs(pairs_path), half)[:limit]
     obj.settings()
     with Layersearch(":memory:", embedder=obj.embedder, embedder_config=obj.embedder_options) as ls:
         with _status(f"loading {catalog_path}", as_json):

@@ -10,7 +10,7 @@ from click.testing import CliRunner
 
 from layersearch import ConfigError
 from layersearch.cli import main
-from layersearch.eval.examples import half, read_pairs
+from layersearch.eval.examples import read_pairs
 
 
 def test_eval_examples_reports_the_contract(data_dir: Path, tmp_path: Path) -> None:
@@ -46,11 +46,12 @@ def test_eval_examples_reports_the_contract(data_dir: Path, tmp_path: Path) -> N
     assert len(rows) == 12 and all(r["memory"].startswith("memory:") for r in rows)
 
 
-def test_pairs_are_checked_and_halved(tmp_path: Path) -> None:
+def test_pairs_are_checked(tmp_path: Path) -> None:
     bad = tmp_path / "p.jsonl"
     bad.write_text('{"db_id": "x", "question": "q"}\n')
     with pytest.raises(ConfigError, match=r"p.jsonl:1: missing original_question"):
         read_pairs(bad)
-    rows = [{"i": i} for i in range(5)]
-    assert [r["i"] for r in half(rows, "A")] == [0, 2, 4]
-    assert [r["i"] for r in half(rows, "B")] == [1, 3]
+    deep = tmp_path / "deep.jsonl"
+    deep.write_text("[" * 5000 + "]" * 5000 + "\n")
+    with pytest.raises(Exception, match="deep"):
+        read_pairs(deep)

@@ -26,7 +26,6 @@ ids that do (``unresolved_tags`` counts the others).
 
 from __future__ import annotations
 
-import json
 import statistics
 import time
 from collections.abc import Callable, Sequence
@@ -39,7 +38,7 @@ from layersearch.eval.metrics import recall_at_k
 from layersearch.eval.schema_linking import SEARCH_DEPTH, ranked_links
 from layersearch.types import SearchRequest
 
-__all__ = ["ASK_FIELDS", "EXAMPLE_KS", "ExamplesResult", "read_pairs", "run_examples", "half"]
+__all__ = ["ASK_FIELDS", "EXAMPLE_KS", "ExamplesResult", "read_pairs", "run_examples"]
 
 EXAMPLE_KS = (1, 5, 10)
 ASK_FIELDS = ("question", "original_question")
@@ -67,45 +66,26 @@ class ExamplesResult:
 
 def read_pairs(path: str | Path) -> list[dict[str, Any]]:
     """The pairs of a JSONL file; anything malformed names ``file:line``."""
+    from layersearch.eval.spider import read_jsonl
+
     p = Path(path)
-    try:
-        lines = p.read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{p}: cannot read pairs: {exc}") from exc
     pairs = []
-    for n, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except (json.JSONDecodeError, ValueError) as exc:
-            raise ConfigError(f"{p}:{n}: invalid JSON: {exc}") from exc
+    for where, row in read_jsonl(p, "pairs"):
         if not isinstance(row, dict):
-            raise ConfigError(f"{p}:{n}: expected an object with {', '.join(PAIR_FIELDS)}")
+            raise ConfigError(f"{where}: expected an object with {', '.join(PAIR_FIELDS)}")
         missing = [k for k in PAIR_FIELDS if k not in row]
         if missing:
-            raise ConfigError(f"{p}:{n}: missing {', '.join(missing)}")
+            raise ConfigError(f"{where}: missing {', '.join(missing)}")
         for key in ("db_id", "question", "original_question", "sql"):
             if not isinstance(row[key], str) or not row[key].strip():
-                raise ConfigError(f"{p}:{n}: '{key}' must be a non-empty string")
+                raise ConfigError(f"{where}: '{key}' must be a non-empty string")
         for key in ("gold_tables", "gold_columns"):
             if not isinstance(row[key], list) or not all(isinstance(x, str) for x in row[key]):
-                raise ConfigError(f"{p}:{n}: '{key}' must be a list of ids")
+                raise ConfigError(f"{where}: '{key}' must be a list of ids")
         pairs.append(row)
     if not pairs:
         raise ConfigError(f"{p}: no pairs")
     return pairs
-
-
-def half(pairs: Sequence[dict[str, Any]], which: str | None) -> list[dict[str, Any]]:
-    """Half ``A`` (pairs at even positions of the file) or ``B`` (odd), or all of them:
-    both halves cover every database, so a choice made on one is confirmed on the other."""
-    if which is None:
-        return list(pairs)
-    if which not in ("A", "B"):
-        raise ConfigError(f"half must be A or B, not {which!r}")
-    start = 0 if which == "A" else 1
-    return list(pairs[start::2])
 
 
 def run_examples(

@@ -125,22 +125,31 @@ def write_questions_jsonl(records: Iterable[dict[str, Any]], path: Path) -> None
 def read_questions_jsonl(path: Path) -> list[dict[str, Any]]:
     """Records written by :func:`write_questions_jsonl` (or by hand); blank
     lines are ignored, anything malformed names ``file:line``."""
+    records = []
+    for where, record in read_jsonl(path, "questions"):
+        _check_record(record, where)
+        records.append(record)
+    return records
+
+
+def read_jsonl(path: str | Path, what: str) -> list[tuple[str, Any]]:
+    """``(file:line, value)`` of each non-blank line of a JSONL file of ``what``, each
+    parsed with the JSON bounds (depth, integer size); anything malformed names
+    ``file:line``."""
     p = Path(path)
     try:
         lines = p.read_text(encoding="utf-8").splitlines()
     except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{p}: cannot read questions: {exc}") from exc
-    records = []
+        raise ConfigError(f"{p}: cannot read {what}: {exc}") from exc
+    out = []
     for n, line in enumerate(lines, start=1):
         if not line.strip():
             continue
         try:
-            record = load_json(line, f"{p}:{n}")
+            out.append((f"{p}:{n}", load_json(line, f"{p}:{n}")))
         except json.JSONDecodeError as exc:
             raise ConfigError(f"{p}:{n}: invalid JSON: {exc.msg}") from exc
-        _check_record(record, f"{p}:{n}")
-        records.append(record)
-    return records
+    return out
 
 
 def _check_record(record: Any, where: str) -> None:
