@@ -48,7 +48,10 @@ def test_numpy_channel_matches_reference(data_dir: Path, tmp_path: Path) -> None
             ent.CoverageIndex = original  # type: ignore[misc]
     assert isinstance(fast, CoverageIndex)
     slow = ref.CoverageIndex(
-        [ref.CoverageNode(n.id, n.level, n.parent, n.fields) for n in captured["nodes"]],  # type: ignore[attr-defined]
+        [
+            ref.CoverageNode(n.id, n.level, n.parent, n.fields, n.data_type)
+            for n in captured["nodes"]  # type: ignore[attr-defined]
+        ],
         captured["weights"],  # type: ignore[arg-type]
         captured["links"],  # type: ignore[arg-type]
         captured["keys"],  # type: ignore[arg-type]

@@ -44,6 +44,7 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from layersearch.ranking.analyzer import analyze, analyze_query, query_compounds
+from layersearch.ranking.coverage import VALUE_FIT, VALUE_NONE, VALUE_TIME, value_cues, value_kind
 
 __all__ = ["LINK_PRIOR", "TOP_TABLES", "CoverageNode", "CoverageIndex", "links_from_edges"]
 
@@ -65,6 +66,7 @@ class CoverageNode:
     parent: str | None
     #: field name → raw text
     fields: Mapping[str, str | None]
+    data_type: str | None = None
 
 
 class _Bags:
@@ -121,7 +123,8 @@ class CoverageIndex:
         self.terms: list[dict[str, float]] = []
         index: dict[str, int] = {}
         parents: list[str | None] = []
-        for n in nodes:
+        ordered_nodes = list(nodes)
+        for n in ordered_nodes:
             index[n.id] = len(self.ids)
             self.ids.append(n.id)
             self.level.append(n.level)
@@ -141,6 +144,10 @@ class CoverageIndex:
                 self.neighbours[ia].add(ib)
                 self.neighbours[ib].add(ia)
         self.is_key = [node_id in keys for node_id in self.ids]
+        self.kind = [
+            value_kind(n.data_type, n.fields.get("name")) if n.level == "leaf" else VALUE_NONE
+            for n in ordered_nodes
+        ]
         self.postings: dict[str, list[int]] = {}
         for i, terms in enumerate(self.terms):
             for tok in terms:
@@ -218,12 +225,18 @@ class CoverageIndex:
         ranked_tables = set(best[:TOP_TABLES])
         leaves = {i for i in own if self.level[i] == "leaf" and self.table[i] in ranked_tables}
         leaves.update(c for t in best[:TOP_LEAF_TABLES] for c in self.children[t])
+        # a value-like word of the question (a number, a year, a name) counts, at
+        # VALUE_FIT of one average question word, for each leaf whose type can hold it
+        cues = value_cues(text)
         scored: list[tuple[float, float, bool, str]] = []
         for i in (*table_score, *leaves):
             if not self._in(i, scope, allowed):
                 continue
             mine = own.get(i, {})
             score = table_score[self.table[i]] + mass(mine) / total
+            kind = self.kind[i]
+            if kind in cues and (kind == VALUE_TIME or not self.is_key[i]):
+                score += VALUE_FIT / len(query)
             n_terms = len(self.terms[i])
             precision = len(mine) / n_terms if n_terms else 0.0
             scored.append((score, precision, self.is_key[i], self.ids[i]))

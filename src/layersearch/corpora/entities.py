@@ -1244,7 +1244,9 @@ def coverage_of(
         doc = entity_doc(e)
         fields = {k: v for k, v in doc.fields.items() if k != "parent"}
         parent = None if e.kind == "datasource" else e.id.rsplit(".", 1)[0]
-        nodes.append(CoverageNode(e.id, _COVERAGE_LEVEL[e.kind], parent, fields))
+        nodes.append(
+            CoverageNode(e.id, _COVERAGE_LEVEL[e.kind], parent, fields, data_type=e.data_type)
+        )
     joins = [
         (edge.src, edge.dst)
         for edge in all_joins

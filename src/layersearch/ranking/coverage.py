@@ -40,6 +40,7 @@ aggregation). Tables and leaves are ranked; groups only give context.
 from __future__ import annotations
 
 import math
+import re
 import threading
 import weakref
 from collections.abc import Collection, Iterable, Mapping, Sequence
@@ -75,6 +76,10 @@ TOP_LEAF_TABLES = 10
 BRIDGE_KNOWN_WORDS = False
 BM25_K1 = 1.2
 BM25_B = 0.75
+#: Weight of one value-like word of the question (a number, a year, a quoted or
+#: capitalised name) as evidence for the leaves whose type can hold it, as a share of
+#: one average question word.
+VALUE_FIT = 0.5
 
 
 @dataclass(slots=True)
@@ -84,6 +89,8 @@ class CoverageNode:
     parent: str | None
     #: field name → raw text
     fields: Mapping[str, str | None]
+    #: a leaf's declared data type (``integer``, ``varchar(20)``, ``date``…), if known
+    data_type: str | None = None
 
 
 class _Bags:
@@ -288,6 +295,13 @@ class CoverageIndex:
         self.nb_src = np.array([p[0] for p in pairs], dtype=np.int64)
         self.nb_dst = np.array([p[1] for p in pairs], dtype=np.int64)
         self.is_key = np.array([node_id in keys for node_id in self.ids], dtype=bool)
+        self.value_kind = np.array(
+            [
+                value_kind(n.data_type, n.fields.get("name")) if n.level == "leaf" else VALUE_NONE
+                for n in ordered
+            ],
+            dtype=np.int8,
+        )
         # Per table (compact numbering), what a query reads for every candidate table: read
         # through the node arrays these are scattered loads over every node of the catalog.
         self.table_group = self.group_idx[self.table_nodes]
@@ -658,6 +672,9 @@ class CoverageIndex:
         extra = _gather(self.children, self.children_ptr, best[:TOP_LEAF_TABLES])
         near = np.concatenate([under, extra])
         near_mass, near_count = self._own(near, query) if plain else self._own_slots(near, slots)
+        cues = value_cues(text)
+        if cues and VALUE_FIT > 0:
+            near_mass = near_mass + self._value_fit(near, cues) * (VALUE_FIT * total / len(slots))
         chosen = near_count > 0
         chosen[len(under) :] = True
         leaves, first = np.unique(near[chosen], return_index=True)
@@ -692,11 +709,66 @@ class CoverageIndex:
         hits = [(i, round(x, 6)) for i, x in zip(ids, score[final].tolist(), strict=True)]
         return hits, self.level[nodes].tolist()
 
+    def _value_fit(self, nodes: np.ndarray, cues: frozenset[int]) -> np.ndarray:
+        """1 for each node whose value kind one of the question's value cues fits (a
+        number: a numeric leaf that is not a key; a year: a date or year leaf; a name: a
+        text leaf that is not a key), else 0."""
+        kinds = self.value_kind[nodes]
+        fit = np.zeros(len(nodes))
+        for cue in cues:
+            hit = kinds == cue
+            if cue != VALUE_TIME:
+                hit &= ~self.is_key[nodes]
+            fit[hit] = 1.0
+        return fit
+
     def _ids_of(self, nodes: np.ndarray) -> list[str]:
         """The ids of node numbers (a persisted index decodes them in one call)."""
         if isinstance(self.ids, StringTable):
             return self.ids.take(nodes)
         return [self.ids[i] for i in nodes.tolist()]
+
+
+VALUE_NONE, VALUE_NUMBER, VALUE_TEXT, VALUE_TIME = 0, 1, 2, 3
+_NUMERIC_TYPES = re.compile(
+    r"int|number|numeric|decimal|float|double|real|money|serial", re.IGNORECASE
+)
+_TIME_TYPES = re.compile(r"date|time|year", re.IGNORECASE)
+_TEXT_TYPES = re.compile(r"char|text|string|clob", re.IGNORECASE)
+_YEAR = re.compile(r"\b(1[89]\d\d|20\d\d)s?\b")
+_NUMBER = re.compile(r"(?<![\w.])\d+(?:[.,]\d+)?(?![\w.])")
+_QUOTED = re.compile(r"['\"\u2018\u201c]([^'\"\u2019\u201d]{1,60})['\"\u2019\u201d]")
+_CAPITALISED = re.compile(r"(?<=[\w,;:)] )[A-Z][\w.'-]*")
+
+
+def value_kind(data_type: str | None, name: str | None) -> int:
+    """What kind of question value a leaf can hold: a date or year (its type, or a
+    name part ``year``/``date``), a number, a text; VALUE_NONE when its type is unknown
+    and its name says nothing."""
+    parts = split_identifier(name) if name else []
+    if (data_type and _TIME_TYPES.search(data_type)) or any(p in ("year", "date") for p in parts):
+        return VALUE_TIME
+    if not data_type:
+        return VALUE_NONE
+    if _NUMERIC_TYPES.search(data_type):
+        return VALUE_NUMBER
+    if _TEXT_TYPES.search(data_type):
+        return VALUE_TEXT
+    return VALUE_NONE
+
+
+def value_cues(text: str) -> frozenset[int]:
+    """The kinds of values a question names: a year (1800–2099), another number, a
+    quoted string or a capitalised word that does not start a sentence (a name:
+    "flights from 'APG'", "cities in France")."""
+    cues: set[int] = set()
+    if _YEAR.search(text):
+        cues.add(VALUE_TIME)
+    if any(not _YEAR.fullmatch(m.group(0)) for m in _NUMBER.finditer(text)):
+        cues.add(VALUE_NUMBER)
+    if _QUOTED.search(text) or _CAPITALISED.search(text):
+        cues.add(VALUE_TEXT)
+    return frozenset(cues)
 
 
 def _densify(
