@@ -235,3 +235,66 @@ def test_warm_reads_the_vectors_and_names_what_is_missing(tmp_path: Path) -> Non
     assert ls.dense().confirmed
     assert Layersearch(tmp_path / "t.duckdb").warm() == []  # no embedder: nothing to ready
     ls.close()
+
+
+class CountingWrites:
+    """Counts the store's vector transactions."""
+
+    def __init__(self, store: object) -> None:
+        self.calls: list[int] = []
+        self._upsert = store.upsert_vectors  # type: ignore[attr-defined]
+
+    def __call__(self, corpus, key, ids, hashes, matrix):  # type: ignore[no-untyped-def]
+        self.calls.append(len(ids))
+        self._upsert(corpus, key, ids, hashes, matrix)
+
+
+def test_embed_writes_its_batches_in_few_transactions(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from layersearch.corpora import dense
+
+    ls = Layersearch(tmp_path / "s.duckdb", embedder=FakeEmbedder())
+    ls.load(MINI)
+    writes = CountingWrites(ls.store)
+    monkeypatch.setattr(ls.store, "upsert_vectors", writes)
+    docs = dense.entity_docs(ls.corpus().entities.values())
+    ls.dense().embed(docs, batch_size=4)
+    assert writes.calls == [len(docs)], "one transaction for the run, not one per batch"
+    monkeypatch.setattr(dense, "FLUSH_ROWS", 8)
+    writes.calls.clear()
+    ls.store.prune_vectors(dense.ENTITY_CORPUS, set())
+    ls.dense().embed(docs, batch_size=4)
+    assert sum(writes.calls) == len(docs) and max(writes.calls) == 8
+    ls.close()
+
+
+def test_embed_in_length_order_keeps_each_documents_vector(tmp_path: Path) -> None:
+    from layersearch.corpora import dense
+
+    emb = FakeEmbedder()
+    ls = Layersearch(tmp_path / "s.duckdb", embedder=emb)
+    ls.load(MINI)
+    docs = dense.entity_docs(ls.corpus().entities.values())
+    assert len({len(d.text) for d in docs}) > 4, "texts of many lengths"
+    ls.dense().embed(docs, batch_size=3)
+    ids, matrix = ls.store.load_vectors(dense.ENTITY_CORPUS, emb.fingerprint.key())
+    texts = {d.id: d.text for d in docs}
+    for doc_id, vec in zip(ids, matrix, strict=True):
+        assert np.array_equal(vec, emb.embed_documents([texts[doc_id]])[0]), doc_id
+    ls.close()
+
+
+def test_interrupted_embedding_keeps_the_unwritten_batches(tmp_path: Path) -> None:
+    # Batches embedded before an interruption are written on the way out, even when
+    # they were waiting for the next transaction.
+    from layersearch.corpora.dense import entity_docs
+
+    emb = Counting(FakeEmbedder(), fail_after=3)
+    ls = Layersearch(tmp_path / "s.duckdb", embedder=emb)  # type: ignore[arg-type]
+    ls.load(MINI)
+    docs = entity_docs(ls.corpus().entities.values())
+    with pytest.raises(KeyboardInterrupt):
+        ls.dense().embed(docs, batch_size=5)
+    assert len(ls.store.vector_hashes("entities", emb.fingerprint.key())) == 15
+    ls.close()

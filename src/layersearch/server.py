@@ -104,8 +104,7 @@ class Service:
             )
             self._api = api
             self._load_models_if_empty(api)
-            api.corpus()  # build the snapshot now, not on the first search
-            self._load_embedder(api)
+            self._warm(api)
             log.info("store %s ready", api.store.location)
         except BaseException as exc:  # noqa: BLE001 - kept and reported by every tool call
             log.error("could not open the store: %s", exc, exc_info=True)
@@ -114,15 +113,15 @@ class Service:
             self._ready.set()
 
     @staticmethod
-    def _load_embedder(api: Layersearch) -> None:
-        """With an embedder configured, the model is loaded (and run once), the stored
-        vectors read and a search run here, not in the first call.
+    def _warm(api: Layersearch) -> None:
+        """The snapshot built and a search run here, not in the first call (its full-text
+        searcher, worker and caches; without it a lexical server's first search took 4×
+        a later one); with an embedder configured, the model loaded and run once and the
+        stored vectors read too.
 
         A dense channel that is not ready is logged, not raised: the lexical channels
         still answer, and each search reports the same error as a warning.
         """
-        if api.embedder is None:
-            return
         for problem in api.warm():
             log.warning("dense channel not ready: %s", problem)
 

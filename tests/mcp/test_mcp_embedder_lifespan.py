@@ -40,3 +40,25 @@ def test_a_model_that_cannot_load_leaves_the_lexical_server_up(tmp_path: Path) -
     api = service.api()
     assert api.search(question="tax").results
     service.close()
+
+
+def test_a_server_without_an_embedder_runs_a_search_before_the_first_call(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = tmp_path / "s.duckdb"
+    with Layersearch(store) as ls:
+        ls.load(MINI)
+    searched: list[str | None] = []
+    search = Layersearch.search
+
+    def counting(self: Layersearch, *args: object, **kwargs: object) -> object:
+        searched.append(kwargs.get("question"))  # type: ignore[arg-type]
+        return search(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Layersearch, "search", counting)
+    service = Service(Settings(store=str(store)))
+    service.start()
+    api = service.api()
+    assert api.embedder is None
+    assert len(searched) == 1  # the lifespan's warm-up: the first call finds the path warm
+    service.close()

@@ -13,6 +13,7 @@ import hashlib
 import logging
 import os
 import threading
+import time
 import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Collection, Iterable, Sequence
@@ -48,6 +49,12 @@ QUERY_CACHE = 256
 #: Query embeddings started ahead of the search that needs them (see ``prefetch``). Two
 #: workers: concurrent searches each get one, as they would embedding inline.
 PREFETCH_WORKERS = 2
+#: ``embed`` writes its vectors in one transaction per this many rows, or per this many
+#: seconds of embedding, whichever comes first: a store transaction costs ~0.1 s (a new
+#: DuckDB connection and a WAL sync), so one per batch of 64 took 10 s of the Spider
+#: catalog's embedding; a killed run loses at most what it embedded since the last one.
+FLUSH_ROWS = 2048
+FLUSH_SECONDS = 10.0
 
 Progress = Callable[[int, int], None]
 
@@ -80,6 +87,36 @@ def _after_fork_in_child() -> None:
 
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+class _Pending:
+    """Embedded batches not written yet: one store transaction takes them all, when there
+    are ``FLUSH_ROWS`` of them or the oldest waited ``FLUSH_SECONDS``."""
+
+    def __init__(self) -> None:
+        self.ids: list[str] = []
+        self.hashes: list[str] = []
+        self.parts: list[np.ndarray] = []
+        self.since = 0.0
+
+    @property
+    def rows(self) -> int:
+        return len(self.ids)
+
+    def add(self, batch: Sequence[DenseDoc], matrix: np.ndarray) -> None:
+        if not self.ids:
+            self.since = time.monotonic()
+        self.ids.extend(d.id for d in batch)
+        self.hashes.extend(content_hash(d.text) for d in batch)
+        self.parts.append(matrix)
+
+    def due(self) -> bool:
+        return self.rows >= FLUSH_ROWS or time.monotonic() - self.since >= FLUSH_SECONDS
+
+    def take(self) -> tuple[list[str], list[str], np.ndarray]:
+        out = (self.ids, self.hashes, np.vstack(self.parts))
+        self.ids, self.hashes, self.parts = [], [], []
+        return out
 
 
 class DenseCorpus:
@@ -145,29 +182,35 @@ class DenseCorpus:
         key = self.fingerprint.key()
         stored = self.store.vector_hashes(self.corpus, key)
         todo = [d for d in docs if stored.get(d.id) != content_hash(d.text)]
+        # Texts of similar length share a batch: less padding through the model (the
+        # Spider catalog: 16 s of CPU instead of 33 s). A text's vector does not depend
+        # on its batch, so the vectors are the ones an unsorted run gives.
+        todo.sort(key=lambda d: len(d.text))
         done = 0
         failed: list[str] = []
+        pending = _Pending()
         if progress:
             progress(0, len(todo))
-        for start in range(0, len(todo), batch_size):
-            batch = todo[start : start + batch_size]
-            try:
-                matrix = self.embedder.embed_documents([d.text for d in batch])
-            except EmbeddingUnavailable:
-                raise
-            except LayersearchError as exc:
-                failed.extend(f"{d.id}: {exc}" for d in batch)
-                continue
-            self.store.upsert_vectors(
-                self.corpus,
-                key,
-                [d.id for d in batch],
-                [content_hash(d.text) for d in batch],
-                matrix,
-            )
-            done += len(batch)
-            if progress:
-                progress(done, len(todo))
+        try:
+            for start in range(0, len(todo), batch_size):
+                batch = todo[start : start + batch_size]
+                try:
+                    matrix = self.embedder.embed_documents([d.text for d in batch])
+                except EmbeddingUnavailable:
+                    raise
+                except LayersearchError as exc:
+                    failed.extend(f"{d.id}: {exc}" for d in batch)
+                    continue
+                pending.add(batch, matrix)
+                if pending.due():
+                    done += self._write(key, pending)
+                if progress:
+                    progress(done + pending.rows, len(todo))
+        finally:
+            # An interruption (Ctrl-C, a provider that gives up) keeps what was embedded;
+            # only a killed process loses the batches not yet written.
+            if pending.rows:
+                done += self._write(key, pending)
         pruned = self.store.prune_vectors(self.corpus, {d.id for d in docs}) if prune else 0
         with self._lock:
             self._index = None
@@ -180,6 +223,11 @@ class DenseCorpus:
             pruned=pruned,
             failed=failed,
         )
+
+    def _write(self, key: str, pending: _Pending) -> int:
+        ids, hashes, matrix = pending.take()
+        self.store.upsert_vectors(self.corpus, key, ids, hashes, matrix)
+        return len(ids)
 
     def add(self, doc: DenseDoc) -> None:
         """Embed one new document now (e.g. a memory just saved), if this model has vectors."""
