@@ -6,11 +6,12 @@ exit; a traceback only with LAYERSEARCH_DEBUG=1.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from functools import wraps
 from pathlib import Path
 from typing import Any, TypeVar
@@ -949,6 +950,23 @@ def eval_group() -> None:
     """Measure search quality on labelled questions."""
 
 
+@contextlib.contextmanager
+def _catalog_store(obj: Ctx, catalog_path: str, as_json: bool) -> Iterator[Any]:
+    """A throwaway in-memory store holding the catalog (and, with an embedder, its
+    vectors), for an evaluation."""
+    from layersearch.api import Layersearch
+
+    obj.settings()
+    with Layersearch(":memory:", embedder=obj.embedder, embedder_config=obj.embedder_options) as ls:
+        with _status(f"loading {catalog_path}", as_json):
+            ls.load(catalog_path)
+            ls.corpus()
+        if ls.embedder is not None:
+            with Progress("embedding the catalog", as_json) as progress:
+                ls.embed(progress=progress)
+        yield ls
+
+
 @eval_group.command("schema-linking")
 @click.option(
     "--catalog", "catalog_path", required=True, help="Catalog in any format `load` reads."
@@ -1002,7 +1020,6 @@ def eval_schema_linking(
     as_json: bool,
 ) -> None:
     """Table and column recall of search on labelled questions."""
-    from layersearch.api import Layersearch
     from layersearch.eval.schema_linking import (
         parse_channel_sets,
         plot_recall,
@@ -1014,18 +1031,11 @@ def eval_schema_linking(
 
     sets = parse_channel_sets(channel_sets)
     questions = select_half(read_questions(questions_path, catalog_path), half)[:limit]
-    obj.settings()
-    with Layersearch(":memory:", embedder=obj.embedder, embedder_config=obj.embedder_options) as ls:
-        with _status(f"loading {catalog_path}", as_json):
-            ls.load(catalog_path)
-            ls.corpus()
-        if ls.embedder is not None:
-            with Progress("embedding the catalog", as_json) as progress:
-                ls.embed(progress=progress)
-        with _eval_progress(len(questions) * len(sets), as_json) as advance:
-            results = run_schema_linking(
-                ls, questions, mode=mode, channel_sets=sets, progress=advance
-            )
+    with (
+        _catalog_store(obj, catalog_path, as_json) as ls,
+        _eval_progress(len(questions) * len(sets), as_json) as advance,
+    ):
+        results = run_schema_linking(ls, questions, mode=mode, channel_sets=sets, progress=advance)
     if details_path:
         write_details(results, details_path)
     if plot_path:
@@ -1079,30 +1089,24 @@ def eval_examples(
     as_json: bool,
 ) -> None:
     """Measure whether saved example queries come back."""
-    from layersearch.api import Layersearch
     from layersearch.eval.examples import read_pairs, run_examples
     from layersearch.eval.schema_linking import parse_channel_sets, select_half
 
     (chosen,) = parse_channel_sets([channels] if channels else None)
     pairs = select_half(read_pairs(pairs_path), half)[:limit]
-    obj.settings()
-    with Layersearch(":memory:", embedder=obj.embedder, embedder_config=obj.embedder_options) as ls:
-        with _status(f"loading {catalog_path}", as_json):
-            ls.load(catalog_path)
-            ls.corpus()
-        if ls.embedder is not None:
-            with Progress("embedding the catalog", as_json) as progress:
-                ls.embed(progress=progress)
-        with _eval_progress(len(pairs) * 2, as_json) as advance:
-            result = run_examples(
-                ls,
-                pairs,
-                ask=ask,
-                channels=chosen,
-                progress=lambda stage, done, total: advance(
-                    done + (total if stage.endswith("with memories") else 0)
-                ),
-            )
+    with (
+        _catalog_store(obj, catalog_path, as_json) as ls,
+        _eval_progress(len(pairs) * 2, as_json) as advance,
+    ):
+        result = run_examples(
+            ls,
+            pairs,
+            ask=ask,
+            channels=chosen,
+            progress=lambda stage, done, total: advance(
+                done + (total if stage.endswith("with memories") else 0)
+            ),
+        )
     if details_path:
         with Path(details_path).open("w", encoding="utf-8") as fh:
             for row in result.details:

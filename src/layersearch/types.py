@@ -10,8 +10,6 @@ from pydantic import BaseModel, ConfigDict, Field
 
 Kind = Literal["datasource", "model", "column", "measure", "aggregation", "memory"]
 Channel = Literal["bm25", "fulltext", "vector"]
-#: Every channel name a hit's explanation may show (``channels`` takes CHANNELS only).
-EXPLAIN_CHANNELS = ("input", "bm25", "fulltext", "schema", "vector", "tags", "recent")
 CHANNELS: tuple[str, ...] = ("bm25", "fulltext", "vector")
 
 

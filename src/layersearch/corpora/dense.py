@@ -229,10 +229,6 @@ class DenseCorpus:
         self.store.upsert_vectors(self.corpus, key, ids, hashes, matrix)
         return len(ids)
 
-    def add(self, doc: DenseDoc) -> None:
-        """Embed one new document now (e.g. a memory just saved), if this model has vectors."""
-        self.add_many([doc])
-
     def add_many(self, docs: Sequence[DenseDoc]) -> None:
         """Embed new documents now (memories just saved), if this model has vectors."""
         key = self.fingerprint.key()

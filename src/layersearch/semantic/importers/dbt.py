@@ -25,8 +25,8 @@ from layersearch.semantic.importers.native import (
     _name,
     _str,
     check_catalog,
+    model_yaml_files,
     read_yaml,
-    yaml_files,
 )
 from layersearch.semantic.model import Catalog, Column, Datasource, Join, Measure, Model
 
@@ -64,11 +64,7 @@ class _Entities:
 
 def load_dbt(path: str | Path, *, datasource: str | None = None) -> Catalog:
     root = Path(path)
-    if not root.exists():
-        raise ModelLoadError(f"{root}: no such file or directory")
-    files = yaml_files(root)
-    if not files:
-        raise ModelLoadError(f"{root}: no .yaml or .yml files found")
+    files = model_yaml_files(root)
     ds = datasource or slug(root.parent.name if root.is_file() else root.name)
     catalog = Catalog(
         datasources=[Datasource(name=_name(ds, str(root), "datasource"), source=str(root))]

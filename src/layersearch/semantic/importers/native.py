@@ -60,6 +60,17 @@ def yaml_files(path: Path) -> list[Path]:
     return sorted(p for p in path.rglob("*") if p.suffix in (".yaml", ".yml") and p.is_file())
 
 
+def model_yaml_files(root: Path) -> list[Path]:
+    """The YAML files a YAML importer reads at ``root`` (a file or a folder); a missing
+    path or a folder without any is an error naming it."""
+    if not root.exists():
+        raise ModelLoadError(f"{root}: no such file or directory")
+    files = yaml_files(root)
+    if not files:
+        raise ModelLoadError(f"{root}: no .yaml or .yml files found")
+    return files
+
+
 def read_text(path: Path, limit: int = MAX_FILE_BYTES) -> str:
     """A model file's text (UTF-8, a byte-order mark dropped), at most ``limit`` bytes;
     errors name the file."""
@@ -251,11 +262,7 @@ def parse_memory(raw: Any, where: str) -> MemorySpec:
 
 def load_native(path: str | Path) -> Catalog:
     root = Path(path)
-    if not root.exists():
-        raise ModelLoadError(f"{root}: no such file or directory")
-    files = yaml_files(root)
-    if not files:
-        raise ModelLoadError(f"{root}: no .yaml or .yml files found")
+    files = model_yaml_files(root)
     catalog = Catalog()
     # A folder with exactly one datasource file gives its models a default datasource.
     folder_ds: dict[Path, str] = {}

@@ -22,8 +22,8 @@ from layersearch.semantic.importers.native import (
     _mapping,
     _str,
     check_catalog,
+    model_yaml_files,
     read_yaml,
-    yaml_files,
 )
 from layersearch.semantic.model import Catalog, Column, Datasource, Join, Measure, Model
 
@@ -70,11 +70,7 @@ def _described(d: dict[str, Any], where: str) -> str | None:
 
 def load_osi(path: str | Path, *, datasource: str | None = None) -> Catalog:
     root = Path(path)
-    if not root.exists():
-        raise ModelLoadError(f"{root}: no such file or directory")
-    files = yaml_files(root)
-    if not files:
-        raise ModelLoadError(f"{root}: no .yaml or .yml files found")
+    files = model_yaml_files(root)
     catalog = Catalog()
     for f in files:
         doc = read_yaml(f)

@@ -32,8 +32,8 @@ from layersearch.semantic.importers.native import (
     _name,
     _str,
     check_catalog,
+    model_yaml_files,
     read_yaml,
-    yaml_files,
 )
 from layersearch.semantic.model import (
     Aggregation,
@@ -68,11 +68,7 @@ def load_slayer(path: str | Path, *, datasource: str | None = None) -> Catalog:
     ``data_source`` is used, and the folder (or file) name when it has none.
     """
     root = Path(path)
-    if not root.exists():
-        raise ModelLoadError(f"{root}: no such file or directory")
-    files = yaml_files(root)
-    if not files:
-        raise ModelLoadError(f"{root}: no .yaml or .yml files found")
+    files = model_yaml_files(root)
     default_ds = datasource or slug(root.stem if root.is_file() else root.name)
     catalog = Catalog()
     for f in files:
