@@ -33,7 +33,7 @@ from layersearch.errors import (
     LimitExceeded,
     ModelMismatch,
 )
-from layersearch.ranking.fulltext import FTDoc, FullTextIndex, build_index
+from layersearch.ranking.fulltext import FTDoc, FullTextIndex, open_or_rebuild
 from layersearch.ranking.fusion import Fused, rrf
 from layersearch.store import migrations
 from layersearch.store.base import Store
@@ -717,8 +717,11 @@ class ConversationService:
             titles = {c.id: c.title for c in conversations.values()}
             return [summary_doc(s, titles.get(s.conversation_id)) for s in summaries.values()]
 
-        messages_ft = _open_index(base / "messages", self.config.boosts(), stamp, message_docs)
-        summaries_ft = _open_index(base / "summaries", SUMMARY_BOOSTS, stamp, summary_docs)
+        boosts = self.config.boosts()
+        messages_ft = open_or_rebuild(base / "messages", boosts, stamp, message_docs).index
+        summaries_ft = open_or_rebuild(
+            base / "summaries", SUMMARY_BOOSTS, stamp, summary_docs
+        ).index
         return _Snapshot(
             version=version,
             messages={m.id: m for m in messages},
@@ -1153,21 +1156,6 @@ def _mirror(
     con.unregister("m_data")
     con.unregister("c_data")
     return con
-
-
-def _open_index(
-    path: Path,
-    boosts: dict[str, float],
-    stamp: str,
-    docs: Callable[[], list[FTDoc]],
-) -> FullTextIndex:
-    ft, reason = FullTextIndex.open(path, boosts, stamp)
-    if ft is not None:
-        return ft
-    if reason not in ("missing", "stale"):
-        log.warning("full-text index %s was %s; rebuilding it from the store", path, reason)
-    ft, _kept = build_index(boosts, path, stamp, docs)  # logged when kept in memory
-    return ft
 
 
 # -- rendering (the exact contract text) -----------------------------------------------------------

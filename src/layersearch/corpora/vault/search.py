@@ -35,7 +35,7 @@ from layersearch.corpora.dense import DenseCorpus, DenseDoc, describe_key
 from layersearch.embed.base import Embedder
 from layersearch.errors import ConfigError, EmbeddingUnavailable, ModelMismatch, NotFound
 from layersearch.ranking.explain import explain
-from layersearch.ranking.fulltext import FTDoc, FullTextIndex, build_index
+from layersearch.ranking.fulltext import FTDoc, FullTextIndex, open_or_rebuild
 from layersearch.ranking.fusion import rrf
 from layersearch.store.base import Store
 from layersearch.types import ChannelScore, EmbedReport
@@ -327,17 +327,19 @@ class VaultService:
         stamp = snap.meta.version
         if self._ft is not None and self._ft_stamp == stamp:
             return self._ft
-        ft, reason = FullTextIndex.open(self._ft_dir, FT_BOOSTS, stamp)
-        if ft is None:
-            log.info("building the vault full-text index (%s)", reason)
+
+        def docs() -> list[FTDoc]:
             by_slug: dict[str, list[tuple[str, str]]] = {}
             for c in tables.load_chunks(self.store):
                 by_slug.setdefault(c.slug, []).append((c.heading_path, c.text))
-            docs = [
+            return [
                 _ft_doc(slug, snap.titles[i], snap.tags[i], by_slug.get(slug, []))
                 for i, slug in enumerate(snap.slugs)
             ]
-            ft, _kept = build_index(FT_BOOSTS, self._ft_dir, stamp, lambda: docs)  # logged
+
+        ft = open_or_rebuild(
+            self._ft_dir, FT_BOOSTS, stamp, docs, name="vault full-text index", warn=False
+        ).index
         self._ft, self._ft_stamp = ft, stamp
         return ft
 
