@@ -30,14 +30,19 @@ from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, Field, ValidationError
 
 from layersearch.config import Settings, check_token
-from layersearch.corpora.conversations.search import (
+from layersearch.errors import ConfigError, LayersearchError, disk_full_error, is_disk_full
+from layersearch.types import (
     ConversationSearchResult,
+    InspectResponse,
+    Memory,
+    NoteDetail,
+    RequestChannel,
+    SearchRequest,
+    SearchResponse,
     SemanticSearchResult,
     SummarySearchResult,
+    VaultHit,
 )
-from layersearch.corpora.vault.search import NoteDetail, VaultHit
-from layersearch.errors import ConfigError, LayersearchError, disk_full_error, is_disk_full
-from layersearch.types import Channel, InspectResponse, Memory, SearchRequest, SearchResponse
 
 if TYPE_CHECKING:
     from layersearch.api import Layersearch
@@ -286,7 +291,7 @@ def search(
         ),
     ] = False,
     channels: Annotated[
-        list[Channel] | None,
+        list[RequestChannel] | None,
         Field(
             description="Restrict ranking to these channels (bm25 = memories by entity "
             "overlap, fulltext, vector). Default: every channel that can run."

@@ -23,8 +23,6 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, Field
-
 from layersearch.corpora.dense import DenseCorpus, DenseDoc
 from layersearch.errors import (
     ConfigError,
@@ -37,7 +35,17 @@ from layersearch.ranking.fulltext import FTDoc, FullTextIndex, open_or_rebuild
 from layersearch.ranking.fusion import Fused, rrf
 from layersearch.store import migrations
 from layersearch.store.base import Store
-from layersearch.types import EmbedReport
+from layersearch.types import (
+    ConversationHit,
+    ConversationSearchResult,
+    EmbedReport,
+    MessageHit,
+    MessageSearchResult,
+    SemanticHit,
+    SemanticSearchResult,
+    SummaryHit,
+    SummarySearchResult,
+)
 
 from . import store as db
 from .dates import resolve_dates
@@ -228,84 +236,6 @@ class MessageSearchConfig:
         if self.resolve_dates:
             boosts["resolved"] = self.boost_resolved
         return boosts
-
-
-# -- results ---------------------------------------------------------------------------------------
-
-
-class ConversationHit(BaseModel):
-    date: str | None
-    source: str
-    role: str
-    conversation_id: str
-    message_id: str
-    created: datetime | None
-    preview: str
-
-
-class ConversationSearchResult(BaseModel):
-    term: str
-    role: str | None
-    limit: int
-    hits: list[ConversationHit]
-    markdown: str
-
-
-class SemanticHit(BaseModel):
-    rank: int
-    conversation_id: str
-    conversation_title: str
-    source: str
-    date: str | None
-    message_id: str
-    distance: float
-    similarity: float
-    preview: str
-
-
-class SemanticSearchResult(BaseModel):
-    query: str
-    limit: int
-    hits: list[SemanticHit]
-    markdown: str
-
-
-class SummaryHit(BaseModel):
-    rank: int
-    summary_id: str
-    conversation_id: str
-    conversation_title: str | None
-    date: str | None
-    extract: str
-    items: list[str] = Field(description="the projected field, verbatim (one item for summary)")
-    score: float
-    channels: dict[str, int] = Field(default_factory=dict, description="channel → rank")
-
-
-class SummarySearchResult(BaseModel):
-    query: str
-    extract: str
-    mode: str
-    limit: int
-    hits: list[SummaryHit]
-    warnings: list[str] = Field(default_factory=list)
-    markdown: str
-
-
-class MessageHit(BaseModel):
-    message_id: str
-    conversation_id: str
-    turn_id: str | None
-    role: str
-    speaker: str | None
-    score: float
-    channels: dict[str, int] = Field(default_factory=dict)
-
-
-class MessageSearchResult(BaseModel):
-    query: str
-    hits: list[MessageHit]
-    warnings: list[str] = Field(default_factory=list)
 
 
 # -- helpers -------------------------------------------------------------------------------------------

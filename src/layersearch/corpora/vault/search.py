@@ -29,7 +29,6 @@ from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
-from pydantic import BaseModel, Field, model_serializer
 
 from layersearch.corpora.dense import DenseCorpus, DenseDoc, describe_key
 from layersearch.embed.base import Embedder
@@ -38,7 +37,7 @@ from layersearch.ranking.explain import explain
 from layersearch.ranking.fulltext import FTDoc, FullTextIndex, open_or_rebuild
 from layersearch.ranking.fusion import rrf
 from layersearch.store.base import Store
-from layersearch.types import ChannelScore, EmbedReport
+from layersearch.types import ChannelScore, EmbedReport, NoteDetail, VaultHit, VaultIndexReport
 
 from . import store as tables
 from .chunking import Chunk, chunk_note
@@ -114,63 +113,6 @@ def _warn(warnings: list[str] | None, text: str) -> None:
 
 #: ``progress(stage, done, total)``; stages are "reading" and "embedding"
 IndexProgress = Callable[[str, int, int], None]
-
-
-class VaultHit(BaseModel):
-    """One note found by ``vault_search``; the content is fetched with ``vault_get_note``."""
-
-    slug: str = Field(description="the note's path in the vault without .md, e.g. Metrics/Churn")
-    title: str
-    path: str = Field(description="the file, relative to the vault root")
-    score: float = Field(
-        description="vector mode: cosine similarity of the best chunk (-1..1); "
-        "hybrid mode: the fused Reciprocal Rank Fusion score"
-    )
-    explanation: list[ChannelScore] | None = Field(
-        None, description="which channels ranked this note, at which rank and score (explain)"
-    )
-
-    @model_serializer(mode="wrap")
-    def _drop_empty_explanation(self, handler: Any) -> Any:
-        # The wire contract is {slug, title, path, score}; the explanation only when asked for.
-        data = handler(self)
-        if isinstance(data, dict) and data.get("explanation") is None:
-            data.pop("explanation", None)
-        return data
-
-
-class NoteDetail(BaseModel):
-    """A whole note and its metadata, as stored by the last index run."""
-
-    slug: str
-    path: str
-    title: str
-    tags: list[str]
-    domain: str | None = None
-    status: str | None = None
-    note_type: str | None = None
-    created: date | None = None
-    updated: date
-    body: str = Field(description="the markdown after the frontmatter")
-    content_hash: str
-    frontmatter: dict[str, Any] = Field(default_factory=dict)
-    problems: list[str] = Field(default_factory=list, description="what could not be read")
-
-
-class VaultIndexReport(BaseModel):
-    """What one ``vault index`` run did."""
-
-    root: str
-    notes: int
-    added: int
-    changed: int
-    unchanged: int = Field(description="skipped: same content hash as stored")
-    deleted: int = Field(description="notes gone from the vault (renamed ones included), pruned")
-    chunks_written: int
-    vectors: EmbedReport | None = Field(None, description="None when no embedder is configured")
-    problems: list[str] = Field(default_factory=list, description="path: what could not be read")
-    warnings: list[str] = Field(default_factory=list)
-    seconds: float
 
 
 class VaultService:
