@@ -35,7 +35,7 @@ from layersearch.embed.base import Embedder
 from layersearch.errors import ConfigError, EmbeddingUnavailable, ModelMismatch, NotFound
 from layersearch.ranking.explain import explain
 from layersearch.ranking.fulltext import FTDoc, FullTextIndex, open_or_rebuild
-from layersearch.ranking.fusion import rrf
+from layersearch.ranking.fusion import Fused, rrf
 from layersearch.store.base import Store
 from layersearch.types import ChannelScore, EmbedReport, NoteDetail, VaultHit, VaultIndexReport
 
@@ -92,6 +92,28 @@ _NO_EMBEDDER = (
     "`layersearch vault index PATH` with it"
 )
 _NO_EMBEDDER_HYBRID = "no embedder configured"
+
+
+def _hits(
+    snap: tables.VaultSnapshot, fused: Sequence[Fused], mode: str, explain: bool
+) -> list[VaultHit]:
+    """The fused notes as hits: the fused score in hybrid mode, the cosine otherwise."""
+    hits = []
+    for f in fused:
+        i = snap.row.get(f.id)
+        if i is None:  # in a full-text index written by a newer sync than this snapshot
+            continue
+        score = f.score if mode == "hybrid" else f.channels["vector"][1]
+        hits.append(
+            VaultHit(
+                slug=f.id,
+                title=snap.titles[i],
+                path=snap.paths[i],
+                score=round(score, 6),
+                explanation=_explanation(f) if explain else None,
+            )
+        )
+    return hits
 
 
 def _fulltext_alone(exc: Exception, min_score: float | None) -> str:
@@ -337,18 +359,9 @@ class VaultService:
             depth = limit if mode == "vector" else max(limit, CHANNEL_DEPTH)
             channels: dict[str, list[tuple[str, float]]] = {}
             try:
-                if embedder is None:
-                    raise EmbeddingUnavailable(_NO_EMBEDDER_HYBRID)
-                dense = self._dense_for(embedder)
-                self._check_vectors(dense)
-                partial = self._partial_vectors(dense, snap)
-                if partial is not None:
-                    _warn(warnings, partial)
-                found = self._rank_chunks(dense, snap, query, depth, rows, filters, statuses)
-                ranked = _best_per_note(found, depth)
-                if min_score is not None:
-                    ranked = [(s, x) for s, x in ranked if x >= min_score]
-                channels["vector"] = ranked
+                channels["vector"] = self._vector_channel(
+                    embedder, snap, query, depth, rows, filters, statuses, min_score, warnings
+                )
             except (EmbeddingUnavailable, ModelMismatch) as exc:
                 if mode == "vector":
                     raise
@@ -357,22 +370,34 @@ class VaultService:
                 ids = None if rows is None else {snap.slugs[r] for r in rows}
                 channels["fulltext"] = self._fulltext(snap).search(query, depth, ids=ids)
             fused = rrf(channels)[:limit]
-        hits = []
-        for f in fused:
-            i = snap.row.get(f.id)
-            if i is None:  # in a full-text index written by a newer sync than this snapshot
-                continue
-            score = f.score if mode == "hybrid" else f.channels["vector"][1]
-            hits.append(
-                VaultHit(
-                    slug=f.id,
-                    title=snap.titles[i],
-                    path=snap.paths[i],
-                    score=round(score, 6),
-                    explanation=_explanation(f) if explain else None,
-                )
-            )
-        return hits
+        return _hits(snap, fused, mode, explain)
+
+    def _vector_channel(
+        self,
+        embedder: Embedder | None,
+        snap: tables.VaultSnapshot,
+        query: str,
+        depth: int,
+        rows: np.ndarray | None,
+        filters: VaultFilters,
+        statuses: tuple[str, ...],
+        min_score: float | None,
+        warnings: list[str] | None,
+    ) -> list[tuple[str, float]]:
+        """The ``depth`` notes nearest ``query`` by their best chunk (cosine, at least
+        ``min_score``); EmbeddingUnavailable or ModelMismatch when vectors cannot rank."""
+        if embedder is None:
+            raise EmbeddingUnavailable(_NO_EMBEDDER_HYBRID)
+        dense = self._dense_for(embedder)
+        self._check_vectors(dense)
+        partial = self._partial_vectors(dense, snap)
+        if partial is not None:
+            _warn(warnings, partial)
+        found = self._rank_chunks(dense, snap, query, depth, rows, filters, statuses)
+        ranked = _best_per_note(found, depth)
+        if min_score is not None:
+            ranked = [(s, x) for s, x in ranked if x >= min_score]
+        return ranked
 
     def _snapshot(self) -> tables.VaultSnapshot:
         gen = self.store.generation()
