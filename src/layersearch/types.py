@@ -1,5 +1,8 @@
 """Wire models: what the API takes and returns (pydantic, so the CLI's --json and
-the MCP server's structured output share one schema)."""
+the MCP server's structured output share one schema).
+
+One place for every corpus: entity search and inspect, memories, loads and embeds,
+then the conversation contracts and the vault. Field order is the JSON order."""
 
 from __future__ import annotations
 

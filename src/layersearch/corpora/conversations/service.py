@@ -1,20 +1,16 @@
-"""The conversation search contracts: keyword, semantic, summaries, and message search.
+"""The conversation service: :class:`ConversationService` answers the keyword, semantic,
+summary and message search contracts over the conversations of one store.
 
-:class:`ConversationService` owns the conversation corpus of one store: it
-imports, keeps an in-memory snapshot (messages, conversations, summaries and
-their tantivy indexes), reloads it when the store's conversations change, and
-answers the three contracts. Each contract returns a pydantic result with the
-structured hits and ``markdown``, the exact text agents rely on.
-
-What a message means for ranking (see docs/conversations.md, "Message search"):
-a turn alone ("yes, last Tuesday") often carries no words of the question it
-answers, so both channels see the turn with its speaker, its date and its
-neighbouring turns; the turn's own words count most.
+It imports, keeps an in-memory snapshot (messages, conversations, summaries, their
+tantivy indexes and a DuckDB mirror), reloads it when the store's conversations change,
+and answers the contracts. Each contract returns a pydantic result (a wire model in
+:mod:`layersearch.types`) with the structured hits and, where agents read it, the
+exact ``markdown`` (:mod:`.render`). How turns become documents is in
+:mod:`.documents`, how message search ranks them in :mod:`.ranking`.
 """
 
 from __future__ import annotations
 
-import logging
 import re
 import threading
 from collections.abc import Callable, Sequence
@@ -83,7 +79,6 @@ __all__ = [
     "DenseGetter",
 ]
 
-log = logging.getLogger("layersearch.corpora.conversations.search")
 
 MESSAGE_CORPUS = "messages"
 SUMMARY_CORPUS = "summaries"
