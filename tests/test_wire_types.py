@@ -38,6 +38,14 @@ def test_wire_models_are_defined_in_types_and_reexported() -> None:
             assert getattr(module, name) is model, f"{module.__name__}.{name}"
 
 
+def test_the_forget_result_and_search_arguments_are_wire_types_too() -> None:
+    import layersearch.server as server
+
+    assert server.ForgetResult is wire.ForgetResult
+    assert wire.ForgetResult.__module__ == "layersearch.types"
+    assert wire.ChannelsArg.__metadata__[0].description.startswith("Restrict ranking")
+
+
 def test_channel_lists_schema_and_requests_take_the_three() -> None:
     assert set(get_args(wire.Channel)) == {"bm25", "fulltext", "schema", "vector"}
     assert wire.CHANNELS == get_args(wire.RequestChannel) == ("bm25", "fulltext", "vector")

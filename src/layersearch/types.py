@@ -7,7 +7,7 @@ then the conversation contracts and the vault. Field order is the JSON order."""
 from __future__ import annotations
 
 from datetime import date, datetime
-from typing import Any, Literal, get_args
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, model_serializer
 
@@ -339,3 +339,118 @@ class VaultIndexReport(BaseModel):
     problems: list[str] = Field(default_factory=list, description="path: what could not be read")
     warnings: list[str] = Field(default_factory=list)
     seconds: float
+
+
+class ForgetResult(BaseModel):
+    forgotten: str = Field(description="the id of the memory that was deleted")
+
+
+# -- the MCP search tool's arguments (what an agent reads in its input schema) ----------
+
+QuestionArg = Annotated[
+    str | None,
+    Field(
+        description="The question in plain words, any characters "
+        "(e.g. 'monthly revenue by store'). Ranks by full text (and vectors when configured)."
+    ),
+]
+
+EntitiesArg = Annotated[
+    list[str] | None,
+    Field(
+        description="Entities you already think are relevant: full ids "
+        "('shop.orders.order_total'), 'model.leaf', a bare name unique in scope, "
+        "'sum(order_total)', or 'memory:<n>'. Named entities always come back as hits, "
+        "and memories tagged with them rank first."
+    ),
+]
+
+QueryArg = Annotated[
+    dict[str, Any] | None,
+    Field(
+        description="An example-query object (measures, dimensions, filters, "
+        "time_dimensions) whose referenced entities count like `entities`."
+    ),
+]
+
+DatasourceArg = Annotated[
+    str | None,
+    Field(
+        description="Only this datasource. An unknown name is an error that lists the "
+        "known ones. Default: all datasources."
+    ),
+]
+
+MaxResultsArg = Annotated[
+    int, Field(ge=1, le=100, description="How many hits, 1 to 100. Default 10.")
+]
+
+CompactArg = Annotated[
+    bool,
+    Field(
+        description="true (default): one line per hit (kind, id, score, description). "
+        "false: also the full text of each hit; prefer `inspect` on chosen ids instead."
+    ),
+]
+
+CypherFilterArg = Annotated[
+    str | None,
+    Field(
+        description="A read-only openCypher query returning `id`, e.g. "
+        "\"MATCH (m:Model)-[:CONTAINS]->(c:ModelColumn) WHERE m.name = 'orders' "
+        'RETURN c.id AS id". Its ids are a hard allowlist applied before ranking. '
+        "Labels: Datasource, Model, ModelColumn, Measure, Aggregation, Memory; "
+        "relationships: CONTAINS, JOINS, MENTIONS, REFERENCES. Default: no filter."
+    ),
+]
+
+ParamsArg = Annotated[
+    dict[str, Any] | None,
+    Field(description="Values for $name parameters in cypher_filter. Default: none."),
+]
+
+ExplainArg = Annotated[
+    bool,
+    Field(
+        description="Attach to each hit which channels ranked it, at which rank and "
+        "score. Default false."
+    ),
+]
+
+ChannelsArg = Annotated[
+    list[RequestChannel] | None,
+    Field(
+        description="Restrict ranking to these channels (bm25 = memories by entity "
+        "overlap, fulltext, vector). Default: every channel that can run."
+    ),
+]
+
+MaxEntitiesArg = Annotated[
+    int | None,
+    Field(
+        ge=1,
+        le=100,
+        description="Also return `entities`: this many entities, ranked among entities "
+        "alone. Default: no such bucket.",
+    ),
+]
+
+MaxMemoriesArg = Annotated[
+    int | None,
+    Field(
+        ge=1,
+        le=100,
+        description="Also return `memories`: this many notes (memories without a query), "
+        "ranked among notes alone. Default: no such bucket.",
+    ),
+]
+
+MaxExampleQueriesArg = Annotated[
+    int | None,
+    Field(
+        ge=1,
+        le=100,
+        description="Also return `example_queries`: this many saved example queries, "
+        "ranked among them alone. Default: no such bucket.",
+    ),
+]
