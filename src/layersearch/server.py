@@ -27,17 +27,35 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp.server.mcpserver.tools import Tool
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import Field, ValidationError
 
 from layersearch.config import Settings, check_token
-from layersearch.corpora.conversations.search import (
+from layersearch.errors import ConfigError, LayersearchError, disk_full_error, is_disk_full
+from layersearch.types import (
+    ChannelsArg,
+    CompactArg,
     ConversationSearchResult,
+    CypherFilterArg,
+    DatasourceArg,
+    EntitiesArg,
+    ExplainArg,
+    ForgetResult,
+    InspectResponse,
+    MaxEntitiesArg,
+    MaxExampleQueriesArg,
+    MaxMemoriesArg,
+    MaxResultsArg,
+    Memory,
+    NoteDetail,
+    ParamsArg,
+    QueryArg,
+    QuestionArg,
+    SearchRequest,
+    SearchResponse,
     SemanticSearchResult,
     SummarySearchResult,
+    VaultHit,
 )
-from layersearch.corpora.vault.search import NoteDetail, VaultHit
-from layersearch.errors import ConfigError, LayersearchError, disk_full_error, is_disk_full
-from layersearch.types import Channel, InspectResponse, Memory, SearchRequest, SearchResponse
 
 if TYPE_CHECKING:
     from layersearch.api import Layersearch
@@ -224,101 +242,19 @@ def _read_api(ctx: Context) -> Layersearch:
 @_tool(title="Search the semantic layer", read_only=True)
 def search(
     ctx: Context,
-    question: Annotated[
-        str | None,
-        Field(
-            description="The question in plain words, any characters "
-            "(e.g. 'monthly revenue by store'). Ranks by full text (and vectors when configured)."
-        ),
-    ] = None,
-    entities: Annotated[
-        list[str] | None,
-        Field(
-            description="Entities you already think are relevant: full ids "
-            "('shop.orders.order_total'), 'model.leaf', a bare name unique in scope, "
-            "'sum(order_total)', or 'memory:<n>'. Named entities always come back as hits, "
-            "and memories tagged with them rank first."
-        ),
-    ] = None,
-    query: Annotated[
-        dict[str, Any] | None,
-        Field(
-            description="An example-query object (measures, dimensions, filters, "
-            "time_dimensions) whose referenced entities count like `entities`."
-        ),
-    ] = None,
-    datasource: Annotated[
-        str | None,
-        Field(
-            description="Only this datasource. An unknown name is an error that lists the "
-            "known ones. Default: all datasources."
-        ),
-    ] = None,
-    max_results: Annotated[
-        int, Field(ge=1, le=100, description="How many hits, 1 to 100. Default 10.")
-    ] = 10,
-    compact: Annotated[
-        bool,
-        Field(
-            description="true (default): one line per hit (kind, id, score, description). "
-            "false: also the full text of each hit; prefer `inspect` on chosen ids instead."
-        ),
-    ] = True,
-    cypher_filter: Annotated[
-        str | None,
-        Field(
-            description="A read-only openCypher query returning `id`, e.g. "
-            "\"MATCH (m:Model)-[:CONTAINS]->(c:ModelColumn) WHERE m.name = 'orders' "
-            'RETURN c.id AS id". Its ids are a hard allowlist applied before ranking. '
-            "Labels: Datasource, Model, ModelColumn, Measure, Aggregation, Memory; "
-            "relationships: CONTAINS, JOINS, MENTIONS, REFERENCES. Default: no filter."
-        ),
-    ] = None,
-    params: Annotated[
-        dict[str, Any] | None,
-        Field(description="Values for $name parameters in cypher_filter. Default: none."),
-    ] = None,
-    explain: Annotated[
-        bool,
-        Field(
-            description="Attach to each hit which channels ranked it, at which rank and "
-            "score. Default false."
-        ),
-    ] = False,
-    channels: Annotated[
-        list[Channel] | None,
-        Field(
-            description="Restrict ranking to these channels (bm25 = memories by entity "
-            "overlap, fulltext, vector). Default: every channel that can run."
-        ),
-    ] = None,
-    max_entities: Annotated[
-        int | None,
-        Field(
-            ge=1,
-            le=100,
-            description="Also return `entities`: this many entities, ranked among entities "
-            "alone. Default: no such bucket.",
-        ),
-    ] = None,
-    max_memories: Annotated[
-        int | None,
-        Field(
-            ge=1,
-            le=100,
-            description="Also return `memories`: this many notes (memories without a query), "
-            "ranked among notes alone. Default: no such bucket.",
-        ),
-    ] = None,
-    max_example_queries: Annotated[
-        int | None,
-        Field(
-            ge=1,
-            le=100,
-            description="Also return `example_queries`: this many saved example queries, "
-            "ranked among them alone. Default: no such bucket.",
-        ),
-    ] = None,
+    question: QuestionArg = None,
+    entities: EntitiesArg = None,
+    query: QueryArg = None,
+    datasource: DatasourceArg = None,
+    max_results: MaxResultsArg = 10,
+    compact: CompactArg = True,
+    cypher_filter: CypherFilterArg = None,
+    params: ParamsArg = None,
+    explain: ExplainArg = False,
+    channels: ChannelsArg = None,
+    max_entities: MaxEntitiesArg = None,
+    max_memories: MaxMemoriesArg = None,
+    max_example_queries: MaxExampleQueriesArg = None,
 ) -> SearchResponse:
     """Find the datasources, models, columns, measures, aggregations and saved memories
     relevant to an analytics question. Call this BEFORE writing a query, and again when
@@ -417,10 +353,6 @@ def save_memory(
     tagged with. It does not deduplicate: search first if a similar memory may exist.
     """
     return _api(ctx).save_memory(learning, description=description, entities=entities, query=query)
-
-
-class ForgetResult(BaseModel):
-    forgotten: str = Field(description="the id of the memory that was deleted")
 
 
 @_tool(title="Forget a memory", read_only=False, destructive=True)

@@ -1,16 +1,23 @@
 """Wire models: what the API takes and returns (pydantic, so the CLI's --json and
-the MCP server's structured output share one schema)."""
+the MCP server's structured output share one schema).
+
+One place for every corpus: entity search and inspect, memories, loads and embeds,
+then the conversation contracts and the vault. Field order is the JSON order."""
 
 from __future__ import annotations
 
-from datetime import datetime
-from typing import Any, Literal
+from datetime import date, datetime
+from typing import Annotated, Any, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_serializer
 
 Kind = Literal["datasource", "model", "column", "measure", "aggregation", "memory"]
-Channel = Literal["bm25", "fulltext", "vector"]
-CHANNELS: tuple[str, ...] = ("bm25", "fulltext", "vector")
+#: the channels a search request may name (``SearchRequest.channels``)
+RequestChannel = Literal["bm25", "fulltext", "vector"]
+#: the channels that rank entities, as hits report them (``ChannelScore.channel``): the
+#: requested ones and ``schema``, which runs whenever there is a question
+Channel = Literal["bm25", "fulltext", "schema", "vector"]
+CHANNELS: tuple[str, ...] = get_args(RequestChannel)
 
 
 class ChannelScore(BaseModel):
@@ -194,3 +201,256 @@ class EmbedReport(BaseModel):
     unchanged: int = Field(description="skipped: same text, same model, already stored")
     pruned: int = Field(description="vectors of documents that no longer exist, deleted")
     failed: list[str] = Field(default_factory=list)
+
+
+# -- conversations ---------------------------------------------------------------------------------------
+
+
+class ConversationHit(BaseModel):
+    date: str | None
+    source: str
+    role: str
+    conversation_id: str
+    message_id: str
+    created: datetime | None
+    preview: str
+
+
+class ConversationSearchResult(BaseModel):
+    term: str
+    role: str | None
+    limit: int
+    hits: list[ConversationHit]
+    markdown: str
+
+
+class SemanticHit(BaseModel):
+    rank: int
+    conversation_id: str
+    conversation_title: str
+    source: str
+    date: str | None
+    message_id: str
+    distance: float
+    similarity: float
+    preview: str
+
+
+class SemanticSearchResult(BaseModel):
+    query: str
+    limit: int
+    hits: list[SemanticHit]
+    markdown: str
+
+
+class SummaryHit(BaseModel):
+    rank: int
+    summary_id: str
+    conversation_id: str
+    conversation_title: str | None
+    date: str | None
+    extract: str
+    items: list[str] = Field(description="the projected field, verbatim (one item for summary)")
+    score: float
+    channels: dict[str, int] = Field(default_factory=dict, description="channel → rank")
+
+
+class SummarySearchResult(BaseModel):
+    query: str
+    extract: str
+    mode: str
+    limit: int
+    hits: list[SummaryHit]
+    warnings: list[str] = Field(default_factory=list)
+    markdown: str
+
+
+class MessageHit(BaseModel):
+    message_id: str
+    conversation_id: str
+    turn_id: str | None
+    role: str
+    speaker: str | None
+    score: float
+    channels: dict[str, int] = Field(default_factory=dict)
+
+
+class MessageSearchResult(BaseModel):
+    query: str
+    hits: list[MessageHit]
+    warnings: list[str] = Field(default_factory=list)
+
+
+# -- vault ------------------------------------------------------------------------------------------
+
+
+class VaultHit(BaseModel):
+    """One note found by ``vault_search``; the content is fetched with ``vault_get_note``."""
+
+    slug: str = Field(description="the note's path in the vault without .md, e.g. Metrics/Churn")
+    title: str
+    path: str = Field(description="the file, relative to the vault root")
+    score: float = Field(
+        description="vector mode: cosine similarity of the best chunk (-1..1); "
+        "hybrid mode: the fused Reciprocal Rank Fusion score"
+    )
+    explanation: list[ChannelScore] | None = Field(
+        None, description="which channels ranked this note, at which rank and score (explain)"
+    )
+
+    @model_serializer(mode="wrap")
+    def _drop_empty_explanation(self, handler: Any) -> Any:
+        # The wire contract is {slug, title, path, score}; the explanation only when asked for.
+        data = handler(self)
+        if isinstance(data, dict) and data.get("explanation") is None:
+            data.pop("explanation", None)
+        return data
+
+
+class NoteDetail(BaseModel):
+    """A whole note and its metadata, as stored by the last index run."""
+
+    slug: str
+    path: str
+    title: str
+    tags: list[str]
+    domain: str | None = None
+    status: str | None = None
+    note_type: str | None = None
+    created: date | None = None
+    updated: date
+    body: str = Field(description="the markdown after the frontmatter")
+    content_hash: str
+    frontmatter: dict[str, Any] = Field(default_factory=dict)
+    problems: list[str] = Field(default_factory=list, description="what could not be read")
+
+
+class VaultIndexReport(BaseModel):
+    """What one ``vault index`` run did."""
+
+    root: str
+    notes: int
+    added: int
+    changed: int
+    unchanged: int = Field(description="skipped: same content hash as stored")
+    deleted: int = Field(description="notes gone from the vault (renamed ones included), pruned")
+    chunks_written: int
+    vectors: EmbedReport | None = Field(None, description="None when no embedder is configured")
+    problems: list[str] = Field(default_factory=list, description="path: what could not be read")
+    warnings: list[str] = Field(default_factory=list)
+    seconds: float
+
+
+class ForgetResult(BaseModel):
+    forgotten: str = Field(description="the id of the memory that was deleted")
+
+
+# -- the MCP search tool's arguments (what an agent reads in its input schema) ----------
+
+QuestionArg = Annotated[
+    str | None,
+    Field(
+        description="The question in plain words, any characters "
+        "(e.g. 'monthly revenue by store'). Ranks by full text (and vectors when configured)."
+    ),
+]
+
+EntitiesArg = Annotated[
+    list[str] | None,
+    Field(
+        description="Entities you already think are relevant: full ids "
+        "('shop.orders.order_total'), 'model.leaf', a bare name unique in scope, "
+        "'sum(order_total)', or 'memory:<n>'. Named entities always come back as hits, "
+        "and memories tagged with them rank first."
+    ),
+]
+
+QueryArg = Annotated[
+    dict[str, Any] | None,
+    Field(
+        description="An example-query object (measures, dimensions, filters, "
+        "time_dimensions) whose referenced entities count like `entities`."
+    ),
+]
+
+DatasourceArg = Annotated[
+    str | None,
+    Field(
+        description="Only this datasource. An unknown name is an error that lists the "
+        "known ones. Default: all datasources."
+    ),
+]
+
+MaxResultsArg = Annotated[
+    int, Field(ge=1, le=100, description="How many hits, 1 to 100. Default 10.")
+]
+
+CompactArg = Annotated[
+    bool,
+    Field(
+        description="true (default): one line per hit (kind, id, score, description). "
+        "false: also the full text of each hit; prefer `inspect` on chosen ids instead."
+    ),
+]
+
+CypherFilterArg = Annotated[
+    str | None,
+    Field(
+        description="A read-only openCypher query returning `id`, e.g. "
+        "\"MATCH (m:Model)-[:CONTAINS]->(c:ModelColumn) WHERE m.name = 'orders' "
+        'RETURN c.id AS id". Its ids are a hard allowlist applied before ranking. '
+        "Labels: Datasource, Model, ModelColumn, Measure, Aggregation, Memory; "
+        "relationships: CONTAINS, JOINS, MENTIONS, REFERENCES. Default: no filter."
+    ),
+]
+
+ParamsArg = Annotated[
+    dict[str, Any] | None,
+    Field(description="Values for $name parameters in cypher_filter. Default: none."),
+]
+
+ExplainArg = Annotated[
+    bool,
+    Field(
+        description="Attach to each hit which channels ranked it, at which rank and "
+        "score. Default false."
+    ),
+]
+
+ChannelsArg = Annotated[
+    list[RequestChannel] | None,
+    Field(
+        description="Restrict ranking to these channels (bm25 = memories by entity "
+        "overlap, fulltext, vector). Default: every channel that can run."
+    ),
+]
+
+MaxEntitiesArg = Annotated[
+    int | None,
+    Field(
+        ge=1,
+        le=100,
+        description="Also return `entities`: this many entities, ranked among entities "
+        "alone. Default: no such bucket.",
+    ),
+]
+
+MaxMemoriesArg = Annotated[
+    int | None,
+    Field(
+        ge=1,
+        le=100,
+        description="Also return `memories`: this many notes (memories without a query), "
+        "ranked among notes alone. Default: no such bucket.",
+    ),
+]
+
+MaxExampleQueriesArg = Annotated[
+    int | None,
+    Field(
+        ge=1,
+        le=100,
+        description="Also return `example_queries`: this many saved example queries, "
+        "ranked among them alone. Default: no such bucket.",
+    ),
+]

@@ -22,7 +22,7 @@ import time
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import cast
+from typing import Literal, cast
 
 import tantivy
 
@@ -32,10 +32,12 @@ from layersearch.ranking.analyzer import analyze, analyze_query
 __all__ = [
     "FTDoc",
     "FullTextIndex",
+    "Opened",
     "build_index",
     "clear_stray_files",
     "is_io_failure",
     "key_hash",
+    "open_or_rebuild",
 ]
 
 log = logging.getLogger("layersearch.ranking.fulltext")
@@ -109,6 +111,63 @@ def build_index(
     ft = FullTextIndex.create(boosts, None)
     ft.write(add=docs(), stamp=stamp)
     return ft, reason
+
+
+#: why an index could not be opened that needs no warning: a first use, or new content
+EXPECTED_REASONS = ("missing", "stale")
+
+
+@dataclass(frozen=True, slots=True)
+class Opened:
+    """What :func:`open_or_rebuild` did to give a current index."""
+
+    index: FullTextIndex
+    #: "opened" (the stamped index on disk), "updated" (``update`` brought the old one up to
+    #: date) or "rebuilt" (from ``docs()``)
+    how: Literal["opened", "updated", "rebuilt"]
+    #: why the index on disk could not be opened as it is (None when opened): "missing",
+    #: "stale", "built by another version" or "corrupt (…)"
+    reason: str | None = None
+    #: why a rebuilt index is held in memory only (None: it is on disk)
+    kept: str | None = None
+
+    @property
+    def damaged(self) -> bool:
+        """Whether the index on disk was unusable for a reason other than new content or a
+        first use (corrupt, another version's): worth a warning."""
+        return self.reason is not None and self.reason not in EXPECTED_REASONS
+
+
+def open_or_rebuild(
+    path: Path,
+    boosts: Mapping[str, float],
+    stamp: str,
+    docs: Callable[[], Iterable[FTDoc]],
+    *,
+    update: Callable[[], FullTextIndex | None] | None = None,
+    name: str = "full-text index",
+    warn: bool = True,
+) -> Opened:
+    """The stamped full-text index under ``path``: opened when its stamp is ``stamp``;
+    otherwise brought up to date by ``update()`` when given and it returns an index (an
+    incremental write to the index the caller already holds); otherwise rebuilt from
+    ``docs()`` (in memory when the folder cannot be written, see :func:`build_index`).
+
+    With ``warn``, an index on disk that was unusable for a reason other than new content
+    (:attr:`Opened.damaged`) is logged as a warning; callers that report it their own way
+    pass ``warn=False`` and read :class:`Opened`. ``name`` names the index in the log."""
+    ft, reason = FullTextIndex.open(path, boosts, stamp)
+    if ft is not None:
+        return Opened(ft, "opened")
+    if update is not None:
+        ft = update()
+        if ft is not None:
+            return Opened(ft, "updated", reason)
+    if warn and reason not in EXPECTED_REASONS:
+        log.warning("%s %s was %s; rebuilding it from the store", name, path, reason)
+    log.info("building the %s (%s)", name, reason)
+    ft, kept = build_index(boosts, path, stamp, docs)  # logged when kept in memory
+    return Opened(ft, "rebuilt", reason, kept)
 
 
 def key_hash(key: str) -> int:

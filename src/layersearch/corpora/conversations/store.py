@@ -25,7 +25,7 @@ from pydantic import BaseModel, Field
 
 from layersearch.store.base import Store
 
-from .records import Conversation
+from .records import Conversation, Message
 from .summaries import Summary
 
 __all__ = [
@@ -175,85 +175,14 @@ def save_conversations(
         problems=list(problems),
     )
     ids = sorted({c.id for c in conversations})
-    total = len(conversations)
     if progress:
-        progress(0, total)
+        progress(0, len(conversations))
     with store.connect(write=True) as con:
-        stored_convs: dict[str, tuple[Any, ...]] = {}
-        stored_msgs: dict[str, set[str]] = {}
-        for chunk in _chunks(ids):
-            marks = _placeholders(len(chunk))
-            for r in con.execute(
-                f"SELECT id, title, source, created, updated FROM conversations WHERE id IN ({marks})",  # noqa: S608 - placeholders only
-                list(chunk),
-            ).fetchall():
-                stored_convs[r[0]] = (r[1], r[2], _utc(r[3]), _utc(r[4]))
-            for r in con.execute(
-                f"SELECT conversation_id, id FROM messages WHERE conversation_id IN ({marks})",  # noqa: S608 - placeholders only
-                list(chunk),
-            ).fetchall():
-                stored_msgs.setdefault(r[0], set()).add(r[1])
-        new_convs: list[Conversation] = []
-        new_msgs = []
-        removed: list[str] = []
-        for done, conv in enumerate(conversations, start=1):
-            before = stored_convs.get(conv.id)
-            row = (conv.title, conv.source, conv.created, conv.updated)
-            if before is None:
-                new_convs.append(conv)
-                stored_convs[conv.id] = row
-            elif before != row and _newer(row, before):
-                con.execute(
-                    "UPDATE conversations SET title = ?, source = ?, created = ?, updated = ? "
-                    "WHERE id = ?",
-                    [*row, conv.id],
-                )
-                stored_convs[conv.id] = row
-                report.conversations_updated += 1
-            have = stored_msgs.setdefault(conv.id, set())
-            incoming = {m.id for m in conv.messages}
-            if have and len(incoming) >= len(have):
-                stale = sorted(have - incoming)
-                removed.extend(stale)
-                have.difference_update(stale)
-            for m in conv.messages:
-                if m.id not in have:
-                    new_msgs.append(m)
-                    have.add(m.id)
-            if progress and (done % 200 == 0 or done == total):
-                progress(done, total)
-        for chunk in _chunks(removed):
-            con.execute(
-                f"DELETE FROM messages WHERE id IN ({_placeholders(len(chunk))})",  # noqa: S608 - placeholders only
-                list(chunk),
-            )
-        store.bulk_insert(
-            con,
-            "conversations",
-            {
-                "id": [c.id for c in new_convs],
-                "title": [c.title for c in new_convs],
-                "source": [c.source for c in new_convs],
-                "created": [c.created for c in new_convs],
-                "updated": [c.updated for c in new_convs],
-            },
+        stored_convs, stored_msgs = _stored_rows(con, ids)
+        new_convs, new_msgs, removed = _merge(
+            con, conversations, stored_convs, stored_msgs, report, progress
         )
-        store.bulk_insert(
-            con,
-            "messages",
-            {
-                "id": [m.id for m in new_msgs],
-                "conversation_id": [m.conversation_id for m in new_msgs],
-                "role": [m.role for m in new_msgs],
-                "content": [m.content for m in new_msgs],
-                "created": [m.created for m in new_msgs],
-                "has_question": [m.has_question for m in new_msgs],
-                "position": [m.position for m in new_msgs],
-                "injected": [m.injected for m in new_msgs],
-                "speaker": [m.speaker for m in new_msgs],
-                "turn_id": [m.turn_id for m in new_msgs],
-            },
-        )
+        _write_new(store, con, new_convs, new_msgs, removed)
         report.conversations_added = len(new_convs)
         report.messages_added = len(new_msgs)
         report.messages_removed = len(removed)
@@ -262,6 +191,112 @@ def save_conversations(
     if gen is not None:
         store.publish_generation(gen)
     return report
+
+
+def _stored_rows(
+    con: Any, ids: Sequence[str]
+) -> tuple[dict[str, tuple[Any, ...]], dict[str, set[str]]]:
+    """The stored row of each of these conversations, and the ids of their messages."""
+    stored_convs: dict[str, tuple[Any, ...]] = {}
+    stored_msgs: dict[str, set[str]] = {}
+    for chunk in _chunks(ids):
+        marks = _placeholders(len(chunk))
+        for r in con.execute(
+            f"SELECT id, title, source, created, updated FROM conversations WHERE id IN ({marks})",  # noqa: S608 - placeholders only
+            list(chunk),
+        ).fetchall():
+            stored_convs[r[0]] = (r[1], r[2], _utc(r[3]), _utc(r[4]))
+        for r in con.execute(
+            f"SELECT conversation_id, id FROM messages WHERE conversation_id IN ({marks})",  # noqa: S608 - placeholders only
+            list(chunk),
+        ).fetchall():
+            stored_msgs.setdefault(r[0], set()).add(r[1])
+    return stored_convs, stored_msgs
+
+
+def _merge(
+    con: Any,
+    conversations: Sequence[Conversation],
+    stored_convs: dict[str, tuple[Any, ...]],
+    stored_msgs: dict[str, set[str]],
+    report: ImportReport,
+    progress: Progress | None,
+) -> tuple[list[Conversation], list[Message], list[str]]:
+    """Compare the import with the stored rows: newer conversation rows are updated here;
+    returns the conversations and messages to insert and the message ids to delete."""
+    total = len(conversations)
+    new_convs: list[Conversation] = []
+    new_msgs: list[Message] = []
+    removed: list[str] = []
+    for done, conv in enumerate(conversations, start=1):
+        before = stored_convs.get(conv.id)
+        row = (conv.title, conv.source, conv.created, conv.updated)
+        if before is None:
+            new_convs.append(conv)
+            stored_convs[conv.id] = row
+        elif before != row and _newer(row, before):
+            con.execute(
+                "UPDATE conversations SET title = ?, source = ?, created = ?, updated = ? "
+                "WHERE id = ?",
+                [*row, conv.id],
+            )
+            stored_convs[conv.id] = row
+            report.conversations_updated += 1
+        have = stored_msgs.setdefault(conv.id, set())
+        incoming = {m.id for m in conv.messages}
+        if have and len(incoming) >= len(have):
+            stale = sorted(have - incoming)
+            removed.extend(stale)
+            have.difference_update(stale)
+        for m in conv.messages:
+            if m.id not in have:
+                new_msgs.append(m)
+                have.add(m.id)
+        if progress and (done % 200 == 0 or done == total):
+            progress(done, total)
+    return new_convs, new_msgs, removed
+
+
+def _write_new(
+    store: Store,
+    con: Any,
+    new_convs: Sequence[Conversation],
+    new_msgs: Sequence[Message],
+    removed: Sequence[str],
+) -> None:
+    """Delete the removed messages, insert the new conversations and messages."""
+    for chunk in _chunks(removed):
+        con.execute(
+            f"DELETE FROM messages WHERE id IN ({_placeholders(len(chunk))})",  # noqa: S608 - placeholders only
+            list(chunk),
+        )
+    store.bulk_insert(
+        con,
+        "conversations",
+        {
+            "id": [c.id for c in new_convs],
+            "title": [c.title for c in new_convs],
+            "source": [c.source for c in new_convs],
+            "created": [c.created for c in new_convs],
+            "updated": [c.updated for c in new_convs],
+        },
+    )
+    store.bulk_insert(
+        con,
+        "messages",
+        {
+            "id": [m.id for m in new_msgs],
+            "conversation_id": [m.conversation_id for m in new_msgs],
+            "role": [m.role for m in new_msgs],
+            "content": [m.content for m in new_msgs],
+            "created": [m.created for m in new_msgs],
+            "has_question": [m.has_question for m in new_msgs],
+            "position": [m.position for m in new_msgs],
+            "injected": [m.injected for m in new_msgs],
+            "speaker": [m.speaker for m in new_msgs],
+            "turn_id": [m.turn_id for m in new_msgs],
+        },
+    )
 
 
 def _newer(row: tuple[Any, ...], before: tuple[Any, ...]) -> bool:

@@ -20,7 +20,7 @@ from typing import Any
 from layersearch.errors import LimitExceeded, NotFound
 from layersearch.jsonlimits import load_json
 
-from .importers import parse_timestamp
+from .parsing import parse_timestamp
 from .records import stable_digest
 
 __all__ = ["IMPORTANCE", "THINKING_STAGES", "Summary", "import_summaries", "summary_id"]

@@ -29,16 +29,15 @@ from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
-from pydantic import BaseModel, Field, model_serializer
 
 from layersearch.corpora.dense import DenseCorpus, DenseDoc, describe_key
 from layersearch.embed.base import Embedder
 from layersearch.errors import ConfigError, EmbeddingUnavailable, ModelMismatch, NotFound
 from layersearch.ranking.explain import explain
-from layersearch.ranking.fulltext import FTDoc, FullTextIndex, build_index
-from layersearch.ranking.fusion import rrf
+from layersearch.ranking.fulltext import FTDoc, FullTextIndex, open_or_rebuild
+from layersearch.ranking.fusion import Fused, rrf
 from layersearch.store.base import Store
-from layersearch.types import ChannelScore, EmbedReport
+from layersearch.types import ChannelScore, EmbedReport, NoteDetail, VaultHit, VaultIndexReport
 
 from . import store as tables
 from .chunking import Chunk, chunk_note
@@ -95,6 +94,28 @@ _NO_EMBEDDER = (
 _NO_EMBEDDER_HYBRID = "no embedder configured"
 
 
+def _hits(
+    snap: tables.VaultSnapshot, fused: Sequence[Fused], mode: str, explain: bool
+) -> list[VaultHit]:
+    """The fused notes as hits: the fused score in hybrid mode, the cosine otherwise."""
+    hits = []
+    for f in fused:
+        i = snap.row.get(f.id)
+        if i is None:  # in a full-text index written by a newer sync than this snapshot
+            continue
+        score = f.score if mode == "hybrid" else f.channels["vector"][1]
+        hits.append(
+            VaultHit(
+                slug=f.id,
+                title=snap.titles[i],
+                path=snap.paths[i],
+                score=round(score, 6),
+                explanation=_explanation(f) if explain else None,
+            )
+        )
+    return hits
+
+
 def _fulltext_alone(exc: Exception, min_score: float | None) -> str:
     text = str(exc)
     if not text.startswith("embedding unavailable"):
@@ -114,63 +135,6 @@ def _warn(warnings: list[str] | None, text: str) -> None:
 
 #: ``progress(stage, done, total)``; stages are "reading" and "embedding"
 IndexProgress = Callable[[str, int, int], None]
-
-
-class VaultHit(BaseModel):
-    """One note found by ``vault_search``; the content is fetched with ``vault_get_note``."""
-
-    slug: str = Field(description="the note's path in the vault without .md, e.g. Metrics/Churn")
-    title: str
-    path: str = Field(description="the file, relative to the vault root")
-    score: float = Field(
-        description="vector mode: cosine similarity of the best chunk (-1..1); "
-        "hybrid mode: the fused Reciprocal Rank Fusion score"
-    )
-    explanation: list[ChannelScore] | None = Field(
-        None, description="which channels ranked this note, at which rank and score (explain)"
-    )
-
-    @model_serializer(mode="wrap")
-    def _drop_empty_explanation(self, handler: Any) -> Any:
-        # The wire contract is {slug, title, path, score}; the explanation only when asked for.
-        data = handler(self)
-        if isinstance(data, dict) and data.get("explanation") is None:
-            data.pop("explanation", None)
-        return data
-
-
-class NoteDetail(BaseModel):
-    """A whole note and its metadata, as stored by the last index run."""
-
-    slug: str
-    path: str
-    title: str
-    tags: list[str]
-    domain: str | None = None
-    status: str | None = None
-    note_type: str | None = None
-    created: date | None = None
-    updated: date
-    body: str = Field(description="the markdown after the frontmatter")
-    content_hash: str
-    frontmatter: dict[str, Any] = Field(default_factory=dict)
-    problems: list[str] = Field(default_factory=list, description="what could not be read")
-
-
-class VaultIndexReport(BaseModel):
-    """What one ``vault index`` run did."""
-
-    root: str
-    notes: int
-    added: int
-    changed: int
-    unchanged: int = Field(description="skipped: same content hash as stored")
-    deleted: int = Field(description="notes gone from the vault (renamed ones included), pruned")
-    chunks_written: int
-    vectors: EmbedReport | None = Field(None, description="None when no embedder is configured")
-    problems: list[str] = Field(default_factory=list, description="path: what could not be read")
-    warnings: list[str] = Field(default_factory=list)
-    seconds: float
 
 
 class VaultService:
@@ -327,17 +291,19 @@ class VaultService:
         stamp = snap.meta.version
         if self._ft is not None and self._ft_stamp == stamp:
             return self._ft
-        ft, reason = FullTextIndex.open(self._ft_dir, FT_BOOSTS, stamp)
-        if ft is None:
-            log.info("building the vault full-text index (%s)", reason)
+
+        def docs() -> list[FTDoc]:
             by_slug: dict[str, list[tuple[str, str]]] = {}
             for c in tables.load_chunks(self.store):
                 by_slug.setdefault(c.slug, []).append((c.heading_path, c.text))
-            docs = [
+            return [
                 _ft_doc(slug, snap.titles[i], snap.tags[i], by_slug.get(slug, []))
                 for i, slug in enumerate(snap.slugs)
             ]
-            ft, _kept = build_index(FT_BOOSTS, self._ft_dir, stamp, lambda: docs)  # logged
+
+        ft = open_or_rebuild(
+            self._ft_dir, FT_BOOSTS, stamp, docs, name="vault full-text index", warn=False
+        ).index
         self._ft, self._ft_stamp = ft, stamp
         return ft
 
@@ -393,18 +359,9 @@ class VaultService:
             depth = limit if mode == "vector" else max(limit, CHANNEL_DEPTH)
             channels: dict[str, list[tuple[str, float]]] = {}
             try:
-                if embedder is None:
-                    raise EmbeddingUnavailable(_NO_EMBEDDER_HYBRID)
-                dense = self._dense_for(embedder)
-                self._check_vectors(dense)
-                partial = self._partial_vectors(dense, snap)
-                if partial is not None:
-                    _warn(warnings, partial)
-                found = self._rank_chunks(dense, snap, query, depth, rows, filters, statuses)
-                ranked = _best_per_note(found, depth)
-                if min_score is not None:
-                    ranked = [(s, x) for s, x in ranked if x >= min_score]
-                channels["vector"] = ranked
+                channels["vector"] = self._vector_channel(
+                    embedder, snap, query, depth, rows, filters, statuses, min_score, warnings
+                )
             except (EmbeddingUnavailable, ModelMismatch) as exc:
                 if mode == "vector":
                     raise
@@ -413,22 +370,34 @@ class VaultService:
                 ids = None if rows is None else {snap.slugs[r] for r in rows}
                 channels["fulltext"] = self._fulltext(snap).search(query, depth, ids=ids)
             fused = rrf(channels)[:limit]
-        hits = []
-        for f in fused:
-            i = snap.row.get(f.id)
-            if i is None:  # in a full-text index written by a newer sync than this snapshot
-                continue
-            score = f.score if mode == "hybrid" else f.channels["vector"][1]
-            hits.append(
-                VaultHit(
-                    slug=f.id,
-                    title=snap.titles[i],
-                    path=snap.paths[i],
-                    score=round(score, 6),
-                    explanation=_explanation(f) if explain else None,
-                )
-            )
-        return hits
+        return _hits(snap, fused, mode, explain)
+
+    def _vector_channel(
+        self,
+        embedder: Embedder | None,
+        snap: tables.VaultSnapshot,
+        query: str,
+        depth: int,
+        rows: np.ndarray | None,
+        filters: VaultFilters,
+        statuses: tuple[str, ...],
+        min_score: float | None,
+        warnings: list[str] | None,
+    ) -> list[tuple[str, float]]:
+        """The ``depth`` notes nearest ``query`` by their best chunk (cosine, at least
+        ``min_score``); EmbeddingUnavailable or ModelMismatch when vectors cannot rank."""
+        if embedder is None:
+            raise EmbeddingUnavailable(_NO_EMBEDDER_HYBRID)
+        dense = self._dense_for(embedder)
+        self._check_vectors(dense)
+        partial = self._partial_vectors(dense, snap)
+        if partial is not None:
+            _warn(warnings, partial)
+        found = self._rank_chunks(dense, snap, query, depth, rows, filters, statuses)
+        ranked = _best_per_note(found, depth)
+        if min_score is not None:
+            ranked = [(s, x) for s, x in ranked if x >= min_score]
+        return ranked
 
     def _snapshot(self) -> tables.VaultSnapshot:
         gen = self.store.generation()

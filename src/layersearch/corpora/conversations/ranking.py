@@ -1,0 +1,305 @@
+"""How message search ranks: its configuration, the query's words and the rules
+applied after fusion (answers follow questions, times answer "when").
+
+See docs/conversations.md, "Message search"."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass
+
+from layersearch.ranking.fusion import Fused
+
+# Words that carry no content in questions about people's lives and chats, beyond the
+# analyzer's own stop list: pronouns, auxiliaries and question scaffolding.
+CONVERSATION_STOP_WORDS = frozenset(
+    {
+        "about",
+        "after",
+        "ago",
+        "any",
+        "anything",
+        "around",
+        "been",
+        "before",
+        "being",
+        "both",
+        "during",
+        "else",
+        "ever",
+        "he",
+        "her",
+        "hers",
+        "herself",
+        "him",
+        "himself",
+        "his",
+        "kind",
+        "kinds",
+        "likely",
+        "might",
+        "most",
+        "must",
+        "not",
+        "other",
+        "others",
+        "own",
+        "recently",
+        "same",
+        "several",
+        "she",
+        "should",
+        "some",
+        "something",
+        "still",
+        "such",
+        "thing",
+        "things",
+        "time",
+        "type",
+        "types",
+        "us",
+        "very",
+        "way",
+        "ways",
+        "well",
+        "yet",
+    }
+)
+_RAW_WORD = re.compile(r"[\w'’-]+", re.UNICODE)
+
+#: bumped whenever message_doc changes what it indexes, so stored indexes are rebuilt
+DOC_FORMAT = 2
+
+
+@dataclass(frozen=True)
+class MessageSearchConfig:
+    """How messages become ranking documents and how the channels count.
+
+    The defaults are argued from first principles in docs/conversations.md and were
+    checked (not fitted) on two LoCoMo conversations; see docs/quality.md.
+    """
+
+    #: neighbouring turns added as context, before and after the turn
+    context_before: int = 1
+    context_after: int = 1
+    #: tantivy field boosts: the turn itself counts most
+    boost_text: float = 1.0
+    boost_speaker: float = 1.0
+    #: the turn before is usually what this turn answers, so it counts more than the one
+    #: after; the reply to a question that matches is also lifted by answers_follow_questions,
+    #: so the turn before need not count as much as the turn itself
+    boost_before: float = 0.4
+    boost_after: float = 0.2
+    boost_date: float = 0.5
+    #: the dense document: the turn, its speaker and date, and the turn before it
+    dense_context_before: int = 1
+    dense_context_chars: int = 300
+    #: speaker names in the embedded text. Off is slightly better for message search
+    #: (see docs/quality.md) but the vectors are shared with semantic_search, whose
+    #: output is a fixed contract, so it stays on
+    dense_speakers: bool = True
+    #: how the channels are fused: "zscore" (each channel's scores standardised over its
+    #: top DEPTH, then a weighted sum) or "rrf" (weighted reciprocal ranks with rrf_k)
+    fusion: str = "zscore"
+    #: channel weights: the dense channel is the weaker one on its own, so it counts less
+    weight_fulltext: float = 1.0
+    weight_vector: float = 0.5
+    #: RRF's k when fusion is "rrf": within one conversation the first ranks carry the
+    #: signal, so contributions decay faster than entity search's k = 60
+    rrf_k: int = 10
+    #: leave the conversation's speaker names out of the dense query: every embedded
+    #: turn starts with a speaker name, so a name pulls towards that speaker's turns in
+    #: general rather than the turns about the question (the full-text speaker field
+    #: still matches it)
+    dense_strip_speakers: bool = True
+    #: a speaker's name in the query is matched against the speaker field only, not
+    #: against turn text, where it names the person being addressed
+    names_match_speaker_only: bool = True
+    #: drop conversational function words from full-text queries
+    extra_stop_words: bool = True
+    #: a turn that answers a question ranks at least as high as the question: the
+    #: question's words match the query, the answer is what was asked for
+    answers_follow_questions: bool = True
+    #: a question asking when ("When did …", "What year …") adds this many standard
+    #: deviations of its fused scores to turns that state a time ("last Friday", "two
+    #: days ago", "in 2022"): the answer to "when" says when, and a chat turn dates an
+    #: event relative to the day it was written. Enough to reorder close turns, not to
+    #: lift an unrelated turn over a clear match. 0 turns it off
+    time_answer_bonus: float = 0.5
+    #: index each turn's relative times ("last Friday") resolved against its date
+    #: ("5 May 2023") in a ``resolved`` field, so a question naming a day, month or year
+    #: matches the turn that dates an event relative to the day it was written
+    resolve_dates: bool = False
+    boost_resolved: float = 0.5
+
+    def document_shape(self) -> str:
+        """What the full-text documents depend on besides the messages (part of the index stamp)."""
+        shape = f"doc{DOC_FORMAT}-ctx{self.context_before}.{self.context_after}"
+        return shape + ("-resolved" if self.resolve_dates else "")
+
+    def boosts(self) -> dict[str, float]:
+        boosts = {
+            "text": self.boost_text,
+            "speaker": self.boost_speaker,
+            "before": self.boost_before,
+            "after": self.boost_after,
+            "date": self.boost_date,
+        }
+        if self.resolve_dates:
+            boosts["resolved"] = self.boost_resolved
+        return boosts
+
+
+def query_text(query: str, config: MessageSearchConfig) -> str:
+    """The full-text query with conversational function words removed."""
+    if not config.extra_stop_words:
+        return query
+    words = [
+        w
+        for w in _RAW_WORD.findall(query)
+        if w.lower().replace("’", "'") not in CONVERSATION_STOP_WORDS
+    ]
+    return " ".join(words)
+
+
+def strip_names(query: str, names: Collection[str]) -> str:
+    """``query`` without the given names (and their possessive 's); the query itself
+    when nothing else would be left."""
+    if not names:
+        return query
+    alternation = "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True))
+    pattern = re.compile(rf"\b(?:{alternation})(?:['’]s)?\b", re.IGNORECASE)
+    stripped = " ".join(pattern.sub(" ", query).split())
+    return stripped if _RAW_WORD.search(stripped) else query
+
+
+def zscore_fusion(
+    rankings: Mapping[str, Sequence[tuple[str, float]]],
+    weights: Mapping[str, float],
+) -> list[Fused]:
+    """Weighted sum of each channel's standardised scores, best first.
+
+    BM25 and cosine scores live on different scales; standardising each channel over
+    its own ranked list (mean 0, unit spread) puts them on one, and unlike RRF keeps
+    how far a channel's top hits stand out from the rest. A document a channel did not
+    rank gets that channel's lowest standardised score. Ties: best single-channel
+    rank, then id.
+    """
+    fused: dict[str, Fused] = {}
+    floors: dict[str, float] = {}
+    for channel in sorted(rankings):
+        ranked = _first_per_id(rankings[channel])
+        if not ranked:
+            continue
+        w = float(weights.get(channel, 1.0))
+        scores = [score for _, score in ranked]
+        mean = sum(scores) / len(scores)
+        spread = (sum((x - mean) ** 2 for x in scores) / len(scores)) ** 0.5 or 1.0
+        floors[channel] = w * (min(scores) - mean) / spread
+        for rank, (doc_id, score) in enumerate(ranked, start=1):
+            f = fused.get(doc_id)
+            if f is None:
+                f = fused[doc_id] = Fused(doc_id, 0.0, rank)
+            f.best_rank = min(f.best_rank, rank)
+            f.channels[channel] = (rank, score, w * (score - mean) / spread)
+    for f in fused.values():
+        f.score = sum(f.channels[c][2] if c in f.channels else floor for c, floor in floors.items())
+    return sorted(fused.values(), key=lambda f: (-f.score, f.best_rank, f.id))
+
+
+#: how far above its question an answer is placed: enough to order the two, too little to
+#: pass any other turn that scores between them
+_ANSWER_STEP = 1e-9
+
+
+def answers_follow_questions(
+    fused: Sequence[Fused],
+    next_turn: Callable[[str], str | None],
+    is_question: Callable[[str], bool],
+) -> list[Fused]:
+    """Lift each turn that answers a ranked question to just above that question.
+
+    A question turn ("What made you pick it?") shares the words of a search that asks
+    the same thing, but what the searcher wants is the reply. So the turn after a
+    question scores at least the question's score (and, on a tie, comes first); the
+    question keeps its own place just below. ``channels`` of a lifted turn records the
+    question's fused rank under ``"answers"``. Order is deterministic as in fusion.
+    """
+    by_id = {f.id: f for f in fused}
+    floor = min((f.score for f in fused), default=0.0)
+    lifted: dict[str, Fused] = {}
+    for rank, f in enumerate(fused, start=1):
+        if not is_question(f.id):
+            continue
+        answer = next_turn(f.id)
+        if answer is None:
+            continue
+        target = f.score + _ANSWER_STEP
+        current = lifted.get(answer) or by_id.get(answer)
+        if current is not None and current.score >= target:
+            continue
+        if current is None:
+            current = Fused(answer, floor, f.best_rank)
+        new = Fused(answer, target, min(current.best_rank, f.best_rank), dict(current.channels))
+        new.channels["answers"] = (rank, f.score, target - current.score)
+        lifted[answer] = new
+    out = [lifted.pop(f.id, f) for f in fused]
+    out.extend(lifted.values())
+    return sorted(out, key=lambda f: (-f.score, f.best_rank, f.id))
+
+
+_UNITS = (
+    "day|days|week|weeks|weekend|weekends|month|months|year|years|night|morning|evening"
+    "|afternoon|summer|spring|fall|autumn|winter|mon|tue|tues|wed|thu|thurs|fri|sat|sun"
+)
+_WEEKDAYS = "monday|tuesday|wednesday|thursday|friday|saturday|sunday"
+# May is left out here (it is mostly the verb) and matched capitalised below
+_MONTH_NAMES = "january|february|march|april|june|july|august|september|october|november|december"
+#: words that place something in time, as people write them in chat
+TIME_EXPRESSION = re.compile(
+    rf"(?i:\b(?:yesterday|today|tonight|tomorrow|ago|weekend|{_WEEKDAYS}|{_MONTH_NAMES})\b"
+    rf"|\b(?:last|next|this|past|coming|few|couple of|every|each|the other)\s+(?:{_UNITS})\b"
+    r"|\b(?:19|20)\d\d\b)|\bMay\b"
+)
+#: questions whose answer is a time
+ASKS_WHEN = re.compile(
+    r"^\W*(?:when|since when|how long ago"
+    r"|(?:in |on )?(?:what|which) (?:date|day|year|month|time|week))\b",
+    re.IGNORECASE,
+)
+
+
+def states_time(text: str) -> bool:
+    """Whether ``text`` places something in time ("last Fri", "two days ago", "in 2022")."""
+    return TIME_EXPRESSION.search(text) is not None
+
+
+def prefer_times(
+    fused: Sequence[Fused], says_when: Callable[[str], bool], weight: float
+) -> list[Fused]:
+    """Add ``weight`` standard deviations of the fused scores to the turns that state a
+    time; ``channels`` of such a turn records its rank before under ``"when"``."""
+    if not fused or weight <= 0:
+        return list(fused)
+    scores = [f.score for f in fused]
+    mean = sum(scores) / len(scores)
+    bonus = weight * ((sum((x - mean) ** 2 for x in scores) / len(scores)) ** 0.5 or 1.0)
+    out = []
+    for rank, f in enumerate(fused, start=1):
+        if says_when(f.id):
+            f = Fused(f.id, f.score + bonus, f.best_rank, {**f.channels})
+            f.channels["when"] = (rank, bonus, bonus)
+        out.append(f)
+    return sorted(out, key=lambda f: (-f.score, f.best_rank, f.id))
+
+
+def _first_per_id(ranked: Sequence[tuple[str, float]]) -> list[tuple[str, float]]:
+    seen: set[str] = set()
+    out = []
+    for doc_id, score in ranked:
+        if doc_id not in seen:
+            seen.add(doc_id)
+            out.append((doc_id, float(score)))
+    return out

@@ -1,0 +1,615 @@
+"""The conversation service: :class:`ConversationService` answers the keyword, semantic,
+summary and message search contracts over the conversations of one store.
+
+It imports, keeps an in-memory snapshot (messages, conversations, summaries, their
+tantivy indexes and a DuckDB mirror), reloads it when the store's conversations change,
+and answers the contracts. Each contract returns a pydantic result (a wire model in
+:mod:`layersearch.types`) with the structured hits and, where agents read it, the
+exact ``markdown`` (:mod:`.render`). How turns become documents is in
+:mod:`.documents`, how message search ranks them in :mod:`.ranking`.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from layersearch.corpora.dense import DenseCorpus, DenseDoc
+from layersearch.errors import (
+    ConfigError,
+    EmbeddingUnavailable,
+    LayersearchError,
+    LimitExceeded,
+    ModelMismatch,
+)
+from layersearch.ranking.fulltext import FTDoc, FullTextIndex, open_or_rebuild
+from layersearch.ranking.fusion import rrf
+from layersearch.store.base import Store
+from layersearch.types import (
+    ConversationHit,
+    ConversationSearchResult,
+    EmbedReport,
+    MessageHit,
+    MessageSearchResult,
+    SemanticHit,
+    SemanticSearchResult,
+    SummaryHit,
+    SummarySearchResult,
+)
+
+from . import store as db
+from .documents import (
+    SUMMARY_BOOSTS,
+    dense_text,
+    message_doc,
+    projection,
+    searchable,
+    summary_dense_text,
+    summary_doc,
+)
+from .importers import import_conversations
+from .mirror import build_mirror
+from .ranking import (
+    ASKS_WHEN,
+    MessageSearchConfig,
+    answers_follow_questions,
+    prefer_times,
+    query_text,
+    states_time,
+    strip_names,
+    zscore_fusion,
+)
+from .records import Conversation, has_question
+from .render import render_conversations, render_semantic, render_summaries
+from .store import ConversationRow, ImportReport, MessageRow, SummaryImportReport
+from .summaries import IMPORTANCE, THINKING_STAGES, Summary, import_summaries
+
+__all__ = [
+    "DEPTH",
+    "EXTRACTS",
+    "MESSAGE_CORPUS",
+    "MODES",
+    "SUMMARY_CORPUS",
+    "ConversationService",
+    "DenseGetter",
+]
+
+
+MESSAGE_CORPUS = "messages"
+SUMMARY_CORPUS = "summaries"
+ROLES = ("user", "assistant")
+EXTRACTS = ("summary", "questions", "decisions", "quotes")
+MODES = ("hybrid", "fts", "vector")
+MAX_LIMIT = 100
+#: every channel ranks this deep, whatever the limit, so results for n are a prefix of n + k
+DEPTH = 100
+KEYWORD_PREVIEW = 200
+SEMANTIC_PREVIEW = 400
+_FREE_TEXT = re.compile(r"^[a-zA-Z0-9\s\-_.,]+$")
+
+
+DenseGetter = Callable[[str], DenseCorpus]
+
+
+# -- helpers -------------------------------------------------------------------------------------------
+
+
+def _day(value: datetime | None) -> str | None:
+    return value.strftime("%Y-%m-%d") if value is not None else None
+
+
+#: longest term or query a conversation search takes (the same bound as entity questions)
+MAX_TEXT_CHARS = 100_000
+
+
+def _check_text(name: str, value: str) -> None:
+    if len(value) > MAX_TEXT_CHARS:
+        raise LimitExceeded(
+            f"{name} is {len(value)} characters; the limit is {MAX_TEXT_CHARS} "
+            "(search for a distinctive phrase, not the whole text)"
+        )
+
+
+def _check_limit(limit: int) -> None:
+    if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= MAX_LIMIT:
+        raise ConfigError(f"limit must be an integer from 1 to {MAX_LIMIT}, got {limit!r}")
+
+
+def _choice(name: str, value: str | None, allowed: Sequence[str]) -> str | None:
+    if value is None:
+        return None
+    norm = value.strip().lower() if isinstance(value, str) else value
+    if norm not in allowed:
+        raise ConfigError(f"invalid {name} {value!r}: valid values are {', '.join(allowed)}")
+    return str(norm)
+
+
+def _free_text(name: str, value: str | None) -> str | None:
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None
+    if not isinstance(value, str) or not _FREE_TEXT.match(value):
+        raise ConfigError(
+            f"invalid {name} {value!r}: only letters, digits, spaces and - _ . , are allowed"
+        )
+    return value.strip()
+
+
+# -- the snapshot --------------------------------------------------------------------------------------
+
+
+@dataclass
+class _Snapshot:
+    version: int
+    messages: dict[str, MessageRow]
+    #: searchable turns of each conversation, in order
+    turns: dict[str, list[MessageRow]]
+    conversations: dict[str, ConversationRow]
+    summaries: dict[str, Summary]
+    messages_ft: FullTextIndex
+    summaries_ft: FullTextIndex
+    #: conversation → the speaker names of its turns
+    speakers: dict[str, frozenset[str]]
+    #: searchable turn → the searchable turn after it in its conversation
+    next_turn: dict[str, str]
+    #: searchable turns that ask something
+    questions: frozenset[str]
+    #: an in-memory DuckDB copy of messages and conversations: keyword search runs the
+    #: same bound SQL as on the store, without opening the store file per query
+    mirror: Any
+
+
+class ConversationService:
+    """Conversations of one store: import, embed, and the search contracts.
+
+    ``dense`` gives the :class:`DenseCorpus` of a corpus name for the configured
+    embedder, and raises :class:`EmbeddingUnavailable` when there is none.
+    """
+
+    def __init__(
+        self,
+        store: Store,
+        dense: DenseGetter | None = None,
+        *,
+        config: MessageSearchConfig | None = None,
+    ) -> None:
+        self.store = store
+        self._dense = dense
+        self.config = config or MessageSearchConfig()
+        self._snap: _Snapshot | None = None
+        self._gen = -1
+        self._lock = threading.RLock()
+        #: corpus → (store generation, fingerprint) at which its vectors were last checked
+        self._checked: dict[str, tuple[int, str]] = {}
+
+    # -- import -------------------------------------------------------------------------------------
+
+    def import_path(
+        self,
+        path: str | Path,
+        fmt: str = "auto",
+        *,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> ImportReport:
+        """Parse a file or folder of exports and upsert it; malformed records are reported."""
+        result = import_conversations(path, fmt)
+        return self.import_conversations(
+            result.conversations, problems=result.problems, progress=progress
+        )
+
+    def import_conversations(
+        self,
+        conversations: Sequence[Conversation],
+        *,
+        problems: Sequence[str] = (),
+        progress: Callable[[int, int], None] | None = None,
+    ) -> ImportReport:
+        with self._lock:
+            return db.save_conversations(
+                self.store, conversations, problems=problems, progress=progress
+            )
+
+    def import_summaries(self, path: str | Path) -> SummaryImportReport:
+        summaries, problems = import_summaries(path)
+        with self._lock:
+            return db.save_summaries(self.store, summaries, problems=problems)
+
+    def embed(self, progress: Callable[[int, int], None] | None = None) -> list[EmbedReport]:
+        """Compute message and summary vectors for the configured embedder (incremental)."""
+        snap = self.snapshot()
+        dense = self._dense_corpus(MESSAGE_CORPUS)
+        docs = [
+            DenseDoc(m.id, dense_text(turns, i, self.config))
+            for turns in snap.turns.values()
+            for i, m in enumerate(turns)
+        ]
+        reports = [dense.embed(docs, progress=progress)]
+        if snap.summaries:
+            sums = [DenseDoc(s.id, summary_dense_text(s)) for s in snap.summaries.values()]
+            reports.append(self._dense_corpus(SUMMARY_CORPUS).embed(sums, progress=progress))
+        return reports
+
+    # -- snapshot -----------------------------------------------------------------------------------
+
+    def snapshot(self) -> _Snapshot:
+        gen = self.store.generation()
+        with self._lock:
+            if self._snap is None or gen != self._gen:
+                version = db.corpus_version(self.store)
+                if self._snap is None or version != self._snap.version:
+                    self._snap = self._load(version)
+                self._gen = gen
+            return self._snap
+
+    def _load(self, version: int) -> _Snapshot:
+        messages = db.load_messages(self.store)
+        conversations = db.load_conversations(self.store)
+        summaries = {s.id: s for s in db.load_summaries(self.store)}
+        turns: dict[str, list[MessageRow]] = {}
+        for m in messages:
+            if searchable(m):
+                turns.setdefault(m.conversation_id, []).append(m)
+        # The documents depend on the context window too: a changed config rebuilds the index.
+        stamp = f"conversations-{version}-{self.config.document_shape()}"
+        base = Path(self.store.index_dir)
+
+        def message_docs() -> list[FTDoc]:
+            return [
+                message_doc(ts, i, self.config) for ts in turns.values() for i in range(len(ts))
+            ]
+
+        def summary_docs() -> list[FTDoc]:
+            titles = {c.id: c.title for c in conversations.values()}
+            return [summary_doc(s, titles.get(s.conversation_id)) for s in summaries.values()]
+
+        boosts = self.config.boosts()
+        messages_ft = open_or_rebuild(base / "messages", boosts, stamp, message_docs).index
+        summaries_ft = open_or_rebuild(
+            base / "summaries", SUMMARY_BOOSTS, stamp, summary_docs
+        ).index
+        return _Snapshot(
+            version=version,
+            messages={m.id: m for m in messages},
+            turns=turns,
+            conversations=conversations,
+            summaries=summaries,
+            messages_ft=messages_ft,
+            summaries_ft=summaries_ft,
+            speakers={
+                cid: frozenset(m.speaker for m in ts if m.speaker) for cid, ts in turns.items()
+            },
+            next_turn={
+                a.id: b.id for ts in turns.values() for a, b in zip(ts, ts[1:], strict=False)
+            },
+            questions=frozenset(
+                m.id for ts in turns.values() for m in ts if has_question(m.content)
+            ),
+            mirror=build_mirror(messages, conversations, summaries),
+        )
+
+    def _dense_corpus(self, corpus: str) -> DenseCorpus:
+        if self._dense is None:
+            raise EmbeddingUnavailable(
+                "no embedder configured; pass --embedder local|fake|litellm:<model> "
+                "or set LAYERSEARCH_EMBEDDER"
+            )
+        return self._dense(corpus)
+
+    def _checked_dense(self, corpus: str) -> DenseCorpus:
+        """The corpus's vectors, or EmbeddingUnavailable saying exactly why not."""
+        what = "message" if corpus == MESSAGE_CORPUS else "summary"
+        gen = self.store.generation()
+        try:
+            dense = self._dense_corpus(corpus)
+            if self._checked.get(corpus) == (gen, dense.fingerprint.key()):
+                return dense  # checked since the last write: skip two store round trips
+            if not self.store.vector_fingerprints(corpus):
+                raise EmbeddingUnavailable(
+                    f"no {what} vectors stored yet; run `layersearch --embedder <spec> "
+                    "conversations embed`"
+                )
+            dense.check()
+        except (EmbeddingUnavailable, ModelMismatch) as exc:
+            text = str(exc)
+            if not text.startswith("embedding unavailable:"):
+                text = f"embedding unavailable: {text}"
+            raise EmbeddingUnavailable(text) from exc
+        self._checked[corpus] = (gen, dense.fingerprint.key())
+        return dense
+
+    # -- search_conversations -----------------------------------------------------------------------
+
+    def search_conversations(
+        self, term: str = "", limit: int = 15, role: str | None = None
+    ) -> ConversationSearchResult:
+        """Keyword retrieval: messages whose content ILIKE ``%term%``, newest first."""
+        if not isinstance(term, str):
+            raise ConfigError("term must be a string")
+        _check_text("term", term)
+        _check_limit(limit)
+        role = _choice("role", role, ROLES)
+        snap = self.snapshot()
+        cursor = snap.mirror.cursor()
+        try:
+            rows = db.mirror_keyword_rows(
+                cursor, term, limit=limit, role=role, questions_only=term == "" and role == "user"
+            )
+        finally:
+            cursor.close()
+        hits = [
+            ConversationHit(
+                date=_day(m.created),
+                source=c.source,
+                role=m.role,
+                conversation_id=c.id,
+                message_id=m.id,
+                created=m.created,
+                preview=m.content[:KEYWORD_PREVIEW],
+            )
+            for m, c in rows
+        ]
+        return ConversationSearchResult(
+            term=term, role=role, limit=limit, hits=hits, markdown=render_conversations(term, hits)
+        )
+
+    # -- semantic_search ----------------------------------------------------------------------------
+
+    def semantic_search(self, query: str, limit: int = 10) -> SemanticSearchResult:
+        """Vector retrieval over messages, nearest first (cosine distance ascending)."""
+        if not isinstance(query, str) or not query.strip():
+            raise ConfigError("semantic search needs a non-empty query")
+        _check_text("query", query)
+        _check_limit(limit)
+        dense = self._checked_dense(MESSAGE_CORPUS)
+        snap = self.snapshot()
+        try:
+            found = dense.search(query, limit + 20)
+        except (EmbeddingUnavailable, ModelMismatch) as exc:
+            raise EmbeddingUnavailable(f"embedding unavailable: {exc}") from exc
+        hits: list[SemanticHit] = []
+        for doc_id, cosine in found:
+            m = snap.messages.get(doc_id)
+            if m is None or not searchable(m):
+                continue  # a vector whose message was removed since the last embed
+            c = snap.conversations.get(m.conversation_id)
+            distance = 1.0 - cosine
+            hits.append(
+                SemanticHit(
+                    rank=len(hits) + 1,
+                    conversation_id=m.conversation_id,
+                    conversation_title=(c.title if c and c.title else "(untitled)"),
+                    source=c.source if c else "unknown",
+                    date=_day(m.created),
+                    message_id=m.id,
+                    distance=distance,
+                    similarity=round(1.0 / (1.0 + distance), 4),
+                    preview=m.content[:SEMANTIC_PREVIEW],
+                )
+            )
+            if len(hits) == limit:
+                break
+        return SemanticSearchResult(
+            query=query, limit=limit, hits=hits, markdown=render_semantic(query, hits)
+        )
+
+    # -- message search (both channels, fused) ------------------------------------------------------
+
+    def search_messages(
+        self,
+        query: str,
+        limit: int = 10,
+        *,
+        conversation_id: str | None = None,
+        channels: Sequence[str] | None = None,
+    ) -> MessageSearchResult:
+        """Messages ranked by full text and vectors over turns-with-context, fused
+        (standardised scores by default, see :func:`zscore_fusion`).
+
+        ``channels`` is a subset of ``fulltext`` and ``vector``; by default both, with
+        the vector channel skipped (and a warning) when it cannot run.
+        """
+        _check_limit(limit)
+        wanted = list(channels) if channels is not None else ["fulltext", "vector"]
+        unknown = set(wanted) - {"fulltext", "vector"}
+        if unknown or not wanted:
+            raise ConfigError("channels must be a non-empty subset of fulltext, vector")
+        snap = self.snapshot()
+        warnings: list[str] = []
+        rankings: dict[str, list[tuple[str, float]]] = {}
+        scope = None if conversation_id is None else [conversation_id]
+        if "fulltext" in wanted:
+            rankings["fulltext"] = self._fulltext(snap, query, scope)
+        if "vector" in wanted:
+            try:
+                dense = self._checked_dense(MESSAGE_CORPUS)
+                allow = None
+                if conversation_id is not None:
+                    allow = [m.id for m in snap.turns.get(conversation_id, [])]
+                rankings["vector"] = dense.search(
+                    self._dense_query(snap, query, scope), DEPTH, allow
+                )
+            except LayersearchError as exc:
+                if channels is not None:
+                    raise
+                warnings.append(str(exc))
+        weights = {"fulltext": self.config.weight_fulltext, "vector": self.config.weight_vector}
+        if self.config.fusion == "rrf":
+            fused = rrf(rankings, k=self.config.rrf_k, weights=weights)
+        else:
+            fused = zscore_fusion(rankings, weights)
+        if self.config.answers_follow_questions:
+            fused = answers_follow_questions(fused, snap.next_turn.get, snap.questions.__contains__)
+        if self.config.time_answer_bonus > 0 and ASKS_WHEN.match(query):
+            fused = prefer_times(
+                fused,
+                lambda mid: states_time(snap.messages[mid].content),
+                self.config.time_answer_bonus,
+            )
+        hits = []
+        for f in fused[:limit]:
+            m = snap.messages[f.id]
+            hits.append(
+                MessageHit(
+                    message_id=m.id,
+                    conversation_id=m.conversation_id,
+                    turn_id=m.turn_id,
+                    role=m.role,
+                    speaker=m.speaker,
+                    score=f.score,
+                    channels={c: r for c, (r, _, _) in sorted(f.channels.items())},
+                )
+            )
+        return MessageSearchResult(query=query, hits=hits, warnings=warnings)
+
+    def _fulltext(
+        self, snap: _Snapshot, query: str, scope: list[str] | None
+    ) -> list[tuple[str, float]]:
+        """BM25 over the turn documents; a speaker named in the query counts only through
+        the ``speaker`` field.
+
+        A name in a question says whose turn is wanted, not which words: matched against
+        the text it finds the turns that *address* that person ("Thanks, Melanie!"), which
+        are the other speaker's. So names are taken out of the content query, and the
+        candidates it ranks get the name's ``speaker``-field score on top.
+        """
+        text = query_text(query, self.config)
+        names = self._names(snap, scope) if self.config.names_match_speaker_only else frozenset()
+        named = sorted(n for n in names if strip_names(query, {n}) != query)
+        if not named:
+            return snap.messages_ft.search(text, DEPTH, scopes=scope)
+        content = {**self.config.boosts(), "speaker": 0.0}
+        ranked = dict(
+            snap.messages_ft.search(strip_names(text, named), DEPTH, scopes=scope, boosts=content)
+        )
+        if not ranked:
+            return []
+        bonus = snap.messages_ft.search(
+            " ".join(named),
+            len(ranked),
+            ids=list(ranked),
+            boosts={"speaker": self.config.boost_speaker},
+        )
+        for doc_id, score in bonus:
+            ranked[doc_id] += score
+        return sorted(ranked.items(), key=lambda h: (-h[1], h[0]))
+
+    @staticmethod
+    def _names(snap: _Snapshot, scope: list[str] | None) -> frozenset[str]:
+        if scope is not None:
+            return snap.speakers.get(scope[0], frozenset())
+        return frozenset().union(*snap.speakers.values()) if snap.speakers else frozenset()
+
+    def _dense_query(self, snap: _Snapshot, query: str, scope: list[str] | None) -> str:
+        if not self.config.dense_strip_speakers:
+            return query
+        return strip_names(query, self._names(snap, scope))
+
+    # -- search_summaries ---------------------------------------------------------------------------
+
+    def search_summaries(
+        self,
+        query: str,
+        extract: str = "summary",
+        limit: int = 10,
+        domain: str | None = None,
+        importance: str | None = None,
+        thinking_stage: str | None = None,
+        source: str | None = None,
+        mode: str = "hybrid",
+    ) -> SummarySearchResult:
+        """Summaries ranked by full text and/or vectors, projected to one stored field."""
+        if not isinstance(query, str):
+            raise ConfigError("query must be a string")
+        _check_text("query", query)
+        extract_ = _choice("extract", extract, EXTRACTS)
+        mode_ = _choice("mode", mode, MODES)
+        assert extract_ is not None and mode_ is not None
+        _check_limit(limit)
+        importance = _choice("importance", importance, IMPORTANCE)
+        thinking_stage = _choice("thinking_stage", thinking_stage, THINKING_STAGES)
+        domain = _free_text("domain", domain)
+        source = _free_text("source", source)
+        snap = self.snapshot()
+        allow: set[str] | None = None
+        if any(v is not None for v in (domain, importance, thinking_stage, source)):
+            # On the snapshot's mirror (the store's rows as of the snapshot): no store
+            # connection per search.
+            sql, params = db.summary_filter_query(
+                domain=domain, importance=importance, thinking_stage=thinking_stage, source=source
+            )
+            cursor = snap.mirror.cursor()
+            try:
+                allow = {r[0] for r in cursor.execute(sql, params).fetchall()}
+            finally:
+                cursor.close()
+        warnings: list[str] = []
+        ranked = self._rank_summaries(snap, query, mode_, allow, warnings)
+        hits: list[SummaryHit] = []
+        for sid, score, chans in ranked:
+            s = snap.summaries.get(sid)
+            if s is None:
+                continue
+            items = projection(s, extract_)
+            if not items:
+                continue  # the summary has nothing to show for this projection
+            c = snap.conversations.get(s.conversation_id)
+            when = s.created or (c.updated or c.created if c else None)
+            hits.append(
+                SummaryHit(
+                    rank=len(hits) + 1,
+                    summary_id=s.id,
+                    conversation_id=s.conversation_id,
+                    conversation_title=c.title if c else None,
+                    date=_day(when),
+                    extract=extract_,
+                    items=items,
+                    score=score,
+                    channels=chans,
+                )
+            )
+            if len(hits) == limit:
+                break
+        return SummarySearchResult(
+            query=query,
+            extract=extract_,
+            mode=mode_,
+            limit=limit,
+            hits=hits,
+            warnings=warnings,
+            markdown=render_summaries(query, extract_, hits, warnings),
+        )
+
+    def _rank_summaries(
+        self,
+        snap: _Snapshot,
+        query: str,
+        mode: str,
+        allow: set[str] | None,
+        warnings: list[str],
+    ) -> list[tuple[str, float, dict[str, int]]]:
+        if not query.strip():
+            # No query: the newest summaries passing the filters.
+            pool = [s for s in snap.summaries.values() if allow is None or s.id in allow]
+            pool.sort(
+                key=lambda s: (-(s.created.timestamp() if s.created else float("-inf")), s.id)
+            )
+            return [(s.id, 0.0, {}) for s in pool]
+        rankings: dict[str, list[tuple[str, float]]] = {}
+        if mode in ("hybrid", "fts"):
+            rankings["fulltext"] = snap.summaries_ft.search(query, DEPTH, ids=allow)
+        if mode in ("hybrid", "vector"):
+            try:
+                dense = self._checked_dense(SUMMARY_CORPUS)
+                rankings["vector"] = dense.search(query, DEPTH, allow)
+            except EmbeddingUnavailable as exc:
+                if mode == "vector":
+                    raise
+                warnings.append(f"{exc}; showing full-text results only")
+        return [
+            (f.id, f.score, {c: r for c, (r, _, _) in sorted(f.channels.items())})
+            for f in rrf(rankings)
+        ]
