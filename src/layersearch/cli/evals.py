@@ -385,6 +385,11 @@ def eval_conversations_cmd(
     if as_json:
         emit_json(result)
         return
+    _print_locomo(result)
+
+
+def _print_locomo(result: dict[str, Any]) -> None:
+    """``eval conversations`` for people: markdown tables, overall then per category."""
     click.echo(
         f"{result['questions']} questions over {len(result['conversations'])} conversations"
         + (f"; dense: {result['embedder']}" if result["embedder"] else "")
