@@ -74,6 +74,13 @@ def test_progress_counts_or_shows_a_percentage(monkeypatch: pytest.MonkeyPatch) 
         assert any(isinstance(c, MofNCompleteColumn) for c in counted._bar.columns)
         counted.relabel("embedding chunks")
         assert (task.completed, task.description) == (0, "embedding chunks")
+    with Progress("reading notes", quiet=False) as staged:
+        advance = staged.stages("reading", "{stage} chunks")
+        advance("reading", 4, 5)
+        (task,) = staged._bar.tasks
+        assert (task.completed, task.total, task.description) == (4, 5, "reading notes")
+        advance("embedding", 2, 9)
+        assert (task.completed, task.total, task.description) == (2, 9, "embedding chunks")
     with Progress("asking questions", quiet=False, total=40) as known:
         known(10)
         (task,) = known._bar.tasks

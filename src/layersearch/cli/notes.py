@@ -21,21 +21,6 @@ def vault() -> None:
     An Obsidian-style folder of notes with YAML frontmatter (docs/vault.md)."""
 
 
-class _VaultProgress:
-    """Reading, then embedding, on one bar: relabelled "<stage> chunks" when the stage
-    changes."""
-
-    def __init__(self, bar: Progress) -> None:
-        self._bar = bar
-        self._stage = "reading"
-
-    def __call__(self, stage: str, done: int, total: int) -> None:
-        if stage != self._stage:
-            self._stage = stage
-            self._bar.relabel(f"{stage} chunks")
-        self._bar(done, total)
-
-
 @vault.command("index")
 @click.argument("path", type=click.Path(file_okay=False, path_type=Path))
 @no_embed_option
@@ -48,7 +33,9 @@ def vault_index(obj: Ctx, path: Path, no_embed: bool, as_json: bool) -> None:
     Only added and changed notes are processed; deleted ones are removed."""
     ls = obj.api(create=True)
     with Progress("reading notes", as_json) as bar:
-        report = ls.vault.index(path, progress=_VaultProgress(bar), embed=not no_embed)
+        report = ls.vault.index(
+            path, progress=bar.stages("reading", "{stage} chunks"), embed=not no_embed
+        )
     if as_json:
         emit_json(report)
         return

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from layersearch.cli.output import console
@@ -71,6 +71,21 @@ class Progress:
         """Start the bar again from nothing under a new label (the next stage of work)."""
         if self._bar is not None:
             self._bar.update(self._task, description=label, completed=0)
+
+    def stages(self, first: str, label: str) -> Callable[[str, int, int], None]:
+        """A callback ``(stage, done, total)`` for work done in stages, ``first`` first:
+        at each new stage the bar is relabelled (``label`` with ``{stage}`` filled in)
+        and starts again from nothing."""
+        current = first
+
+        def advance(stage: str, done: int, total: int) -> None:
+            nonlocal current
+            if stage != current:
+                current = stage
+                self.relabel(label.format(stage=stage))
+            self(done, total)
+
+        return advance
 
     def __exit__(self, *exc: Any) -> None:
         if self._bar is not None:
