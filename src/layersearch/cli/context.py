@@ -1,0 +1,80 @@
+"""What every command is handed: the global options, the settings file, and the API on
+the configured store, opened once and only when a command needs it."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+from layersearch.errors import ConfigError
+
+
+class Ctx:
+    def __init__(
+        self,
+        store: str | None,
+        verbose: bool,
+        embedder: str | None = None,
+        config: str | None = None,
+    ) -> None:
+        self.store = store
+        self.verbose = verbose
+        self.embedder = embedder
+        self.embedder_options: dict[str, Any] | None = None
+        self.config = config
+        #: where the store setting came from, for --verbose
+        self.store_origin = "--store or LAYERSEARCH_STORE" if store else "the default"
+        self._ls: Any = None
+
+    def settings(self) -> Any:
+        """layersearch.toml (or --config / $LAYERSEARCH_CONFIG) under the command-line flags."""
+        from layersearch.config import load_settings
+
+        settings = load_settings(self.config)
+        if self.store is None:
+            self.store = settings.store
+            self.store_origin = f"from {settings.source}" if settings.store else "the default"
+        if self.embedder is None:
+            self.embedder = settings.embedder
+        if self.embedder == settings.embedder:
+            self.embedder_options = dict(settings.embedder_options or {}) or None
+        return settings
+
+    def api(self, *, create: bool = False) -> Any:
+        """The API on the configured store. Only commands that write pass ``create``: a
+        read on a store that does not exist is an error naming it, and creates nothing."""
+        if self._ls is None:
+            from layersearch.api import Layersearch, resolve_store_location
+
+            self.settings()
+            location = resolve_store_location(self.store)
+            self._ls = Layersearch(
+                location,
+                create=create,
+                embedder=self.embedder,
+                embedder_config=self.embedder_options,
+            )
+            shown = self._ls.store.location
+            if "://" not in shown:
+                shown = str(Path(shown).absolute())
+            logging.getLogger("layersearch.cli").info("store %s (%s)", shown, self.store_origin)
+        return self._ls
+
+    def read_api(self) -> Any:
+        """The API for a command that reads the semantic layer or memories: a store that
+        holds neither is an error saying how to fill it."""
+        ls = self.api()
+        ls.require_content()
+        return ls
+
+
+def with_embedder(obj: Ctx) -> Any:
+    """The API, for a command that cannot do anything without an embedder."""
+    ls = obj.api()
+    if ls.embedder is None:
+        raise ConfigError(
+            "no embedder configured: pass --embedder local|fake|litellm:<model> "
+            "or set LAYERSEARCH_EMBEDDER"
+        )
+    return ls

@@ -1,0 +1,448 @@
+"""Measuring search quality on labelled data: the ``eval`` group."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import click
+
+from layersearch.cli.context import Ctx
+from layersearch.cli.errors import handle_errors
+from layersearch.cli.options import catalog_option, channels_option, json_option
+from layersearch.cli.output import console, emit_json, print_metrics
+from layersearch.cli.progress import Progress, status
+from layersearch.errors import ConfigError
+
+
+@click.group("eval")
+def eval_group() -> None:
+    """Measure search quality on labelled questions."""
+
+
+@contextlib.contextmanager
+def _catalog_store(obj: Ctx, catalog_path: str, as_json: bool) -> Iterator[Any]:
+    """A throwaway in-memory store holding the catalog (and, with an embedder, its
+    vectors), for an evaluation."""
+    from layersearch.api import Layersearch
+
+    obj.settings()
+    with Layersearch(":memory:", embedder=obj.embedder, embedder_config=obj.embedder_options) as ls:
+        with status(f"loading {catalog_path}", as_json):
+            ls.load(catalog_path)
+            ls.corpus()
+        if ls.embedder is not None:
+            with Progress("embedding the catalog", as_json) as progress:
+                ls.embed(progress=progress)
+        yield ls
+
+
+@eval_group.command("schema-linking")
+@catalog_option
+@click.option(
+    "--questions",
+    "questions_path",
+    required=True,
+    help="JSONL (question, db_id, gold_tables, gold_columns[, evidence]) or a Spider dev.json.",
+)
+@click.option(
+    "--mode",
+    default="catalog",
+    show_default=True,
+    type=click.Choice(["catalog", "scoped"]),
+    help="catalog: no hint; scoped: the gold database as the datasource filter.",
+)
+@click.option(
+    "--channels",
+    "channel_sets",
+    multiple=True,
+    help="Comma list of bm25,fulltext,vector; repeat to compare sets (default: all that run).",
+)
+@click.option(
+    "--half",
+    default=None,
+    type=click.Choice(["A", "B"], case_sensitive=False),
+    help="Only half A (the first ceil(n/2) questions in file order) or half B (the rest).",
+)
+@click.option(
+    "--limit",
+    default=None,
+    type=click.IntRange(1),
+    help="Only the first N questions (of the half).",
+)
+@click.option("--details", "details_path", default=None, help="Write per-question JSONL here.")
+@click.option("--plot", "plot_path", default=None, help="Draw recall@k curves to this PNG.")
+@json_option
+@click.pass_obj
+@handle_errors
+def eval_schema_linking(
+    obj: Ctx,
+    catalog_path: str,
+    questions_path: str,
+    mode: str,
+    channel_sets: tuple[str, ...],
+    half: str | None,
+    limit: int | None,
+    details_path: str | None,
+    plot_path: str | None,
+    as_json: bool,
+) -> None:
+    """Table and column recall of search on labelled questions."""
+    from layersearch.eval.schema_linking import (
+        parse_channel_sets,
+        plot_recall,
+        read_questions,
+        run_schema_linking,
+        select_half,
+        write_details,
+    )
+
+    sets = parse_channel_sets(channel_sets)
+    questions = select_half(read_questions(questions_path, catalog_path), half)[:limit]
+    with (
+        _catalog_store(obj, catalog_path, as_json) as ls,
+        Progress("asking questions", as_json, total=len(questions) * len(sets)) as advance,
+    ):
+        results = run_schema_linking(ls, questions, mode=mode, channel_sets=sets, progress=advance)
+    if details_path:
+        write_details(results, details_path)
+    if plot_path:
+        plot_recall(results, plot_path, title=f"{Path(catalog_path).name}, {mode} mode")
+    if as_json:
+        if len(results) == 1:
+            emit_json({**results[0].summary(), "mode": mode})
+        else:
+            emit_json({"mode": mode, "runs": [r.summary() for r in results]})
+        return
+    _print_eval(results, mode)
+
+
+@eval_group.command("examples")
+@catalog_option
+@click.option(
+    "--pairs",
+    "pairs_path",
+    required=True,
+    help="JSONL: db_id, question, original_question, sql, gold_tables, gold_columns.",
+)
+@click.option(
+    "--ask",
+    default="question",
+    show_default=True,
+    type=click.Choice(["question", "original_question"]),
+    help="Which text is asked (the saved example is always original_question).",
+)
+@channels_option
+@click.option(
+    "--half", type=click.Choice(["A", "B"]), default=None, help="Even (A) or odd (B) pairs."
+)
+@click.option("--limit", default=None, type=click.IntRange(1), help="Only the first N pairs.")
+@click.option("--details", "details_path", default=None, help="Write per-pair JSONL here.")
+@json_option
+@click.pass_obj
+@handle_errors
+def eval_examples(
+    obj: Ctx,
+    catalog_path: str,
+    pairs_path: str,
+    ask: str,
+    channels: str | None,
+    half: str | None,
+    limit: int | None,
+    details_path: str | None,
+    as_json: bool,
+) -> None:
+    """Measure whether saved example queries come back."""
+    from layersearch.eval.examples import read_pairs, run_examples
+    from layersearch.eval.schema_linking import select_half
+
+    chosen = _one_channel_set(channels)
+    pairs = select_half(read_pairs(pairs_path), half)[:limit]
+    with (
+        _catalog_store(obj, catalog_path, as_json) as ls,
+        Progress("asking questions", as_json, total=len(pairs) * 2) as advance,
+    ):
+        result = run_examples(
+            ls,
+            pairs,
+            ask=ask,
+            channels=chosen,
+            progress=lambda stage, done, total: advance(
+                done + (total if stage.endswith("with memories") else 0)
+            ),
+        )
+    if details_path:
+        with Path(details_path).open("w", encoding="utf-8") as fh:
+            for row in result.details:
+                fh.write(json.dumps(row, ensure_ascii=False) + "\n")
+    summary = {**result.summary(), "ask": ask, "channels": channels or "default"}
+    if as_json:
+        emit_json(summary)
+        return
+    print_metrics(f"example queries, asked with {ask}", summary)
+
+
+@eval_group.command("abbreviate-catalog")
+@click.option("--catalog", "catalog_path", required=True, help="A Spider tables.json.")
+@click.option(
+    "--questions",
+    "questions_path",
+    default=None,
+    help="Questions to map along: a Spider dev.json or JSONL (question, db_id, gold ids).",
+)
+@click.option("--out-catalog", required=True, help="Where to write the abbreviated tables.json.")
+@click.option("--out-questions", default=None, help="Where to write the mapped questions (JSONL).")
+@json_option
+@click.pass_obj
+@handle_errors
+def eval_abbreviate_catalog(
+    obj: Ctx,
+    catalog_path: str,
+    questions_path: str | None,
+    out_catalog: str,
+    out_questions: str | None,
+    as_json: bool,
+) -> None:
+    """Write an abbreviated copy of a Spider catalog.
+
+    Every word over 4 letters keeps its first letter, then its consonants, at most 4
+    (facility -> fclt); the rule is in layersearch.eval.abbreviate."""
+    from layersearch.eval.abbreviate import write_abbreviated
+
+    n_db, n_q = write_abbreviated(catalog_path, questions_path, out_catalog, out_questions)
+    if as_json:
+        emit_json(
+            {
+                "databases": n_db,
+                "catalog": out_catalog,
+                "questions": n_q if out_questions else None,
+                "questions_file": out_questions,
+            }
+        )
+        return
+    click.echo(
+        f"wrote {n_db} databases to {out_catalog}"
+        + (f" and {n_q} questions to {out_questions}" if out_questions else ""),
+        err=True,
+    )
+
+
+@eval_group.command("layers")
+@click.option("--data", "data_dir", required=True, help="The folder holding the samples.")
+@click.option(
+    "--questions",
+    "questions_path",
+    required=True,
+    help="JSONL of {sample, question, gold}: e.g. tests/eval_data/semantic_layers.jsonl.",
+)
+@channels_option
+@click.option("--details", is_flag=True, help="List each question's rank and first hits.")
+@json_option
+@click.pass_obj
+@handle_errors
+def eval_layers(
+    obj: Ctx,
+    data_dir: str,
+    questions_path: str,
+    channels: str | None,
+    details: bool,
+    as_json: bool,
+) -> None:
+    """Measure column recall on imported semantic layers."""
+    from layersearch.eval.layers import read_layer_questions, run_layers
+
+    chosen = _one_channel_set(channels)
+    obj.settings()
+    with status("loading the samples and asking", as_json):
+        result = run_layers(
+            data_dir, read_layer_questions(questions_path), channels=chosen, embedder=obj.embedder
+        )
+    if as_json:
+        emit_json(result if details else result["summary"])
+        return
+    from rich.table import Table
+
+    table = Table(title="imported layers: column recall", show_edge=False)
+    table.add_column("sample")
+    table.add_column("questions", justify="right")
+    keys = [k for k in next(iter(result["summary"].values())) if k != "questions"]
+    for k in keys:
+        table.add_column(k, justify="right")
+    for sample, row in result["summary"].items():
+        table.add_row(sample, str(row["questions"]), *(f"{row[k]:.3f}" for k in keys))
+    console().print(table)
+    if details:
+        for r in result["questions"]:
+            click.echo(f"{r['sample']}  {r['rank']}  {r['question']}  {', '.join(r['top'])}")
+
+
+def _print_eval(results: list[Any], mode: str) -> None:
+    for res in results:
+        title = f"{res.label or 'no channel'} ({mode} mode)"
+        print_metrics(title, res.summary(), skip=("channels",))
+        for w in res.warnings:
+            click.echo(f"warning: {w}", err=True)
+        console().print()
+
+
+def _one_channel_set(channels: str | None) -> list[str] | None:
+    """``--channels`` of a command that runs one channel set (default: all that run)."""
+    from layersearch.eval.schema_linking import parse_channel_sets
+
+    (chosen,) = parse_channel_sets([channels] if channels else None)
+    return chosen
+
+
+@eval_group.command("conversations")
+@click.option("--locomo", "locomo", required=True, help="A LoCoMo file or folder of LoCoMo files.")
+@click.option(
+    "--channels",
+    default=None,
+    help="Comma-separated channel sets: fulltext, vector, fulltext+vector (default: all).",
+)
+@click.option(
+    "--cache",
+    default=None,
+    help="Keep the evaluation store (and its vectors) in this folder between runs.",
+)
+@click.option(
+    "--conversations",
+    "chosen",
+    default=None,
+    help="Comma-separated sample ids (26,30) or 1-based positions in file order (default: all).",
+)
+@click.option(
+    "--details",
+    "details_path",
+    default=None,
+    type=click.Path(dir_okay=False, writable=True),
+    help="Write one JSON line per question and channel set (ranked turns, metrics) here.",
+)
+@click.option(
+    "--set",
+    "overrides",
+    multiple=True,
+    metavar="NAME=VALUE",
+    help="Override a message search setting, e.g. --set resolve_dates=true (repeatable).",
+)
+@json_option
+@click.pass_obj
+@handle_errors
+def eval_conversations_cmd(
+    obj: Ctx,
+    locomo: str,
+    channels: str | None,
+    cache: str | None,
+    chosen: str | None,
+    details_path: str | None,
+    overrides: tuple[str, ...],
+    as_json: bool,
+) -> None:
+    """Message search recall and MRR on LoCoMo questions.
+
+    recall_any / recall_all / evidence recall at 5, 10, 20 and MRR, overall and per
+    category; the dense channel uses --embedder, else the local MiniLM model."""
+    from layersearch.embed import make_embedder
+    from layersearch.eval.conversations import (
+        CHANNEL_SETS,
+        evaluate_locomo,
+        parse_channel_sets,
+        parse_config,
+    )
+
+    sets = parse_channel_sets(channels)
+    config = parse_config(overrides)
+    embedder = None
+    if any("vector" in CHANNEL_SETS[s] for s in sets):
+        embedder = make_embedder(obj.embedder or "local")
+    with contextlib.ExitStack() as stack:
+        write: Callable[[dict[str, Any]], None] | None = None
+        if details_path is not None:
+            try:
+                out = stack.enter_context(open(details_path, "w", encoding="utf-8"))
+            except OSError as exc:
+                raise ConfigError(f"--details {details_path}: {exc.strerror}") from exc
+
+            def _write(record: dict[str, Any]) -> None:
+                out.write(json.dumps(record, ensure_ascii=False) + "\n")
+
+            write = _write
+
+        with Progress("evaluating", as_json) as progress:
+            result = evaluate_locomo(
+                locomo,
+                channel_sets=sets,
+                embedder=embedder,
+                config=config,
+                store_dir=cache,
+                conversations=chosen,
+                progress=lambda _name, done, total: progress(done, total),
+                details=write,
+            )
+    if as_json:
+        emit_json(result)
+        return
+    _print_locomo(result)
+
+
+def _print_locomo(result: dict[str, Any]) -> None:
+    """``eval conversations`` for people: markdown tables, overall then per category."""
+    click.echo(
+        f"{result['questions']} questions over {len(result['conversations'])} conversations"
+        + (f"; dense: {result['embedder']}" if result["embedder"] else "")
+    )
+    columns = [
+        f"{m}@{k}" for m in ("recall_any", "recall_all", "evidence_recall") for k in (5, 10, 20)
+    ] + ["mrr"]
+    click.echo("| channels | " + " | ".join(columns) + " |")
+    click.echo("|---" * (len(columns) + 1) + "|")
+    for name, r in result["channel_sets"].items():
+        click.echo(f"| {name} | " + " | ".join(f"{r[c]:.3f}" for c in columns) + " |")
+    top = result["channel_sets"].get(result["channel_set"])
+    if top:
+        click.echo(f"\nper category ({result['channel_set']}):")
+        click.echo("| category | questions | " + " | ".join(columns) + " |")
+        click.echo("|---" * (len(columns) + 2) + "|")
+        for cat, r in top["per_category"].items():
+            click.echo(
+                f"| {cat} | {r['questions']} | " + " | ".join(f"{r[c]:.3f}" for c in columns) + " |"
+            )
+    for w in result["warnings"]:
+        click.echo(f"warning: {w}", err=True)
+
+
+@eval_group.command("vault")
+@click.option("--vault", "vault_dir", default=None, help="Vault folder (default: fixtures/vault).")
+@click.option(
+    "--queries",
+    default=None,
+    help="Labelled queries JSONL (default: fixtures/vault_queries.jsonl).",
+)
+@click.option(
+    "--mode", default="vector", show_default=True, type=click.Choice(["vector", "hybrid"])
+)
+@json_option
+@click.pass_obj
+@handle_errors
+def eval_vault(
+    obj: Ctx, vault_dir: str | None, queries: str | None, mode: str, as_json: bool
+) -> None:
+    """Vault search recall and MRR on labelled queries.
+
+    Recall@5/@10 and MRR, in a temporary store."""
+    from layersearch.eval.vault import evaluate_vault
+
+    result = evaluate_vault(vault_dir, queries, mode=mode, embedder=obj.embedder or "fake")
+    if as_json:
+        emit_json(result)
+        return
+    click.echo(
+        f"{result['queries']} queries, {result['mode']} mode, {result['embedder']}: "
+        f"recall@5 {result['recall@5']:.3f}  recall@10 {result['recall@10']:.3f}  "
+        f"mrr {result['mrr']:.3f}"
+    )
+    for miss in result["misses"]:
+        click.echo(f"  missed at 5: {miss['query']}  (wanted {', '.join(miss['missing'])})")

@@ -1,0 +1,109 @@
+"""The store and the semantic layer in it: ``init``, ``load``, ``embed``."""
+
+from __future__ import annotations
+
+import click
+
+from layersearch.cli.context import Ctx, with_embedder
+from layersearch.cli.errors import handle_errors
+from layersearch.cli.options import (
+    format_option,
+    json_option,
+    layer_format_choice,
+    no_embed_option,
+)
+from layersearch.cli.output import emit_json, print_vectors
+from layersearch.cli.progress import Progress, status
+
+
+@click.command()
+@json_option
+@click.pass_obj
+@handle_errors
+def init(obj: Ctx, as_json: bool) -> None:
+    """Create an empty store (nothing happens if it exists)."""
+    ls = obj.api(create=True)
+    gen = ls.store.generation()
+    info = {"store": ls.store.location, "generation": gen}
+    if as_json:
+        emit_json(info)
+    else:
+        click.echo(f"store ready at {ls.store.location}")
+
+
+@click.command()
+@click.argument("path")
+@format_option("Input format.", layer_format_choice)
+@click.option(
+    "--datasource", default=None, help="Datasource name for formats that do not carry one."
+)
+@click.option(
+    "--sample-values",
+    default=0,
+    show_default=True,
+    type=click.IntRange(0, 10_000),
+    help="Databases: sample up to N distinct values per text column.",
+)
+@no_embed_option
+@json_option
+@click.pass_obj
+@handle_errors
+def load(
+    obj: Ctx,
+    path: str,
+    fmt: str,
+    datasource: str | None,
+    sample_values: int,
+    no_embed: bool,
+    as_json: bool,
+) -> None:
+    """Load or re-load a semantic layer; memories are kept.
+
+    With an embedder configured, the vectors of what changed are computed then (as
+    `layersearch embed` does)."""
+    ls = obj.api(create=True)
+    with status(f"loading {path}", as_json):
+        report = ls.load(path, fmt, datasource=datasource, sample_values=sample_values)
+    embedded = None
+    if ls.embedder is not None and not no_embed:
+        with Progress("embedding", as_json) as progress:
+            embedded = ls.embed(progress=progress)
+    if as_json:
+        # Without vectors computed, the report alone, as before.
+        emit_json(report if embedded is None else {**report.model_dump(), "embedded": embedded})
+        return
+    click.echo(
+        f"loaded {_datasources(report.datasources)}: {report.entities} entities in "
+        f"{report.models} models; {report.memories_added} memories added"
+    )
+    for r in embedded or []:
+        print_vectors(r, r.corpus)
+    for s in report.skipped:
+        click.echo(f"skipped: {s}", err=True)
+    for t in report.unresolved_tags:
+        click.echo(f"tag no longer resolves: {t}", err=True)
+
+
+def _datasources(names: list[str]) -> str:
+    """``finance, marketing, shop``; a long list as ``166 datasources (academic, …)``."""
+    if len(names) <= 4:
+        return ", ".join(names) or "no datasource"
+    return f"{len(names)} datasources ({', '.join(names[:2])}, …)"
+
+
+@click.command()
+@json_option
+@click.pass_obj
+@handle_errors
+def embed(obj: Ctx, as_json: bool) -> None:
+    """Compute the stored vectors for the dense channel.
+
+    Uses the configured embedder (--embedder); incremental and resumable."""
+    ls = with_embedder(obj)
+    with Progress("embedding", as_json) as progress:
+        reports = ls.embed(progress=progress)
+    if as_json:
+        emit_json(reports)
+        return
+    for r in reports:
+        print_vectors(r, r.corpus, unchanged="unchanged (skipped)")

@@ -1,0 +1,205 @@
+"""What commands print for people (rich on a terminal sized to fit) and for machines
+(one JSON document on stdout)."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from typing import Any
+
+import click
+
+from layersearch.cli.errors import stdout_closed
+
+#: Terminal width from which hit tables show every column and wrap long descriptions.
+WIDE = 120
+
+
+def console(stderr: bool = False) -> Any:
+    from rich.console import Console
+
+    width = terminal_width()
+    con = Console(stderr=stderr, soft_wrap=False, highlight=False, width=width)
+    if not stderr:
+        # rich's own handling exits with status 1; a closed pipe is not a failure.
+        con.on_broken_pipe = stdout_closed  # type: ignore[method-assign]
+    return con
+
+
+def terminal_width() -> int:
+    """$COLUMNS, else the terminal's width: stdout's, or stderr's when stdout is a pipe
+    (``layersearch memory list | head`` is read in that terminal); else 160 (no terminal
+    at all, as in CI: a wide fallback rather than rich's 80 columns)."""
+    import shutil
+
+    size = shutil.get_terminal_size(fallback=(0, 0)).columns  # $COLUMNS, then stdout
+    if size > 0:
+        return size
+    try:
+        return os.get_terminal_size(sys.__stderr__.fileno()).columns if sys.__stderr__ else 160
+    except (OSError, ValueError):
+        return 160
+
+
+def emit_json(obj: Any) -> None:
+    """Pydantic models, lists of them, or plain data → one JSON document on stdout."""
+
+    def plain(o: Any) -> Any:
+        if hasattr(o, "model_dump"):
+            return o.model_dump(mode="json")
+        if isinstance(o, list):
+            return [plain(x) for x in o]
+        if isinstance(o, dict):
+            return {k: plain(v) for k, v in o.items()}
+        return o
+
+    sys.stdout.write(json.dumps(plain(obj), ensure_ascii=False, indent=2) + "\n")
+
+
+def print_hits(resp: Any, *, full: bool, explain: bool, empty: str | None = None) -> None:
+    from rich.table import Table
+    from rich.text import Text
+
+    from layersearch.ranking.explain import explain_text
+
+    con = console()
+    err = console(stderr=True)
+    for w in resp.warnings:
+        err.print(f"[yellow]warning:[/] {w}", markup=True, highlight=False)
+    if not resp.results:
+        err.print(f"no {empty}" if empty else "no results")
+        return
+    if full:
+        for i, h in enumerate(resp.results, 1):
+            con.print(f"[bold]{i}. {h.kind} {h.id}[/]  score {h.score:.4f}", markup=True)
+            if explain and h.explanation:
+                con.print(f"   why: {explain_text(h.explanation)}", markup=False)
+            con.print(h.text or h.description, markup=False)
+            con.print()
+        return
+    if con.width < WIDE:
+        _print_narrow_hits(con, resp.results, explain=explain)
+        return
+    table = Table(show_edge=False, pad_edge=False, box=None)
+    table.add_column("#", justify="right", no_wrap=True)
+    table.add_column("kind", no_wrap=True)
+    table.add_column("id", no_wrap=True)
+    table.add_column("score", justify="right", no_wrap=True)
+    table.add_column("description")
+    if explain:
+        table.add_column("why", no_wrap=True)
+    for i, h in enumerate(resp.results, 1):
+        row = [str(i), h.kind, h.id, f"{h.score:.4f}", one_line(h.description)]
+        if explain:
+            row.append(why(h))
+        # Text, not markup: a description's "[decimal(18,2)]" is not a style tag.
+        table.add_row(*(Text(cell) for cell in row))
+    con.print(table)
+
+
+def _print_narrow_hits(con: Any, hits: list[Any], *, explain: bool) -> None:
+    """One line per hit for a terminal narrower than WIDE: the score column (the least
+    useful to a person: the order already says it) is dropped and the description cut
+    with an ellipsis at the edge (``--full`` shows it whole); with ``explain`` the
+    channels that ranked a hit go on the line below it."""
+    from rich.cells import cell_len
+    from rich.text import Text
+
+    rows = [(str(i), h.kind, h.id, one_line(h.description)) for i, h in enumerate(hits, 1)]
+    w_num = max(len(r[0]) for r in rows)
+    w_kind = max(len("kind"), *(len(r[1]) for r in rows))
+    w_id = max(len(r[2]) for r in rows)
+    indent = w_num + 2 + w_kind + 2
+
+    def line(num: str, kind: str, ident: str, desc: str) -> str:
+        head = f"{num:>{w_num}}  {kind:<{w_kind}}  {ident:<{w_id}}  "
+        room = con.width - cell_len(head)
+        if room < 8:  # an id as wide as the terminal: the description on its own
+            return head.rstrip()
+        return (head + cut(desc, room)).rstrip()
+
+    con.print(Text(line("#", "kind", "id", "description"), style="bold"), soft_wrap=True)
+    for (num, kind, ident, desc), hit in zip(rows, hits, strict=True):
+        con.print(line(num, kind, ident, desc), markup=False, soft_wrap=True)
+        if explain:
+            text = Text(f"why: {why(hit)}", style="dim")
+            for part in text.wrap(con, max(con.width - indent, 20)):
+                con.print(Text(" " * indent) + part, soft_wrap=True)
+
+
+def cut(line: str, width: int) -> str:
+    """``line`` cut with an ellipsis to ``width`` terminal cells."""
+    from rich.cells import cell_len, set_cell_size
+
+    return line if cell_len(line) <= width else set_cell_size(line, width - 1) + "…"
+
+
+def one_line(text: str | None) -> str:
+    return " ".join((text or "").split())
+
+
+def why(hit: Any) -> str:
+    from layersearch.ranking.explain import explain_text
+
+    return explain_text(hit.explanation or [])
+
+
+def detail(con: Any, line: str) -> None:
+    """An indented detail line wrapped at the terminal width, its continuation lines
+    indented two more (the terminal's own wrap would start them at column 0)."""
+    import textwrap
+
+    indent = len(line) - len(line.lstrip(" "))
+    for part in line.strip(" ").splitlines() or [""]:
+        wrapped = textwrap.wrap(
+            part,
+            width=max(con.width, 40),
+            initial_indent=" " * indent,
+            subsequent_indent=" " * (indent + 2),
+            break_long_words=False,
+            break_on_hyphens=False,
+        )
+        for out in wrapped or [""]:
+            con.print(out, markup=False, highlight=False, soft_wrap=True)
+
+
+def print_memory(m: Any) -> None:
+    con = console()
+    con.print(f"[bold]{m.id}[/]  {m.created_at:%Y-%m-%d %H:%M}", markup=True)
+    detail(con, f"  {m.learning}")
+    if m.description:
+        detail(con, f"  description: {m.description}")
+    if m.entities:
+        detail(con, "  entities: " + ", ".join(m.entities))
+    if m.query:
+        detail(con, "  query: " + json.dumps(m.query, sort_keys=True))
+
+
+def print_vectors(report: Any, label: str, unchanged: str = "unchanged") -> None:
+    """One embedding report (``layersearch embed``, ``load``, ``vault index``): the counts
+    on stdout, each document that failed on stderr."""
+    click.echo(
+        f"{label}: {report.embedded} embedded, {report.unchanged} {unchanged}, "
+        f"{report.pruned} pruned, {len(report.failed)} failed — {report.model}"
+    )
+    for f in report.failed:
+        click.echo(f"failed: {f}", err=True)
+
+
+def print_metrics(title: str, summary: dict[str, Any], skip: tuple[str, ...] = ()) -> None:
+    """An evaluation's summary as a two-column table: floats to three places, no value
+    as n/a."""
+    from rich.table import Table
+
+    table = Table(title=title, show_edge=False)
+    table.add_column("metric")
+    table.add_column("value", justify="right")
+    for key, value in summary.items():
+        if key in skip:
+            continue
+        shown = (
+            "n/a" if value is None else (f"{value:.3f}" if isinstance(value, float) else str(value))
+        )
+        table.add_row(key, shown)
+    console().print(table)
