@@ -9,8 +9,9 @@ silently producing a meaningless ranking.
 from __future__ import annotations
 
 import json
+from abc import ABC, abstractmethod
 from collections.abc import Sequence
-from typing import Literal, Protocol, runtime_checkable
+from typing import ClassVar, Literal, Protocol, runtime_checkable
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, ValidationError
@@ -18,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from layersearch.errors import ConfigError
 
 __all__ = [
+    "ModelEmbedder",
     "Embedder",
     "Fingerprint",
     "Provider",
@@ -126,3 +128,56 @@ def check_texts(texts: Sequence[str]) -> list[str]:
         if not isinstance(text, str):
             raise ConfigError(f"text {i} is {type(text).__name__}, expected str")
     return out
+
+
+class ModelEmbedder(ABC):
+    """What the embedders over a real model share (litellm's and the local one): the
+    fingerprint, and ``embed_documents``/``embed_query`` checking their input and
+    applying the prefix once. Each subclass says how it learns its dimension, prepares
+    one text (prefix, truncation) and runs the model."""
+
+    provider: ClassVar[Provider]
+    query_prefix: str
+    document_prefix: str
+
+    @property
+    @abstractmethod
+    def model_name(self) -> str:
+        """The model's name in the fingerprint."""
+
+    @abstractmethod
+    def _dimensions(self) -> int:
+        """The vectors' dimension, learned (a model load, a probe call) when not yet known."""
+
+    @abstractmethod
+    def _prepare(self, text: str, prefix: str) -> str:
+        """One text as the model gets it: prefixed once, cut to what the model takes."""
+
+    @abstractmethod
+    def _embed_prepared(self, items: list[str]) -> np.ndarray:
+        """Vectors of prepared documents (never an empty list), shape ``(len(items), d)``."""
+
+    @abstractmethod
+    def _embed_one(self, item: str) -> np.ndarray:
+        """The vector of one prepared query, shape ``(d,)``."""
+
+    @property
+    def fingerprint(self) -> Fingerprint:
+        return Fingerprint(
+            provider=self.provider,
+            model=self.model_name,
+            dimensions=self._dimensions(),
+            normalized=True,
+            query_prefix=self.query_prefix,
+            document_prefix=self.document_prefix,
+        )
+
+    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        items = [self._prepare(t, self.document_prefix) for t in check_texts(texts)]
+        if not items:
+            return np.zeros((0, self.fingerprint.dimensions), dtype=np.float32)
+        return self._embed_prepared(items)
+
+    def embed_query(self, text: str) -> np.ndarray:
+        check_query(text)
+        return self._embed_one(self._prepare(text, self.query_prefix))

@@ -15,12 +15,12 @@ import logging
 import os
 import random
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from layersearch.embed.base import Fingerprint, apply_prefix, check_query, check_texts, l2_normalize
+from layersearch.embed.base import ModelEmbedder, apply_prefix, l2_normalize
 from layersearch.errors import ConfigError, EmbeddingUnavailable
 
 __all__ = ["LiteLLMEmbedder", "DEFAULT_BATCH_SIZE", "DEFAULT_MAX_INPUT_CHARS"]
@@ -37,7 +37,7 @@ _RETRY_STATUS = {429, 503}
 _REJECT_STATUS = {400, 413, 422}
 
 
-class LiteLLMEmbedder:
+class LiteLLMEmbedder(ModelEmbedder):
     """An :class:`~layersearch.embed.base.Embedder` over ``litellm.embedding``.
 
     ``model`` is a litellm model name including its route, e.g.
@@ -46,6 +46,8 @@ class LiteLLMEmbedder:
     can shorten their output) and used as the fingerprint dimension without a
     network call; otherwise one probe string is embedded on first use.
     """
+
+    provider = "litellm"
 
     def __init__(
         self,
@@ -88,34 +90,26 @@ class LiteLLMEmbedder:
         self._litellm: Any = None
         self._dims: int | None = dimensions
 
-    # -- Embedder protocol -------------------------------------------------
+    # -- ModelEmbedder ------------------------------------------------------
 
     @property
-    def fingerprint(self) -> Fingerprint:
+    def model_name(self) -> str:
+        return self.model
+
+    def _dimensions(self) -> int:
         if self._dims is None:
             self._dims = int(self._embed_batch([_PROBE_TEXT], offset=0).shape[1])
-        return Fingerprint(
-            provider="litellm",
-            model=self.model,
-            dimensions=self._dims,
-            normalized=True,
-            query_prefix=self.query_prefix,
-            document_prefix=self.document_prefix,
-        )
+        return self._dims
 
-    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
-        items = [self._prepare(t, self.document_prefix) for t in check_texts(texts)]
-        if not items:
-            return np.zeros((0, self.fingerprint.dimensions), dtype=np.float32)
+    def _embed_prepared(self, items: list[str]) -> np.ndarray:
         parts = [
             self._embed_batch(items[start : start + self.batch_size], offset=start)
             for start in range(0, len(items), self.batch_size)
         ]
         return np.vstack(parts)
 
-    def embed_query(self, text: str) -> np.ndarray:
-        check_query(text)
-        return self._embed_batch([self._prepare(text, self.query_prefix)], offset=0)[0]
+    def _embed_one(self, item: str) -> np.ndarray:
+        return self._embed_batch([item], offset=0)[0]
 
     # -- internals ---------------------------------------------------------
 

@@ -23,14 +23,13 @@ import json
 import logging
 import os
 import threading
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from layersearch.embed.base import Fingerprint, apply_prefix, check_query, check_texts, l2_normalize
+from layersearch.embed.base import ModelEmbedder, apply_prefix, l2_normalize
 from layersearch.errors import ConfigError, EmbeddingUnavailable
 
 __all__ = ["LocalEmbedder", "DEFAULT_LOCAL_MODEL", "default_model_path"]
@@ -71,7 +70,7 @@ class _ModelFiles:
     max_tokens: int
 
 
-class LocalEmbedder:
+class LocalEmbedder(ModelEmbedder):
     """An :class:`~layersearch.embed.base.Embedder` running an ONNX model in process.
 
     ``model`` is ``None`` for the bundled default or a model directory (see the module
@@ -82,6 +81,8 @@ class LocalEmbedder:
     LAYERSEARCH_EMBED_THREADS, default 1: a query is one short text, and on a machine
     whose cores are shared a second thread waits for the busy one.
     """
+
+    provider = "local"
 
     def __init__(
         self,
@@ -121,19 +122,11 @@ class LocalEmbedder:
         path = Path(self._source).expanduser()
         return path.name if path.is_dir() else self._source
 
-    @property
-    def fingerprint(self) -> Fingerprint:
+    def _dimensions(self) -> int:
         if self._dims is None:
             self._load()
         assert self._dims is not None
-        return Fingerprint(
-            provider="local",
-            model=self.model_name,
-            dimensions=self._dims,
-            normalized=True,
-            query_prefix=self.query_prefix,
-            document_prefix=self.document_prefix,
-        )
+        return self._dims
 
     def load(self) -> None:
         """Load the model and run it once now (the MCP server does, in its lifespan), so
@@ -141,10 +134,7 @@ class LocalEmbedder:
         self._load()
         self.embed_query("warm up")
 
-    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
-        items = [self._prepare(t, self.document_prefix) for t in check_texts(texts)]
-        if not items:
-            return np.zeros((0, self.fingerprint.dimensions), dtype=np.float32)
+    def _embed_prepared(self, items: list[str]) -> np.ndarray:
         self._load()
         encodings = self._tokenizer.encode_batch(items)
         # Texts of similar length share a batch: less padding to run through the model.
@@ -155,9 +145,7 @@ class LocalEmbedder:
             out[chunk] = self._run([encodings[i].ids for i in chunk])
         return out
 
-    def embed_query(self, text: str) -> np.ndarray:
-        check_query(text)
-        item = self._prepare(text, self.query_prefix)
+    def _embed_one(self, item: str) -> np.ndarray:
         self._load()
         return self._run([self._tokenizer.encode(item).ids])[0]
 

@@ -28,7 +28,6 @@ import numpy as np
 from layersearch.errors import (
     ConfigError,
     LayersearchError,
-    NotFound,
     StoreCorrupt,
     StoreError,
     StoreMissing,
@@ -37,19 +36,23 @@ from layersearch.errors import (
     first_line,
     is_disk_full,
 )
-from layersearch.semantic.model import Datasource, EdgeRecord, Entity
+from layersearch.semantic.model import EdgeRecord, Entity
 from layersearch.store import migrations
-from layersearch.store.base import (
-    Store,
-    datasource_from_row,
-    edge_from_row,
-    entity_from_row,
-    memory_from_row,
+from layersearch.store.base import edge_from_row, entity_from_row, memory_from_row
+from layersearch.store.sql import (
+    MEMORY_SELECT,
+    SQLStore,
+    VectorRows,
+    _identifier,
+    bulk_shape,
+    memory_json,
+    memory_number,
+    migrate_schema,
+    new_memory,
 )
-from layersearch.textcheck import json_text
 from layersearch.types import Memory
 
-__all__ = ["DuckDBStore"]
+__all__ = ["DuckDBStore", "memory_number"]
 
 log = logging.getLogger("layersearch.store.duckdb")
 
@@ -90,32 +93,7 @@ def cache_index_dir(path: Path) -> Path:
     return Path(base) / f"ro-{key}" / (path.name + ".index")
 
 
-def memory_number(memory_id: str) -> int:
-    """``memory:12`` → 12; anything else is a clear error."""
-    if not isinstance(memory_id, str):
-        raise ConfigError(f"a memory id is a string like memory:3, not {type(memory_id).__name__}")
-    text = memory_id.strip()
-    if text.lower().startswith("memory:"):
-        text = text[7:]
-    # ASCII only: str.isdigit() accepts superscripts and other scripts' digits.
-    if not (text.isascii() and text.isdigit()) or len(text) > 18:
-        raise ConfigError(
-            f"'{memory_id}' is not a memory id (expected memory:<number>, e.g. memory:3)"
-        )
-    return int(text)
-
-
-_IDENT_OK = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_")
-
-
-def _identifier(name: str) -> str:
-    """Table and column names are code, never user input; refuse anything unusual."""
-    if not name or not set(name) <= _IDENT_OK or name[0].isdigit():
-        raise StoreError(f"invalid SQL identifier {name!r}")
-    return name
-
-
-class DuckDBStore(Store):
+class DuckDBStore(SQLStore):
     dialect = "duckdb"
 
     def __init__(self, path: str | Path, *, create: bool = True) -> None:
@@ -248,23 +226,7 @@ class DuckDBStore(Store):
                 "version of layersearch: open it once where it is writable to upgrade it"
             )
         with self.connect(write=True) as con:
-            con.execute(
-                "CREATE TABLE IF NOT EXISTS schema_version (version INTEGER PRIMARY KEY, applied_at TIMESTAMPTZ)"
-            )
-            row = con.execute("SELECT max(version) FROM schema_version").fetchone()
-            current = int(row[0]) if row and row[0] is not None else 0
-            if current > migrations.LATEST:
-                raise StoreError(
-                    f"store {self.path} has schema version {current}, newer than this layersearch "
-                    f"({migrations.LATEST}): upgrade layersearch"
-                )
-            for version in range(current + 1, migrations.LATEST + 1):
-                for stmt in migrations.DUCKDB[version - 1]:
-                    con.execute(stmt)
-                con.execute(
-                    "INSERT INTO schema_version VALUES (?, ?)", [version, datetime.now(UTC)]
-                )
-            con.execute("INSERT INTO meta VALUES ('generation', '0') ON CONFLICT (key) DO NOTHING")
+            migrate_schema(con, self.location, migrations.DUCKDB)
             gen = self._read_generation(con)
         self._write_gen_file(gen)
 
@@ -299,11 +261,7 @@ class DuckDBStore(Store):
         return gen
 
     def bulk_insert(self, con: Any, table: str, columns: dict[str, list[Any]]) -> int:
-        names = [_identifier(c) for c in columns]
-        lengths = {len(v) for v in columns.values()}
-        if len(lengths) > 1:
-            raise StoreError(f"bulk insert into {table}: columns of different lengths")
-        n = lengths.pop() if lengths else 0
+        names, n = bulk_shape(table, columns)
         if n == 0:
             return 0
         data = {c: np.array(v, dtype=object) for c, v in columns.items()}
@@ -364,21 +322,10 @@ class DuckDBStore(Store):
 
     # -- semantic layer -----------------------------------------------------------------------
 
-    def load_entities(self) -> list[Entity]:
-        with self.connect(write=False) as con:
-            rows = con.execute(
-                "SELECT id, kind, name, datasource, model, label, description, data_type, formula, "
-                "hidden, primary_key, sample_values FROM entities ORDER BY id"
-            ).fetchall()
-        return [entity_from_row(r) for r in rows]
-
     def iter_entities(self, batch: int = 20_000) -> Iterator[list[Entity]]:
         # DuckDB compares VARCHAR byte by byte: UTF-8 byte order is code point order.
         with self.connect(write=False) as con:
-            cur = con.execute(
-                "SELECT id, kind, name, datasource, model, label, description, data_type, formula, "
-                "hidden, primary_key, sample_values FROM entities ORDER BY id"
-            )
+            cur = con.execute(self.SELECT_ENTITIES)
             while rows := cur.fetchmany(batch):
                 yield [entity_from_row(r) for r in rows]
 
@@ -388,55 +335,7 @@ class DuckDBStore(Store):
             while rows := cur.fetchmany(batch):
                 yield [edge_from_row(r) for r in rows]
 
-    def load_edges(self) -> list[EdgeRecord]:
-        with self.connect(write=False) as con:
-            rows = con.execute(
-                "SELECT src, dst, type, props FROM edges ORDER BY type, src, dst"
-            ).fetchall()
-        return [edge_from_row(r) for r in rows]
-
-    def load_datasources(self) -> list[Datasource]:
-        with self.connect(write=False) as con:
-            rows = con.execute(
-                "SELECT name, label, description, dialect, source FROM datasources ORDER BY name"
-            ).fetchall()
-        return [datasource_from_row(r) for r in rows]
-
     # -- memories -----------------------------------------------------------------------------
-
-    def add_memory(
-        self,
-        learning: str,
-        description: str | None,
-        entities: list[str],
-        query: dict[str, Any] | None,
-    ) -> Memory:
-        created = datetime.now(UTC)
-        with self.connect(write=True) as con:
-            row = con.execute("SELECT nextval('memory_ids')").fetchone()
-            assert row is not None
-            number = int(row[0])
-            con.execute(
-                "INSERT INTO memories VALUES (?, ?, ?, ?, ?, ?)",
-                [
-                    number,
-                    learning,
-                    description,
-                    json_text(entities, "memory entities"),
-                    json_text(query, "memory query", sort_keys=True) if query is not None else None,
-                    created,
-                ],
-            )
-            gen = self._bump(con)
-        self._write_gen_file(gen)
-        return Memory(
-            id=f"memory:{number}",
-            learning=learning,
-            description=description,
-            entities=entities,
-            query=query,
-            created_at=created,
-        )
 
     def add_memories(
         self, items: list[tuple[str, str | None, list[str], dict[str, Any] | None]]
@@ -456,6 +355,7 @@ class DuckDBStore(Store):
                     "SELECT nextval('memory_ids') FROM range(?)", [len(items)]
                 ).fetchall()
             ]
+            texts = [memory_json(i[2], i[3]) for i in items]
             self.bulk_insert(
                 con,
                 "memories",
@@ -463,75 +363,25 @@ class DuckDBStore(Store):
                     "id": numbers,
                     "learning": [i[0] for i in items],
                     "description": [i[1] for i in items],
-                    "entities": [json_text(i[2], "memory entities") for i in items],
-                    "query": [
-                        json_text(i[3], "memory query", sort_keys=True)
-                        if i[3] is not None
-                        else None
-                        for i in items
-                    ],
+                    "entities": [t[0] for t in texts],
+                    "query": [t[1] for t in texts],
                     "created_at": [created] * len(items),
                 },
             )
             gen = self._bump(con)
         self._write_gen_file(gen)
-        saved = [
-            Memory(
-                id=f"memory:{n}",
-                learning=i[0],
-                description=i[1],
-                entities=i[2],
-                query=i[3],
-                created_at=created,
-            )
-            for n, i in zip(numbers, items, strict=True)
-        ]
+        saved = [new_memory(n, i, created) for n, i in zip(numbers, items, strict=True)]
         return saved, gen
-
-    def load_memories(self) -> list[Memory]:
-        with self.connect(write=False) as con:
-            rows = con.execute(
-                "SELECT id, learning, description, entities, query, created_at FROM memories ORDER BY id"
-            ).fetchall()
-        return [memory_from_row(r) for r in rows]
 
     def load_memories_at(self) -> tuple[int, list[Memory]]:
         with self.connect(write=False) as con:
             con.begin()  # one read transaction: the counter and the rows of the same commit
             gen = self._read_generation(con)
-            rows = con.execute(
-                "SELECT id, learning, description, entities, query, created_at FROM memories ORDER BY id"
-            ).fetchall()
+            rows = con.execute(MEMORY_SELECT).fetchall()
             con.commit()
         return gen, [memory_from_row(r) for r in rows]
 
-    def delete_memory(self, memory_id: str) -> bool:
-        number = memory_number(memory_id)
-        with self.connect(write=True) as con:
-            found = con.execute("SELECT count(*) FROM memories WHERE id = ?", [number]).fetchone()
-            if not found or not found[0]:
-                raise NotFound(f"no memory {memory_id}: `layersearch memory list` shows the ids")
-            con.execute("DELETE FROM memories WHERE id = ?", [number])
-            gen = self._bump(con)
-        self._write_gen_file(gen)
-        return True
-
     # -- vectors --------------------------------------------------------------------------------
-
-    def vector_fingerprints(self, corpus: str) -> list[str]:
-        with self.connect(write=False) as con:
-            rows = con.execute(
-                "SELECT DISTINCT fingerprint FROM vectors WHERE corpus = ? ORDER BY 1", [corpus]
-            ).fetchall()
-        return [r[0] for r in rows]
-
-    def vector_hashes(self, corpus: str, fingerprint: str) -> dict[str, str]:
-        with self.connect(write=False) as con:
-            rows = con.execute(
-                "SELECT doc_id, content_hash FROM vectors WHERE corpus = ? AND fingerprint = ?",
-                [corpus, fingerprint],
-            ).fetchall()
-        return {r[0]: r[1] for r in rows}
 
     def load_vectors(self, corpus: str, fingerprint: str) -> tuple[list[str], np.ndarray]:
         with self.connect(write=False) as con:
@@ -548,17 +398,8 @@ class DuckDBStore(Store):
         )
         return [r[0] for r in rows], matrix.copy()
 
-    def upsert_vectors(
-        self,
-        corpus: str,
-        fingerprint: str,
-        ids: list[str],
-        hashes: list[str],
-        matrix: np.ndarray,
-    ) -> None:
-        if not ids:
-            return
-        m = np.ascontiguousarray(matrix, dtype=np.float32)
+    def _write_vectors(self, corpus: str, fingerprint: str, rows: VectorRows) -> None:
+        ids, hashes, m = rows
         data = {
             "doc_id": np.array(ids, dtype=object),
             "content_hash": np.array(hashes, dtype=object),

@@ -24,7 +24,6 @@ is dropped and re-created never reuses a stale index.
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import os
 import queue
@@ -33,29 +32,30 @@ import time
 import uuid
 from collections.abc import Callable, Collection, Iterator, Sequence
 from contextlib import contextmanager
-from datetime import UTC, datetime
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import psycopg
 from psycopg import sql as pgsql
-from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
-from layersearch.errors import NotFound, StoreError
-from layersearch.semantic.model import Datasource, EdgeRecord, Entity
+from layersearch.errors import StoreError
 from layersearch.store import migrations
-from layersearch.store.base import (
-    Store,
-    datasource_from_row,
-    edge_from_row,
-    entity_from_row,
-    memory_from_row,
+from layersearch.store.pgwire import (
+    _BY_IDS,
+    Connection,
+    _cache_home,
+    _decode_vectors,
+    _encode_vectors,
+    _extension_hint,
+    _index_name,
+    _index_node,
+    _vector_text,
+    _where_statement,
+    redact,
+    translate,
 )
-from layersearch.store.duckdb import _identifier, memory_number
-from layersearch.textcheck import json_text
-from layersearch.types import Memory
+from layersearch.store.sql import SQLStore, VectorRows, _identifier, bulk_shape, migrate_schema
 
 __all__ = ["PostgresStore", "translate", "redact"]
 
@@ -87,119 +87,23 @@ _PROBE_ROWS = 88
 HNSW_MAX_DIMS = 4000
 
 
-# -- SQL translation ------------------------------------------------------------------------------
-
-
-@lru_cache(maxsize=1024)
-def translate(sql: str) -> str:
-    """``?`` placeholders → ``%s``, and every literal ``%`` doubled, for psycopg.
-
-    ``?`` inside string literals, quoted identifiers, comments and dollar-quoted
-    bodies is left alone (psycopg scans the whole text for ``%``, so those are
-    doubled everywhere). PostgreSQL's jsonb ``?`` operators are therefore not
-    expressible through this interface; nothing in layersearch uses them.
-    """
-    out: list[str] = []
-    i, n = 0, len(sql)
-    while i < n:
-        ch = sql[i]
-        if ch == "?":
-            out.append("%s")
-            i += 1
-        elif ch == "%":
-            out.append("%%")
-            i += 1
-        elif ch in "'\"":
-            end = _quoted_end(sql, i, ch, escapes=ch == "'" and _is_escape_string(sql, i))
-            out.append(sql[i:end].replace("%", "%%"))
-            i = end
-        elif sql.startswith("--", i):
-            end = sql.find("\n", i)
-            end = n if end < 0 else end
-            out.append(sql[i:end].replace("%", "%%"))
-            i = end
-        elif sql.startswith("/*", i):
-            end = sql.find("*/", i + 2)
-            end = n if end < 0 else end + 2
-            out.append(sql[i:end].replace("%", "%%"))
-            i = end
-        elif ch == "$" and (tag := _dollar_tag(sql, i)) is not None:
-            end = sql.find(tag, i + len(tag))
-            end = n if end < 0 else end + len(tag)
-            out.append(sql[i:end].replace("%", "%%"))
-            i = end
-        else:
-            out.append(ch)
-            i += 1
-    return "".join(out)
-
-
-def _is_escape_string(sql: str, quote: int) -> bool:
-    """E'...' strings take backslash escapes (E not part of a longer word)."""
-    if quote == 0 or sql[quote - 1] not in "eE":
-        return False
-    return quote == 1 or not (sql[quote - 2].isalnum() or sql[quote - 2] == "_")
-
-
-def _quoted_end(sql: str, start: int, quote: str, *, escapes: bool) -> int:
-    i = start + 1
-    while i < len(sql):
-        c = sql[i]
-        if escapes and c == "\\":
-            i += 2
-            continue
-        if c == quote:
-            if i + 1 < len(sql) and sql[i + 1] == quote:  # doubled quote inside
-                i += 2
-                continue
-            return i + 1
-        i += 1
-    return len(sql)
-
-
-def _dollar_tag(sql: str, i: int) -> str | None:
-    """``$tag$`` or ``$$`` at ``i`` (not a ``$1`` parameter, not part of an identifier)."""
-    if i > 0 and (sql[i - 1].isalnum() or sql[i - 1] == "_"):
-        return None
-    j = i + 1
-    while j < len(sql) and (sql[j].isalnum() or sql[j] == "_"):
-        j += 1
-    if j < len(sql) and sql[j] == "$" and not sql[i + 1 : j][:1].isdigit():
-        return sql[i : j + 1]
-    return None
-
-
-def redact(dsn: str) -> str:
-    """The DSN without its password, for messages and logs."""
-    try:
-        params = conninfo_to_dict(dsn)
-    except psycopg.Error:
-        return "<unparseable PostgreSQL DSN>"
-    if "password" in params:
-        params["password"] = "***"
-    return make_conninfo("", **params)
-
-
-# -- connections ----------------------------------------------------------------------------------
-
-
-class Connection:
-    """What :meth:`PostgresStore.connect` yields: ``execute(sql, params)`` with ``?``
-    placeholders, returning a cursor (``fetchone``/``fetchall``), like DuckDB's."""
-
-    def __init__(self, raw: psycopg.Connection[Any]) -> None:
-        self.raw = raw
-
-    def execute(self, sql: str, params: Sequence[Any] | None = None) -> psycopg.Cursor[Any]:
-        return self.raw.execute(translate(sql), list(params or ()))
-
-    def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
-        with self.raw.cursor() as cur:
-            cur.executemany(translate(sql), [list(r) for r in rows])
-
-
-class PostgresStore(Store):
+class PostgresStore(SQLStore):
     dialect = "postgres"
+    SELECT_ENTITIES = (
+        "SELECT id, kind, name, datasource, model, label, description, data_type, formula, "
+        'hidden, primary_key, sample_values FROM entities ORDER BY id COLLATE "C"'
+    )
+    SELECT_EDGES = (
+        'SELECT src, dst, type, props FROM edges ORDER BY type COLLATE "C", '
+        'src COLLATE "C", dst COLLATE "C"'
+    )
+    SELECT_DATASOURCES = (
+        "SELECT name, label, description, dialect, source FROM datasources "
+        'ORDER BY name COLLATE "C"'
+    )
+    SELECT_FINGERPRINTS = (
+        'SELECT DISTINCT fingerprint COLLATE "C" FROM vectors WHERE corpus = ? ORDER BY 1'
+    )
 
     def __init__(self, dsn: str, *, index_dir: str | os.PathLike[str] | None = None) -> None:
         self.dsn = dsn
@@ -266,33 +170,13 @@ class PostgresStore(Store):
     def _migrate(self) -> str:
         with self._raw(write=True) as con:
             con.execute("SELECT pg_advisory_xact_lock(%s)", [_MIGRATION_LOCK])
-            con.execute(
-                "CREATE TABLE IF NOT EXISTS schema_version "
-                "(version INTEGER PRIMARY KEY, applied_at TIMESTAMPTZ)"
+            migrate_schema(
+                Connection(con),
+                self.location,
+                migrations.POSTGRES,
+                run=lambda stmt: self._run_migration(con, stmt),
+                before=lambda version: self._before_version(con, version),
             )
-            row = con.execute("SELECT max(version) FROM schema_version").fetchone()
-            current = int(row[0]) if row and row[0] is not None else 0
-            if current > migrations.LATEST:
-                raise StoreError(
-                    f"store {self.location} has schema version {current}, newer than this "
-                    f"layersearch ({migrations.LATEST}): upgrade layersearch"
-                )
-            for version in range(current + 1, migrations.LATEST + 1):
-                if version == migrations.HALFVEC_INDEXES:
-                    # Before the migration drops the old indexes: the build lets readers
-                    # through, the drop locks the table only until the commit just after.
-                    self._rebuild_indexes(con)
-                for stmt in migrations.POSTGRES[version - 1]:
-                    try:
-                        con.execute(stmt)
-                    except psycopg.errors.FeatureNotSupported as exc:
-                        raise StoreError(_extension_hint(self.location, exc)) from exc
-                    except psycopg.errors.UndefinedFile as exc:
-                        raise StoreError(_extension_hint(self.location, exc)) from exc
-                con.execute(
-                    "INSERT INTO schema_version VALUES (%s, %s)", [version, datetime.now(UTC)]
-                )
-            con.execute("INSERT INTO meta VALUES ('generation', '0') ON CONFLICT (key) DO NOTHING")
             con.execute(
                 "INSERT INTO meta VALUES ('store_id', %s) ON CONFLICT (key) DO NOTHING",
                 [uuid.uuid4().hex],
@@ -300,6 +184,20 @@ class PostgresStore(Store):
             row = con.execute("SELECT value FROM meta WHERE key = 'store_id'").fetchone()
             assert row is not None
             return str(row[0])
+
+    def _before_version(self, con: psycopg.Connection[Any], version: int) -> None:
+        if version == migrations.HALFVEC_INDEXES:
+            # Before the migration drops the old indexes: the build lets readers
+            # through, the drop locks the table only until the commit just after.
+            self._rebuild_indexes(con)
+
+    def _run_migration(self, con: psycopg.Connection[Any], stmt: str) -> None:
+        try:
+            con.execute(stmt)
+        except psycopg.errors.FeatureNotSupported as exc:
+            raise StoreError(_extension_hint(self.location, exc)) from exc
+        except psycopg.errors.UndefinedFile as exc:
+            raise StoreError(_extension_hint(self.location, exc)) from exc
 
     def _rebuild_indexes(self, con: psycopg.Connection[Any]) -> None:
         """Build the halfvec index of every (corpus, fingerprint) of a store made with the
@@ -345,11 +243,7 @@ class PostgresStore(Store):
     # -- generic surface ----------------------------------------------------------------------
 
     def bulk_insert(self, con: Any, table: str, columns: dict[str, list[Any]]) -> int:
-        names = [_identifier(c) for c in columns]
-        lengths = {len(v) for v in columns.values()}
-        if len(lengths) > 1:
-            raise StoreError(f"bulk insert into {table}: columns of different lengths")
-        n = lengths.pop() if lengths else 0
+        names, n = bulk_shape(table, columns)
         if n == 0:
             return 0
         raw = con.raw if isinstance(con, Connection) else con
@@ -385,100 +279,7 @@ class PostgresStore(Store):
             self._checkin(con)
         return int(row[0]) if row else 0
 
-    # -- semantic layer -----------------------------------------------------------------------
-
-    def load_entities(self) -> list[Entity]:
-        with self._raw(write=False) as con:
-            rows = con.execute(
-                "SELECT id, kind, name, datasource, model, label, description, data_type, formula, "
-                'hidden, primary_key, sample_values FROM entities ORDER BY id COLLATE "C"'
-            ).fetchall()
-        return [entity_from_row(r) for r in rows]
-
-    def load_edges(self) -> list[EdgeRecord]:
-        with self._raw(write=False) as con:
-            rows = con.execute(
-                'SELECT src, dst, type, props FROM edges ORDER BY type COLLATE "C", '
-                'src COLLATE "C", dst COLLATE "C"'
-            ).fetchall()
-        return [edge_from_row(r) for r in rows]
-
-    def load_datasources(self) -> list[Datasource]:
-        with self._raw(write=False) as con:
-            rows = con.execute(
-                "SELECT name, label, description, dialect, source FROM datasources "
-                'ORDER BY name COLLATE "C"'
-            ).fetchall()
-        return [datasource_from_row(r) for r in rows]
-
-    # -- memories -----------------------------------------------------------------------------
-
-    def add_memory(
-        self,
-        learning: str,
-        description: str | None,
-        entities: list[str],
-        query: dict[str, Any] | None,
-    ) -> Memory:
-        created = datetime.now(UTC)
-        with self._raw(write=True) as con:
-            row = con.execute(
-                "INSERT INTO memories VALUES (nextval('memory_ids'), %s, %s, %s, %s, %s) "
-                "RETURNING id",
-                [
-                    learning,
-                    description,
-                    json_text(entities, "memory entities"),
-                    json_text(query, "memory query", sort_keys=True) if query is not None else None,
-                    created,
-                ],
-            ).fetchone()
-            assert row is not None
-            number = int(row[0])
-            self.bump_generation(con)
-        return Memory(
-            id=f"memory:{number}",
-            learning=learning,
-            description=description,
-            entities=entities,
-            query=query,
-            created_at=created,
-        )
-
-    def load_memories(self) -> list[Memory]:
-        with self._raw(write=False) as con:
-            rows = con.execute(
-                "SELECT id, learning, description, entities, query, created_at FROM memories "
-                "ORDER BY id"
-            ).fetchall()
-        return [memory_from_row(r) for r in rows]
-
-    def delete_memory(self, memory_id: str) -> bool:
-        number = memory_number(memory_id)
-        with self._raw(write=True) as con:
-            cur = con.execute("DELETE FROM memories WHERE id = %s", [number])
-            if cur.rowcount == 0:
-                raise NotFound(f"no memory {memory_id}: `layersearch memory list` shows the ids")
-            self.bump_generation(con)
-        return True
-
     # -- vectors ------------------------------------------------------------------------------
-
-    def vector_fingerprints(self, corpus: str) -> list[str]:
-        with self._raw(write=False) as con:
-            rows = con.execute(
-                'SELECT DISTINCT fingerprint COLLATE "C" FROM vectors WHERE corpus = %s ORDER BY 1',
-                [corpus],
-            ).fetchall()
-        return [r[0] for r in rows]
-
-    def vector_hashes(self, corpus: str, fingerprint: str) -> dict[str, str]:
-        with self._raw(write=False) as con:
-            rows = con.execute(
-                "SELECT doc_id, content_hash FROM vectors WHERE corpus = %s AND fingerprint = %s",
-                [corpus, fingerprint],
-            ).fetchall()
-        return {r[0]: r[1] for r in rows}
 
     def load_vectors(self, corpus: str, fingerprint: str) -> tuple[list[str], np.ndarray]:
         with self._raw(write=False) as con, con.cursor(binary=True) as cur:
@@ -491,17 +292,8 @@ class PostgresStore(Store):
             return [], np.zeros((0, 0), dtype=np.float32)
         return [r[0] for r in rows], _decode_vectors([r[1] for r in rows])
 
-    def upsert_vectors(
-        self,
-        corpus: str,
-        fingerprint: str,
-        ids: list[str],
-        hashes: list[str],
-        matrix: np.ndarray,
-    ) -> None:
-        if not ids:
-            return
-        m = np.ascontiguousarray(matrix, dtype=np.float32)
+    def _write_vectors(self, corpus: str, fingerprint: str, rows: VectorRows) -> None:
+        ids, hashes, m = rows
         if m.ndim != 2 or m.shape[0] != len(ids) or len(hashes) != len(ids):
             raise StoreError(f"upsert_vectors: {len(ids)} ids for a matrix of shape {m.shape}")
         dims = int(m.shape[1])
@@ -910,60 +702,6 @@ class PostgresStore(Store):
 # -- helpers --------------------------------------------------------------------------------------
 
 
-def _cache_home() -> Path:
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    return Path(xdg) if xdg else Path.home() / ".cache"
-
-
-def _extension_hint(location: str, exc: Exception) -> str:
-    return (
-        f"store {location}: the pgvector extension is not available ({exc}); install pgvector "
-        "on the server (https://github.com/pgvector/pgvector) or run `CREATE EXTENSION vector` "
-        "as a superuser"
-    )
-
-
-def _index_name(corpus: str, fingerprint: str, dims: int) -> str:
-    """The HNSW index of one (corpus, fingerprint); ``vectors_hnsw_`` named the older
-    ``vector`` indexes, which the halfvec migration drops."""
-    key = f"{corpus}\0{fingerprint}\0{dims}"
-    return "vectors_hnswh_" + hashlib.sha256(key.encode()).hexdigest()[:16]
-
-
-def _where_statement(
-    corpus: str, fingerprint: str, dims: int, join: str, where: str, *, hnsw: bool
-) -> str:
-    """The ranking statement of :meth:`PostgresStore.search_vectors_where` (``?`` placeholders:
-    the condition's, then the query vector and the row limit)."""
-    # Literal corpus and fingerprint so the planner can match the partial index; the cast
-    # column is the index's expression, the bare column matches none (an exact scan in
-    # float32).
-    scope = f"v.corpus = {_literal(corpus)} AND v.fingerprint = {_literal(fingerprint)}"
-    if hnsw:
-        order = f"v.embedding::halfvec({dims}) <=> ?::halfvec({dims})"
-    else:
-        order = 'v.embedding <=> ?::vector, v.doc_id COLLATE "C"'
-    # join and where are the calling corpus's own SQL; every value is bound
-    return (
-        f"SELECT v.doc_id, v.embedding FROM vectors v {join} "  # noqa: S608
-        f"WHERE {scope} AND ({where}) ORDER BY {order} LIMIT ?"
-    )
-
-
-#: exact ranking of the rows with the given doc ids (psycopg placeholders: corpus,
-#: fingerprint, the ids, the query vector, the row limit). The ids travel as one binary
-#: text[] (``%b``): psycopg's text form quotes every element with a regular expression,
-#: which cost more than the ranking itself (5,000 ids: 17 ms a search as text, 8 ms
-#: binary, 5 ms of it on the server). They reach the index through a sub-select, so the
-#: planner does not estimate the selectivity of each of them (2-7 ms of planning for
-#: 8,000-10,000 ids; the plan is the same primary-key scan).
-_BY_IDS = (
-    "SELECT v.doc_id, v.embedding FROM vectors v WHERE v.corpus = %s AND v.fingerprint = %s "
-    "AND v.doc_id = ANY(ARRAY(SELECT unnest(%b::text[]))) "
-    'ORDER BY v.embedding <=> %s::vector, v.doc_id COLLATE "C" LIMIT %s'
-)
-
-
 def _by_primary_key(con: psycopg.Connection[Any]) -> None:
     """Make the transaction's exact ranking by id look the rows up by primary key.
 
@@ -980,43 +718,3 @@ def _set_local(con: psycopg.Connection[Any], settings: dict[str, str]) -> None:
     """``SET LOCAL`` every setting (until the transaction ends) in one round trip."""
     calls = ", ".join("set_config(%s, %s, true)" for _ in settings)
     con.execute(f"SELECT {calls}", [x for kv in settings.items() for x in kv])  # noqa: S608
-
-
-def _index_node(node: dict[str, Any]) -> dict[str, Any] | None:
-    """The scan of one of our HNSW indexes (``vectors_hnsw…``) in a JSON plan, if any."""
-    if str(node.get("Index Name", "")).startswith("vectors_hnsw"):
-        return node
-    for child in node.get("Plans", []):
-        found = _index_node(child)
-        if found is not None:
-            return found
-    return None
-
-
-def _literal(text: str) -> str:
-    """A standard-conforming SQL string literal (NUL cannot occur in PostgreSQL text)."""
-    return "'" + text.replace("'", "''") + "'"
-
-
-def _vector_text(v: np.ndarray) -> str:
-    # repr of a float32 widened to float64 is exact, so the server sees the same number.
-    return "[" + ",".join(repr(float(x)) for x in v.tolist()) + "]"
-
-
-def _encode_vectors(m: np.ndarray) -> list[bytes]:
-    """pgvector's binary wire form: int16 dims, int16 unused, big-endian float32s."""
-    header = np.array([m.shape[1], 0], dtype=">i2").tobytes()
-    body = m.astype(">f4")
-    return [header + row.tobytes() for row in body]
-
-
-def _decode_vectors(blobs: Sequence[bytes]) -> np.ndarray:
-    if not blobs:
-        return np.zeros((0, 0), dtype=np.float32)
-    dims = int.from_bytes(blobs[0][:2], "big")
-    width = 4 + 4 * dims
-    joined = b"".join(blobs)
-    if len(joined) != width * len(blobs):
-        raise StoreError("stored vectors of different dimensions under one model fingerprint")
-    raw = np.frombuffer(joined, dtype=np.uint8).reshape(len(blobs), width)[:, 4:]
-    return np.ascontiguousarray(raw).view(">f4").astype(np.float32)
