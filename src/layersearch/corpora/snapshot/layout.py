@@ -32,6 +32,7 @@ _CODE = (
     "ranking/analyzer",
     "ranking/coverage",
     "ranking/coverage_arrays",
+    "ranking/coverage_terms",
     "ranking/fulltext",  # key_hash
     "ranking/persist",
     "semantic/canonical",
