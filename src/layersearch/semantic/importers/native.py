@@ -179,6 +179,17 @@ def parse_model(raw: Any, where: str, datasource: str | None) -> Model:
     return model
 
 
+def new_datasource(data: Mapping[str, Any], where: str, name: str, dialect_key: str) -> Datasource:
+    """A datasource: ``data``'s description, label and (under ``dialect_key``) dialect."""
+    return Datasource(
+        name=name,
+        description=_str(data.get("description"), where, "description"),
+        label=_str(data.get("label"), where, "label"),
+        dialect=_str(data.get(dialect_key), where, dialect_key),
+        source=where,
+    )
+
+
 def new_model(data: Mapping[str, Any], where: str, name: str, datasource: str) -> Model:
     """A model without leaves or joins: ``data``'s label, description, hidden, sql_table."""
     return Model(
@@ -336,15 +347,7 @@ def load_native(path: str | Path) -> Catalog:
         elif "datasource" in raw and isinstance(raw["datasource"], dict):
             d = raw["datasource"]
             name = _name(d.get("name"), where, "name")
-            catalog.datasources.append(
-                Datasource(
-                    name=name,
-                    description=_str(d.get("description"), where, "description"),
-                    label=_str(d.get("label"), where, "label"),
-                    dialect=_str(d.get("dialect"), where, "dialect"),
-                    source=where,
-                )
-            )
+            catalog.datasources.append(new_datasource(d, where, name, "dialect"))
             for i, m in enumerate(_list(d.get("models"), where, "models")):
                 catalog.models.append(parse_model(m, f"{where} models[{i}]", name))
         elif "memories" in raw:

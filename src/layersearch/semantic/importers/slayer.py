@@ -33,6 +33,7 @@ from layersearch.semantic.importers.native import (
     check_catalog,
     leaves,
     model_yaml_files,
+    new_datasource,
     new_model,
     parse_aggregation,
     parse_column,
@@ -43,7 +44,6 @@ from layersearch.semantic.model import (
     Aggregation,
     Catalog,
     Column,
-    Datasource,
     Join,
     Measure,
     Model,
@@ -101,15 +101,7 @@ def _add_datasource(
     if any(d.name == name for d in catalog.datasources):
         catalog.skipped.append(f"{where}: datasource '{name}' already defined; this one skipped")
         return
-    catalog.datasources.append(
-        Datasource(
-            name=name,
-            description=_str(doc.get("description"), where, "description"),
-            label=_str(doc.get("label"), where, "label"),
-            dialect=_str(doc.get("type"), where, "type"),
-            source=where,
-        )
-    )
+    catalog.datasources.append(new_datasource(doc, where, name, "type"))
 
 
 def _parse_model(
