@@ -18,7 +18,7 @@ from tests.conftest import MODELS
 from layersearch import Layersearch
 from layersearch import api as api_module
 from layersearch.corpora import entities as entities_module
-from layersearch.corpora import snapshot as snapshot_module
+from layersearch.corpora.snapshot import generations as snapshot_module
 from layersearch.errors import StoreError
 
 pytestmark = pytest.mark.skipif(

@@ -14,8 +14,8 @@ from tests.conftest import MINI, MODELS
 
 from layersearch import Layersearch
 from layersearch.corpora import entities as entities_module
-from layersearch.corpora import snapshot as snapshot_mod
 from layersearch.corpora.entities import build_coverage
+from layersearch.corpora.snapshot import generations as snapshot_mod
 from layersearch.ranking import persist
 from layersearch.ranking.coverage import CoverageIndex
 

@@ -39,8 +39,6 @@ aggregation). Tables and leaves are ranked; groups only give context.
 
 from __future__ import annotations
 
-import math
-import re
 import threading
 import weakref
 from collections.abc import Collection, Iterable, Mapping, Sequence
@@ -49,21 +47,52 @@ from dataclasses import dataclass
 import numpy as np
 
 from layersearch.ranking.analyzer import (
-    analyze,
     analyze_query,
     query_compounds,
     query_words,
-    split_identifier,
-    stem,
 )
 from layersearch.ranking.bridges import (
-    abbreviation_candidates,
     abbreviation_weight,
-    synonym_bridges,
+)
+from layersearch.ranking.coverage_arrays import (
+    _EMPTY_I,
+    Slot,
+    _Bags,
+    _csr,
+    _densify,
+    _exact,
+    _gather,
+    _group_csr,
+    _key,
+    _letters,
+    _pair_max,
+    _top,
+)
+from layersearch.ranking.coverage_terms import (
+    VALUE_NONE,
+    VALUE_NUMBER,
+    VALUE_TEXT,
+    VALUE_TIME,
+    _bridges,
+    _forward,
+    value_cues,
+    value_kind,
 )
 from layersearch.ranking.persist import StringTable
 
-__all__ = ["LINK_PRIOR", "TOP_TABLES", "CoverageNode", "CoverageIndex", "links_from_edges"]
+__all__ = [
+    "LINK_PRIOR",
+    "TOP_TABLES",
+    "VALUE_NONE",
+    "VALUE_NUMBER",
+    "VALUE_TEXT",
+    "VALUE_TIME",
+    "CoverageNode",
+    "CoverageIndex",
+    "links_from_edges",
+    "value_cues",
+    "value_kind",
+]
 
 #: Weight of the join-neighbourhood coverage next to the table's own score: a
 #: round prior (a neighbour's words are weaker evidence than the table's own).
@@ -74,8 +103,6 @@ TOP_TABLES = 50
 TOP_LEAF_TABLES = 10
 #: Whether a question word the catalog uses also gets bridges to other words.
 BRIDGE_KNOWN_WORDS = False
-BM25_K1 = 1.2
-BM25_B = 0.75
 #: Weight of one value-like word of the question (a number, a year, a quoted or
 #: capitalised name) as evidence for the leaves whose type can hold it, as a share of
 #: one average question word.
@@ -93,119 +120,6 @@ class CoverageNode:
     data_type: str | None = None
 
 
-class _Bags:
-    """BM25 statistics over bags of nodes (database documents or table documents), as arrays.
-
-    A bag's term frequency is the sum of its nodes' field-weighted term weights;
-    its length is its number of nodes. Per term, the bags holding it and their
-    term frequencies are a CSR slice: ``bags[ptr[j]:ptr[j + 1]]``, ``tf[...]``.
-    """
-
-    def __init__(
-        self,
-        n_bags: int,
-        owner: np.ndarray,
-        term: np.ndarray,
-        node: np.ndarray,
-        weight: np.ndarray,
-        n_terms: int,
-    ):
-        """``(term, node, weight)``: every (node, term) pair, sorted by term then node."""
-        counts = np.bincount(owner[owner >= 0], minlength=n_bags).astype(np.float64)
-        self.length = counts
-        present = int(np.count_nonzero(counts))
-        n = max(1, present)
-        self.avg_length = float(counts.sum() / n) or 1.0
-        bag = owner[node]
-        keep = bag >= 0
-        p_term, p_bag, p_w = term[keep], bag[keep], weight[keep]
-        tf: np.ndarray = _EMPTY_F
-        self.bags: np.ndarray = _EMPTY_I
-        u_term: np.ndarray = _EMPTY_I
-        if len(p_term):
-            # one entry per (term, bag); weights summed in node order, as a per-term bincount would
-            pair = p_term * np.int64(max(1, n_bags)) + p_bag
-            uniq, inv = np.unique(pair, return_inverse=True)
-            tf = np.bincount(inv.ravel(), weights=p_w)
-            u_term = uniq // max(1, n_bags)
-            self.bags = uniq - u_term * max(1, n_bags)
-        self.ptr = np.searchsorted(u_term, np.arange(n_terms + 1))
-        # a term in no bag is rank_bm25-style "absent" (nan): it contributes 0
-        self.idf = np.array(
-            [
-                math.log(1.0 + (n - d + 0.5) / (d + 0.5)) if d else math.nan
-                for d in np.diff(self.ptr).tolist()
-            ],
-            dtype=np.float64,
-        )
-        # BM25 of one term in one bag depends on neither the query nor the other terms:
-        # idf · tf · (k1 + 1) / (tf + k1 · (1 − b + b · length / avg_length)), kept per entry
-        idf = self.idf[u_term]
-        norm = 1 - BM25_B + BM25_B * self.length[self.bags] / self.avg_length
-        contrib = idf * tf * (BM25_K1 + 1) / (tf + BM25_K1 * norm)
-        self.ptr, self.bags, self.contrib, self.dense_row, self.dense = _densify(
-            self.ptr, self.bags, contrib, n_bags
-        )
-
-    def slot_scores(self, slots: Sequence[Slot], n_bags: int) -> np.ndarray:
-        """:meth:`scores` for a query of slots: each slot counts once in a bag, with the
-        best of its terms' contributions times their weights (and the best possible
-        score is the sum of each slot's best weighted idf)."""
-        if all(_exact(slot) for slot in slots):
-            return self.scores([slot[0][0] for slot in slots], n_bags)
-        out = np.zeros(n_bags, dtype=np.float64)
-        top = 0.0
-        for slot in slots:
-            best = np.zeros(n_bags, dtype=np.float64)
-            peak = 0.0
-            for j, m in slot:
-                idf = self.idf[j]
-                if np.isnan(idf):
-                    continue
-                peak = max(peak, m * idf)
-                row = self.dense_row[j]
-                if row >= 0:
-                    np.maximum(best, m * self.dense[row], out=best)
-                else:
-                    lo, hi = self.ptr[j], self.ptr[j + 1]
-                    at = self.bags[lo:hi]
-                    best[at] = np.maximum(best[at], m * self.contrib[lo:hi])
-            out += best
-            top += peak
-        top *= BM25_K1 + 1
-        return out / top if top > 0 else np.zeros(n_bags, dtype=np.float64)
-
-    def scores(self, query: Sequence[int], n_bags: int) -> np.ndarray:
-        """BM25 of every bag, as a fraction of the best possible score (0 where no match)."""
-        out = np.zeros(n_bags, dtype=np.float64)
-        idfs = [self.idf[j] for j in query if not np.isnan(self.idf[j])]
-        top = sum(idfs) * (BM25_K1 + 1)
-        if top <= 0:
-            return out
-        for j in query:
-            idf = self.idf[j]
-            if np.isnan(idf):
-                continue
-            row = self.dense_row[j]
-            if row >= 0:
-                out += self.dense[row]
-            else:
-                lo, hi = self.ptr[j], self.ptr[j + 1]
-                out[self.bags[lo:hi]] += self.contrib[lo:hi]
-        return out / top
-
-
-#: One question word in a query: its terms with their weights (1.0: the word's own term;
-#: less: a bridge to a word the catalog uses, see ``ranking.bridges``).
-Slot = Sequence[tuple[int, float]]
-
-
-def _exact(slot: Slot) -> bool:
-    return len(slot) == 1 and slot[0][1] == 1.0
-
-
-_EMPTY_I = np.zeros(0, dtype=np.int64)
-_EMPTY_F = np.zeros(0, dtype=np.float64)
 _LEVELS = {"group": 0, "table": 1, "leaf": 2}
 
 
@@ -242,6 +156,25 @@ class CoverageIndex:
         ordered = sorted(nodes, key=lambda n: n.id)
         self.ids: list[str] = [n.id for n in ordered]
         index = {node_id: i for i, node_id in enumerate(self.ids)}
+        parent, t_of = self._build_hierarchy(ordered, index)
+        p_term, p_node, p_w = self._build_postings(ordered, weights, t_of)
+        self._build_links(links, index)
+        self.is_key = np.array([node_id in keys for node_id in self.ids], dtype=bool)
+        self.value_kind = np.array(
+            [
+                value_kind(n.data_type, n.fields.get("name")) if n.level == "leaf" else VALUE_NONE
+                for n in ordered
+            ],
+            dtype=np.int8,
+        )
+        self._build_tables(parent, t_of, p_term, p_node, p_w)
+        self._build_bridges(ordered, bridges)
+
+    def _build_hierarchy(
+        self, ordered: Sequence[CoverageNode], index: Mapping[str, int]
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Each node's level, table and group, and the compact numbering of tables and
+        groups; returns the parent of each node and each table node's compact number."""
         n_nodes = len(ordered)
         self.level = np.array([_LEVELS[n.level] for n in ordered], dtype=np.int8)
         parent = np.array(
@@ -260,6 +193,15 @@ class CoverageIndex:
         g_of[self.group_nodes] = np.arange(len(self.group_nodes))
         self.table_idx = np.where(self.table >= 0, t_of[np.maximum(self.table, 0)], -1)
         self.group_idx = np.where(self.group >= 0, g_of[np.maximum(self.group, 0)], -1)
+        return parent, t_of
+
+    def _build_postings(
+        self, ordered: Sequence[CoverageNode], weights: Mapping[str, float], t_of: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The forward index, idf, the table and group bags and the table nodes' own terms;
+        returns every (term, node, weight) posting, sorted by term then node."""
+        n_nodes = len(ordered)
+        n_tables = len(self.table_nodes)
         # forward index: node → (term, code of its field weight in field_w), CSR over nodes
         self.vocab, self.fwd_ptr, self.fwd_term, self.fwd_code, self.field_w = _forward(
             ordered, weights
@@ -281,6 +223,10 @@ class CoverageIndex:
         self.town_table = t_of[p_node[at_table]]
         self.town_w = p_w[at_table]
         self.town_ptr = np.searchsorted(p_term[at_table], np.arange(n_vocab + 1))
+        return p_term, p_node, p_w
+
+    def _build_links(self, links: Iterable[tuple[str, str]], index: Mapping[str, int]) -> None:
+        """The join neighbours of each table (both directions, compact table numbers)."""
         src: list[int] = []
         dst: list[int] = []
         for a, b in links:
@@ -294,14 +240,19 @@ class CoverageIndex:
         pairs = sorted(set(zip(src, dst, strict=True)))
         self.nb_src = np.array([p[0] for p in pairs], dtype=np.int64)
         self.nb_dst = np.array([p[1] for p in pairs], dtype=np.int64)
-        self.is_key = np.array([node_id in keys for node_id in self.ids], dtype=bool)
-        self.value_kind = np.array(
-            [
-                value_kind(n.data_type, n.fields.get("name")) if n.level == "leaf" else VALUE_NONE
-                for n in ordered
-            ],
-            dtype=np.int8,
-        )
+
+    def _build_tables(
+        self,
+        parent: np.ndarray,
+        t_of: np.ndarray,
+        p_term: np.ndarray,
+        p_node: np.ndarray,
+        p_w: np.ndarray,
+    ) -> None:
+        """What a query reads per table: group, term count, coverage with and without the
+        join neighbours, children and leaves."""
+        n_tables = len(self.table_nodes)
+        n_vocab = len(self.vocab)
         # Per table (compact numbering), what a query reads for every candidate table: read
         # through the node arrays these are scattered loads over every node of the catalog.
         self.table_group = self.group_idx[self.table_nodes]
@@ -321,9 +272,13 @@ class CoverageIndex:
         leaf_table = np.where(self.level == 2, self.table_idx, -1)
         self.leaves, self.leaves_ptr = _group_csr(leaf_table, n_tables)
         self._group_by_id = {self.ids[g]: k for k, g in enumerate(self.group_nodes)}
-        # Vocabulary bridges (``ranking.bridges``), as arrays so that a persisted index maps
-        # them: identifier parts that may abbreviate a word (with their term, first letter,
-        # letter set as a bit mask, length), and question-side tokens → (term, weight) CSR.
+
+    def _build_bridges(
+        self, ordered: Sequence[CoverageNode], bridges: bool | CoverageIndex
+    ) -> None:
+        """Vocabulary bridges (``ranking.bridges``), as arrays so that a persisted index maps
+        them: identifier parts that may abbreviate a word (with their term, first letter,
+        letter set as a bit mask, length), and question-side tokens → (term, weight) CSR."""
         if isinstance(bridges, CoverageIndex):
             abbr, syn = bridges._bridges_for(self.vocab)
         else:
@@ -628,8 +583,40 @@ class CoverageIndex:
         if not slots or k < 1 or total <= 0:
             return [], []
         allowed = ids if ids is None or isinstance(ids, set | frozenset) else set(ids)
-        n_tables = len(self.table_nodes)
         # -- table level: every array is per table, filled from per-term table postings
+        linked_mass, town_mass, town_count = self._table_masses(query, slots, plain)
+        n_tables = len(self.table_nodes)
+        table_bm25 = self.tables.slot_scores(slots, n_tables)  # table(t)
+        group_bm25 = self.groups.slot_scores(slots, len(self.group_nodes))  # group(g)
+        # candidates: covered tables and the join neighbours of covered tables (bridge tables),
+        # which are exactly the tables with a positive link(t): its postings hold every table
+        # holding a term and every join neighbour of one, each with a positive weight
+        cand_t = np.flatnonzero(linked_mass > 0)
+        keep = self._mask_tables(cand_t, scope, allowed)
+        cand_t = cand_t[keep]
+        if not len(cand_t):
+            return [], []
+        cand_nodes = self.table_nodes[cand_t]
+        g_idx = self.table_group[cand_t]
+        group_part = np.where(g_idx >= 0, group_bm25[np.maximum(g_idx, 0)], 0.0)
+        score_c = group_part + table_bm25[cand_t] + LINK_PRIOR * linked_mass[cand_t] / total
+        # the best tables in score order, ties by id (= node index)
+        s_cand = -_key(score_c)
+        top = _top(s_cand, TOP_TABLES)
+        best = cand_t[top[np.lexsort((cand_nodes[top], s_cand[top]))]]
+        leaves, leaf_mass, leaf_count = self._leaf_level(
+            text, best, query, slots, plain, total, scope, allowed
+        )
+        return self._rank_pool(
+            k, total, cand_t, score_c, town_mass, town_count, leaves, leaf_mass, leaf_count
+        )
+
+    def _table_masses(
+        self, query: Sequence[int], slots: Sequence[Slot], plain: bool
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Per table: link(t) (coverage of t and its join neighbours), own(n) of the table
+        node itself, and how many query terms the table node holds."""
+        n_tables = len(self.table_nodes)
         linked_mass = np.zeros(n_tables)  # link(t): coverage of t and its join neighbours
         town_mass = np.zeros(n_tables)  # own(n) of the table nodes themselves
         town_count = np.zeros(n_tables, dtype=np.int32)
@@ -646,28 +633,21 @@ class CoverageIndex:
             town_count[self.town_table[lo:hi]] += 1
         if not plain:
             self._slot_tables(slots, linked_mass, town_mass, town_count)
-        table_bm25 = self.tables.slot_scores(slots, n_tables)  # table(t)
-        group_bm25 = self.groups.slot_scores(slots, len(self.group_nodes))  # group(g)
-        # candidates: covered tables and the join neighbours of covered tables (bridge tables),
-        # which are exactly the tables with a positive link(t): its postings hold every table
-        # holding a term and every join neighbour of one, each with a positive weight
-        cand_t = np.flatnonzero(linked_mass > 0)
-        keep = self._mask_tables(cand_t, scope, allowed)
-        cand_t = cand_t[keep]
-        if not len(cand_t):
-            return [], []
-        cand_nodes = self.table_nodes[cand_t]
-        g_idx = self.table_group[cand_t]
-        group_part = np.where(g_idx >= 0, group_bm25[np.maximum(g_idx, 0)], 0.0)
-        score_c = group_part + table_bm25[cand_t] + LINK_PRIOR * linked_mass[cand_t] / total
-        score_t = np.full(n_tables, np.nan)
-        score_t[cand_t] = score_c
-        # the best tables in score order, ties by id (= node index)
-        s_cand = -_key(score_c)
-        top = _top(s_cand, TOP_TABLES)
-        best = cand_t[top[np.lexsort((cand_nodes[top], s_cand[top]))]]
-        # -- leaf level: only under the best tables. Their matched leaves are ranked; the
-        # unmatched leaves of the very best follow (keys first)
+        return linked_mass, town_mass, town_count
+
+    def _leaf_level(
+        self,
+        text: str,
+        best: np.ndarray,
+        query: Sequence[int],
+        slots: Sequence[Slot],
+        plain: bool,
+        total: float,
+        scope: str | None,
+        allowed: Collection[str] | None,
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The leaves ranked under the ``best`` tables, with their own coverage and term
+        counts: their matched leaves, then the unmatched leaves of the very best (keys first)."""
         under = _gather(self.leaves, self.leaves_ptr, best[:TOP_TABLES])
         extra = _gather(self.children, self.children_ptr, best[:TOP_LEAF_TABLES])
         near = np.concatenate([under, extra])
@@ -680,7 +660,25 @@ class CoverageIndex:
         leaves, first = np.unique(near[chosen], return_index=True)
         leaf_mass, leaf_count = near_mass[chosen][first], near_count[chosen][first]
         keep = self._mask(leaves, scope, allowed)
-        leaves, leaf_mass, leaf_count = leaves[keep], leaf_mass[keep], leaf_count[keep]
+        return leaves[keep], leaf_mass[keep], leaf_count[keep]
+
+    def _rank_pool(
+        self,
+        k: int,
+        total: float,
+        cand_t: np.ndarray,
+        score_c: np.ndarray,
+        town_mass: np.ndarray,
+        town_count: np.ndarray,
+        leaves: np.ndarray,
+        leaf_mass: np.ndarray,
+        leaf_count: np.ndarray,
+    ) -> tuple[list[tuple[str, float]], list[int]]:
+        """The ``k`` best of the candidate tables and the chosen leaves, with their levels."""
+        n_tables = len(self.table_nodes)
+        cand_nodes = self.table_nodes[cand_t]
+        score_t = np.full(n_tables, np.nan)
+        score_t[cand_t] = score_c
         # -- the pool: candidate tables and the chosen leaves, with their own coverage (a table
         # among the chosen leaves, if a schema nests one under another, is counted once)
         is_cand = np.zeros(n_tables, dtype=bool)
@@ -729,171 +727,6 @@ class CoverageIndex:
         return [self.ids[i] for i in nodes.tolist()]
 
 
-VALUE_NONE, VALUE_NUMBER, VALUE_TEXT, VALUE_TIME = 0, 1, 2, 3
-_NUMERIC_TYPES = re.compile(
-    r"int|number|numeric|decimal|float|double|real|money|serial", re.IGNORECASE
-)
-_TIME_TYPES = re.compile(r"date|time|year", re.IGNORECASE)
-_TEXT_TYPES = re.compile(r"char|text|string|clob", re.IGNORECASE)
-_YEAR = re.compile(r"\b(1[89]\d\d|20\d\d)s?\b")
-_NUMBER = re.compile(r"(?<![\w.])\d+(?:[.,]\d+)?(?![\w.])")
-_QUOTED = re.compile(r"['\"\u2018\u201c]([^'\"\u2019\u201d]{1,60})['\"\u2019\u201d]")
-_CAPITALISED = re.compile(r"(?<=[\w,;:)] )[A-Z][\w.'-]*")
-
-
-def value_kind(data_type: str | None, name: str | None) -> int:
-    """What kind of question value a leaf can hold: a date or year (its type, or a
-    name part ``year``/``date``), a number, a text; VALUE_NONE when its type is unknown
-    and its name says nothing."""
-    parts = split_identifier(name) if name else []
-    if (data_type and _TIME_TYPES.search(data_type)) or any(p in ("year", "date") for p in parts):
-        return VALUE_TIME
-    if not data_type:
-        return VALUE_NONE
-    if _NUMERIC_TYPES.search(data_type):
-        return VALUE_NUMBER
-    if _TEXT_TYPES.search(data_type):
-        return VALUE_TEXT
-    return VALUE_NONE
-
-
-def value_cues(text: str) -> frozenset[int]:
-    """The kinds of values a question names: a year (1800–2099), another number, a
-    quoted string or a capitalised word that does not start a sentence (a name:
-    "flights from 'APG'", "cities in France")."""
-    cues: set[int] = set()
-    if _YEAR.search(text):
-        cues.add(VALUE_TIME)
-    if any(not _YEAR.fullmatch(m.group(0)) for m in _NUMBER.finditer(text)):
-        cues.add(VALUE_NUMBER)
-    if _QUOTED.search(text) or _CAPITALISED.search(text):
-        cues.add(VALUE_TEXT)
-    return frozenset(cues)
-
-
-def _densify(
-    ptr: np.ndarray, cols: np.ndarray, values: np.ndarray, n_cols: int
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Split a CSR matrix (rows = terms) into sparse rows and dense ones.
-
-    A term held by half the tables or more is cheaper as a dense row, in memory (8 bytes
-    a table against 16 an entry) and in time (one contiguous add instead of a scatter);
-    adding the zeros of the tables that lack it changes no sum. Returns the CSR of the
-    sparse rows, each term's dense row number (-1: sparse) and the dense rows.
-    """
-    lengths = np.diff(ptr)
-    dense_terms = np.flatnonzero(2 * lengths >= max(1, n_cols))
-    row_of = np.full(len(lengths), -1, dtype=np.int64)
-    row_of[dense_terms] = np.arange(len(dense_terms))
-    dense = np.zeros((len(dense_terms), n_cols), dtype=np.float64)
-    owner = np.repeat(np.arange(len(lengths)), lengths)
-    in_dense = row_of[owner] >= 0
-    dense[row_of[owner[in_dense]], cols[in_dense]] = values[in_dense]
-    keep = ~in_dense
-    sparse_ptr = np.zeros(len(lengths) + 1, dtype=np.int64)
-    np.cumsum(np.where(row_of >= 0, 0, lengths), out=sparse_ptr[1:])
-    return sparse_ptr, cols[keep].astype(np.int32), values[keep], row_of, dense
-
-
-def _top(keys: np.ndarray, n: int) -> np.ndarray:
-    """Indices of every entry whose key is among the ``n`` smallest, ties at the cut included
-    (so a full sort of just these gives the same first ``n`` as a sort of all)."""
-    if len(keys) <= n:
-        return np.arange(len(keys))
-    cut = np.partition(keys, n - 1)[n - 1]
-    return np.flatnonzero(keys <= cut)
-
-
-def _gather(flat: np.ndarray, ptr: np.ndarray, groups: np.ndarray) -> np.ndarray:
-    """The CSR rows ``groups`` of ``flat``, concatenated in that order."""
-    if not len(groups):
-        return _EMPTY_I
-    starts = ptr[groups]
-    lens = ptr[groups + 1] - starts
-    pos = np.repeat(starts - (np.cumsum(lens) - lens), lens) + np.arange(int(lens.sum()))
-    return flat[pos]
-
-
-def _group_csr(owner: np.ndarray, n_groups: int) -> tuple[np.ndarray, np.ndarray]:
-    """Indices with ``owner >= 0`` grouped by owner (ascending within a group), and the CSR
-    pointers over the ``n_groups`` owners."""
-    members = np.flatnonzero(owner >= 0)
-    members = members[np.argsort(owner[members], kind="stable")]
-    ptr = np.zeros(n_groups + 1, dtype=np.int64)
-    np.cumsum(np.bincount(owner[members], minlength=n_groups), out=ptr[1:])
-    return members, ptr
-
-
-def _forward(
-    ordered: Sequence[CoverageNode], weights: Mapping[str, float]
-) -> tuple[dict[str, int], np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """The vocabulary (term ids by first appearance) and each node's terms with the code of
-    the strongest field weight it has them in, as CSR over nodes."""
-    codes = {w: c for c, w in enumerate(sorted(set(weights.values())))}
-    field_w = np.array(sorted(codes), dtype=np.float64)
-    vocab: dict[str, int] = {}
-    # Catalogs repeat themselves (the same column, label and description in many models):
-    # analyse each distinct field text once, and merge each distinct set of fields once.
-    analysed: dict[str, tuple[int, ...]] = {}
-    merged: dict[tuple[tuple[str, str | None], ...], tuple[list[int], list[int]]] = {}
-    ptr = np.zeros(len(ordered) + 1, dtype=np.int64)
-    terms: list[int] = []
-    coded: list[int] = []
-    for i, n in enumerate(ordered):
-        fields = tuple(n.fields.items())
-        done = merged.get(fields)
-        if done is None:
-            mine: dict[int, float] = {}
-            for name, text in fields:
-                w = weights.get(name, 0.0)
-                if w <= 0 or not text:
-                    continue
-                toks = analysed.get(text)
-                if toks is None:
-                    toks = analysed[text] = tuple(
-                        vocab.setdefault(tok, len(vocab)) for tok in analyze(text)
-                    )
-                for tok in toks:
-                    if mine.get(tok, 0.0) < w:
-                        mine[tok] = w
-            done = merged[fields] = (list(mine), [codes[w] for w in mine.values()])
-        terms += done[0]
-        coded += done[1]
-        ptr[i + 1] = len(terms)
-    return (
-        vocab,
-        ptr,
-        np.array(terms, dtype=np.int32),
-        np.array(coded, dtype=np.int8),
-        field_w,
-    )
-
-
-def _bridges(
-    ordered: Sequence[CoverageNode], vocab: Mapping[str, int]
-) -> tuple[tuple[list[str], list[int]], dict[str, list[tuple[int, float]]]]:
-    """The index's vocabulary bridges: the identifier parts of names and labels that may
-    abbreviate a word, with their terms; WordNet synonyms of its terms."""
-    from layersearch.ranking.lexicon import wordnet
-
-    parts: set[str] = set()
-    seen: set[str] = set()
-    for n in ordered:
-        for name in ("name", "label"):
-            text = n.fields.get(name)
-            if not text or text in seen:
-                continue
-            seen.add(text)
-            for word in text.split():
-                parts.update(split_identifier(word))
-    wn = wordnet()
-    candidates = abbreviation_candidates(parts, wn.is_word if wn is not None else None)
-    found = [(p, vocab[stem(p)]) for p in candidates if stem(p) in vocab]
-    terms = {t: j for t, j in vocab.items() if t.replace("_", "").isalpha()}
-    abbr = ([p for p, _ in found], [j for _, j in found])
-    return abbr, synonym_bridges(terms)
-
-
 _QUERIES: weakref.WeakKeyDictionary[
     CoverageIndex, dict[str, tuple[tuple[tuple[tuple[int, float], ...], ...], float]]
 ] = weakref.WeakKeyDictionary()
@@ -919,68 +752,6 @@ def _query_of(
             recent.pop(next(iter(recent)))
         recent[text] = found
     return found
-
-
-def _letters(word: str) -> int:
-    """The set of a lowercase ASCII word's letters as a bit mask (a → bit 0)."""
-    mask = 0
-    for ch in word:
-        code = ord(ch) - 97
-        if 0 <= code < 26:
-            mask |= 1 << code
-    return mask
-
-
-def lemma_key(lemma: str) -> str:
-    """The analyzer's token for a WordNet lemma: the stem of one word, the lowercased
-    identifier of several (``last_name``)."""
-    return stem(lemma) if lemma.isalpha() else lemma.lower()
-
-
-def _pair_max(
-    a: np.ndarray, b: np.ndarray, values: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Distinct (a, b) pairs, sorted, with the largest value of each."""
-    if not len(a):
-        return _EMPTY_I, _EMPTY_I, _EMPTY_F
-    width = np.int64(int(b.max()) + 1)
-    key = a.astype(np.int64) * width + b
-    order = np.argsort(key, kind="stable")
-    key = key[order]
-    starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
-    # a maximum is the same whatever order it is taken in
-    top = np.maximum.reduceat(values[order], starts)
-    pair = key[starts]
-    return pair // width, pair % width, top
-
-
-def _csr(
-    term: np.ndarray, table: np.ndarray, weight: np.ndarray, n_terms: int
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Term-sorted (table, weight) pairs as CSR over terms: (pointers, tables, weights)."""
-    return np.searchsorted(term, np.arange(n_terms + 1)), table, weight
-
-
-def _key(values: np.ndarray) -> np.ndarray:
-    """Scores as sort keys: rounded so that sums taken in another order tie as they should."""
-    return np.round(values, 9)
-
-
-def _terms(fields: Mapping[str, str | None], weights: Mapping[str, float]) -> dict[str, float]:
-    terms: dict[str, float] = {}
-    for name, text in fields.items():
-        w = weights.get(name, 0.0)
-        if w <= 0 or not text:
-            continue
-        for tok in analyze(text):
-            if terms.get(tok, 0.0) < w:
-                terms[tok] = w
-    return terms
-
-
-def _raise(cov: dict[str, float], q: str, w: float) -> None:
-    if cov.get(q, 0.0) < w:
-        cov[q] = w
 
 
 def links_from_edges(edges: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:

@@ -137,6 +137,24 @@ def fuse(
     deleting those votes, without making them first.
     """
     names = sorted(rankings)
+    ids, levels, best, votes = _votes(rankings, names, weights, level, by_level, superseded)
+    return _columns(names, ids, levels, best, votes, k)
+
+
+#: the counted votes, one entry each in channel order: (document, channel, rank, channel
+#: score, channel weight)
+_Votes = tuple[list[int], list[int], list[int], list[float], list[float]]
+
+
+def _votes(
+    rankings: Mapping[str, Sequence[tuple[str, float]]],
+    names: list[str],
+    weights: Mapping[str, float] | None,
+    level: Callable[[str], int] | None,
+    by_level: Collection[str] | None,
+    superseded: Mapping[str, Callable[[str], bool]] | None,
+) -> tuple[list[str], list[int], list[int], _Votes]:
+    """The fused ids in order of first vote, their levels and best ranks, and the votes."""
     index: dict[str, int] = {}
     ids: list[str] = []
     levels: list[int] = []
@@ -181,6 +199,19 @@ def fuse(
             e_rank.append(rank)
             e_score.append(float(score))
             e_weight.append(w)
+    return ids, levels, best, (e_doc, e_chan, e_rank, e_score, e_weight)
+
+
+def _columns(
+    names: list[str],
+    ids: list[str],
+    levels: list[int],
+    best: list[int],
+    counted: _Votes,
+    k: int,
+) -> FusedList:
+    """The fused scores of the votes, and the ids ordered by them (with the tie-breaks)."""
+    e_doc, e_chan, e_rank, e_score, e_weight = counted
     n = len(ids)
     if n == 0:
         return FusedList([], [], [], ([], [], [], []), [0], names)

@@ -7,6 +7,7 @@ see docs/importers.md for the mapping rules of each format.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +41,15 @@ FORMATS = (
     "database",
 )
 NATIVE_KEYS = ("datasource", "model", "memories")
+#: the loaders of the formats a ``datasource`` name applies to (besides database)
+_NAMING_LOADERS: dict[str, Callable[..., Catalog]] = {
+    "slayer": load_slayer,
+    "dbt": load_dbt,
+    "dbt-manifest": load_dbt_manifest,
+    "cube": load_cube,
+    "lookml": load_lookml,
+    "osi": load_osi,
+}
 _FORCE_HINT = f"formats: {', '.join(FORMATS)}; name one with --format FORMAT"
 
 
@@ -146,20 +156,10 @@ def load_catalog(
             )
         if kind == "native":
             catalog = load_native(path)
-        elif kind == "slayer":
-            catalog = load_slayer(path, datasource=datasource)
-        elif kind == "dbt":
-            catalog = load_dbt(path, datasource=datasource)
-        elif kind == "dbt-manifest":
-            catalog = load_dbt_manifest(path, datasource=datasource)
-        elif kind == "cube":
-            catalog = load_cube(path, datasource=datasource)
-        elif kind == "lookml":
-            catalog = load_lookml(path, datasource=datasource)
-        elif kind == "osi":
-            catalog = load_osi(path, datasource=datasource)
-        else:
+        elif kind == "spider":
             catalog = load_spider(path)
+        else:
+            catalog = _NAMING_LOADERS[kind](path, datasource=datasource)
         if sample_values:
             catalog.skipped.append(
                 f"sampling {sample_values} values per column (--sample-values): values are "

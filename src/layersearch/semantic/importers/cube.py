@@ -11,7 +11,7 @@ what lies outside its subset is listed in ``skipped`` with file and line.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -503,22 +503,10 @@ def _view_members(model: Model, d: _Def, by_name: dict[str, Model], skipped: lis
         for leaf in leaves:
             if (wanted is not None and leaf.name not in wanted) or leaf.name in excludes:
                 continue
-            copy: Column | Measure
-            if isinstance(leaf, Column):
-                copy = Column(
-                    name=prefix + leaf.name,
-                    data_type=leaf.data_type,
-                    label=leaf.label,
-                    description=leaf.description,
-                    hidden=leaf.hidden,
-                )
-            else:
-                copy = Measure(
-                    name=prefix + leaf.name,
-                    formula=leaf.formula,
-                    label=leaf.label,
-                    description=leaf.description,
-                    data_type=leaf.data_type,
-                    hidden=leaf.hidden,
-                )
+            # a view's copy of a column is neither a key nor sampled
+            copy: Column | Measure = (
+                replace(leaf, name=prefix + leaf.name, primary_key=False, values=[])
+                if isinstance(leaf, Column)
+                else replace(leaf, name=prefix + leaf.name)
+            )
             names.add(copy, skipped, f"{w} ({source.name}.{leaf.name})")

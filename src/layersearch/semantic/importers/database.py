@@ -183,24 +183,37 @@ def _redact(dsn: str) -> str:
 
 
 @contextlib.contextmanager
-def _duckdb(path: Path) -> Iterator[tuple[list[_Table], Sampler]]:
+def _reading(
+    con: Any,
+    name: str,
+    error: type[Exception],
+    tables_of: Callable[[Any], list[_Table]],
+    bind: Callable[[str, int], tuple[str, Any]],
+) -> Iterator[tuple[list[_Table], Sampler]]:
+    """The tables of an open connection and a sampler over it (``bind``: the driver's
+    statement and parameters for a sampling query with its limit); a driver ``error``
+    while they are used is a load error naming ``name``; the connection is closed after."""
+    try:
+        tables = tables_of(con)
+
+        def sampler(sql: str, n: int) -> list[Any]:
+            return [r[0] for r in con.execute(*bind(sql, n)).fetchall()]
+
+        yield tables, sampler
+    except error as exc:
+        raise ModelLoadError(f"{name}: cannot read the schema: {exc}") from exc
+    finally:
+        con.close()
+
+
+def _duckdb(path: Path) -> contextlib.AbstractContextManager[tuple[list[_Table], Sampler]]:
     import duckdb
 
     try:
         con = duckdb.connect(str(path), read_only=True)
     except duckdb.Error as exc:
         raise ModelLoadError(f"{path}: cannot open as a DuckDB or SQLite database: {exc}") from exc
-    try:
-        tables = _duckdb_tables(con)
-
-        def sampler(sql: str, n: int) -> list[Any]:
-            return [r[0] for r in con.execute(sql, [n]).fetchall()]
-
-        yield tables, sampler
-    except duckdb.Error as exc:
-        raise ModelLoadError(f"{path}: cannot read the schema: {exc}") from exc
-    finally:
-        con.close()
+    return _reading(con, str(path), duckdb.Error, _duckdb_tables, lambda sql, n: (sql, [n]))
 
 
 def _duckdb_tables(con: Any) -> list[_Table]:
@@ -240,23 +253,12 @@ def _duckdb_tables(con: Any) -> list[_Table]:
 # --- SQLite ---------------------------------------------------------------
 
 
-@contextlib.contextmanager
-def _sqlite(path: Path) -> Iterator[tuple[list[_Table], Sampler]]:
+def _sqlite(path: Path) -> contextlib.AbstractContextManager[tuple[list[_Table], Sampler]]:
     try:
         con = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
     except sqlite3.Error as exc:
         raise ModelLoadError(f"{path}: cannot open as SQLite: {exc}") from exc
-    try:
-        tables = _sqlite_tables(con)
-
-        def sampler(sql: str, n: int) -> list[Any]:
-            return [r[0] for r in con.execute(sql, (n,)).fetchall()]
-
-        yield tables, sampler
-    except sqlite3.Error as exc:
-        raise ModelLoadError(f"{path}: cannot read the schema: {exc}") from exc
-    finally:
-        con.close()
+    return _reading(con, str(path), sqlite3.Error, _sqlite_tables, lambda sql, n: (sql, (n,)))
 
 
 def _sqlite_tables(con: sqlite3.Connection) -> list[_Table]:
@@ -319,8 +321,7 @@ ORDER BY conrelid, conname
 """
 
 
-@contextlib.contextmanager
-def _postgres(dsn: str) -> Iterator[tuple[list[_Table], Sampler]]:
+def _postgres(dsn: str) -> contextlib.AbstractContextManager[tuple[list[_Table], Sampler]]:
     try:
         import psycopg
     except ImportError as exc:
@@ -331,19 +332,12 @@ def _postgres(dsn: str) -> Iterator[tuple[list[_Table], Sampler]]:
         con = psycopg.connect(dsn, autocommit=True)
     except psycopg.Error as exc:
         raise ModelLoadError(f"{_redact(dsn)}: cannot connect: {exc}") from exc
-    try:
-        tables = _postgres_tables(con)
+    return _reading(con, _redact(dsn), psycopg.Error, _postgres_tables, _pg_bind)
 
-        def sampler(sql: str, n: int) -> list[Any]:
-            # psycopg binds %s; the quoted identifiers never contain a bare %.
-            pg_sql = sql.replace("%", "%%").replace("LIMIT ?", "LIMIT %s")
-            return [r[0] for r in con.execute(pg_sql, (n,)).fetchall()]
 
-        yield tables, sampler
-    except psycopg.Error as exc:
-        raise ModelLoadError(f"{_redact(dsn)}: cannot read the schema: {exc}") from exc
-    finally:
-        con.close()
+def _pg_bind(sql: str, n: int) -> tuple[str, Any]:
+    # psycopg binds %s; the quoted identifiers never contain a bare %.
+    return sql.replace("%", "%%").replace("LIMIT ?", "LIMIT %s"), (n,)
 
 
 def _postgres_tables(con: Any) -> list[_Table]:

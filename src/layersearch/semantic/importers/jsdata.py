@@ -129,22 +129,8 @@ def tokenize(text: str, path: Path) -> list[Token]:
             continue
         col = i - line_start + 1
         if ch in "'\"":
-            out: list[str] = []
-            j = i + 1
-            while True:
-                if j >= n or text[j] == "\n":
-                    raise fail("unclosed string", i, line, line_start)
-                c = text[j]
-                if c == ch:
-                    break
-                if c == "\\" and j + 1 < n:
-                    out.append(_ESCAPES.get(text[j + 1], text[j + 1]))
-                    j += 2
-                    continue
-                out.append(c)
-                j += 1
-            tokens.append(Token("str", "".join(out), line, col))
-            i = j + 1
+            value, i = _string(text, i, path, line, line_start)
+            tokens.append(Token("str", value, line, col))
             continue
         if ch == "`":
             parts, j, start_line = _template(text, i, path, line, line_start)
@@ -181,6 +167,26 @@ def tokenize(text: str, path: Path) -> list[Token]:
         tokens.append(Token("punct" if op == "=" else "op", op, line, col))
         i = j
     return tokens
+
+
+def _string(text: str, i: int, path: Path, line: int, line_start: int) -> tuple[str, int]:
+    """The value of the quoted string starting at ``text[i]`` and the index after it."""
+    ch, n = text[i], len(text)
+    out: list[str] = []
+    j = i + 1
+    while True:
+        if j >= n or text[j] == "\n":
+            raise ModelLoadError(f"{path}:{line}:{i - line_start + 1}: unclosed string")
+        c = text[j]
+        if c == ch:
+            break
+        if c == "\\" and j + 1 < n:
+            out.append(_ESCAPES.get(text[j + 1], text[j + 1]))
+            j += 2
+            continue
+        out.append(c)
+        j += 1
+    return "".join(out), j + 1
 
 
 def _template(

@@ -12,8 +12,9 @@ document whose top-level key says what it is:
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import yaml
 
@@ -153,15 +154,7 @@ def parse_model(raw: Any, where: str, datasource: str | None) -> Model:
     ds = _str(data.get("datasource"), where, "datasource") or datasource
     if not ds:
         raise ModelLoadError(f"{where}: no datasource: add 'datasource: <name>'")
-    model = Model(
-        name=name,
-        datasource=_name(ds, where, "datasource"),
-        label=_str(data.get("label"), where, "label"),
-        description=_str(data.get("description"), where, "description"),
-        hidden=_bool(data.get("hidden"), where, "hidden"),
-        sql_table=_str(data.get("sql_table"), where, "sql_table"),
-        source=where,
-    )
+    model = new_model(data, where, name, _name(ds, where, "datasource"))
     seen: dict[str, str] = {}
 
     def claim(leaf: str, kind: str) -> None:
@@ -172,72 +165,137 @@ def parse_model(raw: Any, where: str, datasource: str | None) -> Model:
             )
         seen[leaf] = kind
 
-    for i, c in enumerate(_list(data.get("columns"), where, "columns")):
-        w = f"{where} columns[{i}]"
-        c = _mapping(c, w)
-        col = Column(
-            name=_name(c.get("name"), w),
-            data_type=_str(c.get("type", c.get("data_type")), w, "type"),
-            label=_str(c.get("label"), w, "label"),
-            description=_str(c.get("description"), w, "description"),
-            hidden=_bool(c.get("hidden"), w, "hidden"),
-            primary_key=_bool(c.get("primary_key"), w, "primary_key"),
-            values=[str(v) for v in _list(c.get("values"), w, "values")],
-        )
+    for _, col in leaves(data, where, "columns", parse_column):
         claim(col.name, "column")
         model.columns.append(col)
-    for i, m in enumerate(_list(data.get("measures"), where, "measures")):
-        w = f"{where} measures[{i}]"
-        m = _mapping(m, w)
-        me = Measure(
-            name=_name(m.get("name"), w),
-            formula=_str(m.get("formula"), w, "formula"),
-            label=_str(m.get("label"), w, "label"),
-            description=_str(m.get("description"), w, "description"),
-            data_type=_str(m.get("type", m.get("data_type")), w, "type"),
-            hidden=_bool(m.get("hidden"), w, "hidden"),
-        )
+    for _, me in leaves(data, where, "measures", parse_measure):
         claim(me.name, "measure")
         model.measures.append(me)
-    for i, a in enumerate(_list(data.get("aggregations"), where, "aggregations")):
-        w = f"{where} aggregations[{i}]"
-        a = _mapping(a, w)
-        agg = Aggregation(
-            name=_name(a.get("name"), w),
-            formula=_str(a.get("formula"), w, "formula"),
-            label=_str(a.get("label"), w, "label"),
-            description=_str(a.get("description"), w, "description"),
-            params=[_mapping(p, w) for p in _list(a.get("params"), w, "params")],
-            hidden=_bool(a.get("hidden"), w, "hidden"),
-        )
+    for _, agg in leaves(data, where, "aggregations", parse_aggregation):
         claim(agg.name, "aggregation")
         model.aggregations.append(agg)
-    for i, j in enumerate(_list(data.get("joins"), where, "joins")):
-        w = f"{where} joins[{i}]"
-        j = _mapping(j, w)
-        target = _str(j.get("to", j.get("target")), w, "to", required=True)
-        assert target is not None
-        pairs: list[tuple[str, str]] = []
-        # YAML 1.1 reads a bare `on:` key as the boolean true: accept both spellings.
-        raw_on: dict[Any, Any] = j
-        on = raw_on.get("on", raw_on.get(True))
-        if not on:
-            raise ModelLoadError(f"{w}: a join needs 'on: [[this_column, target_column]]'")
-        for p in _list(on, w, "on"):
-            if not (isinstance(p, list) and len(p) == 2 and all(isinstance(x, str) for x in p)):
-                raise ModelLoadError(f"{w}: each 'on' entry must be [this_column, target_column]")
-            pairs.append((p[0], p[1]))
-        card = _str(j.get("cardinality"), w, "cardinality")
-        if card is not None and card not in CARDINALITIES:
-            raise ModelLoadError(
-                f"{w}: cardinality '{card}' is not one of {', '.join(CARDINALITIES)}"
-            )
-        model.joins.append(
-            Join(
-                target=target, on=pairs, cardinality=card, join_type=_str(j.get("type"), w, "type")
-            )
-        )
+    for _, join in leaves(data, where, "joins", _parse_join):
+        model.joins.append(join)
     return model
+
+
+def new_datasource(data: Mapping[str, Any], where: str, name: str, dialect_key: str) -> Datasource:
+    """A datasource: ``data``'s description, label and (under ``dialect_key``) dialect."""
+    return Datasource(
+        name=name,
+        description=_str(data.get("description"), where, "description"),
+        label=_str(data.get("label"), where, "label"),
+        dialect=_str(data.get(dialect_key), where, dialect_key),
+        source=where,
+    )
+
+
+def new_model(data: Mapping[str, Any], where: str, name: str, datasource: str) -> Model:
+    """A model without leaves or joins: ``data``'s label, description, hidden, sql_table."""
+    return Model(
+        name=name,
+        datasource=datasource,
+        label=_str(data.get("label"), where, "label"),
+        description=_str(data.get("description"), where, "description"),
+        hidden=_bool(data.get("hidden"), where, "hidden"),
+        sql_table=_str(data.get("sql_table"), where, "sql_table"),
+        source=where,
+    )
+
+
+L = TypeVar("L")
+
+
+def leaves(
+    data: Mapping[str, Any], where: str, key: str, parse: Callable[[Any, str], L]
+) -> Iterator[tuple[str, L]]:
+    """Each entry of the list under ``key``, parsed, with where it stands
+    (``<where> columns[2]``)."""
+    for i, raw in enumerate(_list(data.get(key), where, key)):
+        w = f"{where} {key}[{i}]"
+        yield w, parse(raw, w)
+
+
+def _first(data: Mapping[Any, Any], keys: Sequence[str]) -> Any:
+    """``data.get(keys[0], data.get(keys[1], …))``: the first key present wins."""
+    value = None
+    for key in reversed(keys):
+        value = data.get(key, value)
+    return value
+
+
+def parse_column(
+    raw: Any, where: str, *, type_keys: Sequence[str] = ("type", "data_type"), values: bool = True
+) -> Column:
+    """A column mapping (name, type, label, description, hidden, primary_key and, with
+    ``values``, its sample values); errors name ``where``."""
+    c = _mapping(raw, where)
+    return Column(
+        name=_name(c.get("name"), where),
+        data_type=_str(_first(c, type_keys), where, "type"),
+        label=_str(c.get("label"), where, "label"),
+        description=_str(c.get("description"), where, "description"),
+        hidden=_bool(c.get("hidden"), where, "hidden"),
+        primary_key=_bool(c.get("primary_key"), where, "primary_key"),
+        values=[str(v) for v in _list(c.get("values"), where, "values")] if values else [],
+    )
+
+
+def parse_measure(
+    raw: Any, where: str, *, type_keys: Sequence[str] = ("type", "data_type")
+) -> Measure:
+    """A measure mapping (name, formula, label, description, type, hidden)."""
+    m = _mapping(raw, where)
+    return Measure(
+        name=_name(m.get("name"), where),
+        formula=_str(m.get("formula"), where, "formula"),
+        label=_str(m.get("label"), where, "label"),
+        description=_str(m.get("description"), where, "description"),
+        data_type=_str(_first(m, type_keys), where, "type"),
+        hidden=_bool(m.get("hidden"), where, "hidden"),
+    )
+
+
+def parse_aggregation(
+    raw: Any,
+    where: str,
+    *,
+    formula_keys: Sequence[str] = ("formula",),
+    params_where: str = "",
+) -> Aggregation:
+    """An aggregation mapping (name, formula, label, description, params, hidden); a
+    param that is not a mapping is named ``<where><params_where>``."""
+    a = _mapping(raw, where)
+    return Aggregation(
+        name=_name(a.get("name"), where),
+        formula=_str(_first(a, formula_keys), where, "formula"),
+        label=_str(a.get("label"), where, "label"),
+        description=_str(a.get("description"), where, "description"),
+        params=[
+            _mapping(p, f"{where}{params_where}") for p in _list(a.get("params"), where, "params")
+        ],
+        hidden=_bool(a.get("hidden"), where, "hidden"),
+    )
+
+
+def _parse_join(raw: Any, w: str) -> Join:
+    j = _mapping(raw, w)
+    target = _str(j.get("to", j.get("target")), w, "to", required=True)
+    assert target is not None
+    pairs: list[tuple[str, str]] = []
+    # YAML 1.1 reads a bare `on:` key as the boolean true: accept both spellings.
+    raw_on: dict[Any, Any] = j
+    on = raw_on.get("on", raw_on.get(True))
+    if not on:
+        raise ModelLoadError(f"{w}: a join needs 'on: [[this_column, target_column]]'")
+    for p in _list(on, w, "on"):
+        if not (isinstance(p, list) and len(p) == 2 and all(isinstance(x, str) for x in p)):
+            raise ModelLoadError(f"{w}: each 'on' entry must be [this_column, target_column]")
+        pairs.append((p[0], p[1]))
+    card = _str(j.get("cardinality"), w, "cardinality")
+    if card is not None and card not in CARDINALITIES:
+        raise ModelLoadError(f"{w}: cardinality '{card}' is not one of {', '.join(CARDINALITIES)}")
+    return Join(target=target, on=pairs, cardinality=card, join_type=_str(j.get("type"), w, "type"))
 
 
 def parse_memory(raw: Any, where: str) -> MemorySpec:
@@ -289,15 +347,7 @@ def load_native(path: str | Path) -> Catalog:
         elif "datasource" in raw and isinstance(raw["datasource"], dict):
             d = raw["datasource"]
             name = _name(d.get("name"), where, "name")
-            catalog.datasources.append(
-                Datasource(
-                    name=name,
-                    description=_str(d.get("description"), where, "description"),
-                    label=_str(d.get("label"), where, "label"),
-                    dialect=_str(d.get("dialect"), where, "dialect"),
-                    source=where,
-                )
-            )
+            catalog.datasources.append(new_datasource(d, where, name, "dialect"))
             for i, m in enumerate(_list(d.get("models"), where, "models")):
                 catalog.models.append(parse_model(m, f"{where} models[{i}]", name))
         elif "memories" in raw:

@@ -97,86 +97,99 @@ def _semantic_model(sm: dict[str, Any], where: str, override: str | None, catalo
     )
     models: dict[str, Model] = {}
     for i, raw in enumerate(_list(sm.get("datasets"), where, "datasets")):
-        w = f"{where} datasets[{i}]"
-        d = _mapping(raw, w)
-        dname = _str(d.get("name"), w, "name", required=True) or ""
-        w = f"{w} ({dname})"
-        pk = {str(c) for c in _list(d.get("primary_key"), w, "primary_key")}
-        model = Model(
-            name=safe_name(dname),
-            datasource=name,
-            label=_str(d.get("label"), w, "label"),
-            description=_described(d, w),
-            sql_table=_str(d.get("source"), w, "source"),
-            source=w,
-        )
-        names = LeafNames(model)
-        for j, fraw in enumerate(_list(d.get("fields"), w, "fields")):
-            fw = f"{w} fields[{j}]"
-            fd = _mapping(fraw, fw)
-            fname = _str(fd.get("name"), fw, "name", required=True) or ""
-            dim = fd.get("dimension")
-            is_time = isinstance(dim, dict) and dim.get("is_time") is True
-            names.add(
-                Column(
-                    name=safe_name(fname),
-                    data_type=_str(fd.get("data_type"), fw, "data_type")
-                    or ("time" if is_time else None),
-                    label=_str(fd.get("label"), fw, "label"),
-                    description=_described(fd, fw),
-                    primary_key=fname in pk,
-                ),
-                catalog.skipped,
-                fw,
-            )
-        fields = {c.name for c in model.columns}
-        for c in sorted(pk - fields):
-            catalog.skipped.append(f"{w}: primary_key column '{c}' is not a field; not flagged")
+        dname, model = _dataset(raw, f"{where} datasets[{i}]", name, catalog)
         if dname in models:
-            raise ModelLoadError(f"{w}: duplicate dataset '{dname}'")
+            raise ModelLoadError(f"{model.source}: duplicate dataset '{dname}'")
         models[dname] = model
         catalog.models.append(model)
     for i, raw in enumerate(_list(sm.get("relationships"), where, "relationships")):
-        w = f"{where} relationships[{i}]"
-        r = _mapping(raw, w)
-        src, dst = models.get(str(r.get("from"))), models.get(str(r.get("to")))
-        if src is None or dst is None:
-            catalog.skipped.append(
-                f"{w}: from/to names no dataset ({r.get('from')} → {r.get('to')}); not imported"
-            )
-            continue
-        a = [str(c) for c in _list(r.get("from_columns"), w, "from_columns")]
-        b = [str(c) for c in _list(r.get("to_columns"), w, "to_columns")]
-        if len(a) != len(b):
-            raise ModelLoadError(f"{w}: from_columns and to_columns differ in length")
-        src.joins.append(
-            Join(
-                target=dst.name,
-                on=[(safe_name(x), safe_name(y)) for x, y in zip(a, b, strict=True)],
-                cardinality="many_to_one",
-            )
-        )
+        _relationship(raw, f"{where} relationships[{i}]", models, catalog)
     for i, raw in enumerate(_list(sm.get("metrics"), where, "metrics")):
-        w = f"{where} metrics[{i}]"
-        m = _mapping(raw, w)
-        mname = _str(m.get("name"), w, "name", required=True) or ""
-        expr = _expression(m.get("expression"), w)
-        owner = next((models[x] for x in _QUALIFIED.findall(expr or "") if x in models), None)
-        if owner is None:
-            catalog.skipped.append(
-                f"{w}: metric '{mname}' names no dataset in its expression; not imported"
-            )
-            continue
-        LeafNames(owner).add(
-            Measure(
-                name=safe_name(mname),
-                formula=expr,
-                label=_str(m.get("label"), w, "label"),
-                description=_described(m, w),
-            ),
-            catalog.skipped,
-            w,
-        )
+        _metric(raw, f"{where} metrics[{i}]", models, catalog)
     for key in ("custom_extensions",):
         if sm.get(key):
             catalog.skipped.append(f"{where}: {key} not imported")
+
+
+def _dataset(raw: Any, w: str, datasource: str, catalog: Catalog) -> tuple[str, Model]:
+    """A dataset as a model of ``datasource`` with its fields as columns; and its name."""
+    d = _mapping(raw, w)
+    dname = _str(d.get("name"), w, "name", required=True) or ""
+    w = f"{w} ({dname})"
+    pk = {str(c) for c in _list(d.get("primary_key"), w, "primary_key")}
+    model = Model(
+        name=safe_name(dname),
+        datasource=datasource,
+        label=_str(d.get("label"), w, "label"),
+        description=_described(d, w),
+        sql_table=_str(d.get("source"), w, "source"),
+        source=w,
+    )
+    names = LeafNames(model)
+    for j, fraw in enumerate(_list(d.get("fields"), w, "fields")):
+        fw = f"{w} fields[{j}]"
+        fd = _mapping(fraw, fw)
+        fname = _str(fd.get("name"), fw, "name", required=True) or ""
+        dim = fd.get("dimension")
+        is_time = isinstance(dim, dict) and dim.get("is_time") is True
+        names.add(
+            Column(
+                name=safe_name(fname),
+                data_type=_str(fd.get("data_type"), fw, "data_type")
+                or ("time" if is_time else None),
+                label=_str(fd.get("label"), fw, "label"),
+                description=_described(fd, fw),
+                primary_key=fname in pk,
+            ),
+            catalog.skipped,
+            fw,
+        )
+    fields = {c.name for c in model.columns}
+    for c in sorted(pk - fields):
+        catalog.skipped.append(f"{w}: primary_key column '{c}' is not a field; not flagged")
+    return dname, model
+
+
+def _relationship(raw: Any, w: str, models: dict[str, Model], catalog: Catalog) -> None:
+    """A relationship as a many-to-one join of its ``from`` dataset."""
+    r = _mapping(raw, w)
+    src, dst = models.get(str(r.get("from"))), models.get(str(r.get("to")))
+    if src is None or dst is None:
+        catalog.skipped.append(
+            f"{w}: from/to names no dataset ({r.get('from')} → {r.get('to')}); not imported"
+        )
+        return
+    a = [str(c) for c in _list(r.get("from_columns"), w, "from_columns")]
+    b = [str(c) for c in _list(r.get("to_columns"), w, "to_columns")]
+    if len(a) != len(b):
+        raise ModelLoadError(f"{w}: from_columns and to_columns differ in length")
+    src.joins.append(
+        Join(
+            target=dst.name,
+            on=[(safe_name(x), safe_name(y)) for x, y in zip(a, b, strict=True)],
+            cardinality="many_to_one",
+        )
+    )
+
+
+def _metric(raw: Any, w: str, models: dict[str, Model], catalog: Catalog) -> None:
+    """A metric as a measure of the first dataset its expression names."""
+    m = _mapping(raw, w)
+    mname = _str(m.get("name"), w, "name", required=True) or ""
+    expr = _expression(m.get("expression"), w)
+    owner = next((models[x] for x in _QUALIFIED.findall(expr or "") if x in models), None)
+    if owner is None:
+        catalog.skipped.append(
+            f"{w}: metric '{mname}' names no dataset in its expression; not imported"
+        )
+        return
+    LeafNames(owner).add(
+        Measure(
+            name=safe_name(mname),
+            formula=expr,
+            label=_str(m.get("label"), w, "label"),
+            description=_described(m, w),
+        ),
+        catalog.skipped,
+        w,
+    )

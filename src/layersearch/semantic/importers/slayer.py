@@ -26,20 +26,24 @@ from typing import Any
 from layersearch.errors import ModelLoadError
 from layersearch.semantic.importers._common import LeafNames, slug
 from layersearch.semantic.importers.native import (
-    _bool,
     _list,
     _mapping,
     _name,
     _str,
     check_catalog,
+    leaves,
     model_yaml_files,
+    new_datasource,
+    new_model,
+    parse_aggregation,
+    parse_column,
+    parse_measure,
     read_yaml,
 )
 from layersearch.semantic.model import (
     Aggregation,
     Catalog,
     Column,
-    Datasource,
     Join,
     Measure,
     Model,
@@ -97,15 +101,7 @@ def _add_datasource(
     if any(d.name == name for d in catalog.datasources):
         catalog.skipped.append(f"{where}: datasource '{name}' already defined; this one skipped")
         return
-    catalog.datasources.append(
-        Datasource(
-            name=name,
-            description=_str(doc.get("description"), where, "description"),
-            label=_str(doc.get("label"), where, "label"),
-            dialect=_str(doc.get("type"), where, "type"),
-            source=where,
-        )
-    )
+    catalog.datasources.append(new_datasource(doc, where, name, "type"))
 
 
 def _parse_model(
@@ -118,55 +114,17 @@ def _parse_model(
         # Later versions may rename keys; import what we recognise rather than refuse.
         catalog.skipped.append(f"{where}: SLayer schema version {version!r}, read as version 7")
     ds = override or _str(doc.get("data_source"), where, "data_source") or default_ds
-    model = Model(
-        name=name,
-        datasource=_name(ds, where, "data_source"),
-        label=_str(doc.get("label"), where, "label"),
-        description=_str(doc.get("description"), where, "description"),
-        hidden=_bool(doc.get("hidden"), where, "hidden"),
-        sql_table=_str(doc.get("sql_table"), where, "sql_table"),
-        source=where,
-    )
+    model = new_model(doc, where, name, _name(ds, where, "data_source"))
     if model.sql_table is None and doc.get("sql"):
         model.sql_table = f"({str(doc['sql']).strip()})"
     names = LeafNames(model)
-    for i, raw in enumerate(_list(doc.get("columns"), where, "columns")):
-        w = f"{where} columns[{i}]"
-        c = _mapping(raw, w)
-        col = Column(
-            name=_name(c.get("name"), w),
-            data_type=_str(c.get("type"), w, "type"),
-            label=_str(c.get("label"), w, "label"),
-            description=_str(c.get("description"), w, "description"),
-            hidden=_bool(c.get("hidden"), w, "hidden"),
-            primary_key=_bool(c.get("primary_key"), w, "primary_key"),
-        )
+    for w, col in leaves(doc, where, "columns", _column):
         if names.claim(col.name, "column", catalog.skipped, w):
             model.columns.append(col)
-    for i, raw in enumerate(_list(doc.get("measures"), where, "measures")):
-        w = f"{where} measures[{i}]"
-        m = _mapping(raw, w)
-        me = Measure(
-            name=_name(m.get("name"), w),
-            formula=_str(m.get("formula"), w, "formula"),
-            label=_str(m.get("label"), w, "label"),
-            description=_str(m.get("description"), w, "description"),
-            data_type=_str(m.get("type"), w, "type"),
-            hidden=_bool(m.get("hidden"), w, "hidden"),
-        )
+    for w, me in leaves(doc, where, "measures", _measure):
         if names.claim(me.name, "measure", catalog.skipped, w):
             model.measures.append(me)
-    for i, raw in enumerate(_list(doc.get("aggregations"), where, "aggregations")):
-        w = f"{where} aggregations[{i}]"
-        a = _mapping(raw, w)
-        agg = Aggregation(
-            name=_name(a.get("name"), w),
-            formula=_str(a.get("formula", a.get("sql")), w, "formula"),
-            label=_str(a.get("label"), w, "label"),
-            description=_str(a.get("description"), w, "description"),
-            params=[_mapping(p, f"{w} params") for p in _list(a.get("params"), w, "params")],
-            hidden=_bool(a.get("hidden"), w, "hidden"),
-        )
+    for w, agg in leaves(doc, where, "aggregations", _aggregation):
         if names.claim(agg.name, "aggregation", catalog.skipped, w):
             model.aggregations.append(agg)
     for i, raw in enumerate(_list(doc.get("joins"), where, "joins")):
@@ -175,6 +133,18 @@ def _parse_model(
     if filters:
         catalog.skipped.append(f"{where}: {len(filters)} model filter(s) not imported")
     return model
+
+
+def _column(raw: Any, where: str) -> Column:
+    return parse_column(raw, where, type_keys=("type",), values=False)
+
+
+def _measure(raw: Any, where: str) -> Measure:
+    return parse_measure(raw, where, type_keys=("type",))
+
+
+def _aggregation(raw: Any, where: str) -> Aggregation:
+    return parse_aggregation(raw, where, formula_keys=("formula", "sql"), params_where=" params")
 
 
 def _parse_join(raw: Any, where: str) -> Join:

@@ -1,0 +1,127 @@
+"""What the schema channel's index (:mod:`layersearch.ranking.coverage`) reads from text:
+each node's terms (the forward index), the vocabulary bridges, a question's value cues."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from layersearch.ranking.analyzer import analyze, split_identifier, stem
+from layersearch.ranking.bridges import abbreviation_candidates, synonym_bridges
+
+if TYPE_CHECKING:
+    from layersearch.ranking.coverage import CoverageNode
+
+VALUE_NONE, VALUE_NUMBER, VALUE_TEXT, VALUE_TIME = 0, 1, 2, 3
+_NUMERIC_TYPES = re.compile(
+    r"int|number|numeric|decimal|float|double|real|money|serial", re.IGNORECASE
+)
+_TIME_TYPES = re.compile(r"date|time|year", re.IGNORECASE)
+_TEXT_TYPES = re.compile(r"char|text|string|clob", re.IGNORECASE)
+_YEAR = re.compile(r"\b(1[89]\d\d|20\d\d)s?\b")
+_NUMBER = re.compile(r"(?<![\w.])\d+(?:[.,]\d+)?(?![\w.])")
+_QUOTED = re.compile(r"['\"\u2018\u201c]([^'\"\u2019\u201d]{1,60})['\"\u2019\u201d]")
+_CAPITALISED = re.compile(r"(?<=[\w,;:)] )[A-Z][\w.'-]*")
+
+
+def value_kind(data_type: str | None, name: str | None) -> int:
+    """What kind of question value a leaf can hold: a date or year (its type, or a
+    name part ``year``/``date``), a number, a text; VALUE_NONE when its type is unknown
+    and its name says nothing."""
+    parts = split_identifier(name) if name else []
+    if (data_type and _TIME_TYPES.search(data_type)) or any(p in ("year", "date") for p in parts):
+        return VALUE_TIME
+    if not data_type:
+        return VALUE_NONE
+    if _NUMERIC_TYPES.search(data_type):
+        return VALUE_NUMBER
+    if _TEXT_TYPES.search(data_type):
+        return VALUE_TEXT
+    return VALUE_NONE
+
+
+def value_cues(text: str) -> frozenset[int]:
+    """The kinds of values a question names: a year (1800–2099), another number, a
+    quoted string or a capitalised word that does not start a sentence (a name:
+    "flights from 'APG'", "cities in France")."""
+    cues: set[int] = set()
+    if _YEAR.search(text):
+        cues.add(VALUE_TIME)
+    if any(not _YEAR.fullmatch(m.group(0)) for m in _NUMBER.finditer(text)):
+        cues.add(VALUE_NUMBER)
+    if _QUOTED.search(text) or _CAPITALISED.search(text):
+        cues.add(VALUE_TEXT)
+    return frozenset(cues)
+
+
+def _forward(
+    ordered: Sequence[CoverageNode], weights: Mapping[str, float]
+) -> tuple[dict[str, int], np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The vocabulary (term ids by first appearance) and each node's terms with the code of
+    the strongest field weight it has them in, as CSR over nodes."""
+    codes = {w: c for c, w in enumerate(sorted(set(weights.values())))}
+    field_w = np.array(sorted(codes), dtype=np.float64)
+    vocab: dict[str, int] = {}
+    # Catalogs repeat themselves (the same column, label and description in many models):
+    # analyse each distinct field text once, and merge each distinct set of fields once.
+    analysed: dict[str, tuple[int, ...]] = {}
+    merged: dict[tuple[tuple[str, str | None], ...], tuple[list[int], list[int]]] = {}
+    ptr = np.zeros(len(ordered) + 1, dtype=np.int64)
+    terms: list[int] = []
+    coded: list[int] = []
+    for i, n in enumerate(ordered):
+        fields = tuple(n.fields.items())
+        done = merged.get(fields)
+        if done is None:
+            mine: dict[int, float] = {}
+            for name, text in fields:
+                w = weights.get(name, 0.0)
+                if w <= 0 or not text:
+                    continue
+                toks = analysed.get(text)
+                if toks is None:
+                    toks = analysed[text] = tuple(
+                        vocab.setdefault(tok, len(vocab)) for tok in analyze(text)
+                    )
+                for tok in toks:
+                    if mine.get(tok, 0.0) < w:
+                        mine[tok] = w
+            done = merged[fields] = (list(mine), [codes[w] for w in mine.values()])
+        terms += done[0]
+        coded += done[1]
+        ptr[i + 1] = len(terms)
+    return (
+        vocab,
+        ptr,
+        np.array(terms, dtype=np.int32),
+        np.array(coded, dtype=np.int8),
+        field_w,
+    )
+
+
+def _bridges(
+    ordered: Sequence[CoverageNode], vocab: Mapping[str, int]
+) -> tuple[tuple[list[str], list[int]], dict[str, list[tuple[int, float]]]]:
+    """The index's vocabulary bridges: the identifier parts of names and labels that may
+    abbreviate a word, with their terms; WordNet synonyms of its terms."""
+    from layersearch.ranking.lexicon import wordnet
+
+    parts: set[str] = set()
+    seen: set[str] = set()
+    for n in ordered:
+        for name in ("name", "label"):
+            text = n.fields.get(name)
+            if not text or text in seen:
+                continue
+            seen.add(text)
+            for word in text.split():
+                parts.update(split_identifier(word))
+    wn = wordnet()
+    candidates = abbreviation_candidates(parts, wn.is_word if wn is not None else None)
+    found = [(p, vocab[stem(p)]) for p in candidates if stem(p) in vocab]
+    terms = {t: j for t, j in vocab.items() if t.replace("_", "").isalpha()}
+    abbr = ([p for p, _ in found], [j for _, j in found])
+    return abbr, synonym_bridges(terms)
