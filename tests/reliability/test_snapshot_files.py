@@ -13,7 +13,7 @@ import pytest
 from tests.conftest import MINI, MODELS
 
 from layersearch import Layersearch
-from layersearch.corpora import entities as entities_module
+from layersearch.corpora.entities import corpus as entities_module
 from layersearch.corpora import snapshot as snapshot_mod
 from layersearch.corpora.entities import build_coverage
 from layersearch.ranking import persist
