@@ -245,9 +245,8 @@ class Layersearch:
         query: dict[str, Any] | None = None,
     ) -> Memory:
         """Save a note or example query against entities (each must resolve)."""
-        return self.entities.save_memory(
-            learning, description=description, entities=entities, query=query
-        )
+        item = {"learning": learning, "description": description, "entities": entities}
+        return self.entities.save_memories([{**item, "query": query}])[0]
 
     def save_memories(self, items: Sequence[Mapping[str, Any]]) -> list[Memory]:
         """Save many memories in one write (see :meth:`EntityService.save_memories`)."""

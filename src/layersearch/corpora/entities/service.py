@@ -29,7 +29,12 @@ from layersearch.corpora.entities.memories import (
     checked_memories,
     file_memories,
 )
-from layersearch.corpora.entities.vector import ENTITY_CORPUS, VectorSearch
+from layersearch.corpora.entities.vector import (
+    ENTITY_CORPUS,
+    DenseGetter,
+    EmbedderGetter,
+    VectorSearch,
+)
 from layersearch.corpora.snapshot import (
     CoverageBuild,
     EntityTables,
@@ -47,20 +52,13 @@ from layersearch.ranking.fulltext import FullTextIndex, build_index
 from layersearch.semantic.model import Catalog, EdgeRecord, Entity
 from layersearch.store.base import Store, catalog_rows
 from layersearch.store.duckdb import memory_number
-from layersearch.types import (
-    EmbedReport,
-    InspectResponse,
-    LoadReport,
-    Memory,
-    SearchRequest,
-    SearchResponse,
-)
+from layersearch.types import LoadReport, SearchRequest, SearchResponse
 
 if TYPE_CHECKING:
     import networkx as nx
 
-    from layersearch.corpora.dense import DenseCorpus
-    from layersearch.embed.base import Embedder
+    from layersearch.types import EmbedReport, InspectResponse, Memory
+
 
 # The facade's logger name, which its messages (and the tests and users filtering on it)
 # have always carried.
@@ -78,15 +76,8 @@ class EntityService:
     configured embedder, or None.
     """
 
-    def __init__(
-        self,
-        store: Store,
-        dense: Callable[[str], DenseCorpus],
-        embedder: Callable[[], Embedder | None],
-    ) -> None:
+    def __init__(self, store: Store, dense: DenseGetter, embedder: EmbedderGetter) -> None:
         self.store = store
-        self._dense = dense
-        self._embedder = embedder
         self.vectors = VectorSearch(store, dense, embedder)
         self._lock = threading.RLock()
         self._corpus: EntityCorpus | None = None
@@ -424,13 +415,13 @@ class EntityService:
         """
         self.corpus()
         problems: list[str] = []
-        embedder = self._embedder()
+        embedder = self.vectors.embedder()
         if embedder is not None:
             load = getattr(embedder, "load", None)
             try:
                 if callable(load):
                     load()
-                self._dense(ENTITY_CORPUS).warm()
+                self.vectors.dense(ENTITY_CORPUS).warm()
             except LayersearchError as exc:
                 problems.append(str(exc))
         with self._lock:
@@ -449,7 +440,7 @@ class EntityService:
         corpus = self.corpus()
         docs = entity_docs(corpus.entities.values())
         docs += [DenseDoc(m.id, memory_text(m)) for m in corpus.memories.values()]
-        return [self._dense(ENTITY_CORPUS).embed(docs, progress=progress)]
+        return [self.vectors.dense(ENTITY_CORPUS).embed(docs, progress=progress)]
 
     def _take_pending(self) -> list[str]:
         with self._lock:
@@ -483,18 +474,6 @@ class EntityService:
 
     # -- memories -----------------------------------------------------------------------------
 
-    def save_memory(
-        self,
-        learning: str,
-        *,
-        description: str | None = None,
-        entities: Iterable[str] | None = None,
-        query: dict[str, Any] | None = None,
-    ) -> Memory:
-        """Save a note or example query against entities (each must resolve)."""
-        item = {"learning": learning, "description": description, "entities": entities}
-        return self.save_memories([{**item, "query": query}])[0]
-
     def save_memories(self, items: Sequence[Mapping[str, Any]]) -> list[Memory]:
         """Save many memories in one write: each item has ``learning`` and optionally
         ``description``, ``entities`` and ``query``, checked as :meth:`save_memory` checks
@@ -525,11 +504,13 @@ class EntityService:
                     add_memory(self._graph, m)
 
         self._after_write(before, apply)
-        if self._embedder() is not None:
+        if self.vectors.embedder() is not None:
             from layersearch.corpora.dense import DenseDoc, memory_text
 
             try:
-                self._dense(ENTITY_CORPUS).add_many([DenseDoc(m.id, memory_text(m)) for m in saved])
+                self.vectors.dense(ENTITY_CORPUS).add_many(
+                    [DenseDoc(m.id, memory_text(m)) for m in saved]
+                )
             except LayersearchError as exc:
                 log.warning("%d memories saved without a vector: %s", len(saved), exc)
         return saved

@@ -22,6 +22,10 @@ if TYPE_CHECKING:
 
 #: the dense corpus of entities and memories (``layersearch.corpora.dense.ENTITY_CORPUS``)
 ENTITY_CORPUS = "entities"
+#: the dense corpus of a corpus name for the configured embedder (raises
+#: EmbeddingUnavailable without one), and the configured embedder or None
+DenseGetter = Callable[[str], "DenseCorpus"]
+EmbedderGetter = Callable[[], "Embedder | None"]
 NO_EMBEDDER = (
     "no embedder configured; pass --embedder local|fake|litellm:<model> or set LAYERSEARCH_EMBEDDER"
 )
@@ -34,15 +38,10 @@ class VectorSearch:
     embedder (raising :class:`EmbeddingUnavailable` when there is none); ``embedder``
     gives the configured embedder, or None."""
 
-    def __init__(
-        self,
-        store: Store,
-        dense: Callable[[str], DenseCorpus],
-        embedder: Callable[[], Embedder | None],
-    ) -> None:
+    def __init__(self, store: Store, dense: DenseGetter, embedder: EmbedderGetter) -> None:
         self.store = store
-        self._dense = dense
-        self._embedder = embedder
+        self.dense = dense
+        self.embedder = embedder
         self._lock = threading.Lock()
         #: ((store generation, model key), entities and memories with a vector, all of them)
         self._coverage: tuple[tuple[int, str], int, int] | None = None
@@ -55,7 +54,7 @@ class VectorSearch:
         wanted = request.channels is None or "vector" in request.channels
         if not wanted or not (request.question and request.question.strip()):
             return None
-        if self._embedder() is None:
+        if self.embedder() is None:
             if request.channels is not None:
                 warnings.append(f"embedding unavailable: {NO_EMBEDDER}")
             return None
@@ -63,7 +62,7 @@ class VectorSearch:
         # The query is embedded while the lexical channels rank (a model's forward pass runs
         # outside the GIL); the vector channel joins it when it needs the vector.
         with contextlib.suppress(LayersearchError):
-            dense = self._dense(ENTITY_CORPUS)
+            dense = self.dense(ENTITY_CORPUS)
             if dense.confirmed:
                 dense.prefetch(request.question)
         return partial(self._ranked, corpus, warnings)
@@ -79,7 +78,7 @@ class VectorSearch:
         memories: bool,
     ) -> list[tuple[str, float]]:
         try:
-            dense = self._dense(ENTITY_CORPUS)
+            dense = self.dense(ENTITY_CORPUS)
             scope = allow
             if ds is not None:
                 in_ds = corpus.scope_ids(ds)
