@@ -184,10 +184,6 @@ class Layersearch:
 
     # -- the semantic layer and memories (corpora/entities) -------------------------------------
 
-    @property
-    def _ft_dir(self) -> Path:
-        return self.entities._ft_dir
-
     def corpus(self) -> EntityCorpus:
         """The current snapshot, reloaded when the store changed since it was taken."""
         return self.entities.corpus()
