@@ -7,7 +7,6 @@ import math
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from layersearch.corpora.snapshot import EdgeMap
 from layersearch.ranking.fusion import Fused, FusedList
 from layersearch.semantic.model import EdgeRecord, Entity
 
@@ -212,7 +211,10 @@ def join_keys_in_context(
     """
     top = JOIN_KEY_TABLES if top is None else top
     order = join_key_order(
-        [f.id for f in fused], lambda i: _table_of(entities.get(i), entities), edges_out, top
+        [f.id for f in fused],
+        lambda i: _table_of(entities.get(i), entities),
+        lambda t: [e for e in edges_out.get(t, ()) if e.type == "JOINS"],
+        top,
     )
     if order is None:
         return list(fused)
@@ -228,11 +230,12 @@ def join_keys_in_context(
 def join_key_order(
     ids: Sequence[str],
     table_of: Callable[[str], str | None],
-    edges_out: Mapping[str, Sequence[EdgeRecord]],
+    joins_of: Callable[[str], Iterable[EdgeRecord]],
     top: int,
 ) -> list[tuple[int, int]] | None:
-    """:func:`join_keys_in_context` on a ranking given as ids: the new order as (position,
-    position whose score it takes), or None when nothing moves."""
+    """:func:`join_keys_in_context` on a ranking given as ids (``joins_of``: the JOINS
+    edges out of a table): the new order as (position, position whose score it takes),
+    or None when nothing moves."""
     first: dict[str, int] = {}
     for i, doc_id in enumerate(ids):
         t = table_of(doc_id)
@@ -243,7 +246,7 @@ def join_key_order(
     pos: dict[str, int] | None = None
     moving: dict[str, int] = {}
     for t in first:
-        for edge in _joins_of(edges_out, t):
+        for edge in joins_of(t):
             if edge.dst == t or edge.dst not in first:
                 continue
             at = max(first[t], first[edge.dst])
@@ -267,13 +270,6 @@ def join_key_order(
             if moving[c] == i:
                 out.append((pos[c], i))
     return out
-
-
-def _joins_of(edges_out: Mapping[str, Sequence[EdgeRecord]], src: str) -> list[EdgeRecord]:
-    """The JOINS edges out of ``src`` (a snapshot decodes only those, not its CONTAINS)."""
-    if isinstance(edges_out, EdgeMap):
-        return edges_out.of_type(src, "JOINS")
-    return [e for e in edges_out.get(src, ()) if e.type == "JOINS"]
 
 
 def _table_of(e: Entity | None, entities: Mapping[str, Entity]) -> str | None:

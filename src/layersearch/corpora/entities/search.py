@@ -4,7 +4,7 @@ fused list, and the hits (the search half of :class:`EntityCorpus`)."""
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
-from functools import lru_cache
+from functools import lru_cache, partial
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -292,7 +292,9 @@ class CorpusSearch:
         lifted = None
         if question is not None and JOIN_KEY_TABLES > 0:
             table_of = self._table_of_id(level)
-            lifted = join_key_order(fused.ids, table_of, self.edges_out, JOIN_KEY_TABLES)
+            # (a snapshot decodes only the JOINS edges, not its CONTAINS)
+            joins_of = partial(self.edges_out.of_type, edge_type="JOINS")
+            lifted = join_key_order(fused.ids, table_of, joins_of, JOIN_KEY_TABLES)
         # (position in the fused ranking, position whose score it takes)
         order = [(i, i) for i in range(len(fused))] if lifted is None else lifted
         return _Ordered(fused, order, weighed=weighed)
