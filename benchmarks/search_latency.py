@@ -141,8 +141,7 @@ class PhaseTimer:
 
 
 def instrument() -> PhaseTimer:
-    from layersearch.api import Layersearch
-    from layersearch.corpora.entities import EntityCorpus
+    from layersearch.corpora.entities import EntityCorpus, EntityService
     from layersearch.ranking.fulltext import FullTextIndex
     from layersearch.store.duckdb import DuckDBStore
 
@@ -156,8 +155,8 @@ def instrument() -> PhaseTimer:
     timer.wrap(FullTextIndex, "write", "tantivy.write (incl. analysis)")
     timer.wrap(FullTextIndex, "_document", "tantivy.write: analyze+Document")
     timer.wrap(EntityCorpus, "__post_init__", "snapshot: resolver build")
-    timer.wrap(Layersearch, "_reload", "snapshot: reload total")
-    timer.wrap(Layersearch, "_save", "memories: _save total")
+    timer.wrap(EntityService, "_reload", "snapshot: reload total")
+    timer.wrap(EntityService, "_save", "memories: _save total")
     return timer
 
 
@@ -385,7 +384,7 @@ def run_size(args: argparse.Namespace) -> dict[str, Any]:
         "peak_rss_mib": round(peak_rss_mib(), 1),
         "rss_after_build_mib": round(rss_after, 1),
         "rss_snapshot_and_indexes_mib": round(rss_after - rss_before, 1),
-        "tantivy_dir_mib": round(dir_mib(ls._ft_dir), 1),
+        "tantivy_dir_mib": round(dir_mib(ls.entities._ft_dir), 1),
         "duckdb_file_mib": round(store_path.stat().st_size / 2**20, 1),
     }
     del catalog

@@ -358,7 +358,7 @@ def test_the_readme_documents_completion() -> None:
 
 PYTHON_CALL = re.compile(r"\b[A-Za-z_][\w.]*\((?:[^()]*=[^()]*|\.\.\.)\)")
 #: Messages only a Python caller can reach (the CLI and MCP never pass these values).
-PYTHON_ONLY = {"api.py": ["(e.g. search(question=...))"]}
+PYTHON_ONLY = {"service.py": ["(e.g. search(question=...))"]}
 
 
 def message_strings(tree: ast.AST) -> list[tuple[int, str]]:

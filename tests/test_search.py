@@ -359,9 +359,10 @@ def _answers(ls: Layersearch) -> list[dict[str, object]]:
 
 
 def test_snapshot_answers_like_the_objects_it_replaces(tmp_path: Path) -> None:
-    """The persisted, decode-on-access snapshot ranks and renders exactly like a corpus
-    built from the store's rows as Python objects (the way it was before persistence)."""
+    """The persisted, decode-on-access snapshot ranks and renders exactly like one built
+    in memory from the store's rows as Python objects (what a load hands its reload)."""
     from layersearch.corpora.entities import EntityCorpus
+    from layersearch.corpora.snapshot import Snapshot, tables_from_objects
 
     ls = Layersearch(tmp_path / "s.duckdb")
     ls.load(MODELS)
@@ -369,20 +370,14 @@ def test_snapshot_answers_like_the_objects_it_replaces(tmp_path: Path) -> None:
     persisted = _answers(ls)
     corpus = ls.corpus()
     assert corpus.snapshot is not None and corpus.snapshot.dir is not None
-    edges: dict[str, list[object]] = {}
-    for edge in ls.store.load_edges():
-        edges.setdefault(edge.src, []).append(edge)
-    entities = {e.id: e for e in ls.store.load_entities()}
-    plain = EntityCorpus(
-        entities,
-        dict(corpus.memories),
-        edges,  # type: ignore[arg-type]
-        sorted(i for i, e in entities.items() if e.kind == "datasource"),
-        corpus.fulltext,
-    )
-    ls._corpus = plain  # same generation: corpus() keeps it
+    tables, _ = tables_from_objects(list(ls.store.load_entities()), list(ls.store.load_edges()))
+    tables.complete()
+    in_memory = Snapshot(tables, None)
+    plain = EntityCorpus.from_snapshot(in_memory, dict(corpus.memories), corpus.fulltext)
+    ls.entities._corpus = plain  # same generation: corpus() keeps it
     assert _answers(ls) == persisted
     assert plain.coverage().ids == list(corpus.coverage().ids)
+    assert in_memory.dir is None
     ls.close()
 
 

@@ -20,7 +20,7 @@ DBS = ("car_1", "network_1", "pets_1", "flight_2", "concert_singer", "world_1")
 
 def test_numpy_channel_matches_reference(data_dir: Path, tmp_path: Path) -> None:
     from layersearch.api import Layersearch
-    from layersearch.corpora import entities as ent
+    from layersearch.corpora.entities import coverage as ent
 
     tables = json.loads((data_dir / "spider" / "tables.json").read_text())
     catalog = tmp_path / "tables.json"

@@ -9,6 +9,7 @@ from tests.conftest import MINI
 
 from layersearch import Layersearch
 from layersearch.config import Settings
+from layersearch.corpora.entities import EntityService
 from layersearch.embed import LocalEmbedder
 from layersearch.server import Service
 
@@ -49,13 +50,13 @@ def test_a_server_without_an_embedder_runs_a_search_before_the_first_call(
     with Layersearch(store) as ls:
         ls.load(MINI)
     searched: list[str | None] = []
-    search = Layersearch.search
+    search = EntityService.search
 
-    def counting(self: Layersearch, *args: object, **kwargs: object) -> object:
+    def counting(self: EntityService, *args: object, **kwargs: object) -> object:
         searched.append(kwargs.get("question"))  # type: ignore[arg-type]
         return search(self, *args, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(Layersearch, "search", counting)
+    monkeypatch.setattr(EntityService, "search", counting)
     service = Service(Settings(store=str(store)))
     service.start()
     api = service.api()

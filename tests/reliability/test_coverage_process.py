@@ -16,9 +16,10 @@ import pytest
 from tests.conftest import MODELS
 
 from layersearch import Layersearch
-from layersearch import api as api_module
-from layersearch.corpora import entities as entities_module
 from layersearch.corpora.snapshot import generations as snapshot_module
+from layersearch.corpora.entities import corpus as entities_module
+from layersearch.corpora.entities import process as process_module
+from layersearch.corpora.entities import service as service_module
 from layersearch.errors import StoreError
 
 pytestmark = pytest.mark.skipif(
@@ -59,7 +60,7 @@ def _no_children() -> bool:
 
 @pytest.fixture
 def fork_every_load(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(api_module, "FORK_MIN_ENTITIES", 1)
+    monkeypatch.setattr(process_module, "FORK_MIN_ENTITIES", 1)
     monkeypatch.delenv("LAYERSEARCH_BUILD_FORK", raising=False)
 
 
@@ -116,7 +117,7 @@ def test_a_failing_build_process_falls_back_to_building_here(
         raise RuntimeError("no index today")
 
     # Only the child calls api.coverage_of: the fallback in the parent is unaffected.
-    monkeypatch.setattr(api_module, "coverage_of", broken)
+    monkeypatch.setattr(service_module, "coverage_of", broken)
     caplog.set_level("INFO", logger="layersearch.corpora.snapshot")
     with Layersearch(tmp_path / "s.duckdb") as ls:
         ls.load(MODELS)
@@ -161,7 +162,7 @@ def test_a_load_that_fails_stops_its_build_process(
             os.kill(started[0], 0)  # killed and reaped
         assert _no_children() and not _leftovers(tmp_path / "s.duckdb")
         monkeypatch.undo()
-        monkeypatch.setattr(api_module, "FORK_MIN_ENTITIES", 1)
+        monkeypatch.setattr(process_module, "FORK_MIN_ENTITIES", 1)
         ls.load(MODELS)  # the store took nothing of the failed load
         assert ls.search(question="revenue by store").results
 
@@ -191,13 +192,13 @@ def test_a_load_pauses_garbage_collection_and_restores_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     seen: list[bool] = []
-    real = api_module.Layersearch._load_rows
+    real = service_module.EntityService._load_rows
 
-    def spy(self: Layersearch, *args: object) -> object:
+    def spy(self: service_module.EntityService, *args: object) -> object:
         seen.append(gc.isenabled())
         return real(self, *args)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(api_module.Layersearch, "_load_rows", spy)
+    monkeypatch.setattr(service_module.EntityService, "_load_rows", spy)
     assert gc.isenabled()
     with Layersearch(tmp_path / "s.duckdb") as ls:
         ls.load(MODELS)

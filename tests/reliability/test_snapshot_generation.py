@@ -75,7 +75,7 @@ def test_a_write_while_the_index_opens_is_never_half_seen(
     assert corpus.fulltext.num_docs == _indexed_docs(reader)
     hits = reader.search(question="wombats", channels=["fulltext"]).results
     assert [h.id for h in hits] == late
-    assert reader._gen == reader.store.generation()
+    assert reader.entities._gen == reader.store.generation()
     reader.close()
     writer.close()
 
@@ -89,7 +89,7 @@ def test_the_generation_file_lagging_the_database_is_waited_for(tmp_path: Path) 
     gen_file.write_text(str(int(gen_file.read_text()) - 1))
     with Layersearch(store) as ls:
         corpus = ls.corpus()
-        assert ls._gen == ls.store.stored_generation() == int(gen_file.read_text())
+        assert ls.entities._gen == ls.store.stored_generation() == int(gen_file.read_text())
         assert corpus.fulltext.num_docs == _indexed_docs(ls)
 
 

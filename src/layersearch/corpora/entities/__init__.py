@@ -1,0 +1,64 @@
+"""The semantic layer + memories corpus and the service that keeps it.
+
+- ``documents``: entities and memories as ranking documents and rendered hits;
+- ``coverage``: the schema channel's index built from entities and joins;
+- ``rank``: fusion levels, dense and join-key context, merging the two kinds;
+- ``corpus`` / ``search``: one snapshot (:class:`EntityCorpus`) and its search;
+- ``vector``: the dense channel a search is handed;
+- ``memories``, ``load``, ``detail``: memory checks, load helpers, ``inspect``;
+- ``service``: :class:`EntityService`, the snapshot's reload protocol, loads,
+  searches and memory writes of one store;
+- ``process``: process-wide settings (garbage collection, fork threshold, pool).
+"""
+
+from layersearch.corpora.entities.corpus import EntityCorpus
+from layersearch.corpora.entities.coverage import VOCABULARY_BRIDGES, build_coverage, coverage_of
+from layersearch.corpora.entities.documents import (
+    ENTITY_BOOSTS,
+    describe_entity,
+    describe_memory,
+    entity_doc,
+    memory_doc,
+    one_line_query,
+    render_entity,
+    render_memory,
+)
+from layersearch.corpora.entities.rank import (
+    CHANNEL_DEPTH,
+    JOIN_KEY_TABLES,
+    MAX_QUESTION_CHARS,
+    MAX_RESULTS_LIMIT,
+    dense_in_context,
+    join_key_order,
+    join_keys_in_context,
+    merge_kinds,
+    visible_tags,
+)
+from layersearch.corpora.entities.search import VectorChannel
+from layersearch.corpora.entities.service import EntityService
+
+__all__ = [
+    "CHANNEL_DEPTH",
+    "ENTITY_BOOSTS",
+    "JOIN_KEY_TABLES",
+    "MAX_QUESTION_CHARS",
+    "MAX_RESULTS_LIMIT",
+    "VOCABULARY_BRIDGES",
+    "EntityCorpus",
+    "EntityService",
+    "VectorChannel",
+    "build_coverage",
+    "coverage_of",
+    "dense_in_context",
+    "describe_entity",
+    "describe_memory",
+    "entity_doc",
+    "join_key_order",
+    "join_keys_in_context",
+    "memory_doc",
+    "merge_kinds",
+    "one_line_query",
+    "render_entity",
+    "render_memory",
+    "visible_tags",
+]

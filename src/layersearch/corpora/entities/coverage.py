@@ -1,0 +1,77 @@
+"""The schema channel's index (a :class:`~layersearch.ranking.coverage.CoverageIndex`)
+built from entities and their joins."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+from layersearch.corpora.entities.documents import ENTITY_BOOSTS, entity_doc
+from layersearch.corpora.snapshot import EdgeMap
+from layersearch.ranking.coverage import CoverageIndex, CoverageNode, links_from_edges
+from layersearch.semantic.model import EdgeRecord, Entity
+
+#: Whether the schema channel leads question words the catalog does not use to words it
+#: does (abbreviations in identifiers, WordNet synonyms when installed; ranking.bridges).
+VOCABULARY_BRIDGES = True
+
+_COVERAGE_LEVEL = {
+    "datasource": "group",
+    "model": "table",
+    "column": "leaf",
+    "measure": "leaf",
+    "aggregation": "leaf",
+}
+
+
+def build_coverage(
+    entities: Mapping[str, Entity],
+    edges_out: EdgeMap,
+    *,
+    bridges_from: CoverageIndex | None = None,
+) -> CoverageIndex:
+    """Coverage nodes for every visible entity, linked along joins (foreign keys)."""
+    # Only joins matter here: a snapshot decodes just those (a CONTAINS edge per column
+    # would be most of the decoding).
+    return coverage_of(entities, edges_out.all_of_type("JOINS"), bridges_from=bridges_from)
+
+
+def coverage_of(
+    entities: Mapping[str, Entity],
+    edges: Iterable[EdgeRecord],
+    *,
+    bridges_from: CoverageIndex | None = None,
+) -> CoverageIndex:
+    """:func:`build_coverage` from the edges themselves (only JOINS edges are read); the
+    index depends on neither the order of ``entities`` nor that of ``edges``."""
+    all_joins = [e for e in edges if e.type == "JOINS"]
+    nodes = []
+    for e in sorted(entities.values(), key=lambda e: e.id):
+        if e.hidden:
+            continue
+        doc = entity_doc(e)
+        fields = {k: v for k, v in doc.fields.items() if k != "parent"}
+        parent = None if e.kind == "datasource" else e.id.rsplit(".", 1)[0]
+        nodes.append(
+            CoverageNode(e.id, _COVERAGE_LEVEL[e.kind], parent, fields, data_type=e.data_type)
+        )
+    joins = [
+        (edge.src, edge.dst)
+        for edge in all_joins
+        if not _hidden(entities, edge.src) and not _hidden(entities, edge.dst)
+    ]
+    keys = {e.id for e in entities.values() if e.primary_key and not e.hidden}
+    for edge in all_joins:
+        keys.update(f"{edge.src}.{c}" for c in edge.props.get("source_columns") or [])
+        keys.update(f"{edge.dst}.{c}" for c in edge.props.get("target_columns") or [])
+    return CoverageIndex(
+        nodes,
+        ENTITY_BOOSTS,
+        links_from_edges(joins),
+        keys,
+        bridges=bridges_from if bridges_from is not None else VOCABULARY_BRIDGES,
+    )
+
+
+def _hidden(entities: Mapping[str, Entity], entity_id: str) -> bool:
+    e = entities.get(entity_id)
+    return e is None or e.hidden

@@ -1,0 +1,292 @@
+"""How the two kinds are ranked and merged: fusion levels, dense and join-key context,
+the ordered entity and memory lists, and their merge into ``results``."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING
+
+from layersearch.ranking.fusion import Fused, FusedList
+from layersearch.semantic.model import EdgeRecord, Entity
+
+if TYPE_CHECKING:
+    from layersearch.corpora.entities.search import CorpusSearch
+
+MAX_RESULTS_LIMIT = 100
+#: Every channel ranks this deep whatever max_results is, so that the results
+#: for n are a prefix of those for n+k.
+CHANNEL_DEPTH = MAX_RESULTS_LIMIT
+MAX_QUESTION_CHARS = 100_000
+#: Channels whose vote on a table is its rank among tables, and on a leaf its rank
+#: among leaves. The vector ranking scores tables by their best leaf (see
+#: dense_in_context), so it is a table ranking and a leaf ranking interleaved; a
+#: table's position among all of them would count its own leaves (and every other
+#: table's) against it a second time.
+RANK_BY_LEVEL = frozenset({"vector"})
+
+
+_SCHEMA_KINDS = frozenset({"model", "column", "measure", "aggregation"})
+_LEAF_KINDS = frozenset({"column", "measure", "aggregation"})
+#: Levels for RANK_BY_LEVEL (memories and datasources keep their rank among all
+#: hits); on equal fused scores a leaf, the specific evidence, precedes a table. Its
+#: kinds are _SCHEMA_KINDS: a level of 0 or more says "a model or a leaf".
+_FUSION_LEVEL = {"column": 0, "measure": 0, "aggregation": 0, "model": 1}
+#: CoverageIndex node level (1: table, 2: leaf) → fusion level
+_COVERAGE_FUSION_LEVEL = {1: 1, 2: 0}
+
+
+class _Rankings:
+    """The channel rankings of one search, entities and memories apart, and the fusion
+    levels of the ids seen (from the channels that know them, else the snapshot)."""
+
+    __slots__ = ("entity", "memory", "levels", "_corpus", "_kind_of")
+
+    def __init__(self, corpus: CorpusSearch) -> None:
+        self.entity: dict[str, list[tuple[str, float]]] = {}
+        self.memory: dict[str, list[tuple[str, float]]] = {}
+        # id → fusion level (-1: datasources, anything not a ranked schema entity)
+        self.levels: dict[str, int] = {}
+        self._corpus = corpus
+        self._kind_of = corpus._kind_lookup()
+
+    def put_mixed(self, channel: str, hits: list[tuple[str, float]]) -> None:
+        """A channel that ranks both kinds: each kind's hits in its own list."""
+        memories = self._corpus.memories
+        ents = [h for h in hits if h[0] not in memories]
+        mems = [h for h in hits if h[0] in memories]
+        if ents:
+            self.entity[channel] = ents
+        if mems:
+            self.memory[channel] = mems
+
+    def known(self, doc_id: str) -> bool:
+        """Whether this snapshot holds the id (an entity's level is remembered)."""
+        if doc_id in self.levels or doc_id in self._corpus.memories:
+            return True
+        kind = self._kind_of(doc_id)
+        if kind is None:
+            return False
+        self.levels[doc_id] = _FUSION_LEVEL.get(kind, -1)
+        return True
+
+    def level(self, doc_id: str) -> int:
+        at = self.levels.get(doc_id)
+        if at is None:
+            self.known(doc_id)  # remembers an entity's level; any other id is -1
+            at = self.levels.setdefault(doc_id, -1)
+        return at
+
+
+class _Ordered:
+    """One kind's ranking: fused positions in their final order as (position, position
+    whose score it takes), and which positions may be merged into ``results``."""
+
+    __slots__ = ("fused", "order", "_matched", "weighed")
+
+    def __init__(
+        self,
+        fused: FusedList,
+        order: list[tuple[int, int]],
+        matched: Callable[[int], bool] | None = None,
+        weighed: Mapping[str, tuple[float, float, float]] | None = None,
+    ) -> None:
+        self.fused = fused
+        self.order = order
+        self._matched = matched
+        #: channel → (weight, separation, reach) of the channels fusion weighed
+        self.weighed = weighed
+
+    def ids(self, n: int) -> list[str]:
+        return [self.fused.ids[i] for i, _ in self.order[:n]]
+
+    def top(self, n: int) -> list[tuple[_Ordered, int, int]]:
+        return [(self, i, src) for i, src in self.order[:n]]
+
+    def where(self, keep: Callable[[str], bool], n: int) -> list[tuple[_Ordered, int, int]]:
+        out: list[tuple[_Ordered, int, int]] = []
+        for i, src in self.order:
+            if len(out) >= n:
+                break
+            if keep(self.fused.ids[i]):
+                out.append((self, i, src))
+        return out
+
+    def mergeable(self) -> Iterator[tuple[_Ordered, int, int]]:
+        for i, src in self.order:
+            if self._matched is None or self._matched(i):
+                yield (self, i, src)
+
+
+def merge_kinds(
+    entities: _Ordered,
+    memories: _Ordered,
+    n: int,
+    memory_leads: Callable[[str, str], bool] | None = None,
+) -> list[tuple[_Ordered, int, int]]:
+    """``results``: the entity and memory lists taken in turn (entity, memory, entity, …
+    or memory first), each in its own order; when one list runs out the other fills the
+    rest. The memory list goes first when ``memory_leads(first memory, first entity)``
+    says so (see :meth:`EntityCorpus._covers_more`). Otherwise,
+    and always when the first entity is one the request named, an entity does. Only
+    memories that match the request
+    itself take a turn (see :meth:`EntityCorpus._memory_order`). Results for n are a
+    prefix of those for n+k."""
+    out: list[tuple[_Ordered, int, int]] = []
+    ents = iter(entities.top(len(entities.order)))
+    mems = memories.mergeable()
+    e, m = next(ents, None), next(mems, None)
+    memory_first = (
+        memory_leads is not None
+        and e is not None
+        and m is not None
+        and "input" not in e[0].fused.fused(e[1]).channels
+        and memory_leads(m[0].fused.ids[m[1]], e[0].fused.ids[e[1]])
+    )
+    while len(out) < n and (e is not None or m is not None):
+        entity_turn = out[-1][0] is memories if out else not memory_first
+        if m is None or (entity_turn and e is not None):
+            assert e is not None
+            out.append(e)
+            e = next(ents, None)
+        else:
+            out.append(m)
+            m = next(mems, None)
+    return out
+
+
+def dense_in_context(
+    hits: Sequence[tuple[str, float]], entities: Mapping[str, Entity]
+) -> list[tuple[str, float]]:
+    """The vector ranking with tables and leaves scored in their table's context.
+
+    A table's own embedding (its name and description) is one short text; a
+    question usually describes it through its columns. As the schema channel
+    aggregates words up to tables, a table's dense score is the highest cosine
+    among itself and its ranked leaves, and a table ranked only through a leaf
+    joins the list (just below that leaf). A leaf's score is the mean of its own
+    cosine and its table's, so the columns of a table that matches as a whole
+    come before an isolated look-alike column elsewhere. Memories and
+    datasources keep their cosine. Scores stay cosines (averages of them), so a
+    hit's vector score still reads as a similarity.
+    """
+    best: dict[str, float] = {}
+    for doc_id, score in hits:
+        table = _table_of(entities.get(doc_id), entities)
+        if table is not None and score > best.get(table, -math.inf):
+            best[table] = score
+    out = dict(hits)
+    for doc_id, score in hits:
+        e = entities.get(doc_id)
+        if e is not None and e.kind in _LEAF_KINDS and e.parent in best:
+            out[doc_id] = (score + best[e.parent]) / 2
+    out.update(best)
+    # on equal scores the leaf (the specific evidence) before the table it lifted, then ids
+    return sorted(out.items(), key=lambda h: (-h[1], h[0] in best, h[0]))
+
+
+#: How many of the best-ranked tables count as "the question's tables" whose join keys
+#: are brought forward.
+JOIN_KEY_TABLES = 5
+
+
+def join_keys_in_context(
+    fused: list[Fused],
+    entities: Mapping[str, Entity],
+    edges_out: Mapping[str, Sequence[EdgeRecord]],
+    top: int | None = None,
+) -> list[Fused]:
+    """The fused ranking with the join keys between its best tables brought forward.
+
+    A question that needs two joined tables is answered with the columns that
+    join them, though it never names them ("students who have a dog" joins on
+    ``StuID`` and ``PetID``), so every channel ranks them low. Among the first
+    ``top`` tables of the ranking (a table counts from its first hit, its own
+    or a leaf's), every declared join between two of them moves its key
+    columns right after the later of the two tables' first hits, with that
+    hit's fused score, unless they already rank higher. Only hits some channel
+    ranked move (their explanation still says which channels ranked them and
+    how; the lift is the difference between the contributions' sum and the
+    score). Everything else keeps its order, so the list stays sorted by score.
+    """
+    top = JOIN_KEY_TABLES if top is None else top
+    order = join_key_order(
+        [f.id for f in fused],
+        lambda i: _table_of(entities.get(i), entities),
+        lambda t: [e for e in edges_out.get(t, ()) if e.type == "JOINS"],
+        top,
+    )
+    if order is None:
+        return list(fused)
+    out = []
+    for i, src in order:
+        g = fused[i]
+        if src != i:
+            g.score = fused[src].score
+        out.append(g)
+    return out
+
+
+def join_key_order(
+    ids: Sequence[str],
+    table_of: Callable[[str], str | None],
+    joins_of: Callable[[str], Iterable[EdgeRecord]],
+    top: int,
+) -> list[tuple[int, int]] | None:
+    """:func:`join_keys_in_context` on a ranking given as ids (``joins_of``: the JOINS
+    edges out of a table): the new order as (position, position whose score it takes),
+    or None when nothing moves."""
+    first: dict[str, int] = {}
+    for i, doc_id in enumerate(ids):
+        t = table_of(doc_id)
+        if t is not None and t not in first:
+            first[t] = i
+            if len(first) >= top:
+                break
+    pos: dict[str, int] | None = None
+    moving: dict[str, int] = {}
+    for t in first:
+        for edge in joins_of(t):
+            if edge.dst == t or edge.dst not in first:
+                continue
+            at = max(first[t], first[edge.dst])
+            keys = [f"{t}.{c}" for c in edge.props.get("source_columns") or []]
+            keys += [f"{edge.dst}.{c}" for c in edge.props.get("target_columns") or []]
+            if pos is None:
+                pos = {doc_id: i for i, doc_id in enumerate(ids)}
+            for c in keys:
+                if pos.get(c, -1) > at:
+                    moving[c] = min(moving.get(c, at), at)
+    if not moving:
+        return None
+    assert pos is not None
+    ordered = sorted(moving, key=lambda c: (moving[c], pos[c], c))
+    out: list[tuple[int, int]] = []
+    for i, doc_id in enumerate(ids):
+        if doc_id in moving:
+            continue
+        out.append((i, i))
+        for c in ordered:
+            if moving[c] == i:
+                out.append((pos[c], i))
+    return out
+
+
+def _table_of(e: Entity | None, entities: Mapping[str, Entity]) -> str | None:
+    """The visible model a schema entity belongs to (itself for a model)."""
+    if e is None or e.kind not in _SCHEMA_KINDS:
+        return None
+    table = e.id if e.kind == "model" else e.parent
+    t = entities.get(table) if table is not None else None
+    return table if t is not None and t.kind == "model" and not t.hidden else None
+
+
+def _memory_order(memory_id: str) -> int:
+    try:
+        return int(memory_id.split(":", 1)[1])
+    except (IndexError, ValueError):
+        return 0
+
+
+def visible_tags(tags: Iterable[str], entities: Mapping[str, Entity]) -> list[str]:
+    return [t for t in tags if t in entities and not entities[t].hidden]

@@ -1,0 +1,561 @@
+"""One search of the entity corpus: the channels a request asks for, each kind's
+fused list, and the hits (the search half of :class:`EntityCorpus`)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from functools import lru_cache, partial
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from layersearch.corpora.entities.documents import (
+    describe_entity,
+    describe_memory,
+    entity_doc,
+    memory_doc,
+    render_entity,
+    render_memory,
+)
+from layersearch.corpora.entities.process import fulltext_pool
+from layersearch.corpora.entities.rank import (
+    _COVERAGE_FUSION_LEVEL,
+    _FUSION_LEVEL,
+    _LEAF_KINDS,
+    CHANNEL_DEPTH,
+    JOIN_KEY_TABLES,
+    RANK_BY_LEVEL,
+    _memory_order,
+    _Ordered,
+    _Rankings,
+    _table_of,
+    dense_in_context,
+    join_key_order,
+    merge_kinds,
+)
+from layersearch.ranking.explain import explain
+from layersearch.ranking.fusion import evidence_weights, fuse
+from layersearch.semantic.canonical import in_scope
+from layersearch.types import ChannelScore, Hit, SearchRequest, SearchResponse
+
+if TYPE_CHECKING:
+    from layersearch.corpora.snapshot import EdgeMap, EntityMap
+    from layersearch.ranking.bm25 import EntityOverlapIndex
+    from layersearch.ranking.coverage import CoverageIndex
+    from layersearch.ranking.fulltext import FullTextIndex
+    from layersearch.semantic.canonical import Resolver
+    from layersearch.types import Memory
+
+#: Channels weighed by their evidence in fusion (``ranking.fusion.evidence_weights``):
+#: the two that rank the schema from the question. Their weights are read on their
+#: table rankings (the level both rank) and average 1, so equally separated lists fuse
+#: as plain RRF; every other channel keeps weight 1. Empty: plain RRF.
+EVIDENCE_CHANNELS: tuple[str, ...] = ("schema", "vector")
+
+#: The vector channel a search is handed: (question, k, datasource, allowed ids,
+#: memories) → ranked ids; ``memories`` asks for memories only, else entities only.
+VectorChannel = Callable[
+    [str, int, str | None, Collection[str] | None, bool], list[tuple[str, float]]
+]
+#: Entities whose memories the ``tags`` channel ranks: the entity list this deep.
+TAG_DEPTH = CHANNEL_DEPTH
+#: A memory that only ``tags`` ranks (and perhaps dense retrieval) is merged into
+#: ``results`` when one of its own tags (not their tables) is among this many first
+#: entities: the entities an agent sees. A fixed depth, so that results for n stay a
+#: prefix of those for n+k.
+MERGE_TAG_DEPTH = 10
+#: Memory channels that match the request itself: named ids, tags overlapping the named
+#: entities, the question's words in the memory's text, the newest (no input).
+_DIRECT_MEMORY_CHANNELS = frozenset({"input", "bm25", "fulltext", "recent"})
+_ENTITY_KINDS = ("aggregation", "column", "datasource", "measure", "model")
+
+
+class CorpusSearch:
+    """The search methods of :class:`~layersearch.corpora.entities.corpus.EntityCorpus`
+    (its data, lookups and schema indexes are declared here for the type checker)."""
+
+    if TYPE_CHECKING:
+        entities: EntityMap
+        memories: dict[str, Memory]
+        edges_out: EdgeMap
+        fulltext: FullTextIndex
+        resolver: Resolver
+        _tags: tuple[dict[str, list[str]], dict[str, list[str]]] | None
+
+        def check_request(self, req: SearchRequest) -> list[str]: ...
+        def coverage(self, datasource: str | None = None) -> CoverageIndex: ...
+        def mentions(self, entity_id: str) -> list[str]: ...
+        def memory_scopes(self, m: Memory) -> set[str]: ...
+        def _kind_lookup(self) -> Callable[[str], str | None]: ...
+        def _overlap_index(
+            self, datasource: str | None, allow: frozenset[str] | None
+        ) -> EntityOverlapIndex: ...
+
+    def search(
+        self,
+        req: SearchRequest,
+        *,
+        channels: Sequence[str] | None = None,
+        allow: Collection[str] | None = None,
+        vector: VectorChannel | None = None,
+        warnings: list[str] | None = None,
+    ) -> SearchResponse:
+        """Entities and memories ranked in their own lists, then merged (see
+        :func:`merge_kinds`); the buckets a request sizes come from the same two lists.
+        ``channels``: the request's channels, when :meth:`check_request` already checked
+        it (else it is checked here)."""
+        if channels is None:
+            channels = self.check_request(req)
+        warnings = list(warnings or [])
+        allow_set = frozenset(allow) if allow is not None else None
+        ds = req.datasource
+
+        def admitted(doc_id: str) -> bool:
+            if allow_set is not None and doc_id not in allow_set:
+                return False
+            if ds is None:
+                return True
+            m = self.memories.get(doc_id)
+            if m is not None:
+                return ds in self.memory_scopes(m)
+            return in_scope(doc_id, ds)
+
+        ranks = _Rankings(self)
+        res = self.resolver.resolve(req.entities, req.query, ds)
+        warnings.extend(res.warnings)
+        question = req.question if req.question and req.question.strip() else None
+        if res.ids:
+            named = [(i, 1.0) for i in res.ids if admitted(i)]
+            ranks.put_mixed("input", named)
+            if "bm25" in channels:
+                idx = self._overlap_index(ds, allow_set if allow_set is not None else None)
+                hits = idx.search(res.ids, CHANNEL_DEPTH)
+                if hits:
+                    ranks.memory["bm25"] = hits
+        if question is not None:
+            if "fulltext" in channels:
+                self._lexical(question, ds, allow_set, admitted, ranks, warnings)
+            if "vector" in channels and vector is not None:
+                self._vector(vector, question, ds, allow_set, admitted, ranks)
+        no_input = not req.entities and not req.query and question is None
+        if no_input:
+            warnings.append("no entities, query or question given: showing the newest memories")
+            newest = sorted(
+                (m for m in self.memories.values() if admitted(m.id)),
+                key=lambda m: (m.created_at, _memory_order(m.id)),
+                reverse=True,
+            )
+            ranks.memory["recent"] = [(m.id, 0.0) for m in newest[:CHANNEL_DEPTH]]
+        entities = self._entity_order(ranks, question, ds)
+        # ``tags`` belongs with bm25: both rank memories by the entities they are tagged with
+        tags = "bm25" in channels
+        memories = self._memory_order(ranks, entities, admitted, frozenset(res.ids), tags)
+        lead = None
+        if question is not None:
+            lead = self._covers_more(question, ds)
+        merged = merge_kinds(entities, memories, req.max_results, lead)
+        if not merged and not no_input:
+            warnings.append(
+                "no results: nothing matched"
+                + (f" in datasource '{ds}'" if ds else "")
+                + (" within the filter" if allow_set is not None else "")
+            )
+        resp = SearchResponse(results=self._hits(merged, req), warnings=warnings)
+        self._buckets(resp, req, entities, memories)
+        return resp
+
+    def _vector(
+        self,
+        vector: VectorChannel,
+        question: str,
+        ds: str | None,
+        allow_set: frozenset[str] | None,
+        admitted: Callable[[str], bool],
+        ranks: _Rankings,
+    ) -> None:
+        """The vector channel: entities in their table's context, and memories apart."""
+        hits = [h for h in vector(question, CHANNEL_DEPTH, ds, allow_set, False)]
+        hits = [h for h in hits if admitted(h[0]) and h[0] not in self.memories]
+        hits = [h for h in dense_in_context(hits, self.entities) if admitted(h[0])]
+        if hits:
+            ranks.entity["vector"] = hits
+        if self.memories:
+            found = vector(question, CHANNEL_DEPTH, ds, allow_set, True)
+            mems = [h for h in found if h[0] in self.memories and admitted(h[0])]
+            if mems:
+                ranks.memory["vector"] = mems
+
+    def _buckets(
+        self, resp: SearchResponse, req: SearchRequest, entities: _Ordered, memories: _Ordered
+    ) -> None:
+        """The lists a request sizes apart from ``results``: entities, notes, examples."""
+        if req.max_entities is not None:
+            resp.entities = self._hits(entities.top(req.max_entities), req)
+        if req.max_memories is not None:
+            notes = memories.where(lambda i: self.memories[i].query is None, req.max_memories)
+            resp.memories = self._hits(notes, req)
+        if req.max_example_queries is not None:
+            examples = memories.where(
+                lambda i: self.memories[i].query is not None, req.max_example_queries
+            )
+            resp.example_queries = self._hits(examples, req)
+
+    def _lexical(
+        self,
+        question: str,
+        ds: str | None,
+        allow_set: frozenset[str] | None,
+        admitted: Callable[[str], bool],
+        ranks: _Rankings,
+        warnings: list[str],
+    ) -> None:
+        """The schema channel and full text (entities and memories in their own lists)."""
+        # Rankings are prefixes of deeper ones: the over-fetch only pays when a filter
+        # may drop hits (a scoped search has its datasource's own index).
+        depth = CHANNEL_DEPTH if allow_set is None else CHANNEL_DEPTH * 2
+        scopes = [ds] if ds is not None else None
+        # Full text ranks on workers while the schema channel ranks here: tantivy
+        # searches outside the GIL, so a search pays for the longest of them. With
+        # memories present each kind is its own search, so that ten thousand saved
+        # examples cannot push every entity out of the entity list, nor the reverse.
+        ft_levels: dict[str, int] = {}
+        pool = fulltext_pool()
+        pending = pool.submit(
+            self.fulltext.search,
+            question,
+            CHANNEL_DEPTH,
+            scopes=scopes,
+            ids=allow_set,
+            kinds=_ENTITY_KINDS if self.memories else None,
+            resolve=self._entity_ids_by_hash(ft_levels),
+        )
+        pending_memories = (
+            pool.submit(
+                self.fulltext.search,
+                question,
+                CHANNEL_DEPTH,
+                scopes=scopes,
+                ids=allow_set,
+                kinds=("memory",),
+            )
+            if self.memories
+            else None
+        )
+        try:
+            ranked, node_levels = self.coverage(ds).search_levels(question, depth)
+        except BaseException:
+            pending.cancel()
+            if pending_memories is not None:
+                pending_memories.cancel()
+            raise
+        # The schema channel says which of its ids are tables and which leaves: most
+        # of the ids fusion needs a level for need no lookup in the snapshot.
+        for (doc_id, _), at in zip(ranked, node_levels, strict=True):
+            ranks.levels[doc_id] = _COVERAGE_FUSION_LEVEL.get(at, -1)
+        schema = [h for h in ranked if admitted(h[0])][:CHANNEL_DEPTH]
+        if ds is not None and len(schema) < CHANNEL_DEPTH:
+            schema += self._unreached_tables(ds, schema, admitted)
+        hits = pending.result()
+        ranks.levels.update(ft_levels)
+        # The index on disk may already hold a document another process added after
+        # this snapshot was taken: it is answered by the next snapshot, not half now.
+        hits = [h for h in hits if ranks.known(h[0]) and h[0] not in self.memories]
+        mem_hits = [] if pending_memories is None else pending_memories.result()
+        mem_hits = [h for h in mem_hits if h[0] in self.memories]
+        if not hits and not mem_hits and not self._has_words(question):
+            warnings.append("question has no searchable words (only stop words or punctuation)")
+        if schema:
+            ranks.entity["schema"] = schema
+        if hits:
+            ranks.entity["fulltext"] = hits
+        if mem_hits:
+            ranks.memory["fulltext"] = mem_hits
+
+    def _entity_order(self, ranks: _Rankings, question: str | None, ds: str | None) -> _Ordered:
+        """The entity list: its channels fused (weighed by their evidence), join keys
+        lifted beside their tables."""
+        # Once the schema channel ranked, full text's votes on tables and leaves do not
+        # count: the schema channel scores those same words with their table and
+        # database context; counting their per-entity full-text ranks as well would
+        # count the words twice and let isolated matches from unrelated databases back
+        # in. Datasources keep their full-text rank as it was (among all entities).
+        level = ranks.level
+        superseded = {"fulltext": lambda i: level(i) >= 0} if "schema" in ranks.entity else None
+        weighed = self._evidence(ranks.entity, question, ds, level)
+        fused = fuse(
+            ranks.entity,
+            weights={c: w for c, (w, _, _) in weighed.items()},
+            level=level,
+            by_level=RANK_BY_LEVEL,
+            superseded=superseded,
+        )
+        lifted = None
+        if question is not None and JOIN_KEY_TABLES > 0:
+            table_of = self._table_of_id(level)
+            # (a snapshot decodes only the JOINS edges, not its CONTAINS)
+            joins_of = partial(self.edges_out.of_type, edge_type="JOINS")
+            lifted = join_key_order(fused.ids, table_of, joins_of, JOIN_KEY_TABLES)
+        # (position in the fused ranking, position whose score it takes)
+        order = [(i, i) for i in range(len(fused))] if lifted is None else lifted
+        return _Ordered(fused, order, weighed=weighed)
+
+    def _evidence(
+        self,
+        rankings: Mapping[str, Sequence[tuple[str, float]]],
+        question: str | None,
+        ds: str | None,
+        level: Callable[[str], int],
+    ) -> dict[str, tuple[float, float, float]]:
+        """Fusion weights of the channels weighed by their evidence (EVIDENCE_CHANNELS):
+        channel → (weight, separation, reach), see ``fusion.evidence_weights``. The schema
+        channel's reach is the share of the question's words its catalog uses or bridges
+        to; the vector channel reads them all."""
+        if question is None or not EVIDENCE_CHANNELS:
+            return {}
+        reach = {"schema": self.coverage(ds).query_reach(question)} if "schema" in rankings else {}
+        return evidence_weights(
+            rankings, EVIDENCE_CHANNELS, keep=lambda i: level(i) == 1, reach=reach
+        )
+
+    def _memory_order(
+        self,
+        ranks: _Rankings,
+        entities: _Ordered,
+        admitted: Callable[[str], bool],
+        named: frozenset[str],
+        tags: bool,
+    ) -> _Ordered:
+        """The memory list: the memories the request itself matches (its words, named ids,
+        tags overlapping the named entities, dense retrieval), fused by RRF as entities
+        are; then those that only ``tags`` reaches.
+
+        ``tags`` ranks the memories tagged with the entities the entity list ranks, by
+        the best position of one of them (a memory on the #1 entity is about what is
+        asked); a memory tagged with an entity's table, or with a leaf of a table that
+        ranks, follows those tagged with the entity itself. It is second-hand evidence
+        (the entity list comes from the same words), so it adds memories the words did
+        not reach instead of voting again for those they did. Entities the request named
+        are left to ``bm25``, which ranks the memories tagged with them."""
+        fused = fuse({c: h for c, h in ranks.memory.items() if h})
+        if tags and self.memories and entities.order:
+            ids = [i for i in entities.ids(TAG_DEPTH + len(named)) if i not in named]
+            tagged = self._tag_ranking(ids[:TAG_DEPTH], admitted, ranks.memory.get("fulltext", ()))
+            seen = set(fused.ids)
+            rest = [h for h in tagged if h[0] not in seen]
+            if rest:
+                fused = fused.then(fuse({"tags": rest}))
+        order = [(i, i) for i in range(len(fused))]
+        # A memory that only tags (or only dense retrieval) reaches takes no place from an
+        # entity in ``results`` unless one of its own tags is an entity shown there.
+        shown = {i for i in entities.ids(MERGE_TAG_DEPTH + len(named)) if i not in named}
+
+        def about_shown(i: int) -> bool:
+            return not shown.isdisjoint(self.memories[fused.ids[i]].entities)
+
+        def matched(i: int) -> bool:
+            f = fused.fused(i)
+            if any(c in f.channels for c in _DIRECT_MEMORY_CHANNELS):
+                return True
+            return "tags" in f.channels and about_shown(i)
+
+        return _Ordered(fused, order, matched)
+
+    def _covers_more(self, question: str, ds: str | None) -> Callable[[str, str], bool]:
+        """Whether a memory accounts for more of ``question`` than an entity does: the
+        idf-weighted share of the question's words found in the memory's text (its
+        learning, description, query and tag names) against the share found in the
+        entity's text with its table's. Idf is the schema index's (a word it does not
+        know counts as its rarest). Rank fusion says how each kind's hits compare among
+        themselves, not across kinds; this puts the two heads on one scale."""
+        from layersearch.ranking.analyzer import analyze, analyze_query
+
+        words = list(dict.fromkeys(analyze_query(question)))
+        weights: list[float] = []
+
+        def share(texts: Iterable[str | None]) -> float:
+            if not weights:
+                cov = self.coverage(ds)
+                rare = cov.rarest_idf()
+                weights.extend(
+                    float(cov.idf[j]) if (j := cov.vocab.get(w)) is not None else rare
+                    for w in words
+                )
+            total = sum(weights)
+            if total <= 0:
+                return 0.0
+            have = {t for text in texts for t in analyze(text)}
+            return sum(w for word, w in zip(words, weights, strict=True) if word in have) / total
+
+        def leads(memory_id: str, entity_id: str) -> bool:
+            m = self.memories[memory_id]
+            doc = memory_doc(m).fields
+            mine = share(doc.values())
+            e = self.entities.get(entity_id)
+            if e is None:
+                return mine > 0
+            texts = list(entity_doc(e).fields.values())
+            table = _table_of(e, self.entities)
+            if table is not None and table != e.id:
+                texts += list(entity_doc(self.entities[table]).fields.values())
+            return mine > share(texts)
+
+        return leads
+
+    def _tag_ranking(
+        self,
+        entity_ids: Sequence[str],
+        admitted: Callable[[str], bool],
+        text_hits: Sequence[tuple[str, float]] = (),
+    ) -> list[tuple[str, float]]:
+        by_tag, by_table = self._tag_index()
+        best: dict[str, float] = {}
+        for pos, eid in enumerate(entity_ids):
+            for mid in by_tag.get(eid, ()):
+                best.setdefault(mid, float(pos))
+            table = eid if eid in by_table else eid.rsplit(".", 1)[0]
+            for mid in by_table.get(table, ()):
+                best.setdefault(mid, pos + 0.5)
+        # Among memories tagged alike, the one whose words match the question goes first.
+        words = {mid: r for r, (mid, _) in enumerate(text_hits)}
+        last = len(words)
+        ranked = sorted(
+            ((mid, at) for mid, at in best.items() if admitted(mid)),
+            key=lambda x: (x[1], words.get(x[0], last), _memory_order(x[0])),
+        )
+        return [(mid, 1.0 / (1.0 + at)) for mid, at in ranked[:CHANNEL_DEPTH]]
+
+    def _tag_index(self) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
+        """tag → memories tagged with it; table → memories tagged with it or its leaves."""
+        if self._tags is None:
+            by_tag: dict[str, list[str]] = {}
+            by_table: dict[str, list[str]] = {}
+            for m in sorted(self.memories.values(), key=lambda m: _memory_order(m.id)):
+                tables: set[str] = set()
+                for t in m.entities:
+                    if t.startswith("memory:"):
+                        continue
+                    by_tag.setdefault(t, []).append(m.id)
+                    tables.update(self._tag_keys_of(t))
+                for table in sorted(tables):
+                    by_table.setdefault(table, []).append(m.id)
+            self._tags = (by_tag, by_table)
+        return self._tags
+
+    def _tag_keys_of(self, tag: str) -> list[str]:
+        """A tag's table (itself for a model); none for a datasource."""
+        kind = self._kind_lookup()(tag)
+        if kind == "model":
+            return [tag]
+        if kind in _LEAF_KINDS:
+            return [tag.rsplit(".", 1)[0]]
+        return []
+
+    def _hits(self, picked: Sequence[tuple[_Ordered, int, int]], req: SearchRequest) -> list[Hit]:
+        out = []
+        for lst, i, src in picked:
+            explanation = explain(lst.fused.fused(i), lst.weighed) if req.explain else None
+            out.append(
+                self.hit(
+                    lst.fused.ids[i],
+                    lst.fused.scores[src],
+                    compact=req.compact,
+                    explanation=explanation,
+                )
+            )
+        return out
+
+    def _unreached_tables(
+        self,
+        ds: str,
+        ranked: list[tuple[str, float]],
+        admitted: Callable[[str], bool],
+    ) -> list[tuple[str, float]]:
+        """The datasource's tables the schema channel did not rank, after those it did.
+
+        A search confined to one datasource asks which of its tables matter, and
+        every one of them is a candidate: a question that names its subject only by
+        a value ("Jetblue Airways", "English") or a synonym reaches none of a table's
+        words, but the table is still more likely than nothing. The most joined
+        tables come first; they score 0, below every match.
+        """
+        seen = {doc_id for doc_id, _ in ranked}
+        room = CHANNEL_DEPTH - len(ranked)
+        out: list[tuple[str, float]] = []
+        for table in self.coverage(ds).tables_by_links():
+            if len(out) >= room:
+                break
+            if table not in seen and admitted(table):
+                out.append((table, 0.0))
+        return out
+
+    def _entity_ids_by_hash(
+        self, levels: dict[str, int]
+    ) -> Callable[[Sequence[int | None]], list[str | None]]:
+        """Full-text hits → entity ids, read from the snapshot by the documents' key hash
+        (None for the others: memories, and documents newer than the snapshot, are read
+        from the index); each id found has its fusion level recorded in ``levels``."""
+        entities = self.entities
+        tables = entities.tables
+        kind_level = np.array([_FUSION_LEVEL.get(k, -1) for k in tables.kinds], dtype=np.int64)
+
+        def resolve(hashes: Sequence[int | None]) -> list[str | None]:
+            pos = entities.positions_by_hash(hashes)
+            found = np.flatnonzero(pos >= 0)
+            ids = tables.ids.take(pos[found])
+            levels.update(zip(ids, kind_level[tables.kind_codes[pos[found]]].tolist(), strict=True))
+            out: list[str | None] = [None] * len(pos)
+            for i, doc_id in zip(found.tolist(), ids, strict=True):
+                out[i] = doc_id
+            return out
+
+        return resolve
+
+    def _table_of_id(self, level: Callable[[str], int]) -> Callable[[str], str | None]:
+        """:func:`_table_of` by id, from fusion levels and visibility: nothing is decoded."""
+        visible = self.entities.is_visible
+
+        def table_of(doc_id: str) -> str | None:
+            at = level(doc_id)
+            if at < 0:  # not a model or a leaf
+                return None
+            table = doc_id if at == 1 else doc_id.rsplit(".", 1)[0]
+            return table if level(table) == 1 and visible(table) else None
+
+        return table_of
+
+    @staticmethod
+    @lru_cache(maxsize=1024)
+    def _has_words(text: str) -> bool:
+        from layersearch.ranking.analyzer import analyze_query
+
+        return bool(analyze_query(text))
+
+    def hit(
+        self,
+        doc_id: str,
+        score: float,
+        *,
+        compact: bool,
+        explanation: list[ChannelScore] | None = None,
+    ) -> Hit:
+        m = self.memories.get(doc_id)
+        if m is not None:
+            return Hit(
+                kind="memory",
+                id=m.id,
+                score=round(score, 6),
+                description=describe_memory(m),
+                text=None if compact else render_memory(m),
+                explanation=explanation,
+            )
+        e = self.entities[doc_id]
+        return Hit(
+            kind=e.kind,  # type: ignore[arg-type]
+            id=e.id,
+            score=round(score, 6),
+            description=describe_entity(e),
+            text=None
+            if compact
+            else render_entity(e, self.edges_out.get(e.id, []), self.mentions(e.id)),
+            explanation=explanation,
+        )

@@ -1,0 +1,115 @@
+"""The vector channel a search of the entity corpus is handed: the question embedded
+while the lexical channels rank, scoped to the request's datasource and filter, with
+a warning when the store's vectors are incomplete or the embedder fails."""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Callable, Collection
+from functools import partial
+from typing import TYPE_CHECKING
+
+from layersearch.errors import LayersearchError
+from layersearch.store.base import Store
+from layersearch.types import SearchRequest
+
+if TYPE_CHECKING:
+    from layersearch.corpora.dense import DenseCorpus
+    from layersearch.corpora.entities.corpus import EntityCorpus
+    from layersearch.corpora.entities.search import VectorChannel
+    from layersearch.embed.base import Embedder
+
+#: the dense corpus of entities and memories (``layersearch.corpora.dense.ENTITY_CORPUS``)
+ENTITY_CORPUS = "entities"
+#: the dense corpus of a corpus name for the configured embedder (raises
+#: EmbeddingUnavailable without one), and the configured embedder or None
+DenseGetter = Callable[[str], "DenseCorpus"]
+EmbedderGetter = Callable[[], "Embedder | None"]
+NO_EMBEDDER = (
+    "no embedder configured; pass --embedder local|fake|litellm:<model> or set LAYERSEARCH_EMBEDDER"
+)
+
+
+class VectorSearch:
+    """Dense retrieval over the entities and memories of one store.
+
+    ``dense`` gives the :class:`DenseCorpus` of a corpus name for the configured
+    embedder (raising :class:`EmbeddingUnavailable` when there is none); ``embedder``
+    gives the configured embedder, or None."""
+
+    def __init__(self, store: Store, dense: DenseGetter, embedder: EmbedderGetter) -> None:
+        self.store = store
+        self.dense = dense
+        self.embedder = embedder
+        self._lock = threading.Lock()
+        #: ((store generation, model key), entities and memories with a vector, all of them)
+        self._coverage: tuple[tuple[int, str], int, int] | None = None
+
+    def channel(
+        self, corpus: EntityCorpus, request: SearchRequest, warnings: list[str]
+    ) -> VectorChannel | None:
+        """The channel for one search of ``corpus`` (None when the request does not use it);
+        its problems are added to ``warnings``."""
+        wanted = request.channels is None or "vector" in request.channels
+        if not wanted or not (request.question and request.question.strip()):
+            return None
+        if self.embedder() is None:
+            if request.channels is not None:
+                warnings.append(f"embedding unavailable: {NO_EMBEDDER}")
+            return None
+
+        # The query is embedded while the lexical channels rank (a model's forward pass runs
+        # outside the GIL); the vector channel joins it when it needs the vector.
+        with contextlib.suppress(LayersearchError):
+            dense = self.dense(ENTITY_CORPUS)
+            if dense.confirmed:
+                dense.prefetch(request.question)
+        return partial(self._ranked, corpus, warnings)
+
+    def _ranked(
+        self,
+        corpus: EntityCorpus,
+        warnings: list[str],
+        question: str,
+        k: int,
+        ds: str | None,
+        allow: Collection[str] | None,
+        memories: bool,
+    ) -> list[tuple[str, float]]:
+        try:
+            dense = self.dense(ENTITY_CORPUS)
+            scope = allow
+            if ds is not None:
+                in_ds = corpus.scope_ids(ds)
+                scope = in_ds if allow is None else in_ds & set(allow)
+            found = dense.search(question, k, scope, memories=memories)
+            partial_vectors = self._partial_vectors(dense)
+            if partial_vectors is not None and partial_vectors not in warnings:
+                warnings.append(partial_vectors)
+            return found
+        except LayersearchError as exc:
+            message = f"embedding unavailable: {exc}"
+            if message not in warnings:
+                warnings.append(message)
+            return []
+
+    def _partial_vectors(self, dense: DenseCorpus) -> str | None:
+        """A warning when some entities or memories have no vector from the configured
+        model (an interrupted ``layersearch embed``): counted once per store generation."""
+        key = (self.store.generation(), dense.fingerprint.key())
+        with self._lock:
+            cached = self._coverage
+        if cached is None or cached[0] != key:
+            have, total = self.store.entity_vector_coverage(ENTITY_CORPUS, key[1])
+            cached = (key, have, total)
+            with self._lock:
+                self._coverage = cached
+        _, have, total = cached
+        if have >= total:
+            return None
+        return (
+            f"vector channel ranked {have:,} of {total:,} entities and memories: "
+            f"{total - have:,} have no vector from {dense.fingerprint.describe()} yet "
+            "(an interrupted `layersearch embed`?); run `layersearch embed` to finish"
+        )

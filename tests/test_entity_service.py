@@ -1,0 +1,59 @@
+"""The entity service behind the facade: what Layersearch hands out and delegates to."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from tests.conftest import MINI
+
+from layersearch import Layersearch
+from layersearch.corpora.entities import EntityCorpus, EntityService
+from layersearch.errors import ConfigError
+
+
+@pytest.fixture
+def ls(tmp_path: Path) -> Iterator[Layersearch]:
+    with Layersearch(tmp_path / "s.duckdb") as api:
+        api.load(MINI)
+        yield api
+
+
+def _count_checks(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    calls: list[int] = []
+    real = EntityCorpus.check_request
+
+    def counting(self: EntityCorpus, req):  # type: ignore[no-untyped-def]
+        calls.append(1)
+        return real(self, req)
+
+    monkeypatch.setattr(EntityCorpus, "check_request", counting)
+    return calls
+
+
+@pytest.mark.parametrize("cypher", [None, "MATCH (n:Measure) RETURN n.id AS id"])
+def test_a_search_checks_its_request_once(
+    ls: Layersearch, monkeypatch: pytest.MonkeyPatch, cypher: str | None
+) -> None:
+    calls = _count_checks(monkeypatch)
+    assert ls.search(question="order revenue", cypher_filter=cypher).results
+    assert len(calls) == 1
+
+
+def test_a_bad_request_is_refused_before_the_filter_runs(
+    ls: Layersearch, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ran: list[str] = []
+    monkeypatch.setattr(EntityService, "filter_ids", lambda self, c, p=None: ran.append(c))
+    with pytest.raises(ConfigError, match="unknown channel"):
+        ls.search(question="revenue", channels=["nope"], cypher_filter="MATCH (n) RETURN n.id")
+    assert ran == []
+
+
+def test_the_facade_hands_out_the_entity_service(ls: Layersearch) -> None:
+    assert isinstance(ls.entities, EntityService)
+    assert ls.entities.store is ls.store
+    assert ls.corpus() is ls.entities.corpus()
+    saved = ls.save_memory("Revenue excludes refunds", entities=["shop.orders"])
+    assert ls.entities.get_memory(saved.id) == saved
