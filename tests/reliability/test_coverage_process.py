@@ -16,10 +16,10 @@ import pytest
 from tests.conftest import MODELS
 
 from layersearch import Layersearch
-from layersearch.corpora.snapshot import generations as snapshot_module
 from layersearch.corpora.entities import corpus as entities_module
 from layersearch.corpora.entities import process as process_module
 from layersearch.corpora.entities import service as service_module
+from layersearch.corpora.snapshot import generations as snapshot_module
 from layersearch.errors import StoreError
 
 pytestmark = pytest.mark.skipif(

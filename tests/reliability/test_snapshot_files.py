@@ -13,9 +13,9 @@ import pytest
 from tests.conftest import MINI, MODELS
 
 from layersearch import Layersearch
-from layersearch.corpora.snapshot import generations as snapshot_mod
 from layersearch.corpora.entities import build_coverage
 from layersearch.corpora.entities import corpus as entities_module
+from layersearch.corpora.snapshot import generations as snapshot_mod
 from layersearch.ranking import persist
 from layersearch.ranking.coverage import CoverageIndex
 
