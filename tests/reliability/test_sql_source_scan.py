@@ -20,10 +20,6 @@ SQL_METHODS = {"execute", "executemany", "sql", "query", "fetchall", "fetch", "e
 ALLOWED = {
     ("store/duckdb.py", "bulk_insert"): "table and column names pass _identifier(); values are "
     "in a registered array",
-    ("semantic/importers/database.py", "sampler"): "rewrites placeholders of SQL whose only "
-    "formatted parts are quote_ident() identifiers; the LIMIT is bound",
-    ("semantic/importers/database.py", "_postgres"): "the same sampler, seen from its enclosing "
-    "function",
     ("store/postgres.py", "_set_local"): "formats only one set_config(%s, %s, true) per setting: "
     "names and values are bound",
     ("store/postgres.py", "walk_pages_per_row"): "prefixes EXPLAIN to the walk statement "

@@ -48,7 +48,7 @@ from layersearch.corpora.snapshot import (
     tables_from_store,
 )
 from layersearch.errors import ConfigError, LayersearchError, NotFound, StoreEmpty, StoreError
-from layersearch.ranking.fulltext import FullTextIndex, build_index
+from layersearch.ranking.fulltext import FullTextIndex, open_or_rebuild
 from layersearch.semantic.model import Catalog, EdgeRecord, Entity
 from layersearch.store.base import Store, catalog_rows
 from layersearch.store.duckdb import memory_number
@@ -192,61 +192,74 @@ class EntityService:
                 tables = tables_from_store(self.store)
             snapshot = publish_snapshot(self._snapshot_dir, tables, stamp)
             del tables
-        ft, reason = FullTextIndex.open(self._ft_dir, ENTITY_BOOSTS, stamp)
         corpus = EntityCorpus.from_snapshot(
-            snapshot, memories, ft or FullTextIndex.create(ENTITY_BOOSTS, None)
+            snapshot, memories, FullTextIndex.create(ENTITY_BOOSTS, None)
         )
         if rebuilt:
             # Published with its schema index, so no later search (of any process) builds it.
             corpus.ensure_coverage(objects, None if built is None else built[3])
-        if (
-            ft is None
-            and previous is not None
+        opened = open_or_rebuild(
+            self._ft_dir,
+            ENTITY_BOOSTS,
+            stamp,
+            lambda: corpus.documents(rows=objects),
+            update=lambda: self._update_fulltext(previous, corpus, objects, stamp),
+            warn=False,  # reported below, to the response's warnings as well
+        )
+        corpus.fulltext = opened.index
+        if opened.how == "rebuilt":
+            # Missing with content in the store means someone deleted it: say so once.
+            # (A read-only store's indexes live in a cache: missing there on first use.)
+            lost = (
+                opened.reason == "missing"
+                and bool(len(corpus.entities) or memories)
+                and getattr(self.store, "read_only", None) is None
+            )
+            if opened.damaged or lost:
+                msg = f"full-text index was {opened.reason}; rebuilt it from the store"
+                log.warning(msg)
+                self._pending.append(msg)
+            if opened.kept is not None:
+                self._pending.append(
+                    f"full-text index kept in memory for this process ({opened.kept})"
+                )
+        rebuilt = rebuilt or opened.how != "opened"
+        return corpus, rebuilt
+
+    def _update_fulltext(
+        self,
+        previous: EntityCorpus | None,
+        corpus: EntityCorpus,
+        objects: list[Entity] | None,
+        stamp: str,
+    ) -> FullTextIndex | None:
+        """The previous corpus's index brought to ``corpus`` by writing the difference, when
+        the index on disk is exactly that previous snapshot's; None otherwise (rebuild)."""
+        if not (
+            previous is not None
             and previous.fulltext.path is not None
             and previous.fulltext.path.parent == self._ft_dir
             and previous.fulltext.is_current()
             and FullTextIndex.read_stamp(self._ft_dir) == str(self._gen)
         ):
-            # The index on disk is exactly our previous snapshot: apply the difference.
-            stale, fresh = changed_entities(previous.snapshot.tables, snapshot.tables)
-            old = {d.id: d for d in previous.documents(entities=False)}
-            new = {d.id: d for d in corpus.documents(entities=False)}
-            stale += [i for i, d in old.items() if new.get(i) != d]
-            tables = snapshot.tables
-            adds = chain(
-                (
-                    entity_doc(e, h)
-                    for e, h in zip(
-                        _entities_at(tables, fresh, objects), tables.hashes_at(fresh), strict=True
-                    )
-                ),
-                (d for i, d in new.items() if old.get(i) != d),
-            )
-            n = previous.fulltext.write(add=adds, delete=stale, stamp=stamp)
-            log.info("full-text index updated: %d removed or changed, %d added", len(stale), n)
-            corpus.fulltext = previous.fulltext
-            rebuilt = True
-        elif ft is None:
-            # Missing with content in the store means someone deleted it: say so once.
-            # (A read-only store's indexes live in a cache: missing there on first use.)
-            lost = (
-                reason == "missing"
-                and bool(len(corpus.entities) or memories)
-                and getattr(self.store, "read_only", None) is None
-            )
-            if reason not in ("missing", "stale") or lost:
-                msg = f"full-text index was {reason}; rebuilt it from the store"
-                log.warning(msg)
-                self._pending.append(msg)
-            log.info("building the full-text index (%s)", reason)
-            ft, kept = build_index(
-                ENTITY_BOOSTS, self._ft_dir, stamp, lambda: corpus.documents(rows=objects)
-            )
-            if kept is not None:
-                self._pending.append(f"full-text index kept in memory for this process ({kept})")
-            corpus.fulltext = ft
-            rebuilt = True
-        return corpus, rebuilt
+            return None
+        stale, fresh = changed_entities(previous.snapshot.tables, corpus.snapshot.tables)
+        old = {d.id: d for d in previous.documents(entities=False)}
+        new = {d.id: d for d in corpus.documents(entities=False)}
+        stale += [i for i, d in old.items() if new.get(i) != d]
+        tables = corpus.snapshot.tables
+        adds = chain(
+            (
+                entity_doc(e, h)
+                for e, h in zip(
+                    _entities_at(tables, fresh, objects), tables.hashes_at(fresh), strict=True
+                )
+            ),
+            (d for i, d in new.items() if old.get(i) != d),
+        )
+        n = previous.fulltext.write(add=adds, delete=stale, stamp=stamp)
+        log.info("full-text index updated: %d removed or changed, %d added", len(stale), n)
+        return previous.fulltext
 
     def _after_write(self, gen_before: int, apply: Callable[[EntityCorpus, str], None]) -> None:
         """Apply an incremental update for our own memory write; reload if others wrote too.
