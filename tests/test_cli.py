@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from tests.conftest import MINI, ROOT
+from tests.support import MINI, ROOT
 
 
 def run(store: Path, *args: str, ok: bool = True) -> subprocess.CompletedProcess[str]:

@@ -15,7 +15,7 @@ from pathlib import Path
 import click
 import pytest
 from click.testing import CliRunner
-from tests.conftest import MODELS, ROOT
+from tests.support import MODELS, ROOT
 
 from layersearch.cli import main
 

@@ -6,7 +6,7 @@ import threading
 from pathlib import Path
 
 import numpy as np
-from tests.conftest import MINI
+from tests.support import MINI
 
 from layersearch import Layersearch
 from layersearch.corpora.dense import ENTITY_CORPUS

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from tests.conftest import MINI
+from tests.support import MINI
 
 from layersearch import Layersearch
 from layersearch.embed import FakeEmbedder, Fingerprint

@@ -6,7 +6,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from tests.conftest import MINI
+from tests.support import MINI
 
 from layersearch import CypherReadOnlyError, CypherUnknownError, Layersearch
 from layersearch.graph.graph import EntityGraph

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from tests.conftest import MINI, MODELS
+from tests.support import MINI, MODELS
 
 from layersearch import ConfigError, Layersearch
 from layersearch.corpora.entities import describe_memory, one_line_query

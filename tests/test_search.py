@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from tests.conftest import MINI, MODELS
+from tests.support import MINI, MODELS
 
 from layersearch import ConfigError, Layersearch, LimitExceeded, SearchRequest
 

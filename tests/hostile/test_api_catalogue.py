@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.conftest import MINI
+from tests.support import MINI
 
 from layersearch import Layersearch
 from layersearch.errors import LayersearchError

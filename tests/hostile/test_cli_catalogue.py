@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from tests.conftest import MINI, ROOT
+from tests.support import MINI, ROOT
 
 from layersearch import Layersearch
 from layersearch.cli import main

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.conftest import MINI, ROOT
+from tests.support import MINI, ROOT
 
 from layersearch import Layersearch
 from layersearch.errors import ConfigError, LayersearchError

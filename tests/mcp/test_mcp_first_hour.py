@@ -12,8 +12,7 @@ from typing import Any
 
 import pytest
 from mcp import Client
-from tests.conftest import MINI, ROOT
-from tests.mcp.conftest import cli_env, free_port, wait_for_port
+from tests.support import MINI, ROOT, cli_env, free_port, wait_for_port
 
 from layersearch.config import Settings, load_settings
 from layersearch.errors import ConfigError

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 from mcp import Client
-from tests.conftest import MINI
+from tests.support import MINI
 
 from layersearch.config import Settings
 from layersearch.server import create_server, tool_names

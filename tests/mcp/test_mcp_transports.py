@@ -13,8 +13,7 @@ import anyio
 import httpx
 import pytest
 from mcp import Client, StdioServerParameters
-from tests.conftest import MINI
-from tests.mcp.conftest import cli_env, free_port, layersearch_cmd, wait_for_port
+from tests.support import MINI, cli_env, free_port, layersearch_cmd, wait_for_port
 
 from layersearch.server import tool_names
 

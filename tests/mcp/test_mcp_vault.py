@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 from mcp import Client
-from tests.conftest import ROOT
+from tests.support import ROOT
 
 from layersearch import Layersearch
 from layersearch.server import create_server

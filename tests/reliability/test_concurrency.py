@@ -12,7 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.conftest import MINI, ROOT
+from tests.support import MINI, ROOT
 
 from layersearch import Layersearch
 

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
-from tests.conftest import MODELS
+from tests.support import MODELS
 
 from layersearch import Layersearch
 from layersearch import api as api_module

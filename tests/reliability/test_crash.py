@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.conftest import MINI, ROOT
 from tests.reliability import crash_worker
+from tests.support import MINI, ROOT
 
 from layersearch import Layersearch
 from layersearch.corpora.vault import store as vault_tables

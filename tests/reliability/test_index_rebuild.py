@@ -7,7 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from tests.conftest import MINI
+from tests.support import MINI
 
 from layersearch import Layersearch
 from layersearch.ranking.fulltext import FullTextIndex

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from tests.conftest import MINI, ROOT
+from tests.support import MINI, ROOT
 
 from layersearch import Layersearch
 from layersearch.corpora.vault import search as vault_search

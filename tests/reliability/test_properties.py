@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from tests.conftest import MODELS, ROOT
+from tests.support import MODELS, ROOT
 
 from layersearch import Layersearch
 

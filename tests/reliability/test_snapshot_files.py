@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from tests.conftest import MINI, MODELS
+from tests.support import MINI, MODELS
 
 from layersearch import Layersearch
 from layersearch.corpora import entities as entities_module

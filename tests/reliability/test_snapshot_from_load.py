@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 import tantivy
-from tests.conftest import MINI, ROOT
+from tests.support import MINI, ROOT
 
 from layersearch import Layersearch
 from layersearch.corpora.snapshot import tables_from_store

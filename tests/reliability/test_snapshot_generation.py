@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from tests.conftest import MINI
+from tests.support import MINI
 
 from layersearch import Layersearch
 from layersearch.corpora.snapshot import EntityTables, changed_entities, tables_from_store

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import duckdb
 import pytest
-from tests.conftest import MINI, MODELS, ROOT
+from tests.support import MINI, MODELS, ROOT
 
 from layersearch import Layersearch
 from layersearch.errors import (

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from tests.conftest import MINI, ROOT
+from tests.support import MINI, ROOT
 
 from layersearch.config import check_token, load_settings
 from layersearch.embed.fake import FakeEmbedder

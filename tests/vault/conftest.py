@@ -3,8 +3,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from tests.support import VAULT
 
-VAULT = Path(__file__).resolve().parents[2] / "fixtures" / "vault"
 QUERIES = VAULT.parent / "vault_queries.jsonl"
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from tests.vault.conftest import VAULT
+from tests.support import VAULT
 
 from layersearch.corpora.vault.search import VaultService
 from layersearch.embed.base import Fingerprint

@@ -8,7 +8,7 @@ from datetime import date
 from pathlib import Path
 
 import pytest
-from tests.vault.conftest import VAULT
+from tests.support import VAULT
 
 from layersearch.corpora.vault import Note, iter_notes, load_config
 from layersearch.corpora.vault.search import CHANNEL_DEPTH, VaultHit, VaultService
