@@ -3,6 +3,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+
 from tests.support import ROOT, shared_data
 
 FIXTURES = ROOT / "fixtures" / "conversations"

@@ -17,10 +17,10 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from tests.support import MINI, ROOT
 
 from layersearch import Layersearch
 from layersearch.cli import main
+from tests.support import MINI, ROOT
 
 from .catalogue import (
     CORPUS_CASES,
@@ -153,6 +153,7 @@ def run_subprocess(store: Path, case: Case, files: Path) -> subprocess.Completed
     )
 
 
+@pytest.mark.slow
 def test_cli_subprocess_sample(store: Path, tmp_path: Path) -> None:
     sample = _sample()
     assert len(sample) >= 15

@@ -17,10 +17,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.support import MINI, ROOT
 
 from layersearch import Layersearch
 from layersearch.errors import ConfigError, LayersearchError
+from tests.support import MINI, ROOT
 
 LONE = ["\ud800", "\udfff", "a\udc80b", "ok \ud83d", "\ud800\ud800"]
 

@@ -8,10 +8,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.support import MINI
 
 from layersearch import ConfigError, Layersearch, LimitExceeded, SearchRequest
 from layersearch.errors import LayersearchError
+from tests.support import MINI
 
 from .snapshot import snapshot
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from tests.support import MINI
 
 from layersearch import Layersearch
 from layersearch.config import Settings
 from layersearch.embed import LocalEmbedder
 from layersearch.server import Service
+from tests.support import MINI
 
 
 @pytest.mark.local_model

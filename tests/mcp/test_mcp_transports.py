@@ -13,9 +13,9 @@ import anyio
 import httpx
 import pytest
 from mcp import Client, StdioServerParameters
-from tests.support import MINI, cli_env, free_port, layersearch_cmd, wait_for_port
 
 from layersearch.server import tool_names
+from tests.support import MINI, cli_env, free_port, layersearch_cmd, wait_for_port
 
 pytestmark = pytest.mark.anyio
 

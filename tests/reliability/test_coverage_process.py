@@ -13,13 +13,13 @@ import time
 from pathlib import Path
 
 import pytest
-from tests.support import MODELS
 
 from layersearch import Layersearch
 from layersearch import api as api_module
 from layersearch.corpora import entities as entities_module
 from layersearch.corpora import snapshot as snapshot_module
 from layersearch.errors import StoreError
+from tests.support import MODELS
 
 pytestmark = pytest.mark.skipif(
     not sys.platform.startswith("linux"), reason="build processes are forked on Linux only"

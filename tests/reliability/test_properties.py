@@ -18,9 +18,9 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from tests.support import MODELS, ROOT
 
 from layersearch import Layersearch
+from tests.support import MODELS, ROOT
 
 REQUESTS: list[dict[str, Any]] = [
     {"question": "monthly revenue by store", "explain": True, "max_results": 30},

@@ -10,7 +10,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from tests.support import MINI, MODELS
 
 from layersearch import Layersearch
 from layersearch.corpora import entities as entities_module
@@ -18,6 +17,7 @@ from layersearch.corpora import snapshot as snapshot_mod
 from layersearch.corpora.entities import build_coverage
 from layersearch.ranking import persist
 from layersearch.ranking.coverage import CoverageIndex
+from tests.support import MINI, MODELS
 
 QUESTIONS = ["tax charged on the order", "store revenue", "customer email"]
 

@@ -13,11 +13,11 @@ from typing import Any
 
 import pytest
 import tantivy
-from tests.support import MINI, ROOT
 
 from layersearch import Layersearch
 from layersearch.corpora.snapshot import tables_from_store
 from layersearch.ranking.fulltext import FullTextIndex, key_hash
+from tests.support import MINI, ROOT
 
 BENCH = ROOT / "benchmarks"
 FROM_ROWS = "taking the rows just written"

@@ -8,7 +8,6 @@ from datetime import date
 from pathlib import Path
 
 import pytest
-from tests.support import VAULT
 
 from layersearch.corpora.vault import Note, iter_notes, load_config
 from layersearch.corpora.vault.search import CHANNEL_DEPTH, VaultHit, VaultService
@@ -21,6 +20,7 @@ from layersearch.errors import (
     NotFound,
 )
 from layersearch.store.duckdb import DuckDBStore
+from tests.support import VAULT
 
 EMB = FakeEmbedder(128)
 
