@@ -37,6 +37,8 @@ from .catalogue import (
 )
 from .snapshot import snapshot
 
+pytestmark = pytest.mark.slow
+
 #: Rejected by click's own argument parsing, before our code runs: the root group turns
 #: click's usage error into the same contract, with the error code "usage".
 CLICK_USAGE = {
@@ -153,7 +155,6 @@ def run_subprocess(store: Path, case: Case, files: Path) -> subprocess.Completed
     )
 
 
-@pytest.mark.slow
 def test_cli_subprocess_sample(store: Path, tmp_path: Path) -> None:
     sample = _sample()
     assert len(sample) >= 15

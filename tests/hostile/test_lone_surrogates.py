@@ -22,6 +22,8 @@ from layersearch import Layersearch
 from layersearch.errors import ConfigError, LayersearchError
 from tests.support import MINI, ROOT
 
+pytestmark = pytest.mark.slow
+
 LONE = ["\ud800", "\udfff", "a\udc80b", "ok \ud83d", "\ud800\ud800"]
 
 

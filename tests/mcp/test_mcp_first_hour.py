@@ -18,7 +18,7 @@ from layersearch.errors import ConfigError
 from layersearch.server import check_settings, create_server, tool_names
 from tests.support import MINI, ROOT, cli_env, free_port, wait_for_port
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
 
 async def tools_and_schemas(api: Any) -> dict[str, dict[str, Any]]:

@@ -17,7 +17,7 @@ from mcp import Client, StdioServerParameters
 from layersearch.server import tool_names
 from tests.support import MINI, cli_env, free_port, layersearch_cmd, wait_for_port
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
 TOKEN = "test-token-123"
 

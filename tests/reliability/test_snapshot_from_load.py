@@ -19,6 +19,8 @@ from layersearch.corpora.snapshot import tables_from_store
 from layersearch.ranking.fulltext import FullTextIndex, key_hash
 from tests.support import MINI, ROOT
 
+pytestmark = pytest.mark.slow
+
 BENCH = ROOT / "benchmarks"
 FROM_ROWS = "taking the rows just written"
 FROM_STORE = "reading the semantic layer from the store"

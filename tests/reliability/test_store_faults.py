@@ -28,6 +28,8 @@ from layersearch.errors import (
 from layersearch.store import duckdb as duckdb_store
 from tests.support import MINI, MODELS, ROOT
 
+pytestmark = pytest.mark.slow
+
 
 def cli(
     *args: str, cwd: Path | None = None, env: dict[str, str] | None = None
