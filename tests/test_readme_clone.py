@@ -22,6 +22,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from tests.support import ROOT
 
 README = ROOT / "README.md"

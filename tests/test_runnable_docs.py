@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 
 import pytest
+
 from tests.support import ROOT
 
 BLOCK = re.compile(r"```python\n(.*?)```", re.S)

@@ -13,6 +13,7 @@ from layersearch.server import Service
 from tests.support import MINI
 
 
+@pytest.mark.slow
 @pytest.mark.local_model
 def test_the_local_model_is_loaded_when_the_store_opens(tmp_path: Path) -> None:
     pytest.importorskip("onnxruntime", reason="needs the [local] extra")

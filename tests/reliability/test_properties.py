@@ -50,6 +50,7 @@ def sample(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Layersearch]:
     ls.close()
 
 
+@pytest.mark.slow
 def test_byte_identical_across_processes_and_hash_seeds(sample: Layersearch) -> None:
     outputs = set()
     for seed in ("0", "1", "4242"):

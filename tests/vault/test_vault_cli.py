@@ -12,6 +12,8 @@ import pytest
 
 from tests.support import ROOT, VAULT
 
+pytestmark = pytest.mark.slow
+
 
 def run(store: Path, *args: str, ok: bool = True) -> subprocess.CompletedProcess[str]:
     env = dict(os.environ)

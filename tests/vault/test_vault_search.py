@@ -294,6 +294,7 @@ def test_hits_are_pydantic(indexed: VaultService):
     assert VaultHit.model_validate(hits[0].model_dump()) == hits[0]
 
 
+@pytest.mark.slow
 @pytest.mark.local_model
 def test_local_model_ranks_and_gibberish_scores_low(tmp_path: Path):
     pytest.importorskip("onnxruntime")
