@@ -1,24 +1,11 @@
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-MINI = ROOT / "fixtures" / "mini"
-MODELS = ROOT / "models"
-
-
-def shared_data() -> Path:
-    """$LAYERSEARCH_SHARED_DATA, else ``shared/data`` beside the checkout (or beside the
-    folder of worktrees that holds it); the first candidate when none exists."""
-    env = os.environ.get("LAYERSEARCH_SHARED_DATA")
-    if env:
-        return Path(env)
-    candidates = [ROOT.parent / "shared" / "data", ROOT.parent.parent / "shared" / "data"]
-    return next((c.resolve() for c in candidates if c.is_dir()), candidates[0])
+from tests.support import MINI, shared_data
 
 
 @pytest.fixture

@@ -13,6 +13,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 BENCH = ROOT / "benchmarks"
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def synthetic():  # type: ignore[no-untyped-def]

@@ -9,7 +9,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from tests.conftest import MINI, ROOT
+
+from tests.support import MINI, ROOT
 
 
 def run(store: Path, *args: str, ok: bool = True) -> subprocess.CompletedProcess[str]:
@@ -102,6 +103,7 @@ def test_memory_list_and_forget_json(store: Path) -> None:
     assert len(json.loads(run(store, "memory", "list", "--json").stdout)) == 3
 
 
+@pytest.mark.slow
 def test_init_and_demo(tmp_path: Path) -> None:
     out = json.loads(run(tmp_path / "x.duckdb", "init", "--json").stdout)
     assert out["store"].endswith("x.duckdb")
@@ -110,6 +112,7 @@ def test_init_and_demo(tmp_path: Path) -> None:
     assert all(s["response"]["results"] for s in demo["searches"])
 
 
+@pytest.mark.slow
 def test_settings_file_gives_store_and_embedder(tmp_path: Path) -> None:
     (tmp_path / "layersearch.toml").write_text(
         f'store = "{tmp_path / "from-toml.duckdb"}"\nembedder = "fake"\n'
@@ -162,6 +165,7 @@ def test_cli_gives_numpy_one_blas_thread_unless_the_user_chose(
     assert proc.stdout.strip() == expected
 
 
+@pytest.mark.slow
 def test_load_with_an_embedder_computes_the_vectors(tmp_path: Path) -> None:
     s = tmp_path / "s.duckdb"
     first = json.loads(run(s, "--embedder", "fake", "load", str(MINI), "--json").stdout)
@@ -182,6 +186,7 @@ def test_load_with_an_embedder_computes_the_vectors(tmp_path: Path) -> None:
     assert hits["results"] and hits["warnings"] == []
 
 
+@pytest.mark.slow
 def test_load_no_embed_and_no_embedder_leave_the_vectors(tmp_path: Path) -> None:
     s = tmp_path / "s.duckdb"
     skipped = json.loads(

@@ -15,9 +15,11 @@ from pathlib import Path
 import click
 import pytest
 from click.testing import CliRunner
-from tests.conftest import MODELS, ROOT
 
 from layersearch.cli import main
+from tests.support import MODELS, ROOT
+
+pytestmark = pytest.mark.slow
 
 VAULT = ROOT / "fixtures" / "vault"
 

@@ -12,10 +12,10 @@ from __future__ import annotations
 import random
 
 import pytest
-from tests.reference import coverage_ref as ref
 
 from layersearch.corpora.entities import ENTITY_BOOSTS
 from layersearch.ranking.coverage import TOP_TABLES, CoverageIndex, CoverageNode
+from tests.reference import coverage_ref as ref
 
 WORDS = [
     "order", "customer", "amount", "status", "date", "store", "revenue", "city",

@@ -6,12 +6,12 @@ import threading
 from pathlib import Path
 
 import numpy as np
-from tests.conftest import MINI
 
 from layersearch import Layersearch
 from layersearch.corpora.dense import ENTITY_CORPUS
 from layersearch.embed import FakeEmbedder, Fingerprint
 from layersearch.errors import EmbeddingUnavailable
+from tests.support import MINI
 
 
 class Gated:

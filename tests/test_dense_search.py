@@ -7,10 +7,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from tests.conftest import MINI
 
 from layersearch import Layersearch
 from layersearch.embed import FakeEmbedder, Fingerprint
+from tests.support import MINI
 
 
 class Counting:
@@ -180,6 +180,7 @@ def test_litellm_path_end_to_end_offline(tmp_path: Path) -> None:
         ls.close()
 
 
+@pytest.mark.slow
 @pytest.mark.local_model
 def test_local_model_channel(tmp_path: Path) -> None:
     ls = Layersearch(tmp_path / "s.duckdb", embedder="local")

@@ -6,11 +6,11 @@ import shutil
 from pathlib import Path
 
 import pytest
-from tests.conftest import MINI
 
 from layersearch import CypherReadOnlyError, CypherUnknownError, Layersearch
 from layersearch.graph.graph import EntityGraph
 from layersearch.semantic.graphing import build_graph, sync_graph
+from tests.support import MINI
 
 
 def ids(resp) -> list[str]:  # type: ignore[no-untyped-def]

@@ -2,9 +2,9 @@
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from tests.reference.rrf_ref import rrf_ref
 
 from layersearch.ranking.fusion import fuse, rrf
+from tests.reference.rrf_ref import rrf_ref
 
 # few ids and few distinct scores, so ties (fused score, best rank, level) are everywhere
 ids = st.sampled_from([f"{p}{i}" for p in "tcm" for i in range(6)])

@@ -9,13 +9,13 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from tests.conftest import MINI, MODELS
 
 from layersearch import ConfigError, Layersearch
 from layersearch.corpora.entities import describe_memory, one_line_query
 from layersearch.semantic.canonical import Resolver, expression_identifiers, query_strings
 from layersearch.semantic.model import Entity
 from layersearch.types import Memory
+from tests.support import MINI, MODELS
 
 # -- which parts of a query name entities -----------------------------------------------
 

@@ -6,9 +6,8 @@ import json
 import subprocess
 import sys
 
-from tests.conftest import ROOT
-
 import layersearch
+from tests.support import ROOT
 
 EXPECTED = {
     "__version__",

@@ -22,7 +22,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from tests.conftest import ROOT
+
+from tests.support import ROOT
 
 README = ROOT / "README.md"
 SKIPPED = ("pip install ", "python -m pytest")

@@ -7,7 +7,8 @@ import re
 from pathlib import Path
 
 import pytest
-from tests.conftest import ROOT
+
+from tests.support import ROOT
 
 BLOCK = re.compile(r"```python\n(.*?)```", re.S)
 FILES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]

@@ -8,9 +8,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from tests.conftest import MINI, MODELS
 
 from layersearch import ConfigError, Layersearch, LimitExceeded, SearchRequest
+from tests.support import MINI, MODELS
 
 HOSTILE = [
     '"',
@@ -259,6 +259,7 @@ def test_reload_keeps_memories_and_reports_unresolved_tags(tmp_path: Path) -> No
     ls.close()
 
 
+@pytest.mark.slow
 def test_determinism_across_processes(tmp_path: Path) -> None:
     script = (
         "import json,sys; from layersearch import Layersearch;"

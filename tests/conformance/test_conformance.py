@@ -17,6 +17,8 @@ from layersearch.errors import ModelMismatch, NotFound, StoreError
 from layersearch.ranking.vector import VectorIndex
 from layersearch.store import migrations
 
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[2]
 MODELS = ROOT / "models"
 # The small fixture for behaviour; the bundled models for the cross-backend comparison.

@@ -21,7 +21,7 @@ from layersearch.corpora.vault import search as vault_search
 from layersearch.corpora.vault import store as tables
 from layersearch.embed import FakeEmbedder
 
-pytestmark = pytest.mark.postgres
+pytestmark = [pytest.mark.postgres, pytest.mark.slow]
 
 ROOT = Path(__file__).resolve().parents[2]
 VAULT = ROOT / "fixtures" / "vault"

@@ -1,22 +1,12 @@
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
-FIXTURES = REPO / "fixtures" / "conversations"
+from tests.support import ROOT, shared_data
 
-
-def shared_data() -> Path:
-    """LAYERSEARCH_SHARED_DATA, else ``shared/data`` beside the checkout (or beside the
-    folder of worktrees that holds it)."""
-    env = os.environ.get("LAYERSEARCH_SHARED_DATA")
-    if env:
-        return Path(env)
-    candidates = [REPO.parent / "shared" / "data", REPO.parent.parent / "shared" / "data"]
-    return next((c for c in candidates if c.is_dir()), candidates[0])
+FIXTURES = ROOT / "fixtures" / "conversations"
 
 
 @pytest.fixture

@@ -78,6 +78,7 @@ def test_golden_outputs(svc: ConversationService) -> None:
         assert text + "\n" == (GOLDEN / name).read_text(encoding="utf-8"), name
 
 
+@pytest.mark.slow
 def test_outputs_are_identical_across_processes(svc: ConversationService, tmp_path: Path) -> None:
     script = (
         "import json, sys; from pathlib import Path\n"

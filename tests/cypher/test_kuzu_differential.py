@@ -21,6 +21,8 @@ from layersearch.graph.graph import EntityGraph
 
 from .graphs import FIXTURE_MODELS, kuzu_connection, kuzu_ids, load_graph
 
+pytestmark = pytest.mark.slow
+
 kuzu = pytest.importorskip("kuzu")
 
 GRAPH: EntityGraph = load_graph(FIXTURE_MODELS)

@@ -10,10 +10,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tests.reference import coverage_ref as ref
-
 from layersearch.corpora.entities import build_coverage
 from layersearch.ranking.coverage import CoverageIndex
+from tests.reference import coverage_ref as ref
 
 DBS = ("car_1", "network_1", "pets_1", "flight_2", "concert_singer", "world_1")
 

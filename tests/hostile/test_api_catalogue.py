@@ -7,10 +7,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.conftest import MINI
 
 from layersearch import Layersearch
 from layersearch.errors import LayersearchError
+from tests.support import MINI
 
 from .catalogue import (
     CASES,

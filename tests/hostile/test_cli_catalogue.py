@@ -17,10 +17,10 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from tests.conftest import MINI, ROOT
 
 from layersearch import Layersearch
 from layersearch.cli import main
+from tests.support import MINI, ROOT
 
 from .catalogue import (
     CORPUS_CASES,
@@ -36,6 +36,8 @@ from .catalogue import (
     write_files,
 )
 from .snapshot import snapshot
+
+pytestmark = pytest.mark.slow
 
 #: Rejected by click's own argument parsing, before our code runs: the root group turns
 #: click's usage error into the same contract, with the error code "usage".

@@ -17,10 +17,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.conftest import MINI, ROOT
 
 from layersearch import Layersearch
 from layersearch.errors import ConfigError, LayersearchError
+from tests.support import MINI, ROOT
+
+pytestmark = pytest.mark.slow
 
 LONE = ["\ud800", "\udfff", "a\udc80b", "ok \ud83d", "\ud800\ud800"]
 

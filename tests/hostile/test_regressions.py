@@ -8,10 +8,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.conftest import MINI
 
 from layersearch import ConfigError, Layersearch, LimitExceeded, SearchRequest
 from layersearch.errors import LayersearchError
+from tests.support import MINI
 
 from .snapshot import snapshot
 
@@ -121,7 +121,7 @@ def test_click_usage_errors_follow_the_contract_in_a_real_process(tmp_path: Path
     import subprocess
     import sys
 
-    from tests.conftest import ROOT
+    from tests.support import ROOT
 
     env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
     env.pop("LAYERSEARCH_DEBUG", None)

@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 from mcp import Client
-from tests.conftest import ROOT
 
 from layersearch import Layersearch
 from layersearch.server import create_server
+from tests.support import ROOT
 
 pytestmark = pytest.mark.anyio
 FIXTURES = ROOT / "fixtures" / "conversations"

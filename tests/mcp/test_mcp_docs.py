@@ -8,11 +8,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.conftest import ROOT
-from tests.mcp.conftest import cli_env
-
 from layersearch.config import load_settings
 from layersearch.server import tool_names
+from tests.support import ROOT, cli_env
 
 DOC = (ROOT / "docs" / "mcp.md").read_text(encoding="utf-8")
 

@@ -5,15 +5,16 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from tests.conftest import MINI
 
 from layersearch import Layersearch
 from layersearch.config import Settings
 from layersearch.corpora.entities import EntityService
 from layersearch.embed import LocalEmbedder
 from layersearch.server import Service
+from tests.support import MINI
 
 
+@pytest.mark.slow
 @pytest.mark.local_model
 def test_the_local_model_is_loaded_when_the_store_opens(tmp_path: Path) -> None:
     pytest.importorskip("onnxruntime", reason="needs the [local] extra")

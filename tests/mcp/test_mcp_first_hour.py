@@ -12,14 +12,13 @@ from typing import Any
 
 import pytest
 from mcp import Client
-from tests.conftest import MINI, ROOT
-from tests.mcp.conftest import cli_env, free_port, wait_for_port
 
 from layersearch.config import Settings, load_settings
 from layersearch.errors import ConfigError
 from layersearch.server import check_settings, create_server, tool_names
+from tests.support import MINI, ROOT, cli_env, free_port, wait_for_port
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
 
 async def tools_and_schemas(api: Any) -> dict[str, dict[str, Any]]:

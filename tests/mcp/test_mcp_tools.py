@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 from mcp import Client
-from tests.conftest import MINI
 
 from layersearch.config import Settings
 from layersearch.server import create_server, tool_names
 from layersearch.types import SearchRequest
+from tests.support import MINI
 
 pytestmark = pytest.mark.anyio
 

@@ -13,12 +13,11 @@ import anyio
 import httpx
 import pytest
 from mcp import Client, StdioServerParameters
-from tests.conftest import MINI
-from tests.mcp.conftest import cli_env, free_port, layersearch_cmd, wait_for_port
 
 from layersearch.server import tool_names
+from tests.support import MINI, cli_env, free_port, layersearch_cmd, wait_for_port
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
 TOKEN = "test-token-123"
 

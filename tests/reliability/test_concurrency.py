@@ -12,9 +12,12 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.conftest import MINI, ROOT
+import pytest
 
 from layersearch import Layersearch
+from tests.support import MINI, ROOT
+
+pytestmark = pytest.mark.slow
 
 WRITES = 30
 

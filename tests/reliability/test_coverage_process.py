@@ -13,7 +13,6 @@ import time
 from pathlib import Path
 
 import pytest
-from tests.conftest import MODELS
 
 from layersearch import Layersearch
 from layersearch.corpora.entities import corpus as entities_module
@@ -21,6 +20,7 @@ from layersearch.corpora.entities import process as process_module
 from layersearch.corpora.entities import service as service_module
 from layersearch.corpora.snapshot import generations as snapshot_module
 from layersearch.errors import StoreError
+from tests.support import MODELS
 
 pytestmark = pytest.mark.skipif(
     not sys.platform.startswith("linux"), reason="build processes are forked on Linux only"

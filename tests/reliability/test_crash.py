@@ -22,11 +22,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.conftest import MINI, ROOT
-from tests.reliability import crash_worker
 
 from layersearch import Layersearch
 from layersearch.corpora.vault import store as vault_tables
+from tests.reliability import crash_worker
+from tests.support import MINI, ROOT
+
+pytestmark = pytest.mark.slow
 
 KILLS = int(os.environ.get("LAYERSEARCH_CRASH_KILLS", "50"))
 NOTE = re.compile(r"crash note (zx[a-z]+)")

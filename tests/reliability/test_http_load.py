@@ -11,8 +11,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from tests.conftest import MINI, ROOT
-from tests.mcp.conftest import cli_env, free_port, layersearch_cmd, wait_for_port
+
+from tests.support import MINI, ROOT, cli_env, free_port, layersearch_cmd, wait_for_port
+
+pytestmark = pytest.mark.slow
 
 
 def listening_addresses(port: int) -> list[str]:

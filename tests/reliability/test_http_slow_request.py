@@ -18,11 +18,11 @@ from typing import Any
 import anyio
 import httpx
 import pytest
-from tests.conftest import MINI
-from tests.mcp.conftest import cli_env, free_port, layersearch_cmd, wait_for_port
-from tests.mcp.test_mcp_transports import TOKEN, http_client
 
-pytestmark = pytest.mark.anyio
+from tests.mcp.test_mcp_transports import TOKEN, http_client
+from tests.support import MINI, cli_env, free_port, layersearch_cmd, wait_for_port
+
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
 BUDGET_S = 6.0
 #: every pair of nodes (32 x 32 in fixtures/mini) matches a 2,000-character value

@@ -7,10 +7,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from tests.conftest import MINI
 
 from layersearch import Layersearch
 from layersearch.ranking.fulltext import FullTextIndex
+from tests.support import MINI
 
 
 def _garble(ent: Path, data: bytes) -> None:

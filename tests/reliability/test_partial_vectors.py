@@ -16,11 +16,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from tests.conftest import MINI, ROOT
 
 from layersearch import Layersearch
 from layersearch.corpora.vault import search as vault_search
 from layersearch.embed.fake import FakeEmbedder
+from tests.support import MINI, ROOT
 
 VAULT = ROOT / "fixtures" / "vault"
 

@@ -18,9 +18,9 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from tests.conftest import MODELS, ROOT
 
 from layersearch import Layersearch
+from tests.support import MODELS, ROOT
 
 REQUESTS: list[dict[str, Any]] = [
     {"question": "monthly revenue by store", "explain": True, "max_results": 30},
@@ -50,6 +50,7 @@ def sample(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Layersearch]:
     ls.close()
 
 
+@pytest.mark.slow
 def test_byte_identical_across_processes_and_hash_seeds(sample: Layersearch) -> None:
     outputs = set()
     for seed in ("0", "1", "4242"):

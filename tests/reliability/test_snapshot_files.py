@@ -10,7 +10,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from tests.conftest import MINI, MODELS
 
 from layersearch import Layersearch
 from layersearch.corpora.entities import build_coverage
@@ -18,6 +17,7 @@ from layersearch.corpora.entities import corpus as entities_module
 from layersearch.corpora.snapshot import generations as snapshot_mod
 from layersearch.ranking import persist
 from layersearch.ranking.coverage import CoverageIndex
+from tests.support import MINI, MODELS
 
 QUESTIONS = ["tax charged on the order", "store revenue", "customer email"]
 

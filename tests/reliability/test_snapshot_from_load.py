@@ -13,11 +13,13 @@ from typing import Any
 
 import pytest
 import tantivy
-from tests.conftest import MINI, ROOT
 
 from layersearch import Layersearch
 from layersearch.corpora.snapshot import tables_from_store
 from layersearch.ranking.fulltext import FullTextIndex, key_hash
+from tests.support import MINI, ROOT
+
+pytestmark = pytest.mark.slow
 
 BENCH = ROOT / "benchmarks"
 FROM_ROWS = "taking the rows just written"

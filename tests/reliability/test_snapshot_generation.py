@@ -10,12 +10,12 @@ from typing import Any
 
 import numpy as np
 import pytest
-from tests.conftest import MINI
 
 from layersearch import Layersearch
 from layersearch.corpora.snapshot import EntityTables, changed_entities, tables_from_store
 from layersearch.ranking import fulltext as fulltext_mod
 from layersearch.semantic.model import EdgeRecord, Entity
+from tests.support import MINI
 
 
 def _indexed_docs(ls: Layersearch) -> int:

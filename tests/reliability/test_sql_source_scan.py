@@ -11,7 +11,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from tests.conftest import ROOT
+from tests.support import ROOT
 
 SRC = ROOT / "src" / "layersearch"
 SQL_METHODS = {"execute", "executemany", "sql", "query", "fetchall", "fetch", "execute_many"}

@@ -17,7 +17,6 @@ from pathlib import Path
 
 import duckdb
 import pytest
-from tests.conftest import MINI, MODELS, ROOT
 
 from layersearch import Layersearch
 from layersearch.errors import (
@@ -27,6 +26,9 @@ from layersearch.errors import (
     StoreReadOnly,
 )
 from layersearch.store import duckdb as duckdb_store
+from tests.support import MINI, MODELS, ROOT
+
+pytestmark = pytest.mark.slow
 
 
 def cli(

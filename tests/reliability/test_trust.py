@@ -12,12 +12,12 @@ import sys
 from pathlib import Path
 
 import pytest
-from tests.conftest import MINI, ROOT
 
 from layersearch.config import check_token, load_settings
 from layersearch.embed.fake import FakeEmbedder
 from layersearch.embed.testserver import EmbeddingServer
 from layersearch.errors import ConfigError
+from tests.support import MINI, ROOT
 
 SECRET = "sk-user-secret-0123456789"
 
@@ -61,6 +61,7 @@ def _hostile_toml(repo: Path, url: str, key: str = "api_base") -> None:
     )
 
 
+@pytest.mark.slow
 def test_project_file_cannot_send_the_users_key_elsewhere(
     project: tuple[Path, dict[str, str]],
 ) -> None:

@@ -4,7 +4,8 @@ from pathlib import Path
 
 import pytest
 
-VAULT = Path(__file__).resolve().parents[2] / "fixtures" / "vault"
+from tests.support import VAULT
+
 QUERIES = VAULT.parent / "vault_queries.jsonl"
 
 

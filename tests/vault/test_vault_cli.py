@@ -9,8 +9,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from tests.conftest import ROOT
-from tests.vault.conftest import VAULT
+
+from tests.support import ROOT, VAULT
+
+pytestmark = pytest.mark.slow
 
 
 def run(store: Path, *args: str, ok: bool = True) -> subprocess.CompletedProcess[str]:

@@ -8,12 +8,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from tests.vault.conftest import VAULT
 
 from layersearch.corpora.vault.search import VaultService
 from layersearch.embed.base import Fingerprint
 from layersearch.embed.fake import FakeEmbedder
 from layersearch.store.duckdb import DuckDBStore
+from tests.support import VAULT
 
 
 class CountingEmbedder:

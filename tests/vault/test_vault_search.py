@@ -8,7 +8,6 @@ from datetime import date
 from pathlib import Path
 
 import pytest
-from tests.vault.conftest import VAULT
 
 from layersearch.corpora.vault import Note, iter_notes, load_config
 from layersearch.corpora.vault.search import CHANNEL_DEPTH, VaultHit, VaultService
@@ -21,6 +20,7 @@ from layersearch.errors import (
     NotFound,
 )
 from layersearch.store.duckdb import DuckDBStore
+from tests.support import VAULT
 
 EMB = FakeEmbedder(128)
 
@@ -294,6 +294,7 @@ def test_hits_are_pydantic(indexed: VaultService):
     assert VaultHit.model_validate(hits[0].model_dump()) == hits[0]
 
 
+@pytest.mark.slow
 @pytest.mark.local_model
 def test_local_model_ranks_and_gibberish_scores_low(tmp_path: Path):
     pytest.importorskip("onnxruntime")

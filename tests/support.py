@@ -1,0 +1,69 @@
+"""Helpers shared by the test files: paths of the repository's fixtures and the
+shared real data, and the pieces that run the CLI or the HTTP server in a subprocess.
+
+Test files import these with ``from tests.support import …``; fixtures stay in the
+``conftest.py`` files (pytest finds them there; importing a conftest from a test file
+would load it a second time under another name).
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+MINI = ROOT / "fixtures" / "mini"
+MODELS = ROOT / "models"
+VAULT = ROOT / "fixtures" / "vault"
+
+
+def shared_data() -> Path:
+    """$LAYERSEARCH_SHARED_DATA, else ``shared/data`` beside the checkout (or beside the
+    folder of worktrees that holds it); the first candidate when none exists."""
+    env = os.environ.get("LAYERSEARCH_SHARED_DATA")
+    if env:
+        return Path(env)
+    candidates = [ROOT.parent / "shared" / "data", ROOT.parent.parent / "shared" / "data"]
+    return next((c.resolve() for c in candidates if c.is_dir()), candidates[0])
+
+
+def cli_env() -> dict[str, str]:
+    """The environment for a CLI subprocess: this checkout's ``src`` first, none of the
+    user's store, config, token or debug settings."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(ROOT / "src")
+    for var in (
+        "LAYERSEARCH_STORE",
+        "LAYERSEARCH_CONFIG",
+        "LAYERSEARCH_TOKEN",
+        "LAYERSEARCH_DEBUG",
+    ):
+        env.pop(var, None)
+    return env
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def wait_for_port(port: int, proc: subprocess.Popen[bytes], timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise AssertionError(f"server exited early with {proc.returncode}")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                return
+        except OSError:
+            time.sleep(0.05)
+    raise AssertionError(f"nothing listening on port {port} after {timeout}s")
+
+
+def layersearch_cmd(*args: str) -> list[str]:
+    return [sys.executable, "-m", "layersearch", *args]
