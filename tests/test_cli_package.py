@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from tests.conftest import ROOT
 
 from layersearch.cli import bundled_models, main
 from layersearch.cli.progress import Progress, status
+from tests.support import ROOT
 
 
 def test_bundled_models_fall_back_to_the_checkout(

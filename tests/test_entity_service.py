@@ -6,11 +6,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from tests.conftest import MINI
 
 from layersearch import Layersearch
 from layersearch.corpora.entities import EntityCorpus, EntityService
 from layersearch.errors import ConfigError
+from tests.support import MINI
 
 
 @pytest.fixture
