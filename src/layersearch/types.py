@@ -15,7 +15,7 @@ Kind = Literal["datasource", "model", "column", "measure", "aggregation", "memor
 #: the channels a search request may name (``SearchRequest.channels``)
 RequestChannel = Literal["bm25", "fulltext", "vector"]
 #: the channels that rank entities, as hits report them (``ChannelScore.channel``): the
-#: requested ones and ``schema``, which runs whenever there is a question
+#: requested ones and ``schema``, which runs with ``fulltext`` when there is a question
 Channel = Literal["bm25", "fulltext", "schema", "vector"]
 CHANNELS: tuple[str, ...] = get_args(RequestChannel)
 

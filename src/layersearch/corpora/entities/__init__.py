@@ -5,7 +5,7 @@
 - ``rank``: fusion levels, dense and join-key context, merging the two kinds;
 - ``corpus`` / ``search``: one snapshot (:class:`EntityCorpus`) and its search;
 - ``vector``: the dense channel a search is handed;
-- ``memories``, ``load``, ``detail``: memory checks, load helpers, ``inspect``;
+- ``memories``, ``detail``: memory checks and the memories of loaded files, ``inspect``;
 - ``service``: :class:`EntityService`, the snapshot's reload protocol, loads,
   searches and memory writes of one store;
 - ``process``: process-wide settings (garbage collection, fork threshold, pool).
