@@ -49,6 +49,7 @@ if TYPE_CHECKING:
 
     from layersearch.corpora.conversations.search import ConversationService
     from layersearch.corpora.dense import DenseCorpus
+    from layersearch.corpora.scope import ScopeService
     from layersearch.corpora.vault.search import VaultService
     from layersearch.embed.base import Embedder
 
@@ -182,6 +183,24 @@ class Layersearch:
                 service = self._vault = VaultService(self.store, embedder=lambda: self.embedder)
             return service
 
+    # -- every corpus at once (corpora/scope) --------------------------------------------------
+
+    @property
+    def scope(self) -> ScopeService:
+        """Search across corpora (``search(scope=...)``) and ``inspect`` of any hit's id."""
+        with self._lock:
+            service = getattr(self, "_scope", None)
+            if service is None:
+                from layersearch.corpora.scope import ScopeService
+
+                service = self._scope = ScopeService(
+                    self.entities,
+                    lambda: self.conversations,
+                    lambda: self.vault,
+                    lambda: self.embedder,
+                )
+            return service
+
     # -- the semantic layer and memories (corpora/entities) -------------------------------------
 
     def corpus(self) -> EntityCorpus:
@@ -208,8 +227,14 @@ class Layersearch:
         return self.entities.load_catalog(catalog)
 
     def search(self, request: SearchRequest | None = None, /, **kwargs: Any) -> SearchResponse:
-        """Search the semantic layer and memories. Takes a SearchRequest or its fields."""
-        return self.entities.search(request, **kwargs)
+        """Search the semantic layer and memories, or the corpora ``scope`` names
+        (semantic, memory, conversations, vault, all). Takes a SearchRequest or its fields."""
+        scoped = kwargs.get("scope") if request is None else getattr(request, "scope", None)
+        if scoped is None:
+            return self.entities.search(request, **kwargs)
+        if request is None:
+            request = self.entities.request(**kwargs)
+        return self.scope.search(request)
 
     def warm(self) -> list[str]:
         """Do now what the first search would do (see :meth:`EntityService.warm`); returns
@@ -229,8 +254,9 @@ class Layersearch:
         return self.entities.filter_ids(cypher, params)
 
     def inspect(self, ids: Iterable[str]) -> InspectResponse:
-        """Full detail for ids (entities, hidden ones included when named exactly, and memories)."""
-        return self.entities.inspect(ids)
+        """Full detail for ids (entities, hidden ones included when named exactly, memories,
+        ``conversation:<conv_id>:<message_id>`` messages and ``vault:<slug>`` notes)."""
+        return self.scope.inspect(ids)
 
     def save_memory(
         self,

@@ -44,16 +44,21 @@ from layersearch.types import (
     MaxEntitiesArg,
     MaxExampleQueriesArg,
     MaxMemoriesArg,
+    MaxPerSourceArg,
     MaxResultsArg,
     Memory,
     NoteDetail,
     ParamsArg,
     QueryArg,
     QuestionArg,
+    RoleArg,
+    ScopeArg,
     SearchRequest,
     SearchResponse,
     SemanticSearchResult,
+    StatusArg,
     SummarySearchResult,
+    TagsArg,
     VaultHit,
 )
 
@@ -255,6 +260,11 @@ def search(
     max_entities: MaxEntitiesArg = None,
     max_memories: MaxMemoriesArg = None,
     max_example_queries: MaxExampleQueriesArg = None,
+    scope: ScopeArg = None,
+    max_per_source: MaxPerSourceArg = None,
+    tags: TagsArg = None,
+    status: StatusArg = None,
+    role: RoleArg = None,
 ) -> SearchResponse:
     """Find the datasources, models, columns, measures, aggregations and saved memories
     relevant to an analytics question. Call this BEFORE writing a query, and again when
@@ -266,6 +276,10 @@ def search(
     score, one-line description: a memory's is its note and its example query); call `inspect` with the ids you intend to use to get
     full detail (data types, joins, formulas, memories). Memories are team notes and
     example queries: read the ones returned, they record caveats.
+
+    `scope` widens the search to other corpora: `all` also ranks past conversation
+    messages and vault notes in the same list, each hit with its `source`
+    (semantic | memory | conversation | vault) and its id for `inspect`.
 
     It does not run queries, return data rows, or write SQL. `warnings` explain
     unresolved names (with "did you mean"), empty filters and skipped channels: read them.
@@ -284,7 +298,14 @@ def search(
         max_entities=max_entities,
         max_memories=max_memories,
         max_example_queries=max_example_queries,
+        scope=scope,
+        max_per_source=max_per_source,
+        tags=tags,
+        status=status,
+        role=role,
     )
+    if scope is not None:  # each corpus the scope names says itself when it is empty
+        return _api(ctx).search(request)
     return _read_api(ctx).search(request)
 
 
@@ -297,7 +318,8 @@ def inspect(
             min_length=1,
             max_length=200,
             description="Ids from `search` results, any kinds mixed in one call: "
-            "'shop', 'shop.orders', 'shop.orders.order_total', 'memory:3'. A name that is "
+            "'shop', 'shop.orders', 'shop.orders.order_total', 'memory:3', "
+            "'conversation:<conv_id>:<message_id>', 'vault:<slug>'. A name that is "
             "not an exact id is resolved like in search. 1 to 200 ids.",
         ),
     ],
@@ -311,6 +333,8 @@ def inspect(
     `warnings`; the call fails only when none of the ids is found. It does not search:
     use `search` to discover ids.
     """
+    if any(i.startswith(("conversation:", "vault:")) for i in ids):
+        return _api(ctx).inspect(ids)
     return _read_api(ctx).inspect(ids)
 
 

@@ -12,6 +12,15 @@ from typing import Annotated, Any, Literal, get_args
 from pydantic import BaseModel, ConfigDict, Field, model_serializer
 
 Kind = Literal["datasource", "model", "column", "measure", "aggregation", "memory"]
+#: what a search hit can be: an entity or memory kind, or (scoped searches) a
+#: conversation message or a vault note
+HitKind = Literal[
+    "datasource", "model", "column", "measure", "aggregation", "memory", "conversation", "vault"
+]
+#: the corpora a scoped search can name (``SearchRequest.scope``); ``all`` is every one
+SCOPES: tuple[str, ...] = ("semantic", "memory", "conversations", "vault")
+#: the ``source`` of a scoped hit
+Source = Literal["semantic", "memory", "conversation", "vault"]
 #: the channels a search request may name (``SearchRequest.channels``)
 RequestChannel = Literal["bm25", "fulltext", "vector"]
 #: the channels that rank entities, as hits report them (``ChannelScore.channel``): the
@@ -52,8 +61,12 @@ class ChannelScore(BaseModel):
     )
 
 
+def _absent(value: object) -> bool:
+    return value is None
+
+
 class Hit(BaseModel):
-    kind: Kind
+    kind: HitKind
     id: str
     score: float = Field(description="fused Reciprocal Rank Fusion score (k=60)")
     description: str = Field("", description="one-line summary")
@@ -62,6 +75,21 @@ class Hit(BaseModel):
     )
     explanation: list[ChannelScore] | None = Field(
         None, description="which channels ranked this hit, at which rank and score (explain=true)"
+    )
+    # Present only on hits of a scoped search (``scope``): unscoped output is unchanged.
+    source: Source | None = Field(
+        default=None,
+        exclude_if=_absent,
+        description="scoped searches: semantic (an entity) | memory | conversation | vault",
+    )
+    conv_id: str | None = Field(
+        default=None, exclude_if=_absent, description="a conversation hit's conversation id"
+    )
+    message_id: str | None = Field(
+        default=None, exclude_if=_absent, description="a conversation hit's message id"
+    )
+    slug: str | None = Field(
+        default=None, exclude_if=_absent, description="a vault hit's note slug (vault_get_note)"
     )
 
     def line(self, explain: bool = False) -> str:
@@ -115,10 +143,23 @@ class SearchRequest(BaseModel):
         description="also return `example_queries`: this many example queries from their own "
         "ranking (1..limit)",
     )
-
-
-def _absent(value: object) -> bool:
-    return value is None
+    scope: str | list[str] | None = Field(
+        default=None,
+        description="which corpora: semantic (default: entities + memories), memory, "
+        "conversations, vault, all, or a list of these",
+    )
+    max_per_source: int | None = Field(
+        default=None, description="scoped searches: at most this many hits of one source"
+    )
+    tags: list[str] | None = Field(
+        default=None, description="scoped searches: vault notes with any of these tags"
+    )
+    status: list[str] | None = Field(
+        default=None, description="scoped searches: vault notes with any of these statuses"
+    )
+    role: str | None = Field(
+        default=None, description="scoped searches: conversation messages of this role"
+    )
 
 
 class SearchResponse(BaseModel):
@@ -174,10 +215,30 @@ class EntityInfo(BaseModel):
     memories: list[str] = Field(default_factory=list)
 
 
+class MessageDetail(BaseModel):
+    """A conversation message as ``inspect`` shows it (id ``conversation:<conv>:<msg>``)."""
+
+    id: str
+    conv_id: str
+    message_id: str
+    conversation_title: str | None = None
+    role: str
+    speaker: str | None = None
+    created: datetime | None = None
+    content: str
+
+
 class InspectResponse(BaseModel):
     entities: list[EntityInfo] = Field(default_factory=list)
     memories: list[Memory] = Field(default_factory=list)
     warnings: list[str] = Field(default_factory=list)
+    # Present only when ids of those kinds were asked for: entity inspect is unchanged.
+    conversations: list[MessageDetail] | None = Field(
+        default=None, exclude_if=_absent, description="conversation:<conv>:<msg> ids"
+    )
+    notes: list[NoteDetail] | None = Field(
+        default=None, exclude_if=_absent, description="vault:<slug> ids"
+    )
 
 
 class LoadReport(BaseModel):
@@ -453,4 +514,38 @@ MaxExampleQueriesArg = Annotated[
         description="Also return `example_queries`: this many saved example queries, "
         "ranked among them alone. Default: no such bucket.",
     ),
+]
+
+
+InspectResponse.model_rebuild()  # NoteDetail is defined after it
+
+
+ScopeArg = Annotated[
+    str | list[str] | None,
+    Field(
+        description="Which corpora to search: 'semantic' (default: entities and memories), "
+        "'memory', 'conversations', 'vault', 'all', or a list of these. Scoped hits carry "
+        "`source`; ids are entity ids, 'memory:<n>', 'conversation:<conv_id>:<message_id>', "
+        "'vault:<slug>'."
+    ),
+]
+
+MaxPerSourceArg = Annotated[
+    int | None,
+    Field(ge=1, le=100, description="Scoped search: at most this many hits of one source."),
+]
+
+TagsArg = Annotated[
+    list[str] | None,
+    Field(description="Scoped search: only vault notes with any of these tags."),
+]
+
+StatusArg = Annotated[
+    list[str] | None,
+    Field(description="Scoped search: only vault notes with any of these statuses."),
+]
+
+RoleArg = Annotated[
+    Literal["user", "assistant"] | None,
+    Field(description="Scoped search: only conversation messages of this role."),
 ]

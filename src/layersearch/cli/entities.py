@@ -42,6 +42,19 @@ from layersearch.errors import ConfigError
     help="Also list this many example queries, ranked alone.",
 )
 @click.option("--channels", default=None, help="Comma-separated subset of bm25,fulltext,vector.")
+@click.option(
+    "--scope",
+    "scopes",
+    multiple=True,
+    help="Corpora to search: semantic (default), memory, conversations, vault, all "
+    "(repeatable or a comma list).",
+)
+@click.option(
+    "--max-per-source", type=int, default=None, help="Scoped search: at most this many per source."
+)
+@click.option("--tag", "tags", multiple=True, help="Scoped search: vault notes with this tag.")
+@click.option("--status", "statuses", multiple=True, help="Scoped search: vault notes' status.")
+@click.option("--role", default=None, help="Scoped search: conversation messages of this role.")
 @click.option("--full", is_flag=True, help="Show each hit's whole text.")
 @click.option("--explain", is_flag=True, help="Show which channels ranked each hit.")
 @json_option
@@ -61,6 +74,11 @@ def search(
     max_memories: int | None,
     max_example_queries: int | None,
     channels: str | None,
+    scopes: tuple[str, ...],
+    max_per_source: int | None,
+    tags: tuple[str, ...],
+    statuses: tuple[str, ...],
+    role: str | None,
     full: bool,
     explain: bool,
     as_json: bool,
@@ -90,8 +108,15 @@ def search(
         max_entities=max_entities,
         max_memories=max_memories,
         max_example_queries=max_example_queries,
+        scope=list(scopes) or None,
+        max_per_source=max_per_source,
+        tags=list(tags) or None,
+        status=list(statuses) or None,
+        role=role,
     )
-    resp = obj.read_api().search(req)
+    # A scoped search reads the corpora it names, each saying when it is empty.
+    api = obj.read_api() if req.scope is None else obj.api()
+    resp = api.search(req)
     if as_json:
         emit_json(resp)
         return
@@ -114,8 +139,9 @@ def search(
 @click.pass_obj
 @handle_errors
 def inspect(obj: Ctx, ids: tuple[str, ...], as_json: bool) -> None:
-    """Full detail for entity ids and memory:<n> ids."""
-    resp = obj.read_api().inspect(list(ids))
+    """Full detail for entity ids, memory:<n>, conversation:<conv>:<msg> and vault:<slug>."""
+    scoped = any(i.startswith(("conversation:", "vault:")) for i in ids)
+    resp = (obj.api() if scoped else obj.read_api()).inspect(list(ids))
     if as_json:
         emit_json(resp)
         return
@@ -142,6 +168,13 @@ def inspect(obj: Ctx, ids: tuple[str, ...], as_json: bool) -> None:
             detail(con, "  memories: " + ", ".join(e.memories))
     for m in resp.memories:
         print_memory(m)
+    for c in resp.conversations or []:
+        con.print(f"[bold]conversation {c.id}[/]", markup=True)
+        detail(con, f"  {c.role}" + (f" ({c.speaker})" if c.speaker else ""))
+        con.print(c.content, markup=False)
+    for n in resp.notes or []:
+        con.print(f"[bold]vault note {n.slug}[/]  {n.title}", markup=True)
+        con.print(n.body, markup=False)
 
 
 def bundled_models() -> Path:

@@ -389,13 +389,18 @@ class EntityService:
 
     # -- search -------------------------------------------------------------------------------
 
+    @staticmethod
+    def request(**kwargs: Any) -> SearchRequest:
+        """A SearchRequest of these fields, or a ConfigError naming what is wrong."""
+        try:
+            return SearchRequest(**kwargs)
+        except ValueError as exc:
+            raise ConfigError(_pydantic_message(exc)) from exc
+
     def search(self, request: SearchRequest | None = None, /, **kwargs: Any) -> SearchResponse:
         """Search the semantic layer and memories. Takes a SearchRequest or its fields."""
         if request is None:
-            try:
-                request = SearchRequest(**kwargs)
-            except ValueError as exc:
-                raise ConfigError(_pydantic_message(exc)) from exc
+            request = self.request(**kwargs)
         elif kwargs:
             raise ConfigError("pass either a SearchRequest or keyword arguments, not both")
         elif not isinstance(request, SearchRequest):

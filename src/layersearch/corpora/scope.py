@@ -1,0 +1,480 @@
+"""One search across every corpus: ``scope`` (issue #24).
+
+Each corpus ranks its own hits with the search it already has: the semantic layer and
+memories with :meth:`EntityService.search`, conversation messages with
+:meth:`ConversationService.search_messages`, vault notes with :meth:`VaultService.search`
+(hybrid). Each source's list is one channel of the fusion core (RRF, k=60): sources'
+ids never overlap, so the fused list takes the sources in turn, rank by rank, ties broken
+by source (semantic, memory, vault, conversation) and then by id. ``max_per_source``
+caps each source, ``max_results`` the list.
+
+Hit ids: an entity's id, ``memory:N``, ``conversation:<conv_id>:<message_id>``,
+``vault:<slug>``; :meth:`ScopeService.inspect` opens any of them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from layersearch.errors import ConfigError, LayersearchError, NotFound
+from layersearch.ranking.fusion import rrf
+from layersearch.types import (
+    SCOPES,
+    ChannelScore,
+    Hit,
+    InspectResponse,
+    MessageDetail,
+    SearchRequest,
+    SearchResponse,
+)
+
+if TYPE_CHECKING:
+    from layersearch.corpora.conversations.search import ConversationService
+    from layersearch.corpora.entities.service import EntityService
+    from layersearch.corpora.vault.search import VaultService
+    from layersearch.embed.base import Embedder
+
+__all__ = ["SOURCE_ORDER", "ScopeService", "parse_scope"]
+
+#: fusion's tie-break between sources' hits of the same rank, first to last
+SOURCE_ORDER = ("semantic", "memory", "vault", "conversation")
+#: scope name → the sources it searches
+_SOURCES = {
+    "semantic": ("semantic", "memory"),
+    "memory": ("memory",),
+    "conversations": ("conversation",),
+    "vault": ("vault",),
+}
+CONVERSATION_PREFIX = "conversation:"
+VAULT_PREFIX = "vault:"
+DESCRIPTION_CHARS = 160
+#: a role filter is applied to this many ranked messages (message search's depth)
+ROLE_DEPTH = 100
+_MAX_RESULTS = 100
+_NO_VAULT = "no vault indexed in this store: run `layersearch vault index PATH`"
+
+
+def parse_scope(scope: str | Sequence[str] | None) -> tuple[str, ...]:
+    """The scope names of ``scope`` (a name, a comma list, or a list of them), in the
+    canonical order; ``all`` is every one. Unknown names are a ConfigError."""
+    if scope is None:
+        return ("semantic",)
+    items = [scope] if isinstance(scope, str) else list(scope)
+    names: set[str] = set()
+    for item in items:
+        if not isinstance(item, str):
+            raise ConfigError(f"scope names are strings, got {item!r}")
+        for part in item.split(","):
+            name = part.strip().lower()
+            if name == "all":
+                names.update(SCOPES)
+            elif name in SCOPES:
+                names.add(name)
+            else:
+                raise ConfigError(
+                    f"unknown scope {part.strip()!r}: use {', '.join(SCOPES)} or all "
+                    "(or a list of them)"
+                )
+    if not names:
+        raise ConfigError(f"scope is empty: use {', '.join(SCOPES)} or all")
+    return tuple(s for s in SCOPES if s in names)
+
+
+def _sources(names: Sequence[str]) -> tuple[str, ...]:
+    wanted = {src for n in names for src in _SOURCES[n]}
+    return tuple(s for s in SOURCE_ORDER if s in wanted)
+
+
+@dataclass
+class _Ranked:
+    """One source's hits, best first, and what it had to say."""
+
+    hits: list[Hit] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    empty: bool = False  # nothing loaded in this corpus
+
+
+class ScopeService:
+    """The cross-corpus search of one store; the facade hands it out as ``scope``."""
+
+    def __init__(
+        self,
+        entities: EntityService,
+        conversations: Callable[[], ConversationService],
+        vault: Callable[[], VaultService],
+        embedder: Callable[[], Embedder | None],
+    ) -> None:
+        self._entities = entities
+        self._conversations = conversations
+        self._vault = vault
+        self._embedder = embedder
+
+    # -- search -------------------------------------------------------------------------------
+
+    def search(self, req: SearchRequest) -> SearchResponse:
+        names = parse_scope(req.scope)
+        if req.max_per_source is not None and req.max_per_source < 1:
+            raise ConfigError(f"max_per_source must be at least 1, got {req.max_per_source}")
+        if not 1 <= req.max_results <= _MAX_RESULTS:
+            raise ConfigError(
+                f"max_results must be from 1 to {_MAX_RESULTS}, got {req.max_results}"
+            )
+        sources = _sources(names)
+        warnings = self._misplaced_filters(req, sources)
+        ranked: dict[str, _Ranked] = {}
+        semantic: SearchResponse | None = None
+        if "semantic" in sources or "memory" in sources:
+            semantic = self._semantic(req, sources, ranked)
+        if "conversation" in sources:
+            ranked["conversation"] = self._messages(req)
+        if "vault" in sources:
+            ranked["vault"] = self._notes(req)
+        empty = [s for s in sources if ranked[s].empty]
+        explicit_all = any(
+            p.strip().lower() == "all"
+            for item in ([req.scope] if isinstance(req.scope, str) else req.scope or [])
+            for p in item.split(",")
+        )
+        if empty and len(empty) == len(sources) and not explicit_all:
+            raise NotFound("; ".join(w for s in empty for w in ranked[s].warnings))
+        for s in sources:
+            warnings.extend(f"{s}: {w}" for w in ranked[s].warnings)
+        warnings.extend(self._filter_warnings(req, ranked))
+        if set(sources) == {"semantic", "memory"} and semantic is not None:
+            # scope=semantic: today's list (entities and memories interleaved), tagged
+            results = _capped(semantic, req)
+        else:
+            results = self._fuse(ranked, req)
+        resp = SearchResponse(results=results, warnings=warnings)
+        if semantic is not None and "semantic" in sources:
+            resp.entities = semantic.entities
+            resp.memories = semantic.memories
+            resp.example_queries = semantic.example_queries
+        return resp
+
+    def _fuse(self, ranked: dict[str, _Ranked], req: SearchRequest) -> list[Hit]:
+        """The sources' lists fused by RRF, each capped at ``max_per_source``."""
+        cap = req.max_per_source or req.max_results
+        by_id: dict[str, tuple[str, Hit]] = {}
+        channels: dict[str, list[tuple[str, float]]] = {}
+        for source, r in ranked.items():
+            kept = r.hits[:cap]
+            channels[source] = [(h.id, h.score) for h in kept]
+            by_id.update((h.id, (source, h)) for h in kept)
+        order = {s: i for i, s in enumerate(SOURCE_ORDER)}
+        fused = rrf(channels, level=lambda i: order[by_id[i][0]], by_level=())
+        out = []
+        for f in fused[: req.max_results]:
+            source, hit = by_id[f.id]
+            rank, score, contribution = f.channels[source]
+            update: dict[str, Any] = {"score": round(f.score, 6)}
+            if req.explain:
+                head = ChannelScore(
+                    channel=source,
+                    rank=rank,
+                    score=round(score, 6),
+                    contribution=round(contribution, 6),
+                )
+                inner = [
+                    c.model_copy(update={"channel": f"{source}/{c.channel}"})
+                    for c in hit.explanation or []
+                ]
+                update["explanation"] = [head, *inner]
+            out.append(hit.model_copy(update=update))
+        return out
+
+    # -- the sources ----------------------------------------------------------------------------
+
+    def _semantic(
+        self, req: SearchRequest, sources: Sequence[str], ranked: dict[str, _Ranked]
+    ) -> SearchResponse | None:
+        """Entities and memories from today's search; memories alone for ``memory``."""
+        corpus = self._entities.corpus()
+        both = "semantic" in sources
+        if not corpus.entities and not corpus.memories or (not both and not corpus.memories):
+            what = "no semantic layer or memories" if both else "no memories"
+            for s in ("semantic", "memory"):
+                if s in sources:
+                    ranked[s] = _Ranked(
+                        warnings=[f"{what} in this store: run `layersearch load PATH`"],
+                        empty=True,
+                    )
+            return None
+        depth = req.max_per_source or req.max_results
+        # The entity search interleaves entities and memories: twice the depth gives each
+        # kind ``depth`` hits of its own ranking when it has them.
+        inner = req.model_copy(
+            update={
+                "scope": None,
+                "max_per_source": None,
+                "tags": None,
+                "status": None,
+                "role": None,
+                "max_results": _inner_depth(req, sources, depth),
+            }
+        )
+        resp = self._entities.search(inner)
+        warnings = list(resp.warnings)
+        if both:
+            ranked["semantic"] = _Ranked(
+                hits=[
+                    h.model_copy(update={"source": "semantic"})
+                    for h in resp.results
+                    if h.kind != "memory"
+                ],
+                warnings=warnings,
+            )
+            warnings = []
+        if "memory" in sources:
+            ranked["memory"] = _Ranked(
+                hits=[
+                    h.model_copy(update={"source": "memory"})
+                    for h in resp.results
+                    if h.kind == "memory"
+                ],
+                warnings=warnings,
+            )
+        return resp
+
+    def _messages(self, req: SearchRequest) -> _Ranked:
+        """Conversation messages ranked by message search (full text, and vectors when an
+        embedder is configured), then the ``role`` filter."""
+        question = _question(req)
+        conversations = self._conversations()
+        snap = conversations.snapshot()
+        if not snap.messages:
+            return _Ranked(
+                warnings=["no conversations imported: run `layersearch conversations import PATH`"],
+                empty=True,
+            )
+        if question is None:
+            return _Ranked(warnings=["needs a question: conversations not searched"])
+        role = req.role
+        if role is not None and role not in ("user", "assistant"):
+            raise ConfigError(f"role must be 'user' or 'assistant', got {role!r}")
+        depth = req.max_per_source or req.max_results
+        channels = None if self._embedder() is not None else ["fulltext"]
+        found = conversations.search_messages(
+            question, ROLE_DEPTH if role else depth, channels=channels
+        )
+        hits = []
+        for m in found.hits:
+            if role is not None and m.role != role:
+                continue
+            row = snap.messages[m.message_id]
+            explanation = None
+            if req.explain:
+                explanation = [
+                    ChannelScore(channel=c, rank=r, score=0.0, contribution=0.0)
+                    for c, r in sorted(m.channels.items(), key=lambda kv: (kv[1], kv[0]))
+                ]
+            hits.append(
+                Hit(
+                    kind="conversation",
+                    id=f"{CONVERSATION_PREFIX}{m.conversation_id}:{m.message_id}",
+                    score=round(m.score, 6),
+                    description=_line(row.content),
+                    text=None if req.compact else row.content,
+                    explanation=explanation,
+                    source="conversation",
+                    conv_id=m.conversation_id,
+                    message_id=m.message_id,
+                )
+            )
+            if len(hits) == depth:
+                break
+        return _Ranked(hits=hits, warnings=list(found.warnings))
+
+    def _notes(self, req: SearchRequest) -> _Ranked:
+        """Vault notes ranked by vault search in hybrid mode (full text alone without an
+        embedder), with the ``tags`` and ``status`` filters."""
+        question = _question(req)
+        vault = self._vault()
+        if question is None:
+            from layersearch.corpora.vault.store import load_meta
+
+            if load_meta(vault.store).root is None:
+                return _Ranked(warnings=[_NO_VAULT], empty=True)
+            return _Ranked(warnings=["needs a question: the vault not searched"])
+        depth = req.max_per_source or req.max_results
+        inner: list[str] = []
+        try:
+            found = vault.search(
+                question,
+                tags=req.tags,
+                status=req.status,
+                limit=depth,
+                mode="hybrid",
+                explain=req.explain,
+                warnings=inner,
+            )
+        except NotFound as exc:
+            return _Ranked(warnings=[str(exc)], empty=True)
+        if self._embedder() is None:
+            # Without an embedder, lexical is what was asked for, as in entity search.
+            inner = [w for w in inner if not w.startswith("embedding unavailable")]
+        hits = []
+        for v in found:
+            text = None if req.compact else vault.get_note(v.slug).body
+            hits.append(
+                Hit(
+                    kind="vault",
+                    id=f"{VAULT_PREFIX}{v.slug}",
+                    score=v.score,
+                    description=v.title,
+                    text=text,
+                    explanation=v.explanation,
+                    source="vault",
+                    slug=v.slug,
+                )
+            )
+        return _Ranked(hits=hits, warnings=inner)
+
+    # -- filters --------------------------------------------------------------------------------
+
+    @staticmethod
+    def _misplaced_filters(req: SearchRequest, sources: Sequence[str]) -> list[str]:
+        """A filter for a corpus the scope does not search is ignored, and said so."""
+        out = []
+        checks = (
+            (
+                "datasource",
+                req.datasource,
+                ("semantic", "memory"),
+                "the semantic layer and memories",
+            ),
+            (
+                "cypher_filter",
+                req.cypher_filter,
+                ("semantic", "memory"),
+                "the semantic layer and memories",
+            ),
+            ("tags", req.tags, ("vault",), "the vault"),
+            ("status", req.status, ("vault",), "the vault"),
+            ("role", req.role, ("conversation",), "conversations"),
+        )
+        for name, value, applies, what in checks:
+            if value is not None and not set(applies) & set(sources):
+                out.append(f"{name} applies only to {what}, which the scope leaves out: ignored")
+        return out
+
+    @staticmethod
+    def _filter_warnings(req: SearchRequest, ranked: dict[str, _Ranked]) -> list[str]:
+        """A source-only filter that left its source without a hit."""
+        filters: dict[str, list[tuple[str, object]]] = {
+            "semantic": [("datasource", req.datasource), ("cypher_filter", req.cypher_filter)],
+            "memory": [("datasource", req.datasource), ("cypher_filter", req.cypher_filter)],
+            "conversation": [("role", req.role)],
+            "vault": [("tags", req.tags), ("status", req.status)],
+        }
+        out = []
+        for source, r in ranked.items():
+            given = [name for name, value in filters[source] if value is not None]
+            if given and not r.hits and not r.empty:
+                out.append(f"{' and '.join(given)} excluded every {source} hit")
+        return out
+
+    # -- inspect --------------------------------------------------------------------------------
+
+    def inspect(self, ids: Iterable[str]) -> InspectResponse:
+        """Full detail for ids of any source: entities and memories as ``inspect`` always
+        showed them, ``conversation:…`` messages, ``vault:…`` notes."""
+        from layersearch.corpora.entities.detail import checked_ids
+
+        checked = checked_ids(ids)
+        convs = [i for i in checked if i.strip().startswith(CONVERSATION_PREFIX)]
+        notes = [i for i in checked if i.strip().startswith(VAULT_PREFIX)]
+        rest = [i for i in checked if i not in convs and i not in notes]
+        if not convs and not notes:
+            return self._entities.inspect(rest)
+        out = InspectResponse()
+        if rest:
+            try:
+                out = self._entities.inspect(rest)
+            except NotFound as exc:
+                out.warnings.append(str(exc))
+        if convs:
+            out.conversations = self._open_messages(convs, out.warnings)
+        if notes:
+            out.notes = []
+            for raw in notes:
+                try:
+                    out.notes.append(self._vault().get_note(raw.strip()[len(VAULT_PREFIX) :]))
+                except LayersearchError as exc:
+                    out.warnings.append(str(exc))
+        if not (out.entities or out.memories or out.conversations or out.notes):
+            raise NotFound("; ".join(out.warnings) or "nothing found")
+        return out
+
+    def _open_messages(self, ids: Sequence[str], warnings: list[str]) -> list[MessageDetail]:
+        snap = self._conversations().snapshot()
+        out = []
+        for raw in ids:
+            key = raw.strip()
+            rest = key[len(CONVERSATION_PREFIX) :]
+            found = None
+            # A conversation id may itself hold ':': try every split of the rest.
+            for i, ch in enumerate(rest):
+                if ch != ":":
+                    continue
+                m = snap.messages.get(rest[i + 1 :])
+                if m is not None and m.conversation_id == rest[:i]:
+                    found = m
+                    break
+            if found is None:
+                warnings.append(
+                    f"unknown conversation message '{key}' "
+                    "(ids are conversation:<conv_id>:<message_id>)"
+                )
+                continue
+            c = snap.conversations.get(found.conversation_id)
+            out.append(
+                MessageDetail(
+                    id=key,
+                    conv_id=found.conversation_id,
+                    message_id=found.id,
+                    conversation_title=c.title if c else None,
+                    role=found.role,
+                    speaker=found.speaker,
+                    created=found.created,
+                    content=found.content,
+                )
+            )
+        return out
+
+
+def _inner_depth(req: SearchRequest, sources: Sequence[str], depth: int) -> int:
+    """How many hits to ask the entity search for: as many as asked for scope=semantic
+    (its list as it is), twice the depth when entities and memories are fused apart
+    (the list interleaves them), the most it gives for memories alone."""
+    if set(sources) == {"semantic", "memory"} and req.max_per_source is None:
+        return req.max_results
+    if "semantic" in sources:
+        return min(_MAX_RESULTS, 2 * depth)
+    return _MAX_RESULTS
+
+
+def _capped(resp: SearchResponse, req: SearchRequest) -> list[Hit]:
+    """The entity search's own list (entities and memories merged), each hit tagged with
+    its source, at most ``max_per_source`` of each source."""
+    cap = req.max_per_source or req.max_results
+    seen = {"semantic": 0, "memory": 0}
+    out = []
+    for h in resp.results:
+        source = "memory" if h.kind == "memory" else "semantic"
+        if seen[source] < cap:
+            seen[source] += 1
+            out.append(h.model_copy(update={"source": source}))
+    return out[: req.max_results]
+
+
+def _question(req: SearchRequest) -> str | None:
+    q = req.question
+    return q if q is not None and q.strip() else None
+
+
+def _line(text: str) -> str:
+    one = " ".join(text.split())
+    return one if len(one) <= DESCRIPTION_CHARS else one[: DESCRIPTION_CHARS - 1] + "…"
