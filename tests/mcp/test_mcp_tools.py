@@ -30,6 +30,11 @@ SEARCH_INPUTS = {
     "max_entities",
     "max_memories",
     "max_example_queries",
+    "scope",
+    "max_per_source",
+    "tags",
+    "status",
+    "role",
 }
 
 

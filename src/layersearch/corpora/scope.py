@@ -68,6 +68,8 @@ def parse_scope(scope: str | Sequence[str] | None) -> tuple[str, ...]:
             raise ConfigError(f"scope names are strings, got {item!r}")
         for part in item.split(","):
             name = part.strip().lower()
+            if not name:
+                continue  # "vault," or an empty --scope
             if name == "all":
                 names.update(SCOPES)
             elif name in SCOPES:

@@ -1,0 +1,264 @@
+"""``scope``: one search across the semantic layer, memories, conversations and the vault
+(issue #24) -- the sources, the id contract, caps, warnings, inspect, the CLI."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from layersearch import Layersearch
+from layersearch.errors import ConfigError, NotFound
+from tests.support import MINI, ROOT, VAULT
+from tests.test_cli import run
+
+CHATS = ROOT / "fixtures" / "conversations" / "generic" / "messages.jsonl"
+GOLDEN = Path(__file__).parent / "golden" / "search_unscoped.json"
+#: the unscoped searches whose output is pinned (made by the code before ``scope``)
+GOLDEN_REQUESTS: list[dict[str, object]] = [
+    {"question": "monthly revenue by store"},
+    {"question": "customers", "explain": True, "max_results": 5},
+    {"entities": ["orders.tax_paid"], "question": "tax"},
+    {"question": "store", "datasource": "shop", "max_example_queries": 2},
+    {"question": "revenue", "max_entities": 3, "max_memories": 2},
+]
+
+
+def _full(path: Path) -> Layersearch:
+    ls = Layersearch(path)
+    ls.load(MINI)
+    ls.conversations.import_path(CHATS)
+    ls.vault.index(VAULT)
+    return ls
+
+
+@pytest.fixture(scope="module")
+def full(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Layersearch]:
+    ls = _full(tmp_path_factory.mktemp("scope") / "s.duckdb")
+    yield ls
+    ls.close()
+
+
+@pytest.fixture
+def mini(tmp_path: Path) -> Iterator[Layersearch]:
+    ls = Layersearch(tmp_path / "s.duckdb")
+    ls.load(MINI)
+    yield ls
+    ls.close()
+
+
+# -- unscoped search is unchanged ---------------------------------------------------------------
+
+
+def test_unscoped_output_is_byte_identical_to_before(mini: Layersearch) -> None:
+    golden = json.loads(GOLDEN.read_text(encoding="utf-8"))
+    got = [mini.search(**req).model_dump_json() for req in GOLDEN_REQUESTS]
+    assert got == golden
+
+
+def test_scope_semantic_is_todays_list_with_sources(full: Layersearch) -> None:
+    plain = full.search(question="customers who cancel", max_results=8)
+    scoped = full.search(question="customers who cancel", max_results=8, scope="semantic")
+    assert [h.id for h in scoped.results] == [h.id for h in plain.results]
+    assert [h.score for h in scoped.results] == [h.score for h in plain.results]
+    assert {h.source for h in scoped.results} <= {"semantic", "memory"}
+    for h in scoped.results:
+        assert h.source == ("memory" if h.kind == "memory" else "semantic")
+    assert all("source" not in d for d in plain.model_dump()["results"])
+
+
+# -- the sources and the id contract --------------------------------------------------------------
+
+
+def test_scope_all_has_every_source_with_its_ids(full: Layersearch) -> None:
+    resp = full.search(question="active customers churn", scope="all", max_results=40)
+    by_source: dict[str, list] = {}
+    for h in resp.results:
+        by_source.setdefault(h.source, []).append(h)
+    assert set(by_source) == {"semantic", "memory", "conversation", "vault"}, resp.warnings
+    for h in by_source["conversation"]:
+        assert h.kind == "conversation"
+        assert h.id == f"conversation:{h.conv_id}:{h.message_id}"
+    for h in by_source["vault"]:
+        assert h.kind == "vault" and h.id == f"vault:{h.slug}"
+        full.vault.get_note(h.slug)  # the slug opens the note
+    for h in by_source["memory"]:
+        assert h.id.startswith("memory:")
+    dumped = resp.model_dump()["results"]
+    semantic = next(d for d in dumped if d["source"] == "semantic")
+    assert "slug" not in semantic and "conv_id" not in semantic
+
+
+def test_each_source_alone(full: Layersearch) -> None:
+    for scope, source in (
+        ("memory", "memory"),
+        ("conversations", "conversation"),
+        ("vault", "vault"),
+    ):
+        resp = full.search(question="customers", scope=scope, max_results=10)
+        assert resp.results, (scope, resp.warnings)
+        assert {h.source for h in resp.results} == {source}
+
+
+def test_conversation_hits_follow_message_search(full: Layersearch) -> None:
+    direct = full.conversations.search_messages("active customers", 5, channels=["fulltext"])
+    resp = full.search(question="active customers", scope="conversations", max_results=5)
+    assert [h.message_id for h in resp.results] == [m.message_id for m in direct.hits]
+
+
+def test_vault_hits_follow_vault_search(full: Layersearch) -> None:
+    direct = full.vault.search("how do we define churn", limit=5, mode="hybrid", warnings=[])
+    resp = full.search(question="how do we define churn", scope="vault", max_results=5)
+    assert [h.slug for h in resp.results] == [v.slug for v in direct]
+    assert not resp.warnings  # lexical without an embedder is what was asked for
+
+
+def test_fusion_takes_sources_in_turn_deterministically(full: Layersearch) -> None:
+    args = {"question": "customers revenue", "scope": ["vault", "conversations"], "explain": True}
+    a = full.search(**args, max_results=6)
+    b = full.search(**args, max_results=6)
+    assert a.model_dump_json() == b.model_dump_json()
+    ranks = [(h.explanation[0].rank, h.source) for h in a.results]
+    # rank 1 of each source first, vault before conversation on a tie, then rank 2, ...
+    assert ranks == sorted(ranks, key=lambda rs: (rs[0], ["vault", "conversation"].index(rs[1])))
+    assert ranks[0] == (1, "vault") and ranks[1] == (1, "conversation")
+    assert a.results[0].explanation[0].channel == "vault"
+    assert a.results[0].explanation[1].channel.startswith("vault/")
+
+
+def test_scope_names_as_a_comma_list_or_list(full: Layersearch) -> None:
+    a = full.search(question="customers tax", scope="vault,memory")
+    b = full.search(question="customers tax", scope=["memory", "vault"])
+    assert a.model_dump_json() == b.model_dump_json()
+    assert {h.source for h in a.results} == {"vault", "memory"}
+
+
+# -- caps ----------------------------------------------------------------------------------------
+
+
+def test_max_per_source_and_max_results(full: Layersearch) -> None:
+    resp = full.search(question="customers", scope="all", max_per_source=2, max_results=20)
+    counts: dict[str, int] = {}
+    for h in resp.results:
+        counts[h.source] = counts.get(h.source, 0) + 1
+    assert counts and max(counts.values()) == 2
+    capped = full.search(question="customers", scope="all", max_results=3)
+    assert len(capped.results) == 3
+
+
+def test_max_per_source_on_scope_semantic(full: Layersearch) -> None:
+    resp = full.search(question="revenue", scope="semantic", max_per_source=1, max_results=10)
+    assert sorted(h.source for h in resp.results) == ["memory", "semantic"]
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        ({"scope": "everything"}, "unknown scope 'everything'"),
+        ({"scope": ["vault", 3]}, "scope"),
+        ({"scope": "all", "max_per_source": 0}, "max_per_source must be at least 1"),
+        ({"scope": "all", "role": "robot"}, "role must be 'user' or 'assistant'"),
+        ({"scope": ""}, "scope is empty"),
+    ],
+)
+def test_bad_input_is_a_clear_error(full: Layersearch, args: dict, message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        full.search(question="churn", **args)
+
+
+# -- filters and empty sources ---------------------------------------------------------------------
+
+
+def test_filters_apply_to_their_corpus(full: Layersearch) -> None:
+    users = full.search(question="customers", scope="conversations", role="user", max_results=20)
+    assert users.results
+    snap = full.conversations.snapshot()
+    assert {snap.messages[h.message_id].role for h in users.results} == {"user"}
+    tagged = full.search(question="churn", scope="vault", tags=["no-such-tag-at-all"])
+    assert not tagged.results
+    assert any("tags excluded every vault hit" in w for w in tagged.warnings)
+    ignored = full.search(question="churn", scope="vault", role="user")
+    assert any("role applies only to conversations" in w for w in ignored.warnings)
+
+
+def test_datasource_filter_warns_when_it_empties_semantic(full: Layersearch) -> None:
+    resp = full.search(
+        question="churn",
+        scope="all",
+        cypher_filter="MATCH (d:Datasource) WHERE d.name = 'none' RETURN d.id AS id",
+    )
+    assert resp.results  # the other corpora still answer
+    assert any("cypher_filter excluded every semantic hit" in w for w in resp.warnings)
+
+
+def test_empty_sources_warn_for_all_and_fail_when_named_alone(tmp_path: Path) -> None:
+    with Layersearch(tmp_path / "s.duckdb") as ls:
+        ls.load(MINI)
+        resp = ls.search(question="customers", scope="all")
+        assert resp.results
+        text = " ".join(resp.warnings)
+        assert "no conversations imported" in text and "no vault indexed" in text
+        with pytest.raises(NotFound, match="no vault indexed"):
+            ls.search(question="customers", scope="vault")
+        with pytest.raises(NotFound, match="no conversations imported"):
+            ls.search(question="customers", scope="conversations")
+    with Layersearch(tmp_path / "empty.duckdb") as ls:
+        resp = ls.search(question="x", scope="all")
+        assert resp.results == [] and len(resp.warnings) == 4
+
+
+# -- inspect -------------------------------------------------------------------------------------
+
+
+def test_inspect_opens_every_kind_of_hit(full: Layersearch) -> None:
+    resp = full.search(question="customers churn", scope="all", max_per_source=1)
+    ids = [h.id for h in resp.results]
+    assert {h.source for h in resp.results} == {"semantic", "memory", "conversation", "vault"}
+    out = full.inspect(ids)
+    assert len(out.entities) == 1 and len(out.memories) == 1
+    assert out.conversations is not None and len(out.conversations) == 1
+    conv = next(h for h in resp.results if h.source == "conversation")
+    assert out.conversations[0].message_id == conv.message_id and out.conversations[0].content
+    assert out.notes is not None and out.notes[0].slug == next(
+        h.slug for h in resp.results if h.source == "vault"
+    )
+
+
+def test_inspect_of_unknown_scoped_ids(full: Layersearch) -> None:
+    with pytest.raises(NotFound, match="unknown conversation message"):
+        full.inspect(["conversation:nope:nope"])
+    out = full.inspect(["shop.orders", "vault:No/Such/Note"])
+    assert out.entities and out.notes == [] and any("no note" in w for w in out.warnings)
+    # entity-only inspect is as it was: no conversations / notes keys
+    assert set(full.inspect(["shop.orders"]).model_dump(exclude_none=False)) == {
+        "entities",
+        "memories",
+        "warnings",
+    }
+
+
+# -- the CLI ---------------------------------------------------------------------------------------
+
+
+def test_cli_scope_json_and_inspect(tmp_path: Path) -> None:
+    store = tmp_path / "s.duckdb"
+    _full(store).close()
+    out = json.loads(
+        run(
+            store, "search", "customers", "--scope", "vault", "--scope", "conversations",
+            "--max-per-source", "2", "--explain", "--json",
+        ).stdout
+    )
+    assert {h["source"] for h in out["results"]} == {"vault", "conversation"}
+    assert len(out["results"]) == 4
+    assert out["results"][0]["explanation"][0]["channel"] in {"vault", "conversation"}
+    ids = [h["id"] for h in out["results"]]
+    shown = json.loads(run(store, "inspect", *ids, "--json").stdout)
+    assert len(shown["notes"]) == 2 and len(shown["conversations"]) == 2
+    bad = run(store, "search", "x", "--scope", "nowhere", ok=False)
+    assert bad.returncode != 0 and "unknown scope 'nowhere'" in bad.stderr
+    assert "Traceback" not in bad.stderr
+    text = run(store, "search", "churn", "--scope", "all").stdout
+    assert "vault:" in text
