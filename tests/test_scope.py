@@ -247,8 +247,17 @@ def test_cli_scope_json_and_inspect(tmp_path: Path) -> None:
     _full(store).close()
     out = json.loads(
         run(
-            store, "search", "customers", "--scope", "vault", "--scope", "conversations",
-            "--max-per-source", "2", "--explain", "--json",
+            store,
+            "search",
+            "customers",
+            "--scope",
+            "vault",
+            "--scope",
+            "conversations",
+            "--max-per-source",
+            "2",
+            "--explain",
+            "--json",
         ).stdout
     )
     assert {h["source"] for h in out["results"]} == {"vault", "conversation"}
