@@ -111,3 +111,21 @@ def test_import_scaling_quick_writes_json(tmp_path: Path) -> None:
     rows = json.loads(out.read_text())["rows"]
     assert {r["step"] for r in rows} >= {"chatgpt-branch", "model-yaml", "vault-tags-token"}
     assert all(r["size_10x"] == 10 * r["size_1x"] for r in rows)
+
+
+def test_scope_benchmark_tiny_writes_json(tmp_path: Path) -> None:
+    out = tmp_path / "scope.json"
+    proc = subprocess.run(
+        [sys.executable, str(BENCH / "scope.py"), "--scale", "0.005", "--runs", "3"]
+        + ["--out", str(out)],
+        env={**os.environ, "PYTHONPATH": str(ROOT / "src")},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    data = json.loads(out.read_text())
+    assert data["store"]["entities"] >= 500 and data["store"]["chunks"] > 0
+    assert data["latency"]["all"]["sources"] == ["conversation", "memory", "semantic", "vault"]
+    assert {"p50_ms", "p95_ms", "n"} <= data["latency"]["all"].keys()
+    assert "| all |" in proc.stdout
