@@ -468,6 +468,7 @@ def evaluate_scope(
             raise ConfigError(
                 f"{len(problems)} label(s) name nothing in the store: " + "; ".join(problems[:10])
             )
+        model = ls.embedder.fingerprint.describe() if ls.embedder is not None else "none"
         warnings: list[str] = []
         unsupported = scope_supported(ls)
         if unsupported:
@@ -498,7 +499,7 @@ def evaluate_scope(
     return {
         "queries": len(items),
         "counts": store.counts,
-        "embedder": "none" if embedder is None else str(getattr(embedder, "name", embedder)),
+        "embedder": model,
         "baseline": _summarise(base_scores),
         "scope_all": _summarise(scope_scores) if scope_scores else None,
         "scope_unsupported": unsupported,
