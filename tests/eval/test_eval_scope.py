@@ -219,3 +219,17 @@ def test_the_command_names_missing_locomo_data(tmp_path: Path) -> None:
     res = CliRunner().invoke(main, ["eval", "scope", "--locomo", str(tmp_path / "none")])
     assert res.exit_code != 0
     assert "LoCoMo data" in res.output and "does not exist" in res.output
+
+
+def test_the_table_says_scope_all_was_not_measured(
+    monkeypatch: pytest.MonkeyPatch, mixed: tuple[Layersearch, MixedStore]
+) -> None:
+    from tests.support import shared_data
+
+    monkeypatch.setattr(ev, "scope_supported", lambda _ls: "search does not take scope yet")
+    res = CliRunner().invoke(
+        main, ["eval", "scope", "--locomo", str(shared_data() / "locomo"), "--limit", "4"]
+    )
+    assert res.exit_code == 0, res.output
+    assert "| overall | 4 |" in res.stdout and res.stdout.rstrip().endswith("| n/a |")
+    assert "scope=all not measured: search does not take scope yet" in res.stderr

@@ -504,6 +504,7 @@ def eval_scope(
                 locomo=locomo,
                 queries=queries or DEFAULT_QUERIES,
                 embedder=obj.embedder,
+                embedder_config=obj.embedder_options,
                 limit=limit,
                 progress=lambda _stage, done, total: progress(done, total),
                 status=progress.relabel,

@@ -436,6 +436,7 @@ def evaluate_scope(
     notes: str | Path | None = DEFAULT_NOTES,
     memories: str | Path | None = DEFAULT_MEMORIES,
     embedder: str | Embedder | None = None,
+    embedder_config: dict[str, Any] | None = None,
     limit: int | None = None,
     progress: Callable[[str, int, int], None] | None = None,
     status: Callable[[str], None] | None = None,
@@ -451,7 +452,9 @@ def evaluate_scope(
     items = read_scope_queries(queries)[:limit]
     with (
         tempfile.TemporaryDirectory(prefix="layersearch-scope-") as tmp,
-        Layersearch(Path(tmp) / "store.duckdb", embedder=embedder) as ls,
+        Layersearch(
+            Path(tmp) / "store.duckdb", embedder=embedder, embedder_config=embedder_config
+        ) as ls,
     ):
         store = build_mixed_store(
             ls,
