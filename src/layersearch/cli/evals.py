@@ -446,3 +446,101 @@ def eval_vault(
     )
     for miss in result["misses"]:
         click.echo(f"  missed at 5: {miss['query']}  (wanted {', '.join(miss['missing'])})")
+
+
+@eval_group.command("scope")
+@click.option(
+    "--locomo",
+    default=None,
+    help="LoCoMo file or folder (default: $LAYERSEARCH_SHARED_DATA/locomo or shared/data/locomo).",
+)
+@click.option(
+    "--queries",
+    default=None,
+    help="Labelled queries JSONL (default: the set in layersearch/eval/data/scope).",
+)
+@click.option("--limit", default=None, type=click.IntRange(1), help="Only the first N queries.")
+@click.option(
+    "--details",
+    "details_path",
+    default=None,
+    type=click.Path(dir_okay=False, writable=True),
+    help="Write one JSON line per query (gold ids, each tool's hits, scope=all hits) here.",
+)
+@json_option
+@click.pass_obj
+@handle_errors
+def eval_scope(
+    obj: Ctx,
+    locomo: str | None,
+    queries: str | None,
+    limit: int | None,
+    details_path: str | None,
+    as_json: bool,
+) -> None:
+    """Recall@10 of search(scope=all) against calling each tool, per source.
+
+    The mixed store holds models/ and its memories, the LoCoMo conversations and the
+    vault fixture, plus the notes written for this evaluation; the baseline is the
+    union of the top 10 of search, conversation message search and vault search."""
+    from layersearch.eval.scope import DEFAULT_QUERIES, evaluate_scope
+
+    obj.settings()
+    with contextlib.ExitStack() as stack:
+        write: Callable[[dict[str, Any]], None] | None = None
+        if details_path is not None:
+            try:
+                out = stack.enter_context(open(details_path, "w", encoding="utf-8"))
+            except OSError as exc:
+                raise ConfigError(f"--details {details_path}: {exc.strerror}") from exc
+
+            def _write(record: dict[str, Any]) -> None:
+                out.write(json.dumps(record, ensure_ascii=False) + "\n")
+
+            write = _write
+
+        with Progress("building the mixed store", as_json) as progress:
+            result = evaluate_scope(
+                locomo=locomo,
+                queries=queries or DEFAULT_QUERIES,
+                embedder=obj.embedder,
+                embedder_config=obj.embedder_options,
+                limit=limit,
+                progress=lambda _stage, done, total: progress(done, total),
+                status=progress.relabel,
+                details=write,
+            )
+    if as_json:
+        emit_json(result)
+        return
+    _print_scope(result)
+
+
+def _print_scope(result: dict[str, Any]) -> None:
+    """``eval scope`` for people: one markdown row per source, baseline and scope=all."""
+    counts = result["counts"]
+    click.echo(
+        f"{result['queries']} queries; store: {counts['entities']} entities, "
+        f"{counts['memories']} memories, {counts['messages']} messages in "
+        f"{counts['conversations']} conversations, {counts['vault_notes']} vault notes; "
+        f"dense: {result['embedder']}"
+    )
+    base, scoped = result["baseline"], result["scope_all"]
+    click.echo("| source | queries | baseline recall@10 | scope=all recall@10 |")
+    click.echo("|---|---|---|---|")
+
+    def cell(value: float | None) -> str:
+        return "n/a" if value is None else f"{value:.3f}"
+
+    for source, row in base["per_source"].items():
+        other = scoped["per_source"][source]["recall@10"] if scoped else None
+        click.echo(f"| {source} | {row['queries']} | {cell(row['recall@10'])} | {cell(other)} |")
+    click.echo(
+        f"| overall | {result['queries']} | {cell(base['recall@10'])} | "
+        f"{cell(scoped['recall@10'] if scoped else None)} |"
+    )
+    if result["scope_unsupported"]:
+        click.echo(f"scope=all not measured: {result['scope_unsupported']}", err=True)
+    for w in result["warnings"]:
+        if not w.startswith("scope=all not run"):
+            click.echo(f"warning: {w}", err=True)
