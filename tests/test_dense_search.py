@@ -238,6 +238,29 @@ def test_warm_reads_the_vectors_and_names_what_is_missing(tmp_path: Path) -> Non
     ls.close()
 
 
+def test_a_new_process_reads_its_vectors_in_one_store_call(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Vectors found need no separate fingerprint check: a new process's first dense
+    search opens one DuckDB connection for them, not two."""
+    store = tmp_path / "s.duckdb"
+    first = Layersearch(store, embedder="fake")
+    first.load(MINI)
+    first.embed()
+    first.close()
+    ls = Layersearch(store, embedder="fake")
+    calls: list[str] = []
+    for name in ("vector_fingerprints", "load_vectors"):
+        method = getattr(ls.store, name)
+        monkeypatch.setattr(
+            ls.store, name, lambda *a, _m=method, _n=name: calls.append(_n) or _m(*a)
+        )
+    resp = ls.search(question="tax on orders", explain=True)
+    assert "vector" in channels_of(resp) and resp.warnings == []
+    assert calls == ["load_vectors"]
+    ls.close()
+
+
 class CountingWrites:
     """Counts the store's vector transactions."""
 

@@ -249,8 +249,12 @@ class DenseCorpus:
         gen = self.store.generation()
         with self._lock:
             if self._index is None or gen != self._index_gen:
-                self.check()
                 ids, matrix = self.store.load_vectors(self.corpus, self.fingerprint.key())
+                if not ids:
+                    # None from this model: say why (another model's, or none yet). Vectors
+                    # found need no check, and a new process's first search reads the
+                    # store once instead of twice (a DuckDB connection is ~15 ms).
+                    self.check()
                 self._index = VectorIndex(ids, matrix)
                 self._index_gen = gen
             return self._index
