@@ -139,7 +139,9 @@ def search(
 @click.pass_obj
 @handle_errors
 def inspect(obj: Ctx, ids: tuple[str, ...], as_json: bool) -> None:
-    """Full detail for entity ids, memory:<n>, conversation:<conv>:<msg> and vault:<slug>."""
+    """Full detail for the ids of any hits.
+
+    Entity ids, memory:<n>, conversation:<conv>:<msg> and vault:<slug>."""
     scoped = any(i.startswith(("conversation:", "vault:")) for i in ids)
     resp = (obj.api() if scoped else obj.read_api()).inspect(list(ids))
     if as_json:

@@ -79,9 +79,10 @@ def stdout_closed() -> None:
 
 
 def suggest_option(exc: click.UsageError) -> click.UsageError:
-    """The error with a "did you mean" for an unknown option click found no close match
-    for: an abbreviation (``--max`` for ``--max-results``) or a looser misspelling."""
-    if not isinstance(exc, click.NoSuchOption) or exc.possibilities or exc.ctx is None:
+    """The error with a "did you mean" for an unknown option: the options it abbreviates
+    (``--max`` for ``--max-results``, before click's guess ``--tag``), else click's own
+    close matches, else looser misspellings."""
+    if not isinstance(exc, click.NoSuchOption) or exc.ctx is None:
         return exc
     import difflib
 
@@ -96,6 +97,8 @@ def suggest_option(exc: click.UsageError) -> click.UsageError:
         }
     )
     found = [n for n in names if n.startswith(given)] if given.startswith("--") else []
+    if not found and exc.possibilities:
+        return exc
     found = found or difflib.get_close_matches(given, names, n=3, cutoff=0.5)
     if not found:
         return exc

@@ -478,7 +478,7 @@ def eval_scope(
     details_path: str | None,
     as_json: bool,
 ) -> None:
-    """Recall@10 of search(scope=all) against calling each tool, per source.
+    """Recall@10 of scope=all against calling each tool.
 
     The mixed store holds models/ and its memories, the LoCoMo conversations and the
     vault fixture, plus the notes written for this evaluation; the baseline is the

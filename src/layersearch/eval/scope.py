@@ -427,6 +427,26 @@ def _summarise(scores: Sequence[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
+def _score_query(
+    ls: Layersearch, q: ScopeQuery, store: MixedStore, warnings: list[str], *, scope: bool
+) -> dict[str, Any]:
+    """One query's record: its gold keys, the baseline's score and tools' ranked keys,
+    and (with ``scope``) the score and ranked keys of ``scope=all``."""
+    gold = gold_keys(q, store)
+    tools = run_baseline(ls, q.query, warnings)
+    union = [k for ranked in tools.values() for k in ranked]
+    record: dict[str, Any] = {
+        "id": q.id,
+        "query": q.query,
+        "gold": {s: sorted(k) for s, k in gold.items()},
+        "baseline": {**score(gold, union), "tools": tools},
+    }
+    if scope:
+        ranked = run_scope_all(ls, q.query)
+        record["scope_all"] = {**score(gold, ranked), "ranked": ranked}
+    return record
+
+
 def evaluate_scope(
     *,
     locomo: str | Path | None = None,
@@ -479,22 +499,10 @@ def evaluate_scope(
         base_scores: list[dict[str, Any]] = []
         scope_scores: list[dict[str, Any]] = []
         for i, q in enumerate(items, start=1):
-            gold = gold_keys(q, store)
-            tools = run_baseline(ls, q.query, warnings)
-            union = [k for ranked in tools.values() for k in ranked]
-            b = score(gold, union)
-            base_scores.append(b)
-            record: dict[str, Any] = {
-                "id": q.id,
-                "query": q.query,
-                "gold": {s: sorted(k) for s, k in gold.items()},
-                "baseline": {**b, "tools": tools},
-            }
-            if not unsupported:
-                ranked = run_scope_all(ls, q.query)
-                s = score(gold, ranked)
-                scope_scores.append(s)
-                record["scope_all"] = {**s, "ranked": ranked}
+            record = _score_query(ls, q, store, warnings, scope=not unsupported)
+            base_scores.append(record["baseline"])
+            if "scope_all" in record:
+                scope_scores.append(record["scope_all"])
             if details is not None:
                 details(record)
             if progress is not None:
