@@ -15,7 +15,7 @@ import re
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -62,6 +62,7 @@ from .ranking import (
     query_text,
     states_time,
     strip_names,
+    two_stage,
     zscore_fusion,
 )
 from .records import Conversation, has_question
@@ -139,6 +140,25 @@ def _free_text(name: str, value: str | None) -> str | None:
     return value.strip()
 
 
+def _sessions(turns: dict[str, list[MessageRow]], gap_minutes: int) -> dict[str, int]:
+    """Each turn's session: a conversation's turns split where one was written
+    ``gap_minutes`` or more after the turn before it (a turn without a time stays in
+    the session of the turn before)."""
+    gap = timedelta(minutes=gap_minutes)
+    session: dict[str, int] = {}
+    number = -1
+    for ts in turns.values():
+        number += 1
+        last: datetime | None = None
+        for m in ts:
+            if m.created is not None:
+                if last is not None and m.created - last >= gap:
+                    number += 1
+                last = m.created
+            session[m.id] = number
+    return session
+
+
 # -- the snapshot --------------------------------------------------------------------------------------
 
 
@@ -158,6 +178,8 @@ class _Snapshot:
     next_turn: dict[str, str]
     #: searchable turns that ask something
     questions: frozenset[str]
+    #: searchable turn → its session (a number unique in the snapshot, see :func:`_sessions`)
+    session: dict[str, int]
     #: an in-memory DuckDB copy of messages and conversations: keyword search runs the
     #: same bound SQL as on the store, without opening the store file per query
     mirror: Any
@@ -289,6 +311,7 @@ class ConversationService:
                 m.id for ts in turns.values() for m in ts if has_question(m.content)
             ),
             mirror=build_mirror(messages, conversations, summaries),
+            session=_sessions(turns, self.config.session_gap_minutes),
         )
 
     def _dense_corpus(self, corpus: str) -> DenseCorpus:
@@ -441,6 +464,14 @@ class ConversationService:
             fused = rrf(rankings, k=self.config.rrf_k, weights=weights)
         else:
             fused = zscore_fusion(rankings, weights)
+        if self.config.two_stage_weight > 0:
+            fused = two_stage(
+                fused,
+                snap.session.__getitem__,
+                sessions=self.config.two_stage_sessions,
+                turns=self.config.two_stage_turns,
+                weight=self.config.two_stage_weight,
+            )
         if self.config.answers_follow_questions:
             fused = answers_follow_questions(fused, snap.next_turn.get, snap.questions.__contains__)
         if self.config.time_answer_bonus > 0 and ASKS_WHEN.match(query):
