@@ -133,9 +133,18 @@ class MessageSearchConfig:
     #: matches the turn that dates an event relative to the day it was written
     resolve_dates: bool = False
     boost_resolved: float = 0.5
+    #: a question that names a date ("on May 3, 2023", "in December 2023", "in 2022")
+    #: adds this many standard deviations of its fused scores to the turns dated within
+    #: it: written on that day (month, year), or, with ``date_match_resolved``, naming a
+    #: relative time that resolves into it ("last month" written on 2 January 2024 is in
+    #: December 2023). A named date is close to a filter: the turns of that day should
+    #: pass the close matches of other days, a clear match elsewhere still shows. 0
+    #: turns it off
+    date_match_bonus: float = 2.0
+    date_match_resolved: bool = True
     #: two stages: rank sessions by their best turns, then the turns of the top
     #: ``two_stage_sessions`` sessions, fused with the flat ranking at this weight
-    #: (see :func:`two_stage`). 0 turns it off
+    #: (see :func:`two_stage`). 0 turns it off: measured neutral to negative
     two_stage_weight: float = 0.0
     #: how many sessions the second stage ranks turns in
     two_stage_sessions: int = 3
@@ -340,10 +349,10 @@ def states_time(text: str) -> bool:
 
 
 def prefer_times(
-    fused: Sequence[Fused], says_when: Callable[[str], bool], weight: float
+    fused: Sequence[Fused], says_when: Callable[[str], bool], weight: float, label: str = "when"
 ) -> list[Fused]:
     """Add ``weight`` standard deviations of the fused scores to the turns that state a
-    time; ``channels`` of such a turn records its rank before under ``"when"``."""
+    time; ``channels`` of such a turn records its rank before under ``label``."""
     if not fused or weight <= 0:
         return list(fused)
     scores = [f.score for f in fused]
@@ -353,7 +362,7 @@ def prefer_times(
     for rank, f in enumerate(fused, start=1):
         if says_when(f.id):
             f = Fused(f.id, f.score + bonus, f.best_rank, {**f.channels})
-            f.channels["when"] = (rank, bonus, bonus)
+            f.channels[label] = (rank, bonus, bonus)
         out.append(f)
     return sorted(out, key=lambda f: (-f.score, f.best_rank, f.id))
 
