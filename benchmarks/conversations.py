@@ -1,13 +1,17 @@
 """Conversation search at scale: import, keyword, semantic and hybrid summary search.
 
-    PYTHONPATH=src python benchmarks/conversations.py [--messages 100000] [--out FILE]
+    PYTHONPATH=src python benchmarks/conversations.py [--messages 100000] [--set NAME=VALUE ...]
+        [--out FILE]
 
 Builds a synthetic store of ``--messages`` messages (conversations of 20 turns
 drawn from a fixed vocabulary, seeded), times the import (embedding excluded:
 vectors are random unit vectors stored under the fake embedder's fingerprint,
 since the targets exclude the embedding model), then the p50/p95 of
 ``search_conversations``, ``semantic_search`` (the query vector cached, so the
-query embedding is excluded) and hybrid ``search_summaries`` over warm snapshots.
+query embedding is excluded), hybrid ``search_summaries`` and message search
+(``search_messages``, both channels, over all conversations; once more with a
+month named in the query) over warm snapshots. ``--set`` overrides a
+``MessageSearchConfig`` field as ``eval conversations --set`` does.
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ from layersearch.corpora.conversations.store import save_summaries
 from layersearch.corpora.conversations.summaries import Summary
 from layersearch.corpora.dense import DenseCorpus, content_hash
 from layersearch.embed.fake import FakeEmbedder
+from layersearch.eval.conversations import parse_config
 from layersearch.store.duckdb import DuckDBStore
 
 WORDS = [
@@ -159,14 +164,16 @@ def main() -> None:
     ap.add_argument("--messages", type=int, default=100_000)
     ap.add_argument("--runs", type=int, default=60)
     ap.add_argument("--out", default=None)
+    ap.add_argument("--set", dest="overrides", action="append", default=[])
     args = ap.parse_args()
+    config = parse_config(args.overrides)
     convs, sums = synth(args.messages)
     with tempfile.TemporaryDirectory() as tmp:
         store = DuckDBStore(Path(tmp) / "bench.duckdb")
         embedder = FakeEmbedder(64)
         dense: dict[str, DenseCorpus] = {}
         svc = ConversationService(
-            store, lambda c: dense.setdefault(c, DenseCorpus(store, c, embedder))
+            store, lambda c: dense.setdefault(c, DenseCorpus(store, c, embedder)), config=config
         )
         t = time.perf_counter()
         report = svc.import_conversations(convs)
@@ -186,6 +193,7 @@ def main() -> None:
             svc.semantic_search(q, 10)
             svc.search_summaries(q, limit=10)
             svc.search_conversations(q)
+            svc.search_messages(q, 10)
         n = len(QUERIES)
         result = {
             "messages": report.messages_added,
@@ -207,6 +215,12 @@ def main() -> None:
             "search_summaries hybrid + importance filter": timed(
                 lambda i: svc.search_summaries(QUERIES[i % n], limit=10, importance="routine"),
                 args.runs,
+            ),
+            "search_messages (query embedding excluded)": timed(
+                lambda i: svc.search_messages(QUERIES[i % n], 10), args.runs
+            ),
+            "search_messages, a month named": timed(
+                lambda i: svc.search_messages(f"{QUERIES[i % n]} in March 2023", 10), args.runs
             ),
         }
     text = json.dumps(result, indent=2)

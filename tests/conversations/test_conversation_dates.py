@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from layersearch.corpora.conversations.dates import resolve_dates
+from layersearch.corpora.conversations.dates import named_periods, period_of, resolve_dates, within
 from layersearch.corpora.conversations.search import MessageSearchConfig, message_doc
 from layersearch.corpora.conversations.store import MessageRow
 from layersearch.errors import ConfigError
@@ -103,3 +103,54 @@ def test_a_question_naming_the_resolved_day_finds_the_turn(tmp_path: Path) -> No
     last_friday = conv.messages[2].id
     assert found[True][0] == last_friday  # the turn that dates it to 5 May
     assert found[False][0] != last_friday  # only the turn written that day matches without
+
+
+def test_named_periods_in_questions() -> None:
+    assert named_periods("Who did Maria have dinner with on May 3, 2023?") == [(2023, 5, 3)]
+    assert named_periods("What did John do on 3 June, 2023 and in 2022?") == [
+        (2023, 6, 3),
+        (2022, None, None),
+    ]
+    assert named_periods("What happened in December 2023?") == [(2023, 12, None)]
+    assert named_periods("on 31 February 2023, or last May") == []  # no such day; no year
+    assert period_of("5 May 2023") == (2023, 5, 5) and period_of("2022") == (2022, None, None)
+    with pytest.raises(ValueError, match="not a resolved date"):
+        period_of("last week")
+    assert within((2023, 5, 5), (2023, 5, None)) and within((2023, 5, None), (2023, None, None))
+    assert not within((2023, 5, None), (2023, 5, 5)) and not within((2023, 4, 30), (2023, 5, None))
+
+
+def test_a_question_naming_a_month_prefers_turns_dated_in_it(tmp_path: Path) -> None:
+    from layersearch.corpora.conversations.records import MessageDraft, assemble_conversation
+    from layersearch.corpora.conversations.search import ConversationService
+    from layersearch.store.duckdb import DuckDBStore
+
+    may1 = datetime(2023, 5, 1, 10, 0, tzinfo=UTC)
+    jul2 = datetime(2023, 7, 2, 10, 0, tzinfo=UTC)
+    conv = assemble_conversation(
+        source="test",
+        native_id="months",
+        title=None,
+        created=None,
+        updated=None,
+        drafts=[
+            MessageDraft("user", "We hiked the ridge trail with my sister.", may1, speaker="A"),
+            MessageDraft("assistant", "Good for you.", may1, speaker="B"),
+            MessageDraft("user", "The weather was kind.", may1, speaker="A"),
+            MessageDraft("assistant", "Any plans for the summer?", jul2, speaker="B"),
+            MessageDraft("user", "Last month we hiked the ridge trail with my sister.", jul2),
+            MessageDraft("assistant", "Lovely.", jul2, speaker="B"),
+        ],
+    )
+    found = {}
+    for bonus in (0.0, 1.0):
+        store = DuckDBStore(tmp_path / f"s{bonus}.duckdb")
+        config = MessageSearchConfig(date_match_bonus=bonus)
+        svc = ConversationService(store, None, config=config)
+        svc.import_conversations([conv])
+        hits = svc.search_messages("hiked ridge trail in June 2023", 3, channels=["fulltext"]).hits
+        found[bonus] = hits
+    last_month = conv.messages[4].id
+    assert found[0.0][0].message_id != last_month
+    assert found[1.0][0].message_id == last_month  # "last month" on 2 July is June 2023
+    assert "date" in found[1.0][0].channels

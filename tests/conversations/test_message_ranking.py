@@ -18,8 +18,10 @@ from layersearch.corpora.conversations.search import (
     prefer_times,
     states_time,
     strip_names,
+    two_stage,
     zscore_fusion,
 )
+from layersearch.corpora.conversations.service import _sessions
 from layersearch.corpora.conversations.store import MessageRow
 from layersearch.corpora.dense import DenseCorpus
 from layersearch.embed.fake import FakeEmbedder
@@ -241,3 +243,43 @@ def test_a_when_question_prefers_the_turn_that_says_when(tmp_path: Path) -> None
     timed = svc.search_messages("when garden tomatoes beans", 5, **ask).hits
     assert plain[0] != "D1:5" and timed[0].turn_id == "D1:5"
     assert "when" in timed[0].channels
+
+
+def test_two_stage_lifts_the_turns_of_the_best_session() -> None:
+    session = {"a": 1, "b": 2, "c": 2, "d": 3, "e": 1}
+    fused = [Fused("a", 3.0, 1), Fused("b", 2.9, 2), Fused("c", 2.8, 3), Fused("d", 0.0, 4)]
+    fused.append(Fused("e", 0.0, 5))
+    out = two_stage(fused, session.__getitem__, sessions=1, turns=2, weight=0.5)
+    # session 2's two best turns outscore session 1's: its best passes a's better flat
+    # score; its lowest turn is the second stage's floor, the gain of every other turn
+    assert [f.id for f in out] == ["b", "a", "c", "d", "e"]
+    assert set(out[0].channels) == {"session"} and out[0].channels["session"][0] == 1
+    assert out[2].channels["session"][2] == 0.0 and "session" not in out[1].channels
+    # one turn per session: a's session wins and the order stays flat
+    one = two_stage(fused, session.__getitem__, sessions=1, turns=1, weight=0.5)
+    assert [f.id for f in one] == ["a", "b", "c", "d", "e"]
+    off = two_stage(fused, session.__getitem__, sessions=1, turns=2, weight=0.0)
+    assert [(f.id, f.score) for f in off] == [(f.id, f.score) for f in fused]
+
+
+def test_sessions_split_where_turns_are_far_apart_in_time() -> None:
+    def row(i: str, conv: str, minute: int | None) -> MessageRow:
+        when = (
+            None if minute is None else datetime(2023, 5, 8, 10, tzinfo=UTC).replace(minute=minute)
+        )
+        return MessageRow(i, conv, "user", "x", when, 0, False, False, None, None)
+
+    turns = {
+        "c1": [row("a", "c1", 0), row("b", "c1", 10), row("c", "c1", None), row("d", "c1", 45)],
+        "c2": [row("e", "c2", 45)],
+    }
+    got = _sessions(turns, 30)
+    assert got["a"] == got["b"] == got["c"] != got["d"] != got["e"]
+    assert len(set(_sessions(turns, 60).values())) == 2
+
+
+def test_search_with_two_stages_marks_session_turns(tmp_path: Path) -> None:
+    svc = loaded_service(tmp_path / "s.duckdb")
+    svc.config = MessageSearchConfig(two_stage_weight=0.5, two_stage_sessions=1)
+    res = svc.search_messages("churn dashboard", 5, conversation_id="locomo:conv-mini")
+    assert res.hits and any("session" in h.channels for h in res.hits)

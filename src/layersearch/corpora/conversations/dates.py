@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from datetime import date, datetime, timedelta
 
-__all__ = ["resolve_dates", "day_words"]
+__all__ = ["Period", "day_words", "named_periods", "period_of", "resolve_dates", "within"]
 
 _WEEKDAY = {
     "monday": 0, "mon": 0, "tuesday": 1, "tue": 1, "tues": 1, "wednesday": 2, "wed": 2,
@@ -100,3 +100,68 @@ def resolve_dates(text: str, written: datetime | date | None) -> list[str]:
         if words is not None and words not in out:
             out.append(words)
     return out
+
+
+#: a year, a month of a year, or a day: ``(2023, 5, None)`` is May 2023
+Period = tuple[int, int | None, int | None]
+
+_MONTHS = {
+    name.lower(): i
+    for i, name in enumerate(
+        ["January", "February", "March", "April", "May", "June", "July", "August",
+         "September", "October", "November", "December"],
+        start=1,
+    )
+}  # fmt: skip
+_MONTH = "|".join(_MONTHS)
+_DAY = r"(?P<{0}>[0-3]?\d)(?:st|nd|rd|th)?"
+#: a date as questions name one: "May 3, 2023", "3 June, 2023", "December 2023", "2022"
+_NAMED = re.compile(
+    rf"\b(?:{_DAY.format('d1')}\s+(?P<m1>{_MONTH}),?\s+(?P<y1>(?:19|20)\d\d)"
+    rf"|(?P<m2>{_MONTH})\s+{_DAY.format('d2')}(?:,\s*|\s+)(?P<y2>(?:19|20)\d\d)"
+    rf"|(?P<m3>{_MONTH}),?\s+(?P<y3>(?:19|20)\d\d)"
+    rf"|(?P<y4>(?:19|20)\d\d))\b",
+    re.IGNORECASE,
+)
+
+
+def named_periods(text: str) -> list[Period]:
+    """The dates ``text`` names outright ("on May 3, 2023", "in December 2023", "in
+    2022"), in order, each once; a day that is not a real date is left out."""
+    out: list[Period] = []
+    for m in _NAMED.finditer(text):
+        g = m.groupdict()
+        year = int(g["y1"] or g["y2"] or g["y3"] or g["y4"])
+        month_name = g["m1"] or g["m2"] or g["m3"]
+        month = _MONTHS[month_name.lower()] if month_name else None
+        raw_day = g["d1"] or g["d2"]
+        day = int(raw_day) if raw_day else None
+        if month is not None and day is not None:
+            try:
+                date(year, month, day)
+            except ValueError:
+                continue
+        period: Period = (year, month, day)
+        if period not in out:
+            out.append(period)
+    return out
+
+
+def period_of(words: str) -> Period:
+    """The period of one of :func:`resolve_dates`' results ("5 May 2023", "April
+    2023", "2022")."""
+    found = named_periods(words)
+    if len(found) != 1:
+        raise ValueError(f"not a resolved date: {words!r}")
+    return found[0]
+
+
+def within(inner: Period, outer: Period) -> bool:
+    """Whether ``inner`` lies in ``outer``: 5 May 2023 in May 2023 and in 2023, May 2023
+    in 2023; a coarser ``inner`` (May 2023) is not within a day."""
+    for a, b in zip(inner, outer, strict=True):
+        if b is None:
+            return True
+        if a != b:
+            return False
+    return True

@@ -133,6 +133,26 @@ class MessageSearchConfig:
     #: matches the turn that dates an event relative to the day it was written
     resolve_dates: bool = False
     boost_resolved: float = 0.5
+    #: a question that names a date ("on May 3, 2023", "in December 2023", "in 2022")
+    #: adds this many standard deviations of its fused scores to the turns dated within
+    #: it: written on that day (month, year), or, with ``date_match_resolved``, naming a
+    #: relative time that resolves into it ("last month" written on 2 January 2024 is in
+    #: December 2023). A named date is close to a filter: the turns of that day should
+    #: pass the close matches of other days, a clear match elsewhere still shows. 0
+    #: turns it off
+    date_match_bonus: float = 2.0
+    date_match_resolved: bool = True
+    #: two stages: rank sessions by their best turns, then the turns of the top
+    #: ``two_stage_sessions`` sessions, fused with the flat ranking at this weight
+    #: (see :func:`two_stage`). 0 turns it off: measured neutral to negative
+    two_stage_weight: float = 0.0
+    #: how many sessions the second stage ranks turns in
+    two_stage_sessions: int = 3
+    #: how many of a session's best turns make its score (their sum)
+    two_stage_turns: int = 2
+    #: a turn starts a new session when it was written this many minutes or more after
+    #: the turn before it (LoCoMo's sessions are days apart, all turns of one share a time)
+    session_gap_minutes: int = 30
 
     def document_shape(self) -> str:
         """What the full-text documents depend on besides the messages (part of the index stamp)."""
@@ -250,6 +270,58 @@ def answers_follow_questions(
     return sorted(out, key=lambda f: (-f.score, f.best_rank, f.id))
 
 
+def two_stage(
+    fused: Sequence[Fused],
+    session_of: Callable[[str], object],
+    *,
+    sessions: int,
+    turns: int,
+    weight: float,
+) -> list[Fused]:
+    """Rank sessions, then the turns within the top ones, fused with the flat ranking.
+
+    A session's score is the sum of its best ``turns`` fused scores (shifted so the
+    lowest ranked turn counts 0): one strong turn, or several good ones, make a session
+    about the question. The second-stage ranking is the turns of the best ``sessions``
+    sessions in their fused order; it is fused with the flat ranking by z-scores, at
+    ``weight`` against the flat list's 1, so a turn of a top session gains on a turn of
+    a session that matches the question only there. ``channels`` of such a turn record
+    ``"session"`` → (its rank in the second stage, its session's score, the gain).
+    Order is deterministic as in fusion.
+    """
+    if not fused or weight <= 0 or sessions <= 0 or turns <= 0:
+        return list(fused)
+    floor = min(f.score for f in fused)
+    best: dict[object, list[float]] = {}
+    for f in fused:
+        top = best.setdefault(session_of(f.id), [])
+        if len(top) < turns:
+            top.append(f.score - floor)  # fused is best first: these are the session's best
+    ranked_sessions = sorted(best, key=lambda s: (-sum(best[s]), str(s)))[:sessions]
+    chosen = set(ranked_sessions)
+    stage = [f for f in fused if session_of(f.id) in chosen]
+    scores = [f.score for f in stage]
+    mean = sum(scores) / len(scores)
+    spread = (sum((x - mean) ** 2 for x in scores) / len(scores)) ** 0.5 or 1.0
+    # the flat list is one channel of this fusion: standardised over its own list
+    flat = [f.score for f in fused]
+    flat_mean = sum(flat) / len(flat)
+    flat_spread = (sum((x - flat_mean) ** 2 for x in flat) / len(flat)) ** 0.5 or 1.0
+    stage_floor = weight * (min(scores) - mean) / spread
+    gains = {
+        f.id: (rank, weight * (f.score - mean) / spread) for rank, f in enumerate(stage, start=1)
+    }
+    out = []
+    for f in fused:
+        gain = gains.get(f.id)
+        g = stage_floor if gain is None else gain[1]
+        new = Fused(f.id, (f.score - flat_mean) / flat_spread + g, f.best_rank, dict(f.channels))
+        if gain is not None:
+            new.channels["session"] = (gain[0], sum(best[session_of(f.id)]), g - stage_floor)
+        out.append(new)
+    return sorted(out, key=lambda f: (-f.score, f.best_rank, f.id))
+
+
 _UNITS = (
     "day|days|week|weeks|weekend|weekends|month|months|year|years|night|morning|evening"
     "|afternoon|summer|spring|fall|autumn|winter|mon|tue|tues|wed|thu|thurs|fri|sat|sun"
@@ -277,10 +349,10 @@ def states_time(text: str) -> bool:
 
 
 def prefer_times(
-    fused: Sequence[Fused], says_when: Callable[[str], bool], weight: float
+    fused: Sequence[Fused], says_when: Callable[[str], bool], weight: float, label: str = "when"
 ) -> list[Fused]:
     """Add ``weight`` standard deviations of the fused scores to the turns that state a
-    time; ``channels`` of such a turn records its rank before under ``"when"``."""
+    time; ``channels`` of such a turn records its rank before under ``label``."""
     if not fused or weight <= 0:
         return list(fused)
     scores = [f.score for f in fused]
@@ -290,7 +362,7 @@ def prefer_times(
     for rank, f in enumerate(fused, start=1):
         if says_when(f.id):
             f = Fused(f.id, f.score + bonus, f.best_rank, {**f.channels})
-            f.channels["when"] = (rank, bonus, bonus)
+            f.channels[label] = (rank, bonus, bonus)
         out.append(f)
     return sorted(out, key=lambda f: (-f.score, f.best_rank, f.id))
 

@@ -45,6 +45,7 @@ from .ranking import (
     query_text,
     states_time,
     strip_names,
+    two_stage,
     zscore_fusion,
 )
 from .render import render_conversations, render_semantic, render_summaries
@@ -104,5 +105,6 @@ __all__ = [
     "strip_names",
     "summary_dense_text",
     "summary_doc",
+    "two_stage",
     "zscore_fusion",
 ]

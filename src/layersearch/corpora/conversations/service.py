@@ -15,7 +15,7 @@ import re
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +43,7 @@ from layersearch.types import (
 )
 
 from . import store as db
+from .dates import Period, named_periods, period_of, resolve_dates, within
 from .documents import (
     SUMMARY_BOOSTS,
     dense_text,
@@ -62,6 +63,7 @@ from .ranking import (
     query_text,
     states_time,
     strip_names,
+    two_stage,
     zscore_fusion,
 )
 from .records import Conversation, has_question
@@ -139,6 +141,42 @@ def _free_text(name: str, value: str | None) -> str | None:
     return value.strip()
 
 
+def _periods(snap: _Snapshot, mid: str, config: MessageSearchConfig) -> tuple[Period, ...]:
+    """The day turn ``mid`` was written, and with ``date_match_resolved`` the dates its
+    relative times resolve to; computed once per snapshot (a regex over the turn costs
+    ~20 µs, too much for every turn at load, nothing for the ~200 a query ranks)."""
+    found = snap.periods.get(mid)
+    if found is None:
+        m = snap.messages[mid]
+        if m.created is None:
+            found = ()
+        else:
+            own: Period = (m.created.year, m.created.month, m.created.day)
+            resolved = resolve_dates(m.content, m.created) if config.date_match_resolved else []
+            found = (own, *(period_of(w) for w in resolved))
+        snap.periods[mid] = found
+    return found
+
+
+def _sessions(turns: dict[str, list[MessageRow]], gap_minutes: int) -> dict[str, int]:
+    """Each turn's session: a conversation's turns split where one was written
+    ``gap_minutes`` or more after the turn before it (a turn without a time stays in
+    the session of the turn before)."""
+    gap = timedelta(minutes=gap_minutes)
+    session: dict[str, int] = {}
+    number = -1
+    for ts in turns.values():
+        number += 1
+        last: datetime | None = None
+        for m in ts:
+            if m.created is not None:
+                if last is not None and m.created - last >= gap:
+                    number += 1
+                last = m.created
+            session[m.id] = number
+    return session
+
+
 # -- the snapshot --------------------------------------------------------------------------------------
 
 
@@ -158,6 +196,11 @@ class _Snapshot:
     next_turn: dict[str, str]
     #: searchable turns that ask something
     questions: frozenset[str]
+    #: searchable turn → the dates it is within (written, resolved), filled on demand
+    #: by the turns a question naming a date ranks (see :func:`_periods`)
+    periods: dict[str, tuple[Period, ...]]
+    #: searchable turn → its session (a number unique in the snapshot, see :func:`_sessions`)
+    session: dict[str, int]
     #: an in-memory DuckDB copy of messages and conversations: keyword search runs the
     #: same bound SQL as on the store, without opening the store file per query
     mirror: Any
@@ -289,6 +332,8 @@ class ConversationService:
                 m.id for ts in turns.values() for m in ts if has_question(m.content)
             ),
             mirror=build_mirror(messages, conversations, summaries),
+            periods={},
+            session=_sessions(turns, self.config.session_gap_minutes),
         )
 
     def _dense_corpus(self, corpus: str) -> DenseCorpus:
@@ -441,8 +486,26 @@ class ConversationService:
             fused = rrf(rankings, k=self.config.rrf_k, weights=weights)
         else:
             fused = zscore_fusion(rankings, weights)
+        if self.config.two_stage_weight > 0:
+            fused = two_stage(
+                fused,
+                snap.session.__getitem__,
+                sessions=self.config.two_stage_sessions,
+                turns=self.config.two_stage_turns,
+                weight=self.config.two_stage_weight,
+            )
         if self.config.answers_follow_questions:
             fused = answers_follow_questions(fused, snap.next_turn.get, snap.questions.__contains__)
+        asked = named_periods(query) if self.config.date_match_bonus > 0 else []
+        if asked:
+            fused = prefer_times(
+                fused,
+                lambda mid: any(
+                    within(p, q) for p in _periods(snap, mid, self.config) for q in asked
+                ),
+                self.config.date_match_bonus,
+                label="date",
+            )
         if self.config.time_answer_bonus > 0 and ASKS_WHEN.match(query):
             fused = prefer_times(
                 fused,
