@@ -155,6 +155,44 @@ def merge_kinds(
     return out
 
 
+def same_query_order(
+    ids: Sequence[str],
+    query_of: Callable[[str], str | None],
+    share_of: Callable[[str], float],
+) -> list[tuple[int, int]] | None:
+    """The memory ranking with paraphrases of one example query ordered by the question.
+
+    Saved examples often ask the same thing twice in other words with the same query
+    ("How many farms are there?", "Count the number of farms."). Full text ranks such
+    paraphrases by BM25, whose length normalisation puts the shorter first even when
+    the question is the other one word for word. Among the memories of the ranking
+    whose queries are the same (``query_of``: a memory's folded query, None for a
+    note), the one whose own words hold the larger share of the question's
+    (``share_of``) takes the best of their places, and so on down; ties keep their
+    order. Only the positions such a group holds change hands, so every other memory
+    keeps its place. Returns (position, position whose score it takes), or None when
+    nothing moves."""
+    groups: dict[str, list[int]] = {}
+    for i, doc_id in enumerate(ids):
+        key = query_of(doc_id)
+        if key is not None:
+            groups.setdefault(key, []).append(i)
+    order = list(range(len(ids)))
+    moved = False
+    for places in groups.values():
+        if len(places) < 2:
+            continue
+        shares = {i: share_of(ids[i]) for i in places}
+        ranked = sorted(places, key=lambda i: (-shares[i], i))
+        if ranked != places:
+            moved = True
+            for at, i in zip(places, ranked, strict=True):
+                order[at] = i
+    if not moved:
+        return None
+    return [(i, at) for at, i in enumerate(order)]
+
+
 def dense_in_context(
     hits: Sequence[tuple[str, float]], entities: Mapping[str, Entity]
 ) -> list[tuple[str, float]]:

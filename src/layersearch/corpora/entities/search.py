@@ -14,6 +14,7 @@ from layersearch.corpora.entities.documents import (
     describe_memory,
     entity_doc,
     memory_doc,
+    query_key,
     render_entity,
     render_memory,
 )
@@ -32,6 +33,7 @@ from layersearch.corpora.entities.rank import (
     dense_in_context,
     join_key_order,
     merge_kinds,
+    same_query_order,
 )
 from layersearch.ranking.explain import explain
 from layersearch.ranking.fusion import evidence_weights, fuse
@@ -149,10 +151,9 @@ class CorpusSearch:
         entities = self._entity_order(ranks, question, ds)
         # ``tags`` belongs with bm25: both rank memories by the entities they are tagged with
         tags = "bm25" in channels
-        memories = self._memory_order(ranks, entities, admitted, frozenset(res.ids), tags)
-        lead = None
-        if question is not None:
-            lead = self._covers_more(question, ds)
+        share = None if question is None else self._question_share(question, ds)
+        memories = self._memory_order(ranks, entities, admitted, frozenset(res.ids), tags, share)
+        lead = None if share is None else self._covers_more(share)
         merged = merge_kinds(entities, memories, req.max_results, lead)
         if not merged and not no_input:
             warnings.append(
@@ -324,6 +325,7 @@ class CorpusSearch:
         admitted: Callable[[str], bool],
         named: frozenset[str],
         tags: bool,
+        share: Callable[[Iterable[str | None]], float] | None = None,
     ) -> _Ordered:
         """The memory list: the memories the request itself matches (its words, named ids,
         tags overlapping the named entities, dense retrieval), fused by RRF as entities
@@ -335,7 +337,11 @@ class CorpusSearch:
         ranks, follows those tagged with the entity itself. It is second-hand evidence
         (the entity list comes from the same words), so it adds memories the words did
         not reach instead of voting again for those they did. Entities the request named
-        are left to ``bm25``, which ranks the memories tagged with them."""
+        are left to ``bm25``, which ranks the memories tagged with them.
+
+        With a question (``share``: :meth:`_question_share`), paraphrases of one example
+        query are ordered by how much of the question their own words hold
+        (:func:`same_query_order`)."""
         fused = fuse({c: h for c, h in ranks.memory.items() if h})
         if tags and self.memories and entities.order:
             ids = [i for i in entities.ids(TAG_DEPTH + len(named)) if i not in named]
@@ -344,7 +350,15 @@ class CorpusSearch:
             rest = [h for h in tagged if h[0] not in seen]
             if rest:
                 fused = fused.then(fuse({"tags": rest}))
-        order = [(i, i) for i in range(len(fused))]
+        moved = None
+        if share is not None and len(fused) > 1:
+            memories = self.memories
+            moved = same_query_order(
+                fused.ids,
+                lambda i: query_key(memories[i]),
+                lambda i: share((memories[i].learning, memories[i].description)),
+            )
+        order = [(i, i) for i in range(len(fused))] if moved is None else moved
         # A memory that only tags (or only dense retrieval) reaches takes no place from an
         # entity in ``results`` unless one of its own tags is an entity shown there.
         shown = {i for i in entities.ids(MERGE_TAG_DEPTH + len(named)) if i not in named}
@@ -360,13 +374,11 @@ class CorpusSearch:
 
         return _Ordered(fused, order, matched)
 
-    def _covers_more(self, question: str, ds: str | None) -> Callable[[str, str], bool]:
-        """Whether a memory accounts for more of ``question`` than an entity does: the
-        idf-weighted share of the question's words found in the memory's text (its
-        learning, description, query and tag names) against the share found in the
-        entity's text with its table's. Idf is the schema index's (a word it does not
-        know counts as its rarest). Rank fusion says how each kind's hits compare among
-        themselves, not across kinds; this puts the two heads on one scale."""
+    def _question_share(
+        self, question: str, ds: str | None
+    ) -> Callable[[Iterable[str | None]], float]:
+        """The idf-weighted share of ``question``'s words that some of the given texts
+        hold. Idf is the schema index's (a word it does not know counts as its rarest)."""
         from layersearch.ranking.analyzer import analyze, analyze_query
 
         words = list(dict.fromkeys(analyze_query(question)))
@@ -385,6 +397,17 @@ class CorpusSearch:
                 return 0.0
             have = {t for text in texts for t in analyze(text)}
             return sum(w for word, w in zip(words, weights, strict=True) if word in have) / total
+
+        return share
+
+    def _covers_more(
+        self, share: Callable[[Iterable[str | None]], float]
+    ) -> Callable[[str, str], bool]:
+        """Whether a memory accounts for more of the question than an entity does: the
+        share (:meth:`_question_share`) of the question's words found in the memory's text
+        (its learning, description, query and tag names) against the share found in the
+        entity's text with its table's. Rank fusion says how each kind's hits compare among
+        themselves, not across kinds; this puts the two heads on one scale."""
 
         def leads(memory_id: str, entity_id: str) -> bool:
             m = self.memories[memory_id]
