@@ -348,3 +348,19 @@ def test_the_paraphrase_asked_word_for_word_comes_first(tmp_path: Path) -> None:
         # asked in the short one's words, the short one leads
         got = ls.search(question="Count the shipped orders")
         assert [h.id for h in got.results if h.kind == "memory"][:2] == [short.id, long.id]
+
+
+def test_the_note_that_says_what_is_asked_outranks_a_shorter_one(tmp_path: Path) -> None:
+    asked = "What is the least number of orders of the students who registered last week?"
+    with Layersearch(tmp_path / "s.duckdb") as ls:
+        ls.load(MINI)
+        # the question's other words are common among the notes: BM25 weighs the rare
+        # ones, and the short note holds them in fewer words
+        ls.save_memories(
+            [{"learning": f"What is the least number of orders in week {i}?"} for i in range(20)]
+        )
+        short, long = ls.save_memories([{"learning": "Students registered."}, {"learning": asked}])
+        got = ls.search(question=asked, explain=True)
+        mems = [h for h in got.results if h.kind == "memory"]
+        assert mems[0].id == long.id, [h.id for h in mems]
+        assert any(c.channel == "words" for c in mems[0].explanation or [])

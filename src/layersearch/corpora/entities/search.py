@@ -68,7 +68,7 @@ TAG_DEPTH = CHANNEL_DEPTH
 MERGE_TAG_DEPTH = 10
 #: Memory channels that match the request itself: named ids, tags overlapping the named
 #: entities, the question's words in the memory's text, the newest (no input).
-_DIRECT_MEMORY_CHANNELS = frozenset({"input", "bm25", "fulltext", "recent"})
+_DIRECT_MEMORY_CHANNELS = frozenset({"input", "bm25", "fulltext", "words", "recent"})
 _ENTITY_KINDS = ("aggregation", "column", "datasource", "measure", "model")
 
 
@@ -83,6 +83,7 @@ class CorpusSearch:
         fulltext: FullTextIndex
         resolver: Resolver
         _tags: tuple[dict[str, list[str]], dict[str, list[str]]] | None
+        _words: dict[str, frozenset[str]]
 
         def check_request(self, req: SearchRequest) -> list[str]: ...
         def coverage(self, datasource: str | None = None) -> CoverageIndex: ...
@@ -325,7 +326,7 @@ class CorpusSearch:
         admitted: Callable[[str], bool],
         named: frozenset[str],
         tags: bool,
-        share: Callable[[Iterable[str | None]], float] | None = None,
+        share: Callable[[Collection[str]], float] | None = None,
     ) -> _Ordered:
         """The memory list: the memories the request itself matches (its words, named ids,
         tags overlapping the named entities, dense retrieval), fused by RRF as entities
@@ -342,7 +343,10 @@ class CorpusSearch:
         With a question (``share``: :meth:`_question_share`), paraphrases of one example
         query are ordered by how much of the question their own words hold
         (:func:`same_query_order`)."""
-        fused = fuse({c: h for c, h in ranks.memory.items() if h})
+        lists = {c: h for c, h in ranks.memory.items() if h}
+        if share is not None and "fulltext" in lists:
+            lists["words"] = self._words_ranking(lists["fulltext"], share)
+        fused = fuse(lists)
         if tags and self.memories and entities.order:
             ids = [i for i in entities.ids(TAG_DEPTH + len(named)) if i not in named]
             tagged = self._tag_ranking(ids[:TAG_DEPTH], admitted, ranks.memory.get("fulltext", ()))
@@ -356,7 +360,7 @@ class CorpusSearch:
             moved = same_query_order(
                 fused.ids,
                 lambda i: query_key(memories[i]),
-                lambda i: share((memories[i].learning, memories[i].description)),
+                lambda i: share(self._memory_words(i)),
             )
         order = [(i, i) for i in range(len(fused))] if moved is None else moved
         # A memory that only tags (or only dense retrieval) reaches takes no place from an
@@ -374,17 +378,15 @@ class CorpusSearch:
 
         return _Ordered(fused, order, matched)
 
-    def _question_share(
-        self, question: str, ds: str | None
-    ) -> Callable[[Iterable[str | None]], float]:
-        """The idf-weighted share of ``question``'s words that some of the given texts
-        hold. Idf is the schema index's (a word it does not know counts as its rarest)."""
-        from layersearch.ranking.analyzer import analyze, analyze_query
+    def _question_share(self, question: str, ds: str | None) -> Callable[[Collection[str]], float]:
+        """The idf-weighted share of ``question``'s words among the given analysed tokens.
+        Idf is the schema index's (a word it does not know counts as its rarest)."""
+        from layersearch.ranking.analyzer import analyze_query
 
         words = list(dict.fromkeys(analyze_query(question)))
         weights: list[float] = []
 
-        def share(texts: Iterable[str | None]) -> float:
+        def share(have: Collection[str]) -> float:
             if not weights:
                 cov = self.coverage(ds)
                 rare = cov.rarest_idf()
@@ -395,14 +397,11 @@ class CorpusSearch:
             total = sum(weights)
             if total <= 0:
                 return 0.0
-            have = {t for text in texts for t in analyze(text)}
             return sum(w for word, w in zip(words, weights, strict=True) if word in have) / total
 
         return share
 
-    def _covers_more(
-        self, share: Callable[[Iterable[str | None]], float]
-    ) -> Callable[[str, str], bool]:
+    def _covers_more(self, share: Callable[[Collection[str]], float]) -> Callable[[str, str], bool]:
         """Whether a memory accounts for more of the question than an entity does: the
         share (:meth:`_question_share`) of the question's words found in the memory's text
         (its learning, description, query and tag names) against the share found in the
@@ -412,7 +411,7 @@ class CorpusSearch:
         def leads(memory_id: str, entity_id: str) -> bool:
             m = self.memories[memory_id]
             doc = memory_doc(m).fields
-            mine = share(doc.values())
+            mine = share(_tokens(doc.values()))
             e = self.entities.get(entity_id)
             if e is None:
                 return mine > 0
@@ -420,9 +419,29 @@ class CorpusSearch:
             table = _table_of(e, self.entities)
             if table is not None and table != e.id:
                 texts += list(entity_doc(self.entities[table]).fields.values())
-            return mine > share(texts)
+            return mine > share(_tokens(texts))
 
         return leads
+
+    def _memory_words(self, memory_id: str) -> frozenset[str]:
+        """The analysed words of a memory's own text (learning and description), kept
+        per snapshot: the memory list reads them for every question."""
+        words = self._words.get(memory_id)
+        if words is None:
+            m = self.memories[memory_id]
+            words = self._words[memory_id] = frozenset(_tokens((m.learning, m.description)))
+        return words
+
+    def _words_ranking(
+        self, text_hits: Sequence[tuple[str, float]], share: Callable[[Collection[str]], float]
+    ) -> list[tuple[str, float]]:
+        """``words``: the memories full text found, ranked by the share of the question's
+        words their own text holds (ties in full-text order). BM25 ranks by term weights
+        normalised by length, so a short note that shares a few rare words outranks one
+        that says everything the question says; this ranks by how much of it is said."""
+        scored = [(mid, share(self._memory_words(mid))) for mid, _ in text_hits]
+        order = sorted(range(len(scored)), key=lambda r: (-scored[r][1], r))
+        return [scored[r] for r in order]
 
     def _tag_ranking(
         self,
@@ -582,3 +601,9 @@ class CorpusSearch:
             else render_entity(e, self.edges_out.get(e.id, []), self.mentions(e.id)),
             explanation=explanation,
         )
+
+
+def _tokens(texts: Iterable[str | None]) -> set[str]:
+    from layersearch.ranking.analyzer import analyze
+
+    return {t for text in texts if text for t in analyze(text)}
