@@ -364,3 +364,33 @@ def test_the_note_that_says_what_is_asked_outranks_a_shorter_one(tmp_path: Path)
         mems = [h for h in got.results if h.kind == "memory"]
         assert mems[0].id == long.id, [h.id for h in mems]
         assert any(c.channel == "words" for c in mems[0].explanation or [])
+
+
+# -- merging the two lists --------------------------------------------------------------------
+
+
+def _merged(leading: set[str], n: int = 9) -> list[str]:
+    from layersearch.corpora.entities.rank import _Ordered, merge_kinds
+    from layersearch.ranking.fusion import fuse
+
+    ents = fuse({"fulltext": [(f"e{i}", 1.0 / (i + 1)) for i in range(5)]})
+    mems = fuse({"fulltext": [(f"memory:{i}", 1.0 / (i + 1)) for i in range(1, 6)]})
+    e = _Ordered(ents, [(i, i) for i in range(len(ents))])
+    m = _Ordered(mems, [(i, i) for i in range(len(mems))])
+    out = merge_kinds(e, m, n, lambda mid, _eid: mid in leading)
+    return [o.fused.ids[i] for o, i, _ in out]
+
+
+def test_memories_that_cover_more_take_two_turns_in_a_row_at_most() -> None:
+    every = {f"memory:{i}" for i in range(1, 6)}
+    assert _merged(every) == [
+        "memory:1", "memory:2", "e0", "memory:3", "memory:4", "e1", "memory:5", "e2", "e3",
+    ]  # fmt: skip
+    # only the first leads: plain alternation after it
+    assert _merged({"memory:1"}) == [
+        "memory:1", "e0", "memory:2", "e1", "memory:3", "e2", "memory:4", "e3", "memory:5",
+    ]  # fmt: skip
+    # none leads: an entity first, then turns
+    assert _merged(set(), 4) == ["e0", "memory:1", "e1", "memory:2"]
+    # results for n are a prefix of those for n + k
+    assert _merged(every, 4) == _merged(every)[:4]
