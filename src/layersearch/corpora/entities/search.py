@@ -38,6 +38,7 @@ from layersearch.corpora.entities.rank import (
 from layersearch.ranking.explain import explain
 from layersearch.ranking.fusion import evidence_weights, fuse
 from layersearch.semantic.canonical import in_scope
+from layersearch.semantic.model import Entity
 from layersearch.types import ChannelScore, Hit, SearchRequest, SearchResponse
 
 if TYPE_CHECKING:
@@ -69,6 +70,8 @@ MERGE_TAG_DEPTH = 10
 #: Memory channels that match the request itself: named ids, tags overlapping the named
 #: entities, the question's words in the memory's text, the newest (no input).
 _DIRECT_MEMORY_CHANNELS = frozenset({"input", "bm25", "fulltext", "words", "recent"})
+#: Analysed entity documents kept for the merge of ``results`` (beside every memory's).
+ENTITY_WORDS = 50_000
 _ENTITY_KINDS = ("aggregation", "column", "datasource", "measure", "model")
 
 
@@ -84,6 +87,8 @@ class CorpusSearch:
         resolver: Resolver
         _tags: tuple[dict[str, list[str]], dict[str, list[str]]] | None
         _words: dict[str, frozenset[str]]
+        _doc_words: dict[str, frozenset[str]]
+        _query_keys: dict[str, str | None]
 
         def check_request(self, req: SearchRequest) -> list[str]: ...
         def coverage(self, datasource: str | None = None) -> CoverageIndex: ...
@@ -356,10 +361,9 @@ class CorpusSearch:
                 fused = fused.then(fuse({"tags": rest}))
         moved = None
         if share is not None and len(fused) > 1:
-            memories = self.memories
             moved = same_query_order(
                 fused.ids,
-                lambda i: query_key(memories[i]),
+                self._query_key,
                 lambda i: share(self._memory_words(i)),
             )
         order = [(i, i) for i in range(len(fused))] if moved is None else moved
@@ -409,17 +413,15 @@ class CorpusSearch:
         themselves, not across kinds; this puts the two heads on one scale."""
 
         def leads(memory_id: str, entity_id: str) -> bool:
-            m = self.memories[memory_id]
-            doc = memory_doc(m).fields
-            mine = share(_tokens(doc.values()))
+            mine = share(self._memory_doc_words(memory_id))
             e = self.entities.get(entity_id)
             if e is None:
                 return mine > 0
-            texts = list(entity_doc(e).fields.values())
+            words = self._entity_words(e)
             table = _table_of(e, self.entities)
             if table is not None and table != e.id:
-                texts += list(entity_doc(self.entities[table]).fields.values())
-            return mine > share(_tokens(texts))
+                words = words | self._entity_words(self.entities[table])
+            return mine > share(words)
 
         return leads
 
@@ -430,6 +432,31 @@ class CorpusSearch:
         if words is None:
             m = self.memories[memory_id]
             words = self._words[memory_id] = frozenset(_tokens((m.learning, m.description)))
+        return words
+
+    def _memory_doc_words(self, memory_id: str) -> frozenset[str]:
+        """The analysed words of a memory's whole document (learning, description, query,
+        tag names), kept per snapshot: the merge of ``results`` reads them at every turn."""
+        words = self._doc_words.get(memory_id)
+        if words is None:
+            doc = memory_doc(self.memories[memory_id]).fields
+            words = self._doc_words[memory_id] = frozenset(_tokens(doc.values()))
+        return words
+
+    def _query_key(self, memory_id: str) -> str | None:
+        """:func:`query_key` of a memory, kept per snapshot."""
+        if memory_id not in self._query_keys:
+            self._query_keys[memory_id] = query_key(self.memories[memory_id])
+        return self._query_keys[memory_id]
+
+    def _entity_words(self, e: Entity) -> frozenset[str]:
+        """The analysed words of an entity's full-text document, kept for the entities
+        searches merged against (at most ENTITY_WORDS of them)."""
+        words = self._doc_words.get(e.id)
+        if words is None:
+            if len(self._doc_words) >= ENTITY_WORDS + len(self.memories):
+                self._doc_words.clear()
+            words = self._doc_words[e.id] = frozenset(_tokens(entity_doc(e).fields.values()))
         return words
 
     def _words_ranking(
