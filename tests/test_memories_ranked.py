@@ -310,3 +310,87 @@ def test_save_memories_is_all_or_nothing_and_names_the_item(tmp_path: Path) -> N
         saved = ls.save_memories([{"learning": f"note {i}"} for i in range(5)])
         assert [m.id for m in saved] == sorted((m.id for m in saved), key=lambda i: int(i[7:]))
         assert saved[0].id in [h.id for h in ls.search(question="note 0").results]
+
+
+# -- paraphrases of one example query ------------------------------------------------------
+
+
+def test_same_query_order_moves_only_a_groups_places() -> None:
+    from layersearch.corpora.entities.rank import same_query_order
+
+    ids = ["a", "note", "b", "c", "d"]
+    query = {"a": "q1", "b": "q2", "c": "q1", "d": "q2", "note": None}
+    share = {"a": 0.2, "b": 0.5, "c": 0.9, "d": 0.5, "note": 1.0}
+    order = same_query_order(ids, query.get, share.__getitem__)
+    assert order is not None
+    # c takes a's place (and a's score), a takes c's; b and d tie and keep their order
+    assert [ids[i] for i, _ in order] == ["c", "note", "b", "a", "d"]
+    assert [src for _, src in order] == [0, 1, 2, 3, 4]
+    assert same_query_order(ids, query.get, lambda _i: 0.5) is None
+
+
+def test_the_paraphrase_asked_word_for_word_comes_first(tmp_path: Path) -> None:
+    sql = {"sql": "SELECT count(*) FROM orders WHERE status = 'shipped'"}
+    with Layersearch(tmp_path / "s.duckdb") as ls:
+        ls.load(MINI)
+        short, long = ls.save_memories(
+            [
+                {"learning": "Count the shipped orders.", "query": sql},
+                {
+                    "learning": "How many of the orders have been shipped to customers?",
+                    "query": sql,
+                },
+            ]
+        )
+        got = ls.search(question="How many of the orders have been shipped to customers?")
+        mems = [h.id for h in got.results if h.kind == "memory"]
+        assert mems[:2] == [long.id, short.id]
+        # asked in the short one's words, the short one leads
+        got = ls.search(question="Count the shipped orders")
+        assert [h.id for h in got.results if h.kind == "memory"][:2] == [short.id, long.id]
+
+
+def test_the_note_that_says_what_is_asked_outranks_a_shorter_one(tmp_path: Path) -> None:
+    asked = "What is the least number of orders of the students who registered last week?"
+    with Layersearch(tmp_path / "s.duckdb") as ls:
+        ls.load(MINI)
+        # the question's other words are common among the notes: BM25 weighs the rare
+        # ones, and the short note holds them in fewer words
+        ls.save_memories(
+            [{"learning": f"What is the least number of orders in week {i}?"} for i in range(20)]
+        )
+        short, long = ls.save_memories([{"learning": "Students registered."}, {"learning": asked}])
+        got = ls.search(question=asked, explain=True)
+        mems = [h for h in got.results if h.kind == "memory"]
+        assert mems[0].id == long.id, [h.id for h in mems]
+        assert any(c.channel == "words" for c in mems[0].explanation or [])
+
+
+# -- merging the two lists --------------------------------------------------------------------
+
+
+def _merged(leading: set[str], n: int = 9) -> list[str]:
+    from layersearch.corpora.entities.rank import _Ordered, merge_kinds
+    from layersearch.ranking.fusion import fuse
+
+    ents = fuse({"fulltext": [(f"e{i}", 1.0 / (i + 1)) for i in range(5)]})
+    mems = fuse({"fulltext": [(f"memory:{i}", 1.0 / (i + 1)) for i in range(1, 6)]})
+    e = _Ordered(ents, [(i, i) for i in range(len(ents))])
+    m = _Ordered(mems, [(i, i) for i in range(len(mems))])
+    out = merge_kinds(e, m, n, lambda mid, _eid: mid in leading)
+    return [o.fused.ids[i] for o, i, _ in out]
+
+
+def test_memories_that_cover_more_take_two_turns_in_a_row_at_most() -> None:
+    every = {f"memory:{i}" for i in range(1, 6)}
+    assert _merged(every) == [
+        "memory:1", "memory:2", "e0", "memory:3", "memory:4", "e1", "memory:5", "e2", "e3",
+    ]  # fmt: skip
+    # only the first leads: plain alternation after it
+    assert _merged({"memory:1"}) == [
+        "memory:1", "e0", "memory:2", "e1", "memory:3", "e2", "memory:4", "e3", "memory:5",
+    ]  # fmt: skip
+    # none leads: an entity first, then turns
+    assert _merged(set(), 4) == ["e0", "memory:1", "e1", "memory:2"]
+    # results for n are a prefix of those for n + k
+    assert _merged(every, 4) == _merged(every)[:4]

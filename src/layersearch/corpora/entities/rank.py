@@ -26,6 +26,11 @@ MAX_QUESTION_CHARS = 100_000
 RANK_BY_LEVEL = frozenset({"vector"})
 
 
+#: At most this many memories in a row in ``results`` (each one covering more of the
+#: question than the entity whose turn it takes): entities keep every third place.
+MEMORY_RUN = 2
+
+
 _SCHEMA_KINDS = frozenset({"model", "column", "measure", "aggregation"})
 _LEAF_KINDS = frozenset({"column", "measure", "aggregation"})
 #: Levels for RANK_BY_LEVEL (memories and datasources keep their rank among all
@@ -127,7 +132,9 @@ def merge_kinds(
     """``results``: the entity and memory lists taken in turn (entity, memory, entity, …
     or memory first), each in its own order; when one list runs out the other fills the
     rest. The memory list goes first when ``memory_leads(first memory, first entity)``
-    says so (see :meth:`EntityCorpus._covers_more`). Otherwise,
+    says so (see :meth:`EntityCorpus._covers_more`), and after a memory the next memory
+    takes the entity's turn too when it leads the next entity the same way, up to
+    :data:`MEMORY_RUN` memories in a row. Otherwise,
     and always when the first entity is one the request named, an entity does. Only
     memories that match the request
     itself take a turn (see :meth:`EntityCorpus._memory_order`). Results for n are a
@@ -143,8 +150,19 @@ def merge_kinds(
         and "input" not in e[0].fused.fused(e[1]).channels
         and memory_leads(m[0].fused.ids[m[1]], e[0].fused.ids[e[1]])
     )
+    streak = 0  # memories taken in a row
     while len(out) < n and (e is not None or m is not None):
         entity_turn = out[-1][0] is memories if out else not memory_first
+        if (
+            entity_turn
+            and 0 < streak < MEMORY_RUN
+            and e is not None
+            and m is not None
+            and memory_leads is not None
+            and memory_leads(m[0].fused.ids[m[1]], e[0].fused.ids[e[1]])
+        ):
+            entity_turn = False
+        streak = 0 if entity_turn else streak + 1
         if m is None or (entity_turn and e is not None):
             assert e is not None
             out.append(e)
@@ -153,6 +171,44 @@ def merge_kinds(
             out.append(m)
             m = next(mems, None)
     return out
+
+
+def same_query_order(
+    ids: Sequence[str],
+    query_of: Callable[[str], str | None],
+    share_of: Callable[[str], float],
+) -> list[tuple[int, int]] | None:
+    """The memory ranking with paraphrases of one example query ordered by the question.
+
+    Saved examples often ask the same thing twice in other words with the same query
+    ("How many farms are there?", "Count the number of farms."). Full text ranks such
+    paraphrases by BM25, whose length normalisation puts the shorter first even when
+    the question is the other one word for word. Among the memories of the ranking
+    whose queries are the same (``query_of``: a memory's folded query, None for a
+    note), the one whose own words hold the larger share of the question's
+    (``share_of``) takes the best of their places, and so on down; ties keep their
+    order. Only the positions such a group holds change hands, so every other memory
+    keeps its place. Returns (position, position whose score it takes), or None when
+    nothing moves."""
+    groups: dict[str, list[int]] = {}
+    for i, doc_id in enumerate(ids):
+        key = query_of(doc_id)
+        if key is not None:
+            groups.setdefault(key, []).append(i)
+    order = list(range(len(ids)))
+    moved = False
+    for places in groups.values():
+        if len(places) < 2:
+            continue
+        shares = {i: share_of(ids[i]) for i in places}
+        ranked = sorted(places, key=lambda i: (-shares[i], i))
+        if ranked != places:
+            moved = True
+            for at, i in zip(places, ranked, strict=True):
+                order[at] = i
+    if not moved:
+        return None
+    return [(i, at) for at, i in enumerate(order)]
 
 
 def dense_in_context(

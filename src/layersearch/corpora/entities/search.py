@@ -14,6 +14,7 @@ from layersearch.corpora.entities.documents import (
     describe_memory,
     entity_doc,
     memory_doc,
+    query_key,
     render_entity,
     render_memory,
 )
@@ -32,10 +33,12 @@ from layersearch.corpora.entities.rank import (
     dense_in_context,
     join_key_order,
     merge_kinds,
+    same_query_order,
 )
 from layersearch.ranking.explain import explain
 from layersearch.ranking.fusion import evidence_weights, fuse
 from layersearch.semantic.canonical import in_scope
+from layersearch.semantic.model import Entity
 from layersearch.types import ChannelScore, Hit, SearchRequest, SearchResponse
 
 if TYPE_CHECKING:
@@ -66,7 +69,9 @@ TAG_DEPTH = CHANNEL_DEPTH
 MERGE_TAG_DEPTH = 10
 #: Memory channels that match the request itself: named ids, tags overlapping the named
 #: entities, the question's words in the memory's text, the newest (no input).
-_DIRECT_MEMORY_CHANNELS = frozenset({"input", "bm25", "fulltext", "recent"})
+_DIRECT_MEMORY_CHANNELS = frozenset({"input", "bm25", "fulltext", "words", "recent"})
+#: Analysed entity documents kept for the merge of ``results`` (beside every memory's).
+ENTITY_WORDS = 50_000
 _ENTITY_KINDS = ("aggregation", "column", "datasource", "measure", "model")
 
 
@@ -81,6 +86,9 @@ class CorpusSearch:
         fulltext: FullTextIndex
         resolver: Resolver
         _tags: tuple[dict[str, list[str]], dict[str, list[str]]] | None
+        _words: dict[str, frozenset[str]]
+        _doc_words: dict[str, frozenset[str]]
+        _query_keys: dict[str, str | None]
 
         def check_request(self, req: SearchRequest) -> list[str]: ...
         def coverage(self, datasource: str | None = None) -> CoverageIndex: ...
@@ -149,10 +157,9 @@ class CorpusSearch:
         entities = self._entity_order(ranks, question, ds)
         # ``tags`` belongs with bm25: both rank memories by the entities they are tagged with
         tags = "bm25" in channels
-        memories = self._memory_order(ranks, entities, admitted, frozenset(res.ids), tags)
-        lead = None
-        if question is not None:
-            lead = self._covers_more(question, ds)
+        share = None if question is None else self._question_share(question, ds)
+        memories = self._memory_order(ranks, entities, admitted, frozenset(res.ids), tags, share)
+        lead = None if share is None else self._covers_more(share)
         merged = merge_kinds(entities, memories, req.max_results, lead)
         if not merged and not no_input:
             warnings.append(
@@ -324,6 +331,7 @@ class CorpusSearch:
         admitted: Callable[[str], bool],
         named: frozenset[str],
         tags: bool,
+        share: Callable[[Collection[str]], float] | None = None,
     ) -> _Ordered:
         """The memory list: the memories the request itself matches (its words, named ids,
         tags overlapping the named entities, dense retrieval), fused by RRF as entities
@@ -335,8 +343,15 @@ class CorpusSearch:
         ranks, follows those tagged with the entity itself. It is second-hand evidence
         (the entity list comes from the same words), so it adds memories the words did
         not reach instead of voting again for those they did. Entities the request named
-        are left to ``bm25``, which ranks the memories tagged with them."""
-        fused = fuse({c: h for c, h in ranks.memory.items() if h})
+        are left to ``bm25``, which ranks the memories tagged with them.
+
+        With a question (``share``: :meth:`_question_share`), paraphrases of one example
+        query are ordered by how much of the question their own words hold
+        (:func:`same_query_order`)."""
+        lists = {c: h for c, h in ranks.memory.items() if h}
+        if share is not None and "fulltext" in lists:
+            lists["words"] = self._words_ranking(lists["fulltext"], share)
+        fused = fuse(lists)
         if tags and self.memories and entities.order:
             ids = [i for i in entities.ids(TAG_DEPTH + len(named)) if i not in named]
             tagged = self._tag_ranking(ids[:TAG_DEPTH], admitted, ranks.memory.get("fulltext", ()))
@@ -344,7 +359,14 @@ class CorpusSearch:
             rest = [h for h in tagged if h[0] not in seen]
             if rest:
                 fused = fused.then(fuse({"tags": rest}))
-        order = [(i, i) for i in range(len(fused))]
+        moved = None
+        if share is not None and len(fused) > 1:
+            moved = same_query_order(
+                fused.ids,
+                self._query_key,
+                lambda i: share(self._memory_words(i)),
+            )
+        order = [(i, i) for i in range(len(fused))] if moved is None else moved
         # A memory that only tags (or only dense retrieval) reaches takes no place from an
         # entity in ``results`` unless one of its own tags is an entity shown there.
         shown = {i for i in entities.ids(MERGE_TAG_DEPTH + len(named)) if i not in named}
@@ -360,19 +382,15 @@ class CorpusSearch:
 
         return _Ordered(fused, order, matched)
 
-    def _covers_more(self, question: str, ds: str | None) -> Callable[[str, str], bool]:
-        """Whether a memory accounts for more of ``question`` than an entity does: the
-        idf-weighted share of the question's words found in the memory's text (its
-        learning, description, query and tag names) against the share found in the
-        entity's text with its table's. Idf is the schema index's (a word it does not
-        know counts as its rarest). Rank fusion says how each kind's hits compare among
-        themselves, not across kinds; this puts the two heads on one scale."""
-        from layersearch.ranking.analyzer import analyze, analyze_query
+    def _question_share(self, question: str, ds: str | None) -> Callable[[Collection[str]], float]:
+        """The idf-weighted share of ``question``'s words among the given analysed tokens.
+        Idf is the schema index's (a word it does not know counts as its rarest)."""
+        from layersearch.ranking.analyzer import analyze_query
 
         words = list(dict.fromkeys(analyze_query(question)))
         weights: list[float] = []
 
-        def share(texts: Iterable[str | None]) -> float:
+        def share(have: Collection[str]) -> float:
             if not weights:
                 cov = self.coverage(ds)
                 rare = cov.rarest_idf()
@@ -383,23 +401,74 @@ class CorpusSearch:
             total = sum(weights)
             if total <= 0:
                 return 0.0
-            have = {t for text in texts for t in analyze(text)}
             return sum(w for word, w in zip(words, weights, strict=True) if word in have) / total
 
+        return share
+
+    def _covers_more(self, share: Callable[[Collection[str]], float]) -> Callable[[str, str], bool]:
+        """Whether a memory accounts for more of the question than an entity does: the
+        share (:meth:`_question_share`) of the question's words found in the memory's text
+        (its learning, description, query and tag names) against the share found in the
+        entity's text with its table's. Rank fusion says how each kind's hits compare among
+        themselves, not across kinds; this puts the two heads on one scale."""
+
         def leads(memory_id: str, entity_id: str) -> bool:
-            m = self.memories[memory_id]
-            doc = memory_doc(m).fields
-            mine = share(doc.values())
+            mine = share(self._memory_doc_words(memory_id))
             e = self.entities.get(entity_id)
             if e is None:
                 return mine > 0
-            texts = list(entity_doc(e).fields.values())
+            words = self._entity_words(e)
             table = _table_of(e, self.entities)
             if table is not None and table != e.id:
-                texts += list(entity_doc(self.entities[table]).fields.values())
-            return mine > share(texts)
+                words = words | self._entity_words(self.entities[table])
+            return mine > share(words)
 
         return leads
+
+    def _memory_words(self, memory_id: str) -> frozenset[str]:
+        """The analysed words of a memory's own text (learning and description), kept
+        per snapshot: the memory list reads them for every question."""
+        words = self._words.get(memory_id)
+        if words is None:
+            m = self.memories[memory_id]
+            words = self._words[memory_id] = frozenset(_tokens((m.learning, m.description)))
+        return words
+
+    def _memory_doc_words(self, memory_id: str) -> frozenset[str]:
+        """The analysed words of a memory's whole document (learning, description, query,
+        tag names), kept per snapshot: the merge of ``results`` reads them at every turn."""
+        words = self._doc_words.get(memory_id)
+        if words is None:
+            doc = memory_doc(self.memories[memory_id]).fields
+            words = self._doc_words[memory_id] = frozenset(_tokens(doc.values()))
+        return words
+
+    def _query_key(self, memory_id: str) -> str | None:
+        """:func:`query_key` of a memory, kept per snapshot."""
+        if memory_id not in self._query_keys:
+            self._query_keys[memory_id] = query_key(self.memories[memory_id])
+        return self._query_keys[memory_id]
+
+    def _entity_words(self, e: Entity) -> frozenset[str]:
+        """The analysed words of an entity's full-text document, kept for the entities
+        searches merged against (at most ENTITY_WORDS of them)."""
+        words = self._doc_words.get(e.id)
+        if words is None:
+            if len(self._doc_words) >= ENTITY_WORDS + len(self.memories):
+                self._doc_words.clear()
+            words = self._doc_words[e.id] = frozenset(_tokens(entity_doc(e).fields.values()))
+        return words
+
+    def _words_ranking(
+        self, text_hits: Sequence[tuple[str, float]], share: Callable[[Collection[str]], float]
+    ) -> list[tuple[str, float]]:
+        """``words``: the memories full text found, ranked by the share of the question's
+        words their own text holds (ties in full-text order). BM25 ranks by term weights
+        normalised by length, so a short note that shares a few rare words outranks one
+        that says everything the question says; this ranks by how much of it is said."""
+        scored = [(mid, share(self._memory_words(mid))) for mid, _ in text_hits]
+        order = sorted(range(len(scored)), key=lambda r: (-scored[r][1], r))
+        return [scored[r] for r in order]
 
     def _tag_ranking(
         self,
@@ -559,3 +628,9 @@ class CorpusSearch:
             else render_entity(e, self.edges_out.get(e.id, []), self.mentions(e.id)),
             explanation=explanation,
         )
+
+
+def _tokens(texts: Iterable[str | None]) -> set[str]:
+    from layersearch.ranking.analyzer import analyze
+
+    return {t for text in texts if text for t in analyze(text)}
