@@ -35,8 +35,9 @@ class ChannelScore(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     channel: str = Field(
-        description="input | bm25 | fulltext | schema | vector | tags (a memory tagged with a "
-        "ranked entity) | recent (newest memories, no input)"
+        description="input | bm25 | fulltext | schema | vector | words (a memory by the share "
+        "of the question its text holds) | tags (a memory tagged with a ranked entity) | "
+        "recent (newest memories, no input)"
     )
     rank: int = Field(description="1-based rank within the channel")
     score: float = Field(description="the channel's own score")

@@ -28,7 +28,7 @@ from layersearch.errors import (
     ModelMismatch,
 )
 from layersearch.ranking.fulltext import FTDoc, FullTextIndex, open_or_rebuild
-from layersearch.ranking.fusion import rrf
+from layersearch.ranking.fusion import Fused, rrf
 from layersearch.store.base import Store
 from layersearch.types import (
     ConversationHit,
@@ -486,6 +486,26 @@ class ConversationService:
             fused = rrf(rankings, k=self.config.rrf_k, weights=weights)
         else:
             fused = zscore_fusion(rankings, weights)
+        fused = self._after_fusion(fused, snap, query)
+        hits = []
+        for f in fused[:limit]:
+            m = snap.messages[f.id]
+            hits.append(
+                MessageHit(
+                    message_id=m.id,
+                    conversation_id=m.conversation_id,
+                    turn_id=m.turn_id,
+                    role=m.role,
+                    speaker=m.speaker,
+                    score=f.score,
+                    channels={c: r for c, (r, _, _) in sorted(f.channels.items())},
+                )
+            )
+        return MessageSearchResult(query=query, hits=hits, warnings=warnings)
+
+    def _after_fusion(self, fused: list[Fused], snap: _Snapshot, query: str) -> list[Fused]:
+        """The rules applied to the fused turns, each switched in the config: two stages,
+        answers after their questions, the dates a question names, turns that state a time."""
         if self.config.two_stage_weight > 0:
             fused = two_stage(
                 fused,
@@ -512,21 +532,7 @@ class ConversationService:
                 lambda mid: states_time(snap.messages[mid].content),
                 self.config.time_answer_bonus,
             )
-        hits = []
-        for f in fused[:limit]:
-            m = snap.messages[f.id]
-            hits.append(
-                MessageHit(
-                    message_id=m.id,
-                    conversation_id=m.conversation_id,
-                    turn_id=m.turn_id,
-                    role=m.role,
-                    speaker=m.speaker,
-                    score=f.score,
-                    channels={c: r for c, (r, _, _) in sorted(f.channels.items())},
-                )
-            )
-        return MessageSearchResult(query=query, hits=hits, warnings=warnings)
+        return fused
 
     def _fulltext(
         self, snap: _Snapshot, query: str, scope: list[str] | None
