@@ -359,17 +359,7 @@ def eval_conversations_cmd(
     if any("vector" in CHANNEL_SETS[s] for s in sets):
         embedder = make_embedder(obj.embedder or "local")
     with contextlib.ExitStack() as stack:
-        write: Callable[[dict[str, Any]], None] | None = None
-        if details_path is not None:
-            try:
-                out = stack.enter_context(open(details_path, "w", encoding="utf-8"))
-            except OSError as exc:
-                raise ConfigError(f"--details {details_path}: {exc.strerror}") from exc
-
-            def _write(record: dict[str, Any]) -> None:
-                out.write(json.dumps(record, ensure_ascii=False) + "\n")
-
-            write = _write
+        write = _details_writer(stack, details_path)
 
         with Progress("evaluating", as_json) as progress:
             result = evaluate_locomo(
@@ -487,17 +477,7 @@ def eval_scope(
 
     obj.settings()
     with contextlib.ExitStack() as stack:
-        write: Callable[[dict[str, Any]], None] | None = None
-        if details_path is not None:
-            try:
-                out = stack.enter_context(open(details_path, "w", encoding="utf-8"))
-            except OSError as exc:
-                raise ConfigError(f"--details {details_path}: {exc.strerror}") from exc
-
-            def _write(record: dict[str, Any]) -> None:
-                out.write(json.dumps(record, ensure_ascii=False) + "\n")
-
-            write = _write
+        write = _details_writer(stack, details_path)
 
         with Progress("building the mixed store", as_json) as progress:
             result = evaluate_scope(
@@ -544,3 +524,21 @@ def _print_scope(result: dict[str, Any]) -> None:
     for w in result["warnings"]:
         if not w.startswith("scope=all not run"):
             click.echo(f"warning: {w}", err=True)
+
+
+def _details_writer(
+    stack: contextlib.ExitStack, details_path: str | None
+) -> Callable[[dict[str, Any]], None] | None:
+    """A function writing one record per line to ``--details`` (None without it); the
+    file closes with ``stack``. A file that cannot be opened is a ConfigError naming it."""
+    if details_path is None:
+        return None
+    try:
+        out = stack.enter_context(open(details_path, "w", encoding="utf-8"))  # noqa: SIM115 - the stack closes it
+    except OSError as exc:
+        raise ConfigError(f"--details {details_path}: {exc.strerror}") from exc
+
+    def write(record: dict[str, Any]) -> None:
+        out.write(json.dumps(record, ensure_ascii=False) + "\n")
+
+    return write

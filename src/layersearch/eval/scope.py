@@ -28,7 +28,6 @@ Two runs are scored with recall@10, per source and overall (macro over queries):
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import shutil
@@ -39,7 +38,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from layersearch.errors import ConfigError, NotFound
-from layersearch.jsonlimits import load_json
+from layersearch.eval.jsonl import json_lines
 
 if TYPE_CHECKING:
     from layersearch.api import Layersearch
@@ -110,21 +109,9 @@ class ScopeQuery:
 
 def read_scope_queries(path: str | Path = DEFAULT_QUERIES) -> list[ScopeQuery]:
     """Read and check a labelled query file; each error names the line."""
-    path = Path(path)
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except FileNotFoundError as exc:
-        raise NotFound(f"query file {str(path)!r} does not exist") from exc
     out: list[ScopeQuery] = []
     seen: set[str] = set()
-    for n, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        where = f"{path}:{n}"
-        try:
-            item = load_json(line, where)
-        except json.JSONDecodeError as exc:
-            raise ConfigError(f"{where}: not JSON: {exc.msg}") from exc
+    for n, where, item in json_lines(path, "query file"):
         if not isinstance(item, dict) or not isinstance(item.get("query"), str):
             raise ConfigError(f"{where}: expected an object with a 'query' string")
         if not item["query"].strip():
@@ -179,21 +166,10 @@ def _check_label(where: str, source: str, value: Any) -> None:
 
 def read_extra_memories(path: str | Path = DEFAULT_MEMORIES) -> list[dict[str, Any]]:
     """The memories written for this evaluation: JSON lines of ``save_memories`` items."""
-    path = Path(path)
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except FileNotFoundError as exc:
-        raise NotFound(f"memory file {str(path)!r} does not exist") from exc
     items = []
-    for n, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        try:
-            item = load_json(line, f"{path}:{n}")
-        except json.JSONDecodeError as exc:
-            raise ConfigError(f"{path}:{n}: not JSON: {exc.msg}") from exc
+    for _n, where, item in json_lines(path, "memory file"):
         if not isinstance(item, dict) or not isinstance(item.get("learning"), str):
-            raise ConfigError(f"{path}:{n}: expected an object with a 'learning' string")
+            raise ConfigError(f"{where}: expected an object with a 'learning' string")
         items.append(item)
     return items
 

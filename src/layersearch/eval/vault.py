@@ -8,15 +8,14 @@ temporary store, so an evaluation never touches the user's.
 
 from __future__ import annotations
 
-import json
 import tempfile
 from pathlib import Path
 from typing import Any
 
 from layersearch.embed.base import Embedder
-from layersearch.errors import ConfigError, NotFound
+from layersearch.errors import ConfigError
+from layersearch.eval.jsonl import json_lines
 from layersearch.eval.metrics import recall_at_k, reciprocal_rank
-from layersearch.jsonlimits import load_json
 
 __all__ = ["DEFAULT_QUERIES", "DEFAULT_VAULT", "evaluate_vault", "load_queries"]
 
@@ -29,28 +28,17 @@ _DEPTH = 10
 
 def load_queries(path: str | Path) -> list[dict[str, Any]]:
     """Read and check a labelled query file; errors name the line."""
-    path = Path(path)
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except FileNotFoundError as exc:
-        raise NotFound(f"query file {str(path)!r} does not exist") from exc
     out = []
-    for n, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        try:
-            item = load_json(line, f"{path}:{n}")
-        except json.JSONDecodeError as exc:
-            raise ConfigError(f"{path}:{n}: not JSON: {exc.msg}") from exc
+    for _n, where, item in json_lines(path, "query file"):
         if not isinstance(item, dict) or not isinstance(item.get("query"), str):
-            raise ConfigError(f"{path}:{n}: expected an object with a 'query' string")
+            raise ConfigError(f"{where}: expected an object with a 'query' string")
         relevant = item.get("relevant")
         if not isinstance(relevant, list) or not relevant:
-            raise ConfigError(f"{path}:{n}: 'relevant' must be a non-empty list of slugs")
+            raise ConfigError(f"{where}: 'relevant' must be a non-empty list of slugs")
         filters = item.get("filters") or {}
         unknown = sorted(set(filters) - _FILTER_KEYS)
         if unknown:
-            raise ConfigError(f"{path}:{n}: unknown filter(s) {', '.join(unknown)}")
+            raise ConfigError(f"{where}: unknown filter(s) {', '.join(unknown)}")
         out.append({"query": item["query"], "relevant": relevant, "filters": filters})
     if not out:
         raise ConfigError(f"{path}: no queries")
