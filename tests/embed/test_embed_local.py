@@ -158,3 +158,54 @@ def test_nothing_but_our_log_lines_on_stderr():
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "(2, 384) (384,)"
     assert out.stderr == ""
+
+
+def test_prefetch_loads_on_another_thread_and_the_query_waits_for_it():
+    pytest.importorskip("onnxruntime", reason="needs the [local] extra")
+    e = make_embedder("local")
+    assert isinstance(e, LocalEmbedder)
+    e.prefetch()
+    thread = e._prefetch
+    assert thread is not None and thread.name == "layersearch-embedder"
+    vec = e.embed_query("customers by country")  # blocks on the loading thread's lock
+    assert vec.shape == (384,)
+    thread.join(60)
+    assert not thread.is_alive() and e._session is not None
+    e.prefetch()  # loaded: no second thread
+    assert e._prefetch is thread
+
+
+def test_a_failed_prefetch_is_raised_by_the_first_query(tmp_path):
+    d = _model_dir(tmp_path, {"pooling_mode_mean_tokens": True})
+    (d / "model.onnx").write_bytes(b"not a model")
+    e = make_embedder(f"local:{d}")
+    assert isinstance(e, LocalEmbedder)
+    e.prefetch()
+    assert e._prefetch is not None
+    e._prefetch.join(60)
+    with pytest.raises(EmbeddingUnavailable, match="could not load local embedding model"):
+        e.embed_query("x")
+
+
+def test_cli_search_with_the_local_model_prefetched_is_quiet(tmp_path):
+    """The CLI's dense search loads the model while the store opens; the output is the
+    same ranking as in process, and nothing but our log lines reaches stderr."""
+    pytest.importorskip("onnxruntime", reason="needs the [local] extra")
+    models = Path(__file__).resolve().parents[2] / "models"
+    env = {**os.environ, "PYTHONPATH": str(SRC), "LAYERSEARCH_STORE": str(tmp_path / "s")}
+    env.pop("LAYERSEARCH_EMBEDDER", None)
+    cli = [sys.executable, "-m", "layersearch", "--embedder", "local"]
+    for args in (["load", str(models)], ["embed"]):
+        done = subprocess.run(cli + args, env=env, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr
+    out = subprocess.run(
+        cli + ["search", "how much did each store make per month", "--json", "--explain"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stderr == ""
+    hits = json.loads(out.stdout)["results"]
+    assert any(e["channel"] == "vector" for h in hits for e in h["explanation"])

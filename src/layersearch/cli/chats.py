@@ -132,7 +132,7 @@ def conversations_semantic(obj: Ctx, query: str, limit: int, as_json: bool) -> N
     """Messages nearest in meaning to QUERY.
 
     Needs an embedder (--embedder) and `conversations embed`."""
-    result = obj.api().conversations.semantic_search(query, limit=limit)
+    result = obj.api(embeds_query=True).conversations.semantic_search(query, limit=limit)
     if as_json:
         emit_json(result)
     else:

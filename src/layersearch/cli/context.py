@@ -41,18 +41,21 @@ class Ctx:
             self.embedder_options = dict(settings.embedder_options or {}) or None
         return settings
 
-    def api(self, *, create: bool = False) -> Any:
+    def api(self, *, create: bool = False, embeds_query: bool = False) -> Any:
         """The API on the configured store. Only commands that write pass ``create``: a
-        read on a store that does not exist is an error naming it, and creates nothing."""
+        read on a store that does not exist is an error naming it, and creates nothing.
+        A command that will embed its query passes ``embeds_query``: a local model then
+        loads on another thread while the store opens."""
         if self._ls is None:
+            self.settings()
+            embedder = self._embedder(prefetch=embeds_query)
             from layersearch.api import Layersearch, resolve_store_location
 
-            self.settings()
             location = resolve_store_location(self.store)
             self._ls = Layersearch(
                 location,
                 create=create,
-                embedder=self.embedder,
+                embedder=embedder,
                 embedder_config=self.embedder_options,
             )
             shown = self._ls.store.location
@@ -61,12 +64,25 @@ class Ctx:
             logging.getLogger("layersearch.cli").info("store %s (%s)", shown, self.store_origin)
         return self._ls
 
-    def read_api(self) -> Any:
+    def read_api(self, *, embeds_query: bool = False) -> Any:
         """The API for a command that reads the semantic layer or memories: a store that
         holds neither is an error saying how to fill it."""
-        ls = self.api()
+        ls = self.api(embeds_query=embeds_query)
         ls.require_content()
         return ls
+
+    def _embedder(self, *, prefetch: bool) -> Any:
+        """The embedder spec, or with ``prefetch`` the embedder built from it and, when
+        its model is local, already loading (``LocalEmbedder.prefetch``)."""
+        if not prefetch or not self.embedder:
+            return self.embedder
+        from layersearch.embed import make_embedder
+
+        embedder = make_embedder(self.embedder, config=self.embedder_options)
+        start = getattr(embedder, "prefetch", None)
+        if start is not None:
+            start()
+        return embedder
 
 
 def with_embedder(obj: Ctx) -> Any:

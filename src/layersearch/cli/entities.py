@@ -115,7 +115,8 @@ def search(
         role=role,
     )
     # A scoped search reads the corpora it names, each saying when it is empty.
-    api = obj.read_api() if req.scope is None else obj.api()
+    dense = question is not None and (req.channels is None or "vector" in req.channels)
+    api = obj.read_api(embeds_query=dense) if req.scope is None else obj.api(embeds_query=dense)
     resp = api.search(req)
     if as_json:
         emit_json(resp)

@@ -96,7 +96,7 @@ def vault_search(
     if date_from is not None or date_to is not None:
         date_range = {"start": date_from, "end": date_to}
     warnings: list[str] = []
-    hits = obj.api().vault.search(
+    hits = obj.api(embeds_query=True).vault.search(
         query,
         tags=list(tags) or None,
         domain=domain,

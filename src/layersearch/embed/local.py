@@ -19,6 +19,7 @@ onnxruntime and tokenizers are imported on first embed, never at import.
 
 from __future__ import annotations
 
+import atexit
 import json
 import logging
 import os
@@ -114,6 +115,7 @@ class LocalEmbedder(ModelEmbedder):
         self._files: _ModelFiles | None = None
         self._dims: int | None = _DEFAULT_DIMENSIONS if self._source is None else None
         self._lock = threading.Lock()
+        self._prefetch: threading.Thread | None = None
 
     @property
     def model_name(self) -> str:
@@ -133,6 +135,26 @@ class LocalEmbedder(ModelEmbedder):
         that the first query costs what later ones do."""
         self._load()
         self.embed_query("warm up")
+
+    def prefetch(self) -> None:
+        """Start :meth:`load` on a background thread and return at once: a command that
+        will embed a query opens its store meanwhile (ONNX Runtime builds the session
+        without the GIL, on the other core). The first query waits for the load; an
+        error in it is left for that query to raise, with its message."""
+        if self._session is not None or self._prefetch is not None:
+            return
+        thread = threading.Thread(target=self._load_quietly, name="layersearch-embedder")
+        thread.daemon = True
+        self._prefetch = thread
+        thread.start()
+        # Never exit with the session half built (its native teardown would race it).
+        atexit.register(thread.join, 30.0)
+
+    def _load_quietly(self) -> None:
+        try:
+            self.load()
+        except Exception as exc:  # noqa: BLE001 - raised again by the first query
+            log.debug("prefetching the local model failed: %s", exc)
 
     def _embed_prepared(self, items: list[str]) -> np.ndarray:
         self._load()
