@@ -49,7 +49,7 @@ HEAVY = ("torch", "nvidia", "cuda", "triton", "sentence-transformers", "transfor
 def env() -> dict[str, str]:
     out = dict(os.environ)
     out["PYTHONPATH"] = str(ROOT / "src")
-    out.pop("LAYERSEARCH_EMBEDDER", None)
+    out["LAYERSEARCH_EMBEDDER"] = "none"  # lexical unless a command names one
     out.pop("LAYERSEARCH_CONFIG", None)
     return out
 

@@ -224,7 +224,7 @@ def child_env() -> dict[str, str]:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(SRC), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     env.pop("LAYERSEARCH_STORE", None)
-    env.pop("LAYERSEARCH_EMBEDDER", None)
+    env["LAYERSEARCH_EMBEDDER"] = "none"  # lexical unless a command names one
     return env
 
 

@@ -19,9 +19,11 @@ def data_dir() -> Path:
 
 @pytest.fixture(autouse=True)
 def _no_network_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    # Tests never read the user's store or embedder configuration.
+    # Tests never read the user's store or embedder configuration. The CLI and the MCP
+    # server default to the local model when it is installed (it is, with [dev]); a test
+    # gets the lexical channels unless it names an embedder or unsets this.
     monkeypatch.delenv("LAYERSEARCH_STORE", raising=False)
-    monkeypatch.delenv("LAYERSEARCH_EMBEDDER", raising=False)
+    monkeypatch.setenv("LAYERSEARCH_EMBEDDER", "none")
     monkeypatch.setenv("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
 

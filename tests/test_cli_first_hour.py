@@ -28,7 +28,9 @@ def env(**extra: str) -> dict[str, str]:
     out = dict(os.environ)
     out["PYTHONPATH"] = str(ROOT / "src")
     out.pop("LAYERSEARCH_DEBUG", None)
-    out.pop("LAYERSEARCH_EMBEDDER", None)
+    # The README's `pip install -e .` has no [local] extra: the lexical channels, as the
+    # default is then (tests/embed/test_embed_default.py covers the default with it).
+    out["LAYERSEARCH_EMBEDDER"] = "none"
     out.update(extra)
     return out
 

@@ -117,10 +117,11 @@ class Layersearch:
         if embedder is None:
             embedder = os.environ.get("LAYERSEARCH_EMBEDDER") or None
         if isinstance(embedder, str):
-            from layersearch.embed import make_embedder
+            from layersearch.embed import make_embedder, resolve_spec
 
             # Building an embedder is cheap (models load on first use); a bad spec fails now.
-            embedder = make_embedder(embedder, config=embedder_config)
+            spec = resolve_spec(embedder, use_default=False)
+            embedder = None if spec is None else make_embedder(spec, config=embedder_config)
         self.embedder: Embedder | None = embedder
         self._dense: dict[str, DenseCorpus] = {}
         self.entities = EntityService(self.store, self.dense, lambda: self.embedder)

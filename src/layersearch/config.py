@@ -8,7 +8,7 @@ the file::
     # layersearch.toml — keys at the top level or under a [layersearch] table
     store = ".layersearch/store.duckdb"     # DuckDB file or postgresql://…  [LAYERSEARCH_STORE]
     models = "models/"                      # loaded at start when the store is empty [LAYERSEARCH_MODELS]
-    embedder = "litellm:openai/text-embedding-3-small"   # embedder spec [LAYERSEARCH_EMBEDDER]
+    embedder = "litellm:openai/text-embedding-3-small"   # embedder spec, or "none"; default: local when installed [LAYERSEARCH_EMBEDDER]
     vault = "~/notes"                       # an Obsidian-style vault [LAYERSEARCH_VAULT]
 
     [embedder_options]                      # passed to the embedder as keyword arguments

@@ -119,10 +119,12 @@ class Service:
     def _open(self) -> None:
         try:
             from layersearch.api import Layersearch
+            from layersearch.embed import NO_EMBEDDER, resolve_spec
 
+            spec = resolve_spec(self.settings.embedder, use_default=True)
             api = Layersearch(
                 self.settings.store,
-                embedder=self.settings.embedder,
+                embedder=spec or NO_EMBEDDER,  # not None: that reads $LAYERSEARCH_EMBEDDER
                 embedder_config=dict(self.settings.embedder_options or {}) or None,
             )
             self._api = api
@@ -162,6 +164,12 @@ class Service:
             models,
             ", ".join(report.datasources),
         )
+        if api.embedder is not None:  # as `layersearch load` does: the vectors now
+            try:
+                for done in api.embed():
+                    log.info("embedded %d %s", done.embedded, done.corpus)
+            except LayersearchError as exc:
+                log.warning("vectors not computed (the lexical channels answer): %s", exc)
 
     def api(self, timeout: float | None = 300.0) -> Layersearch:
         if not self._ready.wait(timeout):
@@ -675,11 +683,12 @@ def check_settings(settings: Settings) -> None:
     spec or options that do not parse, a ``models`` path that does not exist. (The store
     itself opens in the background; its errors are reported by the tools.)"""
     where = f"{settings.source}: " if settings.source is not None else ""
-    if settings.embedder is not None:
-        from layersearch.embed import make_embedder
+    from layersearch.embed import make_embedder, resolve_spec
 
+    spec = resolve_spec(settings.embedder, use_default=True)
+    if spec is not None:
         try:  # building an embedder is cheap: models and clients load on first use
-            make_embedder(settings.embedder, config=dict(settings.embedder_options) or None)
+            make_embedder(spec, config=dict(settings.embedder_options) or None)
         except ConfigError as exc:
             raise ConfigError(f"{where}embedder: {exc}") from exc
     if settings.models is not None and not settings.models.exists():

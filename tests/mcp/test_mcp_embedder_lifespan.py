@@ -58,9 +58,26 @@ def test_a_server_without_an_embedder_runs_a_search_before_the_first_call(
         return search(self, *args, **kwargs)  # type: ignore[arg-type]
 
     monkeypatch.setattr(EntityService, "search", counting)
-    service = Service(Settings(store=str(store)))
+    service = Service(Settings(store=str(store), embedder="none"))
     service.start()
     api = service.api()
     assert api.embedder is None
     assert len(searched) == 1  # the lifespan's warm-up: the first call finds the path warm
     service.close()
+
+
+@pytest.mark.local_model
+def test_the_server_defaults_to_the_installed_local_model(tmp_path: Path, monkeypatch) -> None:
+    pytest.importorskip("onnxruntime", reason="needs the [local] extra")
+    monkeypatch.delenv("LAYERSEARCH_EMBEDDER", raising=False)
+    service = Service(Settings(store=str(tmp_path / "s.duckdb"), models=MINI))
+    service.start()
+    api = service.api()
+    assert isinstance(api.embedder, LocalEmbedder)  # nothing configured: local, installed
+    assert len(api.dense().index()) > 0  # the models it loaded are embedded too
+    assert api.warm() == []
+    service.close()
+    off = Service(Settings(store=str(tmp_path / "s.duckdb"), embedder="none"))
+    off.start()
+    assert off.api().embedder is None
+    off.close()

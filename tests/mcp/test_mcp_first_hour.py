@@ -89,10 +89,15 @@ async def test_every_validation_error_of_every_tool_is_ours(api: Any) -> None:
 # -- serving ----------------------------------------------------------------------------------
 
 
-def serve(*args: str, cwd: Path | None = None) -> subprocess.Popen[str]:
+def serve(
+    *args: str, cwd: Path | None = None, unset: tuple[str, ...] = ()
+) -> subprocess.Popen[str]:
+    env = cli_env()
+    for var in unset:
+        env.pop(var, None)
     return subprocess.Popen(
         [sys.executable, "-m", "layersearch", *args],
-        env=cli_env(),
+        env=env,
         cwd=cwd,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -134,7 +139,14 @@ def test_a_bad_embedder_in_the_config_stops_serve_at_start(
     tmp_path: Path, transport: tuple[str, ...]
 ) -> None:
     (tmp_path / "layersearch.toml").write_text('embedder = "openai/text-embedding-3-small"\n')
-    proc = serve("--store", str(tmp_path / "s.duckdb"), "serve", *transport, cwd=tmp_path)
+    proc = serve(
+        "--store",
+        str(tmp_path / "s.duckdb"),
+        "serve",
+        *transport,
+        cwd=tmp_path,
+        unset=("LAYERSEARCH_EMBEDDER",),  # the file's embedder, not the tests' `none`
+    )
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 2
     assert out == ""

@@ -264,7 +264,7 @@ async def test_unknown_tool_is_a_tool_error(api: Any) -> None:
 
 
 async def test_factory_loads_models_into_an_empty_store_once(tmp_path: Path) -> None:
-    settings = Settings(store=str(tmp_path / "s.duckdb"), models=MINI)
+    settings = Settings(store=str(tmp_path / "s.duckdb"), models=MINI, embedder="none")
     for _ in range(2):
         async with Client(create_server(settings)) as client:
             result = await client.call_tool("inspect", {"ids": ["memory:4", "memory:5"]})
@@ -276,7 +276,7 @@ async def test_a_store_that_cannot_open_is_reported_by_every_tool(tmp_path: Path
     bad = tmp_path / "models"
     bad.mkdir()
     (bad / "broken.yaml").write_text("name: [unclosed\n")
-    settings = Settings(store=str(tmp_path / "s.duckdb"), models=bad)
+    settings = Settings(store=str(tmp_path / "s.duckdb"), models=bad, embedder="none")
     async with Client(create_server(settings)) as client:
         assert len((await client.list_tools()).tools) == len(tool_names())
         text = error_text(await client.call_tool("search", {"question": "x"}))

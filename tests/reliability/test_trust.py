@@ -25,7 +25,13 @@ SECRET = "sk-user-secret-0123456789"
 def cli(*args: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     full = dict(os.environ)
     full["PYTHONPATH"] = str(ROOT / "src")
-    for var in ("LAYERSEARCH_DEBUG", "LAYERSEARCH_TRUST_PROJECT_CONFIG", "LAYERSEARCH_CONFIG"):
+    # The project's file chooses the embedder here: no LAYERSEARCH_EMBEDDER over it.
+    for var in (
+        "LAYERSEARCH_DEBUG",
+        "LAYERSEARCH_TRUST_PROJECT_CONFIG",
+        "LAYERSEARCH_CONFIG",
+        "LAYERSEARCH_EMBEDDER",
+    ):
         full.pop(var, None)
     full.update(env)
     return subprocess.run(
@@ -50,7 +56,8 @@ def project(tmp_path: Path) -> tuple[Path, dict[str, str]]:
         "XDG_STATE_HOME": str(tmp_path / "state"),
         "XDG_CACHE_HOME": str(tmp_path / "cache"),
     }
-    assert cli("--store", "s.duckdb", "load", str(MINI), cwd=repo, env=env).returncode == 0
+    loaded = cli("--store", "s.duckdb", "load", str(MINI), "--no-embed", cwd=repo, env=env)
+    assert loaded.returncode == 0, loaded.stderr
     return repo, env
 
 

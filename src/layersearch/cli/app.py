@@ -75,7 +75,8 @@ class _Cli(click.Group):
     "--embedder",
     envvar="LAYERSEARCH_EMBEDDER",
     default=None,
-    help="Dense channel: local | local:<model> | litellm:<model> | fake [env LAYERSEARCH_EMBEDDER]",
+    help="Dense channel: local (the default once installed) | local:<model> | "
+    "litellm:<model> | fake | none [env LAYERSEARCH_EMBEDDER]",
 )
 @click.option(
     "--config",

