@@ -86,6 +86,39 @@ def test_a_question_in_the_catalogs_words_ranks_as_without_bridges(
         assert _warehouse(True).search(question, 10) == _warehouse(False).search(question, 10)
 
 
+def _countries_and_contestants() -> CoverageIndex:
+    """``cntr`` (countries) is a table here and a column of four other tables; ``cnts``
+    (contestants) is one table: the faithful reading of *countries* is the common one."""
+    nodes = [
+        CoverageNode("geo", "group", None, {"name": "geo"}),
+        CoverageNode("geo.cntr", "table", "geo", {"name": "cntr"}),
+        CoverageNode("geo.cntr.name", "leaf", "geo.cntr", {"name": "name"}),
+        CoverageNode("vote", "group", None, {"name": "vote"}),
+        CoverageNode("vote.cnts", "table", "vote", {"name": "cnts"}),
+        CoverageNode("vote.cnts.name", "leaf", "vote.cnts", {"name": "name"}),
+    ]
+    for k in range(4):
+        db, table = f"db{k}", f"db{k}.site{k}"
+        nodes += [
+            CoverageNode(db, "group", None, {"name": db}),
+            CoverageNode(table, "table", db, {"name": f"site{k}"}),
+            CoverageNode(f"{table}.cntr", "leaf", table, {"name": "cntr"}),
+        ]
+    return CoverageIndex(nodes, ENTITY_BOOSTS, bridges=True)
+
+
+def test_a_rare_look_alike_does_not_outrank_the_faithful_reading(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("LAYERSEARCH_WORDNET", "")
+    idx = _countries_and_contestants()
+    slot = idx.query_slots("how many countries")[0]
+    assert [w for _, w in slot] == pytest.approx([1.0, 0.875])  # cntr whole, cnts look-alike
+    tables = [i for i, _ in idx.search("how many countries", 10) if i.count(".") == 1]
+    # cnts is rarer (one table) but only a look-alike (0.875): it comes after cntr
+    assert tables.index("geo.cntr") < tables.index("vote.cnts")
+
+
 # A WordNet database in its own format, three noun synsets: customer/client, and a head
 # (person in charge) whose hypernym is leader.
 _DATA = [

@@ -77,18 +77,21 @@ class _Bags:
         for slot in slots:
             best = np.zeros(n_bags, dtype=np.float64)
             peak = 0.0
+            lead = next((self.idf[j] for j, _ in slot if not np.isnan(self.idf[j])), np.nan)
             for j, m in slot:
                 idf = self.idf[j]
                 if np.isnan(idf):
                     continue
-                peak = max(peak, m * idf)
+                # every reading of the word at the word's idf (``CoverageIndex._slot_idf``)
+                scale = lead / idf if idf > 0 else 1.0
+                peak = max(peak, m * idf * scale)
                 row = self.dense_row[j]
                 if row >= 0:
-                    np.maximum(best, m * self.dense[row], out=best)
+                    np.maximum(best, m * scale * self.dense[row], out=best)
                 else:
                     lo, hi = self.ptr[j], self.ptr[j + 1]
                     at = self.bags[lo:hi]
-                    best[at] = np.maximum(best[at], m * self.contrib[lo:hi])
+                    best[at] = np.maximum(best[at], m * scale * self.contrib[lo:hi])
             out += best
             top += peak
         top *= BM25_K1 + 1
