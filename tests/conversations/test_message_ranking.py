@@ -16,6 +16,7 @@ from layersearch.corpora.conversations.search import (
     dense_text,
     message_doc,
     prefer_times,
+    question_sentences,
     states_time,
     strip_names,
     two_stage,
@@ -134,14 +135,16 @@ def test_dense_text_with_and_without_speaker_names() -> None:
     assert bare == "(8 May 2023): their support\n[replying to: what made you pick it?]"
 
 
-def _dialogue(path: Path) -> ConversationService:
-    turns = [
-        ("Bo", "Ann! Ann, how is the garden, Ann?"),
-        ("Ann", "Sorry, one moment."),
-        ("Bo", "Sure."),
-        ("Ann", "Fine, thanks. The garden has tomatoes, beans and peas."),
-        ("Bo", "Good to hear. I planted mine yesterday."),
-    ]
+_GARDEN = [
+    ("Bo", "Ann! Ann, how is the garden, Ann?"),
+    ("Ann", "Sorry, one moment."),
+    ("Bo", "Sure."),
+    ("Ann", "Fine, thanks. The garden has tomatoes, beans and peas."),
+    ("Bo", "Good to hear. I planted mine yesterday."),
+]
+
+
+def _dialogue(path: Path, turns: list[tuple[str, str]] = _GARDEN) -> ConversationService:
     sample = {
         "sample_id": "names",
         "conversation": {
@@ -206,6 +209,46 @@ def test_search_puts_the_reply_before_the_question_that_matches(tmp_path: Path) 
     svc.config = MessageSearchConfig(answers_follow_questions=False)
     hits = svc.search_messages("how is the garden", 3, **ask).hits
     assert "D1:2" not in [h.turn_id for h in hits][:1]
+
+
+def test_question_sentences_are_the_ones_that_ask() -> None:
+    text = "We went camping at the lake! It was great. Any plans for the summer?"
+    assert question_sentences(text) == "Any plans for the summer?"
+    assert question_sentences("Thanks. how was the trip") == "how was the trip"
+    assert question_sentences("What a day?! No.\nwhy not") == "What a day?! why not"
+    assert question_sentences("No questions here.") == ""
+
+
+def test_an_answer_goes_just_below_a_question_that_matched_elsewhere() -> None:
+    fused = [Fused("q", 3.0, 1), Fused("x", 2.0, 2), Fused("a", 1.0, 3)]
+    out = answers_follow_questions(fused, {"q": "a"}.get, {"q"}.__contains__, {"q"}.__contains__)
+    assert [f.id for f in out] == ["q", "a", "x"]
+    assert out[0].score > out[1].score > out[2].score
+    assert out[1].channels["answers"][0] == 1
+    # without ``below`` the answer still goes above
+    out = answers_follow_questions(fused, {"q": "a"}.get, {"q"}.__contains__, lambda _: False)
+    assert [f.id for f in out] == ["a", "q", "x"]
+
+
+def test_the_reply_follows_the_news_a_question_turn_also_tells(tmp_path: Path) -> None:
+    turns = [
+        ("Ann", "We went camping at the lake last week! Any plans for the summer?"),
+        ("Bo", "Not really, maybe visiting my mom."),
+        ("Ann", "Nice. My sister loves camping too."),
+        ("Bo", "Good to hear."),
+    ]
+    svc = _dialogue(tmp_path, turns)
+    ask = {"conversation_id": "locomo:names", "channels": ["fulltext"]}
+    # the query matches Ann's news, not her question: the news first, the reply after it
+    hits = svc.search_messages("camping at the lake", 4, **ask).hits
+    assert [h.turn_id for h in hits][:2] == ["D1:1", "D1:2"]
+    assert "answers" in hits[1].channels
+    # a query worded like the question still gets the reply first
+    hits = svc.search_messages("plans for the summer", 4, **ask).hits
+    assert [h.turn_id for h in hits][:2] == ["D1:2", "D1:1"]
+    svc.config = MessageSearchConfig(answers_need_question_words=False)
+    hits = svc.search_messages("camping at the lake", 4, **ask).hits
+    assert [h.turn_id for h in hits][:2] == ["D1:2", "D1:1"]
 
 
 def test_time_expressions_and_when_questions() -> None:

@@ -122,6 +122,11 @@ class MessageSearchConfig:
     #: a turn that answers a question ranks at least as high as the question: the
     #: question's words match the query, the answer is what was asked for
     answers_follow_questions: bool = True
+    #: the reply goes above its question only when the query's words are in the question
+    #: sentences themselves, else just below it: chat turns often tell news and end with a
+    #: question on another subject ("We went camping. Any plans for the summer?"); the
+    #: reply answers the question, so a query that matches the news wants the news first
+    answers_need_question_words: bool = True
     #: a question asking when ("When did …", "What year …") adds this many standard
     #: deviations of its fused scores to turns that state a time ("last Friday", "two
     #: days ago", "in 2022"): the answer to "when" says when, and a chat turn dates an
@@ -238,13 +243,15 @@ def answers_follow_questions(
     fused: Sequence[Fused],
     next_turn: Callable[[str], str | None],
     is_question: Callable[[str], bool],
+    below: Callable[[str], bool] | None = None,
 ) -> list[Fused]:
     """Lift each turn that answers a ranked question to just above that question.
 
     A question turn ("What made you pick it?") shares the words of a search that asks
     the same thing, but what the searcher wants is the reply. So the turn after a
     question scores at least the question's score (and, on a tie, comes first); the
-    question keeps its own place just below. ``channels`` of a lifted turn records the
+    question keeps its own place just below. When ``below`` says so for a question, its
+    answer is placed just below it instead. ``channels`` of a lifted turn records the
     question's fused rank under ``"answers"``. Order is deterministic as in fusion.
     """
     by_id = {f.id: f for f in fused}
@@ -256,7 +263,7 @@ def answers_follow_questions(
         answer = next_turn(f.id)
         if answer is None:
             continue
-        target = f.score + _ANSWER_STEP
+        target = f.score + (-_ANSWER_STEP if below is not None and below(f.id) else _ANSWER_STEP)
         current = lifted.get(answer) or by_id.get(answer)
         if current is not None and current.score >= target:
             continue
@@ -341,6 +348,18 @@ ASKS_WHEN = re.compile(
     r"|(?:in |on )?(?:what|which) (?:date|day|year|month|time|week))\b",
     re.IGNORECASE,
 )
+
+
+_SENTENCE = re.compile(r"[^.!?\n]+[.!?]*")
+_WH_START = re.compile(r"^\W*(?:what|why|how|when|where|who|whom|whose|which)\b", re.IGNORECASE)
+
+
+def question_sentences(text: str) -> str:
+    """The sentences of ``text`` that ask something: ending with ``?`` or opening with a
+    wh-word ("What made you pick it?", "how was the trip")."""
+    sentences = (s.strip() for s in _SENTENCE.findall(text))
+    asked = [s for s in sentences if s.endswith("?") or _WH_START.match(s)]
+    return " ".join(asked)
 
 
 def states_time(text: str) -> bool:
