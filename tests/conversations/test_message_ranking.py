@@ -13,6 +13,7 @@ from layersearch.corpora.conversations.search import (
     ConversationService,
     MessageSearchConfig,
     answers_follow_questions,
+    demote,
     dense_text,
     message_doc,
     prefer_times,
@@ -249,6 +250,32 @@ def test_the_reply_follows_the_news_a_question_turn_also_tells(tmp_path: Path) -
     svc.config = MessageSearchConfig(answers_need_question_words=False)
     hits = svc.search_messages("camping at the lake", 4, **ask).hits
     assert [h.turn_id for h in hits][:2] == ["D1:2", "D1:1"]
+
+
+def test_demote_moves_turns_down_by_a_spread() -> None:
+    fused = [Fused("a", 3.0, 1), Fused("q", 2.0, 2), Fused("x", 1.0, 3)]
+    # scores 3, 2, 1: spread 0.816, so 1.5 spreads take q from 2.0 to 0.775, below x
+    out = demote(fused, {"q"}.__contains__, 1.5)
+    assert [f.id for f in out] == ["a", "x", "q"]
+    assert out[2].channels["answered"][0] == 2
+    assert [f.id for f in demote(fused, {"q"}.__contains__, 0.0)] == ["a", "q", "x"]
+
+
+def test_an_answered_question_can_move_below_other_turns(tmp_path: Path) -> None:
+    turns = [
+        ("Ann", "How was the camping trip at the lake?"),
+        ("Bo", "Great, we loved it."),
+        ("Ann", "Nice."),
+        ("Bo", "We camp at the lake every summer, camping is our thing."),
+    ]
+    svc = _dialogue(tmp_path, turns)
+    ask = {"conversation_id": "locomo:names", "channels": ["fulltext"]}
+    default = [h.turn_id for h in svc.search_messages("camping trip lake", 4, **ask).hits]
+    assert default.index("D1:1") == default.index("D1:2") + 1
+    svc.config = MessageSearchConfig(answered_question_penalty=3.0)
+    hits = svc.search_messages("camping trip lake", 4, **ask).hits
+    assert [h.turn_id for h in hits][-1] == "D1:1"
+    assert "answered" in hits[-1].channels
 
 
 def test_time_expressions_and_when_questions() -> None:

@@ -127,6 +127,10 @@ class MessageSearchConfig:
     #: question on another subject ("We went camping. Any plans for the summer?"); the
     #: reply answers the question, so a query that matches the news wants the news first
     answers_need_question_words: bool = True
+    #: a question turn whose reply was placed above it moves down this many standard
+    #: deviations of the fused scores: the reply holds what was asked, the question
+    #: mostly repeats the query's words. 0 turns it off
+    answered_question_penalty: float = 0.0
     #: a question asking when ("When did …", "What year …") adds this many standard
     #: deviations of its fused scores to turns that state a time ("last Friday", "two
     #: days ago", "in 2022"): the answer to "when" says when, and a chat turn dates an
@@ -365,6 +369,24 @@ def question_sentences(text: str) -> str:
 def states_time(text: str) -> bool:
     """Whether ``text`` places something in time ("last Fri", "two days ago", "in 2022")."""
     return TIME_EXPRESSION.search(text) is not None
+
+
+def demote(fused: Sequence[Fused], demoted: Callable[[str], bool], weight: float) -> list[Fused]:
+    """Subtract ``weight`` standard deviations of the fused scores from the turns
+    ``demoted`` names; ``channels`` of such a turn records its rank before under
+    ``"answered"``."""
+    if not fused or weight <= 0:
+        return list(fused)
+    scores = [f.score for f in fused]
+    mean = sum(scores) / len(scores)
+    penalty = weight * ((sum((x - mean) ** 2 for x in scores) / len(scores)) ** 0.5 or 1.0)
+    out = []
+    for rank, f in enumerate(fused, start=1):
+        if demoted(f.id):
+            f = Fused(f.id, f.score - penalty, f.best_rank, {**f.channels})
+            f.channels["answered"] = (rank, -penalty, -penalty)
+        out.append(f)
+    return sorted(out, key=lambda f: (-f.score, f.best_rank, f.id))
 
 
 def prefer_times(

@@ -60,6 +60,7 @@ from .ranking import (
     ASKS_WHEN,
     MessageSearchConfig,
     answers_follow_questions,
+    demote,
     prefer_times,
     query_text,
     question_sentences,
@@ -543,6 +544,18 @@ class ConversationService:
                     return words.isdisjoint(_asked(snap, mid))
 
             fused = answers_follow_questions(fused, snap.next_turn.get, is_question, below)
+            if self.config.answered_question_penalty > 0:
+                score = {f.id: f.score for f in fused}
+
+                def answered(mid: str) -> bool:
+                    reply = snap.next_turn.get(mid)
+                    return (
+                        is_question(mid)
+                        and reply is not None
+                        and score.get(reply, float("-inf")) > score[mid]
+                    )
+
+                fused = demote(fused, answered, self.config.answered_question_penalty)
         asked = named_periods(query) if self.config.date_match_bonus > 0 else []
         if asked:
             fused = prefer_times(
