@@ -15,6 +15,7 @@ from layersearch.corpora.conversations.search import (
     answers_follow_questions,
     demote,
     dense_text,
+    keep_channel_tops,
     message_doc,
     prefer_times,
     question_sentences,
@@ -276,6 +277,42 @@ def test_an_answered_question_can_move_below_other_turns(tmp_path: Path) -> None
     hits = svc.search_messages("camping trip lake", 4, **ask).hits
     assert [h.turn_id for h in hits][-1] == "D1:1"
     assert "answered" in hits[-1].channels
+
+
+def test_each_channels_best_turns_move_into_the_top() -> None:
+    fused = [Fused(i, 10.0 - n, n + 1) for n, i in enumerate("abcdefg")]
+    rankings = {"fulltext": [("a", 9.0), ("f", 8.0)], "vector": [("g", 0.9), ("b", 0.8)]}
+    out = keep_channel_tops(fused, rankings, 2)
+    # f (rank 6) and g (rank 7) go just above d, the turn at rank 4, in their order
+    assert [f.id for f in out] == ["a", "b", "c", "f", "g", "d", "e"]
+    assert out[3].channels["top"][0] == 6 and out[4].channels["top"][0] == 7
+    assert out[3].score > out[4].score > out[5].score == 7.0
+    # one channel, or the rule off: nothing moves
+    assert [f.id for f in keep_channel_tops(fused, {"fulltext": rankings["fulltext"]}, 2)] == list(
+        "abcdefg"
+    )
+    assert [f.id for f in keep_channel_tops(fused, rankings, 0)] == list("abcdefg")
+
+
+def test_search_keeps_each_channels_best_turns_in_the_top(tmp_path: Path) -> None:
+    svc = loaded_service(tmp_path / "s.duckdb")
+    rules_off = {
+        "answers_follow_questions": False,
+        "time_answer_bonus": 0.0,
+        "date_match_bonus": 0.0,
+    }
+
+    def far_tops(turns: int) -> list[int]:
+        svc.config = MessageSearchConfig(channel_top_turns=turns, **rules_off)
+        hits = svc.search_messages("orders by week", 100).hits
+        return [
+            rank
+            for rank, h in enumerate(hits, start=1)
+            if min(h.channels.get("fulltext", 99), h.channels.get("vector", 99)) == 1 and rank > 2
+        ]
+
+    assert far_tops(0)  # the vector channel's first turn fuses below rank 2 on its own
+    assert far_tops(1) == []
 
 
 def test_time_expressions_and_when_questions() -> None:

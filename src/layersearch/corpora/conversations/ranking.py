@@ -131,6 +131,12 @@ class MessageSearchConfig:
     #: deviations of the fused scores: the reply holds what was asked, the question
     #: mostly repeats the query's words. 0 turns it off
     answered_question_penalty: float = 0.0
+    #: each channel's best ``channel_top_turns`` turns that fuse below rank
+    #: 2 × ``channel_top_turns`` move to just above the turn there: a sum of
+    #: standardised scores lets a turn one channel ranks first (a paraphrase the other
+    #: cannot see, an exact phrase the model blurs) fall behind turns both channels
+    #: find middling. Needs two channels; 0 turns it off
+    channel_top_turns: int = 2
     #: a question asking when ("When did …", "What year …") adds this many standard
     #: deviations of its fused scores to turns that state a time ("last Friday", "two
     #: days ago", "in 2022"): the answer to "when" says when, and a chat turn dates an
@@ -236,6 +242,33 @@ def zscore_fusion(
     for f in fused.values():
         f.score = sum(f.channels[c][2] if c in f.channels else floor for c, floor in floors.items())
     return sorted(fused.values(), key=lambda f: (-f.score, f.best_rank, f.id))
+
+
+def keep_channel_tops(
+    fused: Sequence[Fused], rankings: Mapping[str, Sequence[tuple[str, float]]], turns: int
+) -> list[Fused]:
+    """Move each channel's best ``turns`` turns that rank below 2 × ``turns`` to just
+    above the turn at that rank (several in their fused order).
+
+    ``channels`` of a moved turn records its fused rank before under ``"top"``. Nothing
+    changes with fewer than two channels. Order is deterministic as in fusion.
+    """
+    ranked = [r for r in rankings.values() if r]
+    place = 2 * turns
+    if turns <= 0 or len(ranked) < 2 or len(fused) <= place:
+        return list(fused)
+    tops = {doc_id for r in ranked for doc_id, _ in r[:turns]}
+    lifted = [(rank, f) for rank, f in enumerate(fused, start=1) if rank > place and f.id in tops]
+    if not lifted:
+        return list(fused)
+    bar = fused[place - 1].score
+    moved: dict[str, Fused] = {}
+    for i, (rank, f) in enumerate(lifted):
+        score = bar + (len(lifted) - i) * _ANSWER_STEP
+        new = moved[f.id] = Fused(f.id, score, f.best_rank, dict(f.channels))
+        new.channels["top"] = (rank, f.score, score - f.score)
+    out = [moved.get(f.id, f) for f in fused]
+    return sorted(out, key=lambda f: (-f.score, f.best_rank, f.id))
 
 
 #: how far above its question an answer is placed: enough to order the two, too little to

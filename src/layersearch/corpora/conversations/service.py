@@ -61,6 +61,7 @@ from .ranking import (
     MessageSearchConfig,
     answers_follow_questions,
     demote,
+    keep_channel_tops,
     prefer_times,
     query_text,
     question_sentences,
@@ -500,6 +501,7 @@ class ConversationService:
             fused = rrf(rankings, k=self.config.rrf_k, weights=weights)
         else:
             fused = zscore_fusion(rankings, weights)
+        fused = keep_channel_tops(fused, rankings, self.config.channel_top_turns)
         fused = self._after_fusion(fused, snap, query, scope)
         hits = []
         for f in fused[:limit]:
