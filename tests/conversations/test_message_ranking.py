@@ -13,9 +13,12 @@ from layersearch.corpora.conversations.search import (
     ConversationService,
     MessageSearchConfig,
     answers_follow_questions,
+    demote,
     dense_text,
+    keep_channel_tops,
     message_doc,
     prefer_times,
+    question_sentences,
     states_time,
     strip_names,
     two_stage,
@@ -134,14 +137,16 @@ def test_dense_text_with_and_without_speaker_names() -> None:
     assert bare == "(8 May 2023): their support\n[replying to: what made you pick it?]"
 
 
-def _dialogue(path: Path) -> ConversationService:
-    turns = [
-        ("Bo", "Ann! Ann, how is the garden, Ann?"),
-        ("Ann", "Sorry, one moment."),
-        ("Bo", "Sure."),
-        ("Ann", "Fine, thanks. The garden has tomatoes, beans and peas."),
-        ("Bo", "Good to hear. I planted mine yesterday."),
-    ]
+_GARDEN = [
+    ("Bo", "Ann! Ann, how is the garden, Ann?"),
+    ("Ann", "Sorry, one moment."),
+    ("Bo", "Sure."),
+    ("Ann", "Fine, thanks. The garden has tomatoes, beans and peas."),
+    ("Bo", "Good to hear. I planted mine yesterday."),
+]
+
+
+def _dialogue(path: Path, turns: list[tuple[str, str]] = _GARDEN) -> ConversationService:
     sample = {
         "sample_id": "names",
         "conversation": {
@@ -206,6 +211,108 @@ def test_search_puts_the_reply_before_the_question_that_matches(tmp_path: Path) 
     svc.config = MessageSearchConfig(answers_follow_questions=False)
     hits = svc.search_messages("how is the garden", 3, **ask).hits
     assert "D1:2" not in [h.turn_id for h in hits][:1]
+
+
+def test_question_sentences_are_the_ones_that_ask() -> None:
+    text = "We went camping at the lake! It was great. Any plans for the summer?"
+    assert question_sentences(text) == "Any plans for the summer?"
+    assert question_sentences("Thanks. how was the trip") == "how was the trip"
+    assert question_sentences("What a day?! No.\nwhy not") == "What a day?! why not"
+    assert question_sentences("No questions here.") == ""
+
+
+def test_an_answer_goes_just_below_a_question_that_matched_elsewhere() -> None:
+    fused = [Fused("q", 3.0, 1), Fused("x", 2.0, 2), Fused("a", 1.0, 3)]
+    out = answers_follow_questions(fused, {"q": "a"}.get, {"q"}.__contains__, {"q"}.__contains__)
+    assert [f.id for f in out] == ["q", "a", "x"]
+    assert out[0].score > out[1].score > out[2].score
+    assert out[1].channels["answers"][0] == 1
+    # without ``below`` the answer still goes above
+    out = answers_follow_questions(fused, {"q": "a"}.get, {"q"}.__contains__, lambda _: False)
+    assert [f.id for f in out] == ["a", "q", "x"]
+
+
+def test_the_reply_follows_the_news_a_question_turn_also_tells(tmp_path: Path) -> None:
+    turns = [
+        ("Ann", "We went camping at the lake last week! Any plans for the summer?"),
+        ("Bo", "Not really, maybe visiting my mom."),
+        ("Ann", "Nice. My sister loves camping too."),
+        ("Bo", "Good to hear."),
+    ]
+    svc = _dialogue(tmp_path, turns)
+    ask = {"conversation_id": "locomo:names", "channels": ["fulltext"]}
+    # the query matches Ann's news, not her question: the news first, the reply after it
+    hits = svc.search_messages("camping at the lake", 4, **ask).hits
+    assert [h.turn_id for h in hits][:2] == ["D1:1", "D1:2"]
+    assert "answers" in hits[1].channels
+    # a query worded like the question still gets the reply first
+    hits = svc.search_messages("plans for the summer", 4, **ask).hits
+    assert [h.turn_id for h in hits][:2] == ["D1:2", "D1:1"]
+    svc.config = MessageSearchConfig(answers_need_question_words=False)
+    hits = svc.search_messages("camping at the lake", 4, **ask).hits
+    assert [h.turn_id for h in hits][:2] == ["D1:2", "D1:1"]
+
+
+def test_demote_moves_turns_down_by_a_spread() -> None:
+    fused = [Fused("a", 3.0, 1), Fused("q", 2.0, 2), Fused("x", 1.0, 3)]
+    # scores 3, 2, 1: spread 0.816, so 1.5 spreads take q from 2.0 to 0.775, below x
+    out = demote(fused, {"q"}.__contains__, 1.5)
+    assert [f.id for f in out] == ["a", "x", "q"]
+    assert out[2].channels["answered"][0] == 2
+    assert [f.id for f in demote(fused, {"q"}.__contains__, 0.0)] == ["a", "q", "x"]
+
+
+def test_an_answered_question_can_move_below_other_turns(tmp_path: Path) -> None:
+    turns = [
+        ("Ann", "How was the camping trip at the lake?"),
+        ("Bo", "Great, we loved it."),
+        ("Ann", "Nice."),
+        ("Bo", "We camp at the lake every summer, camping is our thing."),
+    ]
+    svc = _dialogue(tmp_path, turns)
+    ask = {"conversation_id": "locomo:names", "channels": ["fulltext"]}
+    default = [h.turn_id for h in svc.search_messages("camping trip lake", 4, **ask).hits]
+    assert default.index("D1:1") == default.index("D1:2") + 1
+    svc.config = MessageSearchConfig(answered_question_penalty=3.0)
+    hits = svc.search_messages("camping trip lake", 4, **ask).hits
+    assert [h.turn_id for h in hits][-1] == "D1:1"
+    assert "answered" in hits[-1].channels
+
+
+def test_each_channels_best_turns_move_into_the_top() -> None:
+    fused = [Fused(i, 10.0 - n, n + 1) for n, i in enumerate("abcdefg")]
+    rankings = {"fulltext": [("a", 9.0), ("f", 8.0)], "vector": [("g", 0.9), ("b", 0.8)]}
+    out = keep_channel_tops(fused, rankings, 2)
+    # f (rank 6) and g (rank 7) go just above d, the turn at rank 4, in their order
+    assert [f.id for f in out] == ["a", "b", "c", "f", "g", "d", "e"]
+    assert out[3].channels["top"][0] == 6 and out[4].channels["top"][0] == 7
+    assert out[3].score > out[4].score > out[5].score == 7.0
+    # one channel, or the rule off: nothing moves
+    assert [f.id for f in keep_channel_tops(fused, {"fulltext": rankings["fulltext"]}, 2)] == list(
+        "abcdefg"
+    )
+    assert [f.id for f in keep_channel_tops(fused, rankings, 0)] == list("abcdefg")
+
+
+def test_search_keeps_each_channels_best_turns_in_the_top(tmp_path: Path) -> None:
+    svc = loaded_service(tmp_path / "s.duckdb")
+    rules_off = {
+        "answers_follow_questions": False,
+        "time_answer_bonus": 0.0,
+        "date_match_bonus": 0.0,
+    }
+
+    def far_tops(turns: int) -> list[int]:
+        svc.config = MessageSearchConfig(channel_top_turns=turns, **rules_off)
+        hits = svc.search_messages("orders by week", 100).hits
+        return [
+            rank
+            for rank, h in enumerate(hits, start=1)
+            if min(h.channels.get("fulltext", 99), h.channels.get("vector", 99)) == 1 and rank > 2
+        ]
+
+    assert far_tops(0)  # the vector channel's first turn fuses below rank 2 on its own
+    assert far_tops(1) == []
 
 
 def test_time_expressions_and_when_questions() -> None:

@@ -122,6 +122,21 @@ class MessageSearchConfig:
     #: a turn that answers a question ranks at least as high as the question: the
     #: question's words match the query, the answer is what was asked for
     answers_follow_questions: bool = True
+    #: the reply goes above its question only when the query's words are in the question
+    #: sentences themselves, else just below it: chat turns often tell news and end with a
+    #: question on another subject ("We went camping. Any plans for the summer?"); the
+    #: reply answers the question, so a query that matches the news wants the news first
+    answers_need_question_words: bool = True
+    #: a question turn whose reply was placed above it moves down this many standard
+    #: deviations of the fused scores: the reply holds what was asked, the question
+    #: mostly repeats the query's words. 0 turns it off
+    answered_question_penalty: float = 0.0
+    #: each channel's best ``channel_top_turns`` turns that fuse below rank
+    #: 2 × ``channel_top_turns`` move to just above the turn there: a sum of
+    #: standardised scores lets a turn one channel ranks first (a paraphrase the other
+    #: cannot see, an exact phrase the model blurs) fall behind turns both channels
+    #: find middling. Needs two channels; 0 turns it off
+    channel_top_turns: int = 2
     #: a question asking when ("When did …", "What year …") adds this many standard
     #: deviations of its fused scores to turns that state a time ("last Friday", "two
     #: days ago", "in 2022"): the answer to "when" says when, and a chat turn dates an
@@ -229,6 +244,33 @@ def zscore_fusion(
     return sorted(fused.values(), key=lambda f: (-f.score, f.best_rank, f.id))
 
 
+def keep_channel_tops(
+    fused: Sequence[Fused], rankings: Mapping[str, Sequence[tuple[str, float]]], turns: int
+) -> list[Fused]:
+    """Move each channel's best ``turns`` turns that rank below 2 × ``turns`` to just
+    above the turn at that rank (several in their fused order).
+
+    ``channels`` of a moved turn records its fused rank before under ``"top"``. Nothing
+    changes with fewer than two channels. Order is deterministic as in fusion.
+    """
+    ranked = [r for r in rankings.values() if r]
+    place = 2 * turns
+    if turns <= 0 or len(ranked) < 2 or len(fused) <= place:
+        return list(fused)
+    tops = {doc_id for r in ranked for doc_id, _ in r[:turns]}
+    lifted = [(rank, f) for rank, f in enumerate(fused, start=1) if rank > place and f.id in tops]
+    if not lifted:
+        return list(fused)
+    bar = fused[place - 1].score
+    moved: dict[str, Fused] = {}
+    for i, (rank, f) in enumerate(lifted):
+        score = bar + (len(lifted) - i) * _ANSWER_STEP
+        new = moved[f.id] = Fused(f.id, score, f.best_rank, dict(f.channels))
+        new.channels["top"] = (rank, f.score, score - f.score)
+    out = [moved.get(f.id, f) for f in fused]
+    return sorted(out, key=lambda f: (-f.score, f.best_rank, f.id))
+
+
 #: how far above its question an answer is placed: enough to order the two, too little to
 #: pass any other turn that scores between them
 _ANSWER_STEP = 1e-9
@@ -238,13 +280,15 @@ def answers_follow_questions(
     fused: Sequence[Fused],
     next_turn: Callable[[str], str | None],
     is_question: Callable[[str], bool],
+    below: Callable[[str], bool] | None = None,
 ) -> list[Fused]:
     """Lift each turn that answers a ranked question to just above that question.
 
     A question turn ("What made you pick it?") shares the words of a search that asks
     the same thing, but what the searcher wants is the reply. So the turn after a
     question scores at least the question's score (and, on a tie, comes first); the
-    question keeps its own place just below. ``channels`` of a lifted turn records the
+    question keeps its own place just below. When ``below`` says so for a question, its
+    answer is placed just below it instead. ``channels`` of a lifted turn records the
     question's fused rank under ``"answers"``. Order is deterministic as in fusion.
     """
     by_id = {f.id: f for f in fused}
@@ -256,7 +300,7 @@ def answers_follow_questions(
         answer = next_turn(f.id)
         if answer is None:
             continue
-        target = f.score + _ANSWER_STEP
+        target = f.score + (-_ANSWER_STEP if below is not None and below(f.id) else _ANSWER_STEP)
         current = lifted.get(answer) or by_id.get(answer)
         if current is not None and current.score >= target:
             continue
@@ -343,9 +387,39 @@ ASKS_WHEN = re.compile(
 )
 
 
+_SENTENCE = re.compile(r"[^.!?\n]+[.!?]*")
+_WH_START = re.compile(r"^\W*(?:what|why|how|when|where|who|whom|whose|which)\b", re.IGNORECASE)
+
+
+def question_sentences(text: str) -> str:
+    """The sentences of ``text`` that ask something: ending with ``?`` or opening with a
+    wh-word ("What made you pick it?", "how was the trip")."""
+    sentences = (s.strip() for s in _SENTENCE.findall(text))
+    asked = [s for s in sentences if s.endswith("?") or _WH_START.match(s)]
+    return " ".join(asked)
+
+
 def states_time(text: str) -> bool:
     """Whether ``text`` places something in time ("last Fri", "two days ago", "in 2022")."""
     return TIME_EXPRESSION.search(text) is not None
+
+
+def demote(fused: Sequence[Fused], demoted: Callable[[str], bool], weight: float) -> list[Fused]:
+    """Subtract ``weight`` standard deviations of the fused scores from the turns
+    ``demoted`` names; ``channels`` of such a turn records its rank before under
+    ``"answered"``."""
+    if not fused or weight <= 0:
+        return list(fused)
+    scores = [f.score for f in fused]
+    mean = sum(scores) / len(scores)
+    penalty = weight * ((sum((x - mean) ** 2 for x in scores) / len(scores)) ** 0.5 or 1.0)
+    out = []
+    for rank, f in enumerate(fused, start=1):
+        if demoted(f.id):
+            f = Fused(f.id, f.score - penalty, f.best_rank, {**f.channels})
+            f.channels["answered"] = (rank, -penalty, -penalty)
+        out.append(f)
+    return sorted(out, key=lambda f: (-f.score, f.best_rank, f.id))
 
 
 def prefer_times(

@@ -27,6 +27,7 @@ from layersearch.errors import (
     LimitExceeded,
     ModelMismatch,
 )
+from layersearch.ranking.analyzer import analyze, analyze_query
 from layersearch.ranking.fulltext import FTDoc, FullTextIndex, open_or_rebuild
 from layersearch.ranking.fusion import Fused, rrf
 from layersearch.store.base import Store
@@ -59,8 +60,11 @@ from .ranking import (
     ASKS_WHEN,
     MessageSearchConfig,
     answers_follow_questions,
+    demote,
+    keep_channel_tops,
     prefer_times,
     query_text,
+    question_sentences,
     states_time,
     strip_names,
     two_stage,
@@ -158,6 +162,14 @@ def _periods(snap: _Snapshot, mid: str, config: MessageSearchConfig) -> tuple[Pe
     return found
 
 
+def _asked(snap: _Snapshot, mid: str) -> frozenset[str]:
+    """The analysed words of turn ``mid``'s question sentences, computed once per snapshot."""
+    found = snap.asked.get(mid)
+    if found is None:
+        found = snap.asked[mid] = frozenset(analyze(question_sentences(snap.messages[mid].content)))
+    return found
+
+
 def _sessions(turns: dict[str, list[MessageRow]], gap_minutes: int) -> dict[str, int]:
     """Each turn's session: a conversation's turns split where one was written
     ``gap_minutes`` or more after the turn before it (a turn without a time stays in
@@ -201,6 +213,8 @@ class _Snapshot:
     periods: dict[str, tuple[Period, ...]]
     #: searchable turn → its session (a number unique in the snapshot, see :func:`_sessions`)
     session: dict[str, int]
+    #: question turn → the analysed words of its question sentences, filled on demand
+    asked: dict[str, frozenset[str]]
     #: an in-memory DuckDB copy of messages and conversations: keyword search runs the
     #: same bound SQL as on the store, without opening the store file per query
     mirror: Any
@@ -334,6 +348,7 @@ class ConversationService:
             mirror=build_mirror(messages, conversations, summaries),
             periods={},
             session=_sessions(turns, self.config.session_gap_minutes),
+            asked={},
         )
 
     def _dense_corpus(self, corpus: str) -> DenseCorpus:
@@ -486,7 +501,8 @@ class ConversationService:
             fused = rrf(rankings, k=self.config.rrf_k, weights=weights)
         else:
             fused = zscore_fusion(rankings, weights)
-        fused = self._after_fusion(fused, snap, query)
+        fused = keep_channel_tops(fused, rankings, self.config.channel_top_turns)
+        fused = self._after_fusion(fused, snap, query, scope)
         hits = []
         for f in fused[:limit]:
             m = snap.messages[f.id]
@@ -503,7 +519,9 @@ class ConversationService:
             )
         return MessageSearchResult(query=query, hits=hits, warnings=warnings)
 
-    def _after_fusion(self, fused: list[Fused], snap: _Snapshot, query: str) -> list[Fused]:
+    def _after_fusion(
+        self, fused: list[Fused], snap: _Snapshot, query: str, scope: list[str] | None
+    ) -> list[Fused]:
         """The rules applied to the fused turns, each switched in the config: two stages,
         answers after their questions, the dates a question names, turns that state a time."""
         if self.config.two_stage_weight > 0:
@@ -515,7 +533,31 @@ class ConversationService:
                 weight=self.config.two_stage_weight,
             )
         if self.config.answers_follow_questions:
-            fused = answers_follow_questions(fused, snap.next_turn.get, snap.questions.__contains__)
+            is_question: Callable[[str], bool] = snap.questions.__contains__
+            below: Callable[[str], bool] | None = None
+            if self.config.answers_need_question_words:
+                words = frozenset(
+                    analyze_query(
+                        query_text(strip_names(query, self._names(snap, scope)), self.config)
+                    )
+                )
+
+                def below(mid: str) -> bool:
+                    return words.isdisjoint(_asked(snap, mid))
+
+            fused = answers_follow_questions(fused, snap.next_turn.get, is_question, below)
+            if self.config.answered_question_penalty > 0:
+                score = {f.id: f.score for f in fused}
+
+                def answered(mid: str) -> bool:
+                    reply = snap.next_turn.get(mid)
+                    return (
+                        is_question(mid)
+                        and reply is not None
+                        and score.get(reply, float("-inf")) > score[mid]
+                    )
+
+                fused = demote(fused, answered, self.config.answered_question_penalty)
         asked = named_periods(query) if self.config.date_match_bonus > 0 else []
         if asked:
             fused = prefer_times(
