@@ -408,18 +408,7 @@ def demote(fused: Sequence[Fused], demoted: Callable[[str], bool], weight: float
     """Subtract ``weight`` standard deviations of the fused scores from the turns
     ``demoted`` names; ``channels`` of such a turn records its rank before under
     ``"answered"``."""
-    if not fused or weight <= 0:
-        return list(fused)
-    scores = [f.score for f in fused]
-    mean = sum(scores) / len(scores)
-    penalty = weight * ((sum((x - mean) ** 2 for x in scores) / len(scores)) ** 0.5 or 1.0)
-    out = []
-    for rank, f in enumerate(fused, start=1):
-        if demoted(f.id):
-            f = Fused(f.id, f.score - penalty, f.best_rank, {**f.channels})
-            f.channels["answered"] = (rank, -penalty, -penalty)
-        out.append(f)
-    return sorted(out, key=lambda f: (-f.score, f.best_rank, f.id))
+    return _shift(fused, demoted, -weight, "answered") if weight > 0 else list(fused)
 
 
 def prefer_times(
@@ -427,16 +416,24 @@ def prefer_times(
 ) -> list[Fused]:
     """Add ``weight`` standard deviations of the fused scores to the turns that state a
     time; ``channels`` of such a turn records its rank before under ``label``."""
-    if not fused or weight <= 0:
-        return list(fused)
+    return _shift(fused, says_when, weight, label) if weight > 0 else list(fused)
+
+
+def _shift(
+    fused: Sequence[Fused], chosen: Callable[[str], bool], weight: float, label: str
+) -> list[Fused]:
+    """Move the ``chosen`` turns by ``weight`` (signed) standard deviations of the fused
+    scores, recording each one's rank before under ``label``; re-sorted as in fusion."""
+    if not fused:
+        return []
     scores = [f.score for f in fused]
     mean = sum(scores) / len(scores)
-    bonus = weight * ((sum((x - mean) ** 2 for x in scores) / len(scores)) ** 0.5 or 1.0)
+    shift = weight * ((sum((x - mean) ** 2 for x in scores) / len(scores)) ** 0.5 or 1.0)
     out = []
     for rank, f in enumerate(fused, start=1):
-        if says_when(f.id):
-            f = Fused(f.id, f.score + bonus, f.best_rank, {**f.channels})
-            f.channels[label] = (rank, bonus, bonus)
+        if chosen(f.id):
+            f = Fused(f.id, f.score + shift, f.best_rank, {**f.channels})
+            f.channels[label] = (rank, shift, shift)
         out.append(f)
     return sorted(out, key=lambda f: (-f.score, f.best_rank, f.id))
 
