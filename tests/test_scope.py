@@ -128,6 +128,37 @@ def test_fusion_takes_sources_in_turn_deterministically(full: Layersearch) -> No
     assert a.results[0].explanation[1].channel.startswith("vault/")
 
 
+def test_entities_the_best_memory_is_tagged_with_come_first(tmp_path: Path) -> None:
+    with Layersearch(tmp_path / "s.duckdb") as ls:
+        ls.load(MINI)
+        ls.vault.index(VAULT)
+        (memory,) = ls.save_memories(
+            [
+                {
+                    "learning": "Deal status and order status: a deal counts once its shop "
+                    "order is paid",
+                    "entities": ["shop.orders.customer_id"],
+                }
+            ]
+        )
+        question = "deal status order status"
+        plain = [h.id for h in ls.search(question=question, max_results=40).results]
+        entities = [i for i in plain if not i.startswith("memory:")]
+        assert plain[0] == memory.id
+        assert entities.index("shop.orders.customer_id") >= 6  # deep in the entity ranking
+        resp = ls.search(question=question, scope=["semantic", "vault"], explain=True)
+        semantic = [h for h in resp.results if h.source == "semantic"]
+        assert semantic[0].id == "shop.orders.customer_id"
+        assert semantic[0].explanation[1].channel == f"semantic/tagged by {memory.id}"
+        # the untagged entities keep the entity search's order after it
+        rest = [h.id for h in semantic[1:]]
+        assert rest == [i for i in entities if i != "shop.orders.customer_id"][: len(rest)]
+        assert resp.results[0].id == "shop.orders.customer_id"
+        # scope=semantic stays the entity search's own list
+        scoped = ls.search(question=question, scope="semantic", max_results=40)
+        assert [h.id for h in scoped.results] == plain
+
+
 def test_scope_names_as_a_comma_list_or_list(full: Layersearch) -> None:
     a = full.search(question="customers tax", scope="vault,memory")
     b = full.search(question="customers tax", scope=["memory", "vault"])

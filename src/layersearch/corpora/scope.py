@@ -148,6 +148,8 @@ class ScopeService:
             # scope=semantic: today's list (entities and memories interleaved), tagged
             results = _capped(semantic, req)
         else:
+            if "semantic" in ranked and "memory" in ranked:
+                ranked["semantic"] = self._tagged_first(ranked["semantic"], ranked["memory"])
             results = self._fuse(ranked, req)
         resp = SearchResponse(results=results, warnings=warnings)
         if semantic is not None and "semantic" in sources:
@@ -186,6 +188,28 @@ class ScopeService:
                 update["explanation"] = [head, *inner]
             out.append(hit.model_copy(update=update))
         return out
+
+    def _tagged_first(self, semantic: _Ranked, memory: _Ranked) -> _Ranked:
+        """The entity list with the entities the best memory is tagged with first (in their
+        own order), the rest after: two corpora agreeing on an entity is evidence neither
+        ranking has alone. The hits' order within each part is kept."""
+        if not memory.hits or not semantic.hits:
+            return semantic
+        best = memory.hits[0].id
+        found = self._entities.corpus().memories.get(best)
+        tags = set(found.entities) if found is not None else set()
+        first = [h for h in semantic.hits if h.id in tags]
+        if not first:
+            return semantic
+        note = ChannelScore(channel=f"tagged by {best}", rank=1, score=0.0, contribution=0.0)
+        first = [
+            h.model_copy(update={"explanation": [note, *h.explanation]})
+            if h.explanation is not None
+            else h
+            for h in first
+        ]
+        rest = [h for h in semantic.hits if h.id not in tags]
+        return _Ranked(hits=first + rest, warnings=semantic.warnings, empty=semantic.empty)
 
     # -- the sources ----------------------------------------------------------------------------
 
@@ -453,7 +477,7 @@ def _inner_depth(req: SearchRequest, sources: Sequence[str], depth: int) -> int:
     (the list interleaves them), the most it gives for memories alone."""
     if set(sources) == {"semantic", "memory"} and req.max_per_source is None:
         return req.max_results
-    if "semantic" in sources:
+    if "semantic" in sources and "memory" not in sources:
         return min(_MAX_RESULTS, 2 * depth)
     return _MAX_RESULTS
 
