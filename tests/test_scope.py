@@ -159,6 +159,48 @@ def test_entities_the_best_memory_is_tagged_with_come_first(tmp_path: Path) -> N
         assert [h.id for h in scoped.results] == plain
 
 
+def test_memories_with_little_of_the_question_go_after_every_source(tmp_path: Path) -> None:
+    with Layersearch(tmp_path / "s.duckdb") as ls:
+        ls.load(MINI)
+        ls.vault.index(VAULT)
+        best, partial = ls.save_memories(
+            [
+                {
+                    "learning": "Pipeline value of open deals is summed in euros before the "
+                    "weekly forecast",
+                    "entities": ["crm.deals.pipeline_value"],
+                },
+                {"learning": "The weekly forecast export runs on Mondays", "entities": ["crm"]},
+            ]
+        )
+        question = "pipeline value of open deals in euros weekly forecast"
+        alone = ls.search(question=question, scope="memory", max_results=10, explain=True)
+        memories = [h.id for h in alone.results]
+        assert memories[0] == best.id and partial.id in memories[1:]
+        words = {
+            h.id: next(c.score for c in h.explanation if c.channel == "memory/words")
+            for h in alone.results[:3]
+        }
+        assert words[best.id] == 1.0 and words[partial.id] < 0.7
+
+        args = {"question": question, "scope": ["semantic", "vault"], "max_per_source": 5}
+        resp = ls.search(**args, max_results=40, explain=True)
+        ids = [h.id for h in resp.results]
+        # the memory source keeps its own order, its weak tail after every other hit
+        assert [i for i in ids if i.startswith("memory:")] == memories
+        others = [n for n, h in enumerate(resp.results) if h.source != "memory"]
+        assert ids.index(best.id) < 3
+        assert ids.index(partial.id) > max(others)
+        head = resp.results[ids.index(partial.id)].explanation[0]
+        assert (head.channel, head.rank) == ("memory", memories.index(partial.id) + 1)
+        scores = [h.score for h in resp.results]
+        assert scores == sorted(scores, reverse=True)
+        # without explain the hits carry none (the words share is read internally)
+        plain = ls.search(**args, max_results=40)
+        assert [h.id for h in plain.results] == ids
+        assert all(h.explanation is None for h in plain.results)
+
+
 def test_scope_names_as_a_comma_list_or_list(full: Layersearch) -> None:
     a = full.search(question="customers tax", scope="vault,memory")
     b = full.search(question="customers tax", scope=["memory", "vault"])
