@@ -177,6 +177,9 @@ def test_memories_with_little_of_the_question_go_after_every_source(tmp_path: Pa
         alone = ls.search(question=question, scope="memory", max_results=10, explain=True)
         memories = [h.id for h in alone.results]
         assert memories[0] == best.id and partial.id in memories[1:]
+        # memories alone keep the memory ranking of today's search
+        unscoped = ls.search(question=question, max_results=100).results
+        assert memories == [h.id for h in unscoped if h.kind == "memory"][:10]
         words = {
             h.id: next(c.score for c in h.explanation if c.channel == "memory/words")
             for h in alone.results[:3]
@@ -199,6 +202,27 @@ def test_memories_with_little_of_the_question_go_after_every_source(tmp_path: Pa
         plain = ls.search(**args, max_results=40)
         assert [h.id for h in plain.results] == ids
         assert all(h.explanation is None for h in plain.results)
+
+
+def test_the_weak_memory_rule_runs_only_when_memories_meet_another_source(
+    full: Layersearch, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from layersearch.corpora import scope as scope_module
+
+    calls: list[int] = []
+    real = scope_module._weak_memories
+
+    def counted(hits):  # type: ignore[no-untyped-def]
+        calls.append(len(hits))
+        return real(hits)
+
+    monkeypatch.setattr(scope_module, "_weak_memories", counted)
+    for scope in ("memory", "semantic", ["semantic", "memory"], "vault"):
+        full.search(question="customers revenue", scope=scope)
+    assert calls == []
+    full.search(question="customers revenue", scope=["memory", "vault"])
+    full.search(question="customers revenue", scope="all")
+    assert len(calls) == 2
 
 
 def test_scope_names_as_a_comma_list_or_list(full: Layersearch) -> None:

@@ -247,7 +247,8 @@ class ScopeService:
                     )
             return None
         depth = req.max_per_source or req.max_results
-        fused = set(sources) != {"semantic", "memory"}
+        # memories fused with another source (not scope=semantic, not memories alone)
+        fused = "memory" in sources and len(sources) > 1 and set(sources) != {"semantic", "memory"}
         # The entity search interleaves entities and memories: twice the depth gives each
         # kind ``depth`` hits of its own ranking when it has them.
         inner = req.model_copy(
@@ -260,11 +261,11 @@ class ScopeService:
                 "max_results": _inner_depth(req, sources, depth),
                 # the memories' share of the question's words (channel ``words``) is read
                 # from the explanation when memories are fused with other sources
-                "explain": req.explain or (fused and "memory" in sources),
+                "explain": req.explain or fused,
             }
         )
         resp = self._entities.search(inner)
-        weak = _weak_memories(resp.results) if fused and "memory" in sources else frozenset()
+        weak = _weak_memories(resp.results) if fused else frozenset()
         if inner.explain and not req.explain:
             resp = resp.model_copy(
                 update={
