@@ -6,7 +6,10 @@ memories with :meth:`EntityService.search`, conversation messages with
 (hybrid). Each source's list is one channel of the fusion core (RRF, k=60): sources'
 ids never overlap, so the fused list takes the sources in turn, rank by rank, ties broken
 by source (semantic, memory, vault, conversation) and then by id. ``max_per_source``
-caps each source, ``max_results`` the list.
+caps each source, ``max_results`` the list. When entities and memories are fused with
+another source, two cross-source rules move hits: the entities the best memory is
+tagged with go first in the entity list, and a memory holding little of the question
+(:data:`WEAK_SHARE` of the best memory's share) goes after every other hit.
 
 Hit ids: an entity's id, ``memory:N``, ``conversation:<conv_id>:<message_id>``,
 ``vault:<slug>``; :meth:`ScopeService.inspect` opens any of them.
