@@ -225,6 +225,16 @@ def test_the_weak_memory_rule_runs_only_when_memories_meet_another_source(
     assert len(calls) == 2
 
 
+def test_no_explanation_unless_asked_in_any_list(full: Layersearch) -> None:
+    args = {"question": "revenue", "max_entities": 3, "max_memories": 2, "max_example_queries": 2}
+    for scope in ("all", ["memory", "vault"], "semantic"):
+        resp = full.search(**args, scope=scope)
+        lists = [resp.results, resp.entities or [], resp.memories or [], resp.example_queries or []]
+        assert resp.results and all(h.explanation is None for hits in lists for h in hits), scope
+    asked = full.search(**args, scope="all", explain=True)
+    assert all(h.explanation for h in asked.results + (asked.entities or []))
+
+
 def test_scope_names_as_a_comma_list_or_list(full: Layersearch) -> None:
     a = full.search(question="customers tax", scope="vault,memory")
     b = full.search(question="customers tax", scope=["memory", "vault"])

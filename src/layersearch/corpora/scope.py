@@ -272,7 +272,9 @@ class ScopeService:
         if inner.explain and not req.explain:
             resp = resp.model_copy(
                 update={
-                    "results": [h.model_copy(update={"explanation": None}) for h in resp.results]
+                    key: [h.model_copy(update={"explanation": None}) for h in hits]
+                    for key in ("results", "entities", "memories", "example_queries")
+                    if (hits := getattr(resp, key)) is not None
                 }
             )
         warnings = list(resp.warnings)
