@@ -128,6 +128,113 @@ def test_fusion_takes_sources_in_turn_deterministically(full: Layersearch) -> No
     assert a.results[0].explanation[1].channel.startswith("vault/")
 
 
+def test_entities_the_best_memory_is_tagged_with_come_first(tmp_path: Path) -> None:
+    with Layersearch(tmp_path / "s.duckdb") as ls:
+        ls.load(MINI)
+        ls.vault.index(VAULT)
+        (memory,) = ls.save_memories(
+            [
+                {
+                    "learning": "Deal status and order status: a deal counts once its shop "
+                    "order is paid",
+                    "entities": ["shop.orders.customer_id"],
+                }
+            ]
+        )
+        question = "deal status order status"
+        plain = [h.id for h in ls.search(question=question, max_results=40).results]
+        entities = [i for i in plain if not i.startswith("memory:")]
+        assert plain[0] == memory.id
+        assert entities.index("shop.orders.customer_id") >= 6  # deep in the entity ranking
+        resp = ls.search(question=question, scope=["semantic", "vault"], explain=True)
+        semantic = [h for h in resp.results if h.source == "semantic"]
+        assert semantic[0].id == "shop.orders.customer_id"
+        assert semantic[0].explanation[1].channel == f"semantic/tagged by {memory.id}"
+        # the untagged entities keep the entity search's order after it
+        rest = [h.id for h in semantic[1:]]
+        assert rest == [i for i in entities if i != "shop.orders.customer_id"][: len(rest)]
+        assert resp.results[0].id == "shop.orders.customer_id"
+        # scope=semantic stays the entity search's own list
+        scoped = ls.search(question=question, scope="semantic", max_results=40)
+        assert [h.id for h in scoped.results] == plain
+
+
+def test_memories_with_little_of_the_question_go_after_every_source(tmp_path: Path) -> None:
+    with Layersearch(tmp_path / "s.duckdb") as ls:
+        ls.load(MINI)
+        ls.vault.index(VAULT)
+        best, partial = ls.save_memories(
+            [
+                {
+                    "learning": "Pipeline value of open deals is summed in euros before the "
+                    "weekly forecast",
+                    "entities": ["crm.deals.pipeline_value"],
+                },
+                {"learning": "The weekly forecast export runs on Mondays", "entities": ["crm"]},
+            ]
+        )
+        question = "pipeline value of open deals in euros weekly forecast"
+        alone = ls.search(question=question, scope="memory", max_results=10, explain=True)
+        memories = [h.id for h in alone.results]
+        assert memories[0] == best.id and partial.id in memories[1:]
+        # memories alone keep the memory ranking of today's search
+        unscoped = ls.search(question=question, max_results=100).results
+        assert memories == [h.id for h in unscoped if h.kind == "memory"][:10]
+        words = {
+            h.id: next(c.score for c in h.explanation if c.channel == "memory/words")
+            for h in alone.results[:3]
+        }
+        assert words[best.id] == 1.0 and words[partial.id] < 0.7
+
+        args = {"question": question, "scope": ["semantic", "vault"], "max_per_source": 5}
+        resp = ls.search(**args, max_results=40, explain=True)
+        ids = [h.id for h in resp.results]
+        # the memory source keeps its own order, its weak tail after every other hit
+        assert [i for i in ids if i.startswith("memory:")] == memories
+        others = [n for n, h in enumerate(resp.results) if h.source != "memory"]
+        assert ids.index(best.id) < 3
+        assert ids.index(partial.id) > max(others)
+        head = resp.results[ids.index(partial.id)].explanation[0]
+        assert (head.channel, head.rank) == ("memory", memories.index(partial.id) + 1)
+        scores = [h.score for h in resp.results]
+        assert scores == sorted(scores, reverse=True)
+        # without explain the hits carry none (the words share is read internally)
+        plain = ls.search(**args, max_results=40)
+        assert [h.id for h in plain.results] == ids
+        assert all(h.explanation is None for h in plain.results)
+
+
+def test_the_weak_memory_rule_runs_only_when_memories_meet_another_source(
+    full: Layersearch, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from layersearch.corpora import scope as scope_module
+
+    calls: list[int] = []
+    real = scope_module._weak_memories
+
+    def counted(hits):  # type: ignore[no-untyped-def]
+        calls.append(len(hits))
+        return real(hits)
+
+    monkeypatch.setattr(scope_module, "_weak_memories", counted)
+    for scope in ("memory", "semantic", ["semantic", "memory"], "vault"):
+        full.search(question="customers revenue", scope=scope)
+    assert calls == []
+    full.search(question="customers revenue", scope=["memory", "vault"])
+    full.search(question="customers revenue", scope="all")
+    assert len(calls) == 2
+
+
+def test_no_explanation_unless_asked_in_any_list(full: Layersearch) -> None:
+    args = {"question": "revenue", "max_entities": 3, "max_memories": 2, "max_example_queries": 2}
+    for scope in ("all", ["memory", "vault"], "semantic"):
+        resp = full.search(**args, scope=scope)
+        lists = [resp.results, resp.entities or [], resp.memories or [], resp.example_queries or []]
+        assert resp.results and all(h.explanation is None for hits in lists for h in hits), scope
+    asked = full.search(**args, scope="all", explain=True)
+    assert all(h.explanation for h in asked.results + (asked.entities or []))
+
+
 def test_scope_names_as_a_comma_list_or_list(full: Layersearch) -> None:
     a = full.search(question="customers tax", scope="vault,memory")
     b = full.search(question="customers tax", scope=["memory", "vault"])

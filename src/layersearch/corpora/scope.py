@@ -6,7 +6,10 @@ memories with :meth:`EntityService.search`, conversation messages with
 (hybrid). Each source's list is one channel of the fusion core (RRF, k=60): sources'
 ids never overlap, so the fused list takes the sources in turn, rank by rank, ties broken
 by source (semantic, memory, vault, conversation) and then by id. ``max_per_source``
-caps each source, ``max_results`` the list.
+caps each source, ``max_results`` the list. When entities and memories are fused with
+another source, two cross-source rules move hits: the entities the best memory is
+tagged with go first in the entity list, and a memory holding little of the question
+(:data:`WEAK_SHARE` of the best memory's share) goes after every other hit.
 
 Hit ids: an entity's id, ``memory:N``, ``conversation:<conv_id>:<message_id>``,
 ``vault:<slug>``; :meth:`ScopeService.inspect` opens any of them.
@@ -19,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from layersearch.errors import ConfigError, LayersearchError, NotFound
-from layersearch.ranking.fusion import rrf
+from layersearch.ranking.fusion import RRF_K, rrf
 from layersearch.types import (
     SCOPES,
     ChannelScore,
@@ -53,6 +56,9 @@ DESCRIPTION_CHARS = 160
 #: a role filter is applied to this many ranked messages (message search's depth)
 ROLE_DEPTH = 100
 _MAX_RESULTS = 100
+#: a memory (after the first) holding less than this fraction of the best memory's share
+#: of the question's words is weak evidence: it goes after every source's other hits
+WEAK_SHARE = 0.7
 _NO_VAULT = "no vault indexed in this store: run `layersearch vault index PATH`"
 
 
@@ -96,6 +102,8 @@ class _Ranked:
     hits: list[Hit] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     empty: bool = False  # nothing loaded in this corpus
+    #: hits that go after every other source's hits (see :func:`_weak_memories`)
+    weak: frozenset[str] = frozenset()
 
 
 class ScopeService:
@@ -148,6 +156,8 @@ class ScopeService:
             # scope=semantic: today's list (entities and memories interleaved), tagged
             results = _capped(semantic, req)
         else:
+            if "semantic" in ranked and "memory" in ranked:
+                ranked["semantic"] = self._tagged_first(ranked["semantic"], ranked["memory"])
             results = self._fuse(ranked, req)
         resp = SearchResponse(results=results, warnings=warnings)
         if semantic is not None and "semantic" in sources:
@@ -161,17 +171,30 @@ class ScopeService:
         cap = req.max_per_source or req.max_results
         by_id: dict[str, tuple[str, Hit]] = {}
         channels: dict[str, list[tuple[str, float]]] = {}
+        weak: list[tuple[int, int, str]] = []  # (rank in its source, source order, id)
+        order = {s: i for i, s in enumerate(SOURCE_ORDER)}
         for source, r in ranked.items():
             kept = r.hits[:cap]
-            channels[source] = [(h.id, h.score) for h in kept]
+            channels[source] = [(h.id, h.score) for h in kept if h.id not in r.weak]
+            weak.extend((n, order[source], h.id) for n, h in enumerate(kept, 1) if h.id in r.weak)
             by_id.update((h.id, (source, h)) for h in kept)
-        order = {s: i for i, s in enumerate(SOURCE_ORDER)}
         fused = rrf(channels, level=lambda i: order[by_id[i][0]], by_level=())
+        # (id, rank in its source, fused score, RRF contribution) in the fused order: the
+        # weak hits after every other hit, as if ranked ``cap`` places lower
+        placed = []
+        for f in fused:
+            source = by_id[f.id][0]
+            rank, _score, contribution = f.channels[source]
+            placed.append((f.id, rank, f.score, contribution))
+        for rank, _o, hid in sorted(weak):
+            late = 1.0 / (RRF_K + cap + rank)
+            placed.append((hid, rank, late, late))
         out = []
-        for f in fused[: req.max_results]:
-            source, hit = by_id[f.id]
-            rank, score, contribution = f.channels[source]
-            update: dict[str, Any] = {"score": round(f.score, 6)}
+        ranks = {h.id: n for r in ranked.values() for n, h in enumerate(r.hits[:cap], 1)}
+        for hid, _rank, fused_score, contribution in placed[: req.max_results]:
+            source, hit = by_id[hid]
+            rank, score = ranks[hid], hit.score
+            update: dict[str, Any] = {"score": round(fused_score, 6)}
             if req.explain:
                 head = ChannelScore(
                     channel=source,
@@ -186,6 +209,28 @@ class ScopeService:
                 update["explanation"] = [head, *inner]
             out.append(hit.model_copy(update=update))
         return out
+
+    def _tagged_first(self, semantic: _Ranked, memory: _Ranked) -> _Ranked:
+        """The entity list with the entities the best memory is tagged with first (in their
+        own order), the rest after: two corpora agreeing on an entity is evidence neither
+        ranking has alone. The hits' order within each part is kept."""
+        if not memory.hits or not semantic.hits:
+            return semantic
+        best = memory.hits[0].id
+        found = self._entities.corpus().memories.get(best)
+        tags = set(found.entities) if found is not None else set()
+        first = [h for h in semantic.hits if h.id in tags]
+        if not first:
+            return semantic
+        note = ChannelScore(channel=f"tagged by {best}", rank=1, score=0.0, contribution=0.0)
+        first = [
+            h.model_copy(update={"explanation": [note, *h.explanation]})
+            if h.explanation is not None
+            else h
+            for h in first
+        ]
+        rest = [h for h in semantic.hits if h.id not in tags]
+        return _Ranked(hits=first + rest, warnings=semantic.warnings, empty=semantic.empty)
 
     # -- the sources ----------------------------------------------------------------------------
 
@@ -205,6 +250,8 @@ class ScopeService:
                     )
             return None
         depth = req.max_per_source or req.max_results
+        # memories fused with another source (not scope=semantic, not memories alone)
+        fused = "memory" in sources and len(sources) > 1 and set(sources) != {"semantic", "memory"}
         # The entity search interleaves entities and memories: twice the depth gives each
         # kind ``depth`` hits of its own ranking when it has them.
         inner = req.model_copy(
@@ -215,9 +262,21 @@ class ScopeService:
                 "status": None,
                 "role": None,
                 "max_results": _inner_depth(req, sources, depth),
+                # the memories' share of the question's words (channel ``words``) is read
+                # from the explanation when memories are fused with other sources
+                "explain": req.explain or fused,
             }
         )
         resp = self._entities.search(inner)
+        weak = _weak_memories(resp.results) if fused else frozenset()
+        if inner.explain and not req.explain:
+            resp = resp.model_copy(
+                update={
+                    key: [h.model_copy(update={"explanation": None}) for h in hits]
+                    for key in ("results", "entities", "memories", "example_queries")
+                    if (hits := getattr(resp, key)) is not None
+                }
+            )
         warnings = list(resp.warnings)
         if both:
             ranked["semantic"] = _Ranked(
@@ -237,6 +296,7 @@ class ScopeService:
                     if h.kind == "memory"
                 ],
                 warnings=warnings,
+                weak=weak,
             )
         return resp
 
@@ -453,9 +513,27 @@ def _inner_depth(req: SearchRequest, sources: Sequence[str], depth: int) -> int:
     (the list interleaves them), the most it gives for memories alone."""
     if set(sources) == {"semantic", "memory"} and req.max_per_source is None:
         return req.max_results
-    if "semantic" in sources:
+    if "semantic" in sources and "memory" not in sources:
         return min(_MAX_RESULTS, 2 * depth)
     return _MAX_RESULTS
+
+
+def _weak_memories(hits: Sequence[Hit]) -> frozenset[str]:
+    """The memories (after the first) whose own text holds less than :data:`WEAK_SHARE`
+    of the share of the question's words the best memory holds (the entity search's
+    ``words`` channel; 0 for a memory it did not score). The memory search ranks 100
+    deep and its tail is what the question's rarest word alone reached; a memory that
+    says much less of the question than the best one is a weak claim on a slot of the
+    fused list."""
+    memories = [h for h in hits if h.kind == "memory"]
+    share = {
+        h.id: max((c.score for c in h.explanation or [] if c.channel == "words"), default=0.0)
+        for h in memories
+    }
+    best = max(share.values(), default=0.0)
+    if not best > 0:
+        return frozenset()
+    return frozenset(h.id for h in memories[1:] if share[h.id] < WEAK_SHARE * best)
 
 
 def _capped(resp: SearchResponse, req: SearchRequest) -> list[Hit]:
