@@ -350,6 +350,43 @@ def test_the_paraphrase_asked_word_for_word_comes_first(tmp_path: Path) -> None:
         assert [h.id for h in got.results if h.kind == "memory"][:2] == [short.id, long.id]
 
 
+@pytest.mark.parametrize(
+    ("first", "other"),
+    [
+        # analysed, both are {order}: only the plain words tell them apart
+        ("How many orders do we have?", "Count the number of orders."),
+        ("Count the number of orders.", "How many orders do we have?"),
+    ],
+)
+def test_of_paraphrases_that_share_alike_the_one_worded_as_asked_leads(
+    tmp_path: Path, first: str, other: str
+) -> None:
+    sql = {"sql": "SELECT count(*) FROM orders"}
+    with Layersearch(tmp_path / "s.duckdb") as ls:
+        ls.load(MINI)
+        a, b = ls.save_memories(
+            [{"learning": first, "query": sql}, {"learning": other, "query": sql}]
+        )
+        mems = [h.id for h in ls.search(question=first).results if h.kind == "memory"]
+        assert mems[:2] == [a.id, b.id]
+
+
+def test_of_notes_that_share_alike_the_one_worded_as_asked_leads(tmp_path: Path) -> None:
+    asked = "Which orders are still waiting for shipping?"
+    with Layersearch(tmp_path / "s.duckdb") as ls:
+        ls.load(MINI)
+        # both hold the question's analysed words (order, still, wait, ship); the
+        # shorter one is BM25's first
+        close, short = ls.save_memories(
+            [
+                {"learning": "Which orders are still waiting for shipping today?"},
+                {"learning": "Orders still wait to ship."},
+            ]
+        )
+        mems = [h.id for h in ls.search(question=asked).results if h.kind == "memory"]
+        assert mems[:2] == [close.id, short.id]
+
+
 def test_the_note_that_says_what_is_asked_outranks_a_shorter_one(tmp_path: Path) -> None:
     asked = "What is the least number of orders of the students who registered last week?"
     with Layersearch(tmp_path / "s.duckdb") as ls:

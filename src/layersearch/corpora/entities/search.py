@@ -3,6 +3,7 @@ fused list, and the hits (the search half of :class:`EntityCorpus`)."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from functools import lru_cache, partial
 from typing import TYPE_CHECKING
@@ -87,6 +88,7 @@ class CorpusSearch:
         resolver: Resolver
         _tags: tuple[dict[str, list[str]], dict[str, list[str]]] | None
         _words: dict[str, frozenset[str]]
+        _surface: dict[str, frozenset[str]]
         _doc_words: dict[str, frozenset[str]]
         _query_keys: dict[str, str | None]
 
@@ -158,7 +160,8 @@ class CorpusSearch:
         # ``tags`` belongs with bm25: both rank memories by the entities they are tagged with
         tags = "bm25" in channels
         share = None if question is None else self._question_share(question, ds)
-        memories = self._memory_order(ranks, entities, admitted, frozenset(res.ids), tags, share)
+        close = None if question is None or share is None else self._closeness(question, share)
+        memories = self._memory_order(ranks, entities, admitted, frozenset(res.ids), tags, close)
         lead = None if share is None else self._covers_more(share)
         merged = merge_kinds(entities, memories, req.max_results, lead)
         if not merged and not no_input:
@@ -331,7 +334,7 @@ class CorpusSearch:
         admitted: Callable[[str], bool],
         named: frozenset[str],
         tags: bool,
-        share: Callable[[Collection[str]], float] | None = None,
+        close: Callable[[str], tuple[float, float]] | None = None,
     ) -> _Ordered:
         """The memory list: the memories the request itself matches (its words, named ids,
         tags overlapping the named entities, dense retrieval), fused by RRF as entities
@@ -345,12 +348,12 @@ class CorpusSearch:
         not reach instead of voting again for those they did. Entities the request named
         are left to ``bm25``, which ranks the memories tagged with them.
 
-        With a question (``share``: :meth:`_question_share`), paraphrases of one example
+        With a question (``close``: :meth:`_closeness`), paraphrases of one example
         query are ordered by how much of the question their own words hold
         (:func:`same_query_order`)."""
         lists = {c: h for c, h in ranks.memory.items() if h}
-        if share is not None and "fulltext" in lists:
-            lists["words"] = self._words_ranking(lists["fulltext"], share)
+        if close is not None and "fulltext" in lists:
+            lists["words"] = self._words_ranking(lists["fulltext"], close)
         fused = fuse(lists)
         if tags and self.memories and entities.order:
             ids = [i for i in entities.ids(TAG_DEPTH + len(named)) if i not in named]
@@ -360,12 +363,8 @@ class CorpusSearch:
             if rest:
                 fused = fused.then(fuse({"tags": rest}))
         moved = None
-        if share is not None and len(fused) > 1:
-            moved = same_query_order(
-                fused.ids,
-                self._query_key,
-                lambda i: share(self._memory_words(i)),
-            )
+        if close is not None and len(fused) > 1:
+            moved = same_query_order(fused.ids, self._query_key, close)
         order = [(i, i) for i in range(len(fused))] if moved is None else moved
         # A memory that only tags (or only dense retrieval) reaches takes no place from an
         # entity in ``results`` unless one of its own tags is an entity shown there.
@@ -404,6 +403,38 @@ class CorpusSearch:
             return sum(w for word, w in zip(words, weights, strict=True) if word in have) / total
 
         return share
+
+    def _closeness(
+        self, question: str, share: Callable[[Collection[str]], float]
+    ) -> Callable[[str], tuple[float, float]]:
+        """How close a memory's own text (learning and description) is to ``question``:
+        the idf-weighted share of the question's analysed words it holds (``share``), then,
+        to order memories that share alike, the share of the question's plain words
+        (lower-cased, stop words and inflections kept) it holds. Analysis folds "How many
+        accounts do we have?" and "Count the number of accounts." to the same evidence
+        (``account``); of two saved examples that say the question's words, the one worded
+        as the question comes first. Both are shares of the question, not similarities, so
+        no length enters: memories that tie on both keep their full-text order."""
+        asked = _surface_words(question)
+        cache: dict[str, tuple[float, float]] = {}
+
+        def close(memory_id: str) -> tuple[float, float]:
+            got = cache.get(memory_id)
+            if got is None:
+                plain = len(asked & self._memory_surface(memory_id)) / len(asked) if asked else 0.0
+                got = cache[memory_id] = (share(self._memory_words(memory_id)), plain)
+            return got
+
+        return close
+
+    def _memory_surface(self, memory_id: str) -> frozenset[str]:
+        """The plain words of a memory's learning and description, kept per snapshot."""
+        words = self._surface.get(memory_id)
+        if words is None:
+            m = self.memories[memory_id]
+            text = m.learning if not m.description else f"{m.learning} {m.description}"
+            words = self._surface[memory_id] = _surface_words(text)
+        return words
 
     def _covers_more(self, share: Callable[[Collection[str]], float]) -> Callable[[str, str], bool]:
         """Whether a memory accounts for more of the question than an entity does: the
@@ -460,15 +491,16 @@ class CorpusSearch:
         return words
 
     def _words_ranking(
-        self, text_hits: Sequence[tuple[str, float]], share: Callable[[Collection[str]], float]
+        self, text_hits: Sequence[tuple[str, float]], close: Callable[[str], tuple[float, float]]
     ) -> list[tuple[str, float]]:
         """``words``: the memories full text found, ranked by the share of the question's
-        words their own text holds (ties in full-text order). BM25 ranks by term weights
+        words their own text holds, then by the share of its plain words
+        (:meth:`_closeness`; ties in full-text order). BM25 ranks by term weights
         normalised by length, so a short note that shares a few rare words outranks one
         that says everything the question says; this ranks by how much of it is said."""
-        scored = [(mid, share(self._memory_words(mid))) for mid, _ in text_hits]
-        order = sorted(range(len(scored)), key=lambda r: (-scored[r][1], r))
-        return [scored[r] for r in order]
+        scored = [(mid, close(mid)) for mid, _ in text_hits]
+        order = sorted(range(len(scored)), key=lambda r: (-scored[r][1][0], -scored[r][1][1], r))
+        return [(scored[r][0], scored[r][1][0]) for r in order]
 
     def _tag_ranking(
         self,
@@ -634,3 +666,11 @@ def _tokens(texts: Iterable[str | None]) -> set[str]:
     from layersearch.ranking.analyzer import analyze
 
     return {t for text in texts if text for t in analyze(text)}
+
+
+_PLAIN_WORD = re.compile(r"\w+")
+
+
+def _surface_words(text: str) -> frozenset[str]:
+    """A text's words as written (lower-cased), stop words and inflections kept."""
+    return frozenset(_PLAIN_WORD.findall(text.lower()))
