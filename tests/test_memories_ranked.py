@@ -403,6 +403,52 @@ def test_the_note_that_says_what_is_asked_outranks_a_shorter_one(tmp_path: Path)
         assert any(c.channel == "words" for c in mems[0].explanation or [])
 
 
+def test_the_note_that_says_more_of_the_question_outranks_bm25s_first(tmp_path: Path) -> None:
+    asked = "refunds on returned orders in stores"
+    with Layersearch(tmp_path / "s.duckdb") as ls:
+        ls.load(MINI)
+        # BM25 puts the two short notes first (length normalisation); the long one is the
+        # only one that also says "store"
+        full, short, other = ls.save_memories(
+            [
+                {
+                    "learning": "Refunds of returned orders are booked against the store that "
+                    "sold them, one business day later, once the warehouse has checked and "
+                    "confirmed the return and the carrier has scanned it."
+                },
+                {"learning": "Refunds of returned orders."},
+                {"learning": "Returned orders get refunds."},
+            ]
+        )
+        got = ls.search(question=asked, explain=True)
+        mems = [h for h in got.results if h.kind == "memory"]
+        assert [h.id for h in mems[:3]] == [full.id, short.id, other.id]
+        # the words ranking has taken full text's vote in the memory list
+        assert {c.channel for c in mems[0].explanation or []} == {"words"}
+
+
+def test_a_saved_question_worded_as_asked_leads_an_entity_that_says_as_much(
+    tmp_path: Path,
+) -> None:
+    with Layersearch(tmp_path / "s.duckdb") as ls:
+        ls.load(MINI)
+        (example,) = ls.save_memories(
+            [
+                {
+                    "learning": "How many orders are there?",
+                    "query": {"sql": "SELECT count(*) FROM orders"},
+                }
+            ]
+        )
+        # the question's one content word is the entity's too: how it is asked decides
+        got = ls.search(question="How many orders are there?")
+        assert got.results[0].id == example.id
+        # a keyword search says nothing of how it is asked: the entity keeps the lead
+        got = ls.search(question="orders")
+        assert got.results[0].kind != "memory"
+        assert got.results[1].id == example.id
+
+
 # -- merging the two lists --------------------------------------------------------------------
 
 

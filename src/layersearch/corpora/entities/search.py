@@ -89,6 +89,7 @@ class CorpusSearch:
         _tags: tuple[dict[str, list[str]], dict[str, list[str]]] | None
         _words: dict[str, frozenset[str]]
         _surface: dict[str, frozenset[str]]
+        _doc_plain: dict[str, frozenset[str]]
         _doc_words: dict[str, frozenset[str]]
         _query_keys: dict[str, str | None]
 
@@ -159,10 +160,13 @@ class CorpusSearch:
         entities = self._entity_order(ranks, question, ds)
         # ``tags`` belongs with bm25: both rank memories by the entities they are tagged with
         tags = "bm25" in channels
-        share = None if question is None else self._question_share(question, ds)
-        close = None if question is None or share is None else self._closeness(question, share)
+        share = plain = close = lead = None
+        if question is not None:
+            share = self._question_share(question, ds)
+            plain = _plain_share(question)
+            close = self._closeness(share, plain)
+            lead = self._covers_more(share, _plain_share(question, stop_words_only=True))
         memories = self._memory_order(ranks, entities, admitted, frozenset(res.ids), tags, close)
-        lead = None if share is None else self._covers_more(share)
         merged = merge_kinds(entities, memories, req.max_results, lead)
         if not merged and not no_input:
             warnings.append(
@@ -348,12 +352,13 @@ class CorpusSearch:
         not reach instead of voting again for those they did. Entities the request named
         are left to ``bm25``, which ranks the memories tagged with them.
 
-        With a question (``close``: :meth:`_closeness`), paraphrases of one example
-        query are ordered by how much of the question their own words hold
-        (:func:`same_query_order`)."""
+        With a question (``close``: :meth:`_closeness`), the memories full text found are
+        ranked by how much of the question their own words hold (``words``, full text's
+        order breaking its ties), which takes full text's vote, and paraphrases of one
+        example query are ordered the same way (:func:`same_query_order`)."""
         lists = {c: h for c, h in ranks.memory.items() if h}
         if close is not None and "fulltext" in lists:
-            lists["words"] = self._words_ranking(lists["fulltext"], close)
+            lists["words"] = self._words_ranking(lists.pop("fulltext"), close)
         fused = fuse(lists)
         if tags and self.memories and entities.order:
             ids = [i for i in entities.ids(TAG_DEPTH + len(named)) if i not in named]
@@ -405,43 +410,71 @@ class CorpusSearch:
         return share
 
     def _closeness(
-        self, question: str, share: Callable[[Collection[str]], float]
+        self,
+        share: Callable[[Collection[str]], float],
+        plain: Callable[[Collection[str]], float],
     ) -> Callable[[str], tuple[float, float]]:
         """How close a memory's own text (learning and description) is to ``question``:
         the idf-weighted share of the question's analysed words it holds (``share``), then,
         to order memories that share alike, the share of the question's plain words
-        (lower-cased, stop words and inflections kept) it holds. Analysis folds "How many
+        (``plain``: lower-cased, stop words and inflections kept) it holds. Analysis folds "How many
         accounts do we have?" and "Count the number of accounts." to the same evidence
         (``account``); of two saved examples that say the question's words, the one worded
         as the question comes first. Both are shares of the question, not similarities, so
         no length enters: memories that tie on both keep their full-text order."""
-        asked = _surface_words(question)
         cache: dict[str, tuple[float, float]] = {}
 
         def close(memory_id: str) -> tuple[float, float]:
             got = cache.get(memory_id)
             if got is None:
-                plain = len(asked & self._memory_surface(memory_id)) / len(asked) if asked else 0.0
-                got = cache[memory_id] = (share(self._memory_words(memory_id)), plain)
+                mine = self._memory_words(memory_id)
+                got = cache[memory_id] = (share(mine), plain(self._memory_surface(memory_id)))
             return got
 
         return close
+
+    def _memory_doc_plain(self, memory_id: str) -> frozenset[str]:
+        """The plain words of a memory's whole document, kept per snapshot."""
+        words = self._doc_plain.get(memory_id)
+        if words is None:
+            doc = memory_doc(self.memories[memory_id]).fields
+            words = self._doc_plain[memory_id] = _surface_words(*doc.values())
+        return words
+
+    def _doc_plain_words(self, e: Entity) -> frozenset[str]:
+        """The plain words of an entity's full-text document, kept as :meth:`_entity_words`
+        keeps its analysed ones."""
+        words = self._doc_plain.get(e.id)
+        if words is None:
+            if len(self._doc_plain) >= ENTITY_WORDS + len(self.memories):
+                self._doc_plain.clear()
+            words = self._doc_plain[e.id] = _surface_words(*entity_doc(e).fields.values())
+        return words
 
     def _memory_surface(self, memory_id: str) -> frozenset[str]:
         """The plain words of a memory's learning and description, kept per snapshot."""
         words = self._surface.get(memory_id)
         if words is None:
             m = self.memories[memory_id]
-            text = m.learning if not m.description else f"{m.learning} {m.description}"
-            words = self._surface[memory_id] = _surface_words(text)
+            words = self._surface[memory_id] = _surface_words(m.learning, m.description)
         return words
 
-    def _covers_more(self, share: Callable[[Collection[str]], float]) -> Callable[[str, str], bool]:
+    def _covers_more(
+        self,
+        share: Callable[[Collection[str]], float],
+        plain: Callable[[Collection[str]], float],
+    ) -> Callable[[str, str], bool]:
         """Whether a memory accounts for more of the question than an entity does: the
         share (:meth:`_question_share`) of the question's words found in the memory's text
         (its learning, description, query and tag names) against the share found in the
-        entity's text with its table's. Rank fusion says how each kind's hits compare among
-        themselves, not across kinds; this puts the two heads on one scale."""
+        entity's text with its table's; when both hold the same share (more than none),
+        the share of the question's stop words (``plain``: the words that say how it is
+        asked, which analysis drops) in the same two texts. Rank fusion says how each
+        kind's hits compare among themselves, not across kinds; this puts the two heads on
+        one scale. An entity's text is names and descriptions, a saved question is worded
+        as questions are: asked "How many farms are there?", the example saved with those
+        words leads the column ``Farm_ID``, which holds the same content word. A keyword
+        search ("store") has no stop words, and its entity keeps the lead."""
 
         def leads(memory_id: str, entity_id: str) -> bool:
             mine = share(self._memory_doc_words(memory_id))
@@ -450,9 +483,16 @@ class CorpusSearch:
                 return mine > 0
             words = self._entity_words(e)
             table = _table_of(e, self.entities)
-            if table is not None and table != e.id:
-                words = words | self._entity_words(self.entities[table])
-            return mine > share(words)
+            t = self.entities[table] if table is not None and table != e.id else None
+            if t is not None:
+                words = words | self._entity_words(t)
+            theirs = share(words)
+            if mine != theirs or mine <= 0:
+                return mine > theirs
+            said = self._doc_plain_words(e)
+            if t is not None:
+                said = said | self._doc_plain_words(t)
+            return plain(self._memory_doc_plain(memory_id)) > plain(said)
 
         return leads
 
@@ -671,6 +711,24 @@ def _tokens(texts: Iterable[str | None]) -> set[str]:
 _PLAIN_WORD = re.compile(r"\w+")
 
 
-def _surface_words(text: str) -> frozenset[str]:
-    """A text's words as written (lower-cased), stop words and inflections kept."""
-    return frozenset(_PLAIN_WORD.findall(text.lower()))
+def _surface_words(*texts: str | None) -> frozenset[str]:
+    """Texts' words as written (lower-cased), stop words and inflections kept."""
+    return frozenset(w for text in texts if text for w in _PLAIN_WORD.findall(text.lower()))
+
+
+def _plain_share(
+    question: str, *, stop_words_only: bool = False
+) -> Callable[[Collection[str]], float]:
+    """The share of ``question``'s plain words (:func:`_surface_words`), or of only those
+    that analysis drops as stop words (how it is asked: "how many", "are there"), among
+    the given plain words."""
+    asked = _surface_words(question)
+    if stop_words_only:
+        from layersearch.ranking.analyzer import STOP_WORDS
+
+        asked = frozenset(w for w in asked if w in STOP_WORDS)
+
+    def plain(have: Collection[str]) -> float:
+        return len(asked.intersection(have)) / len(asked) if asked else 0.0
+
+    return plain
