@@ -414,14 +414,15 @@ class CorpusSearch:
         share: Callable[[Collection[str]], float],
         plain: Callable[[Collection[str]], float],
     ) -> Callable[[str], tuple[float, float]]:
-        """How close a memory's own text (learning and description) is to ``question``:
-        the idf-weighted share of the question's analysed words it holds (``share``), then,
-        to order memories that share alike, the share of the question's plain words
-        (``plain``: lower-cased, stop words and inflections kept) it holds. Analysis folds "How many
-        accounts do we have?" and "Count the number of accounts." to the same evidence
-        (``account``); of two saved examples that say the question's words, the one worded
-        as the question comes first. Both are shares of the question, not similarities, so
-        no length enters: memories that tie on both keep their full-text order."""
+        """How close a memory's own text (learning and description) is to the question:
+        the idf-weighted share of the question's analysed words it holds (``share``),
+        then, to order memories that share alike, the share of the question's plain words
+        (``plain``: lower-cased, stop words and inflections kept) it holds. Analysis
+        folds "How many accounts do we have?" and "Count the number of accounts." to the
+        same evidence (``account``); of two saved examples that say the question's words,
+        the one worded as the question comes first. Both are shares of the question, not
+        similarities, so no length enters: memories that tie on both keep their
+        full-text order."""
         cache: dict[str, tuple[float, float]] = {}
 
         def close(memory_id: str) -> tuple[float, float]:
