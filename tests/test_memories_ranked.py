@@ -350,6 +350,43 @@ def test_the_paraphrase_asked_word_for_word_comes_first(tmp_path: Path) -> None:
         assert [h.id for h in got.results if h.kind == "memory"][:2] == [short.id, long.id]
 
 
+@pytest.mark.parametrize(
+    ("first", "other"),
+    [
+        # analysed, both are {order}: only the plain words tell them apart
+        ("How many orders do we have?", "Count the number of orders."),
+        ("Count the number of orders.", "How many orders do we have?"),
+    ],
+)
+def test_of_paraphrases_that_share_alike_the_one_worded_as_asked_leads(
+    tmp_path: Path, first: str, other: str
+) -> None:
+    sql = {"sql": "SELECT count(*) FROM orders"}
+    with Layersearch(tmp_path / "s.duckdb") as ls:
+        ls.load(MINI)
+        a, b = ls.save_memories(
+            [{"learning": first, "query": sql}, {"learning": other, "query": sql}]
+        )
+        mems = [h.id for h in ls.search(question=first).results if h.kind == "memory"]
+        assert mems[:2] == [a.id, b.id]
+
+
+def test_of_notes_that_share_alike_the_one_worded_as_asked_leads(tmp_path: Path) -> None:
+    asked = "Which orders are still waiting for shipping?"
+    with Layersearch(tmp_path / "s.duckdb") as ls:
+        ls.load(MINI)
+        # both hold the question's analysed words (order, still, wait, ship); the
+        # shorter one is BM25's first
+        close, short = ls.save_memories(
+            [
+                {"learning": "Which orders are still waiting for shipping today?"},
+                {"learning": "Orders still wait to ship."},
+            ]
+        )
+        mems = [h.id for h in ls.search(question=asked).results if h.kind == "memory"]
+        assert mems[:2] == [close.id, short.id]
+
+
 def test_the_note_that_says_what_is_asked_outranks_a_shorter_one(tmp_path: Path) -> None:
     asked = "What is the least number of orders of the students who registered last week?"
     with Layersearch(tmp_path / "s.duckdb") as ls:
@@ -364,6 +401,52 @@ def test_the_note_that_says_what_is_asked_outranks_a_shorter_one(tmp_path: Path)
         mems = [h for h in got.results if h.kind == "memory"]
         assert mems[0].id == long.id, [h.id for h in mems]
         assert any(c.channel == "words" for c in mems[0].explanation or [])
+
+
+def test_the_note_that_says_more_of_the_question_outranks_bm25s_first(tmp_path: Path) -> None:
+    asked = "refunds on returned orders in stores"
+    with Layersearch(tmp_path / "s.duckdb") as ls:
+        ls.load(MINI)
+        # BM25 puts the two short notes first (length normalisation); the long one is the
+        # only one that also says "store"
+        full, short, other = ls.save_memories(
+            [
+                {
+                    "learning": "Refunds of returned orders are booked against the store that "
+                    "sold them, one business day later, once the warehouse has checked and "
+                    "confirmed the return and the carrier has scanned it."
+                },
+                {"learning": "Refunds of returned orders."},
+                {"learning": "Returned orders get refunds."},
+            ]
+        )
+        got = ls.search(question=asked, explain=True)
+        mems = [h for h in got.results if h.kind == "memory"]
+        assert [h.id for h in mems[:3]] == [full.id, short.id, other.id]
+        # the words ranking has taken full text's vote in the memory list
+        assert {c.channel for c in mems[0].explanation or []} == {"words"}
+
+
+def test_a_saved_question_worded_as_asked_leads_an_entity_that_says_as_much(
+    tmp_path: Path,
+) -> None:
+    with Layersearch(tmp_path / "s.duckdb") as ls:
+        ls.load(MINI)
+        (example,) = ls.save_memories(
+            [
+                {
+                    "learning": "How many orders are there?",
+                    "query": {"sql": "SELECT count(*) FROM orders"},
+                }
+            ]
+        )
+        # the question's one content word is the entity's too: how it is asked decides
+        got = ls.search(question="How many orders are there?")
+        assert got.results[0].id == example.id
+        # a keyword search says nothing of how it is asked: the entity keeps the lead
+        got = ls.search(question="orders")
+        assert got.results[0].kind != "memory"
+        assert got.results[1].id == example.id
 
 
 # -- merging the two lists --------------------------------------------------------------------

@@ -51,6 +51,8 @@ class EntityCorpus(CorpusSearch):
         self._scoped: dict[str, CoverageIndex] = {}
         self._tags: tuple[dict[str, list[str]], dict[str, list[str]]] | None = None
         self._words: dict[str, frozenset[str]] = {}
+        self._surface: dict[str, frozenset[str]] = {}
+        self._doc_plain: dict[str, frozenset[str]] = {}
         self._doc_words: dict[str, frozenset[str]] = {}
         self._query_keys: dict[str, str | None] = {}
 
@@ -124,6 +126,8 @@ class EntityCorpus(CorpusSearch):
     def memory_added(self, m: Memory) -> None:
         self.memories[m.id] = m
         self._words.pop(m.id, None)
+        self._surface.pop(m.id, None)
+        self._doc_plain.pop(m.id, None)
         self._doc_words.pop(m.id, None)
         self._query_keys.pop(m.id, None)
         self._overlap.clear()
@@ -133,6 +137,8 @@ class EntityCorpus(CorpusSearch):
     def memory_removed(self, memory_id: str) -> None:
         self.memories.pop(memory_id, None)
         self._words.pop(memory_id, None)
+        self._surface.pop(memory_id, None)
+        self._doc_plain.pop(memory_id, None)
         self._doc_words.pop(memory_id, None)
         self._query_keys.pop(memory_id, None)
         self._overlap.clear()

@@ -5,13 +5,17 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from layersearch.ranking.fusion import Fused, FusedList
 from layersearch.semantic.model import EdgeRecord, Entity
 
 if TYPE_CHECKING:
+    from _typeshed import SupportsRichComparison
+
     from layersearch.corpora.entities.search import CorpusSearch
+
+_Key = TypeVar("_Key", bound="SupportsRichComparison")
 
 MAX_RESULTS_LIMIT = 100
 #: Every channel ranks this deep whatever max_results is, so that the results
@@ -176,7 +180,7 @@ def merge_kinds(
 def same_query_order(
     ids: Sequence[str],
     query_of: Callable[[str], str | None],
-    share_of: Callable[[str], float],
+    share_of: Callable[[str], _Key],
 ) -> list[tuple[int, int]] | None:
     """The memory ranking with paraphrases of one example query ordered by the question.
 
@@ -201,7 +205,8 @@ def same_query_order(
         if len(places) < 2:
             continue
         shares = {i: share_of(ids[i]) for i in places}
-        ranked = sorted(places, key=lambda i: (-shares[i], i))
+        # (a stable sort: reversed, equal closeness keeps the ranking's order)
+        ranked = sorted(places, key=shares.__getitem__, reverse=True)
         if ranked != places:
             moved = True
             for at, i in zip(places, ranked, strict=True):

@@ -3,6 +3,7 @@ fused list, and the hits (the search half of :class:`EntityCorpus`)."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from functools import lru_cache, partial
 from typing import TYPE_CHECKING
@@ -87,6 +88,8 @@ class CorpusSearch:
         resolver: Resolver
         _tags: tuple[dict[str, list[str]], dict[str, list[str]]] | None
         _words: dict[str, frozenset[str]]
+        _surface: dict[str, frozenset[str]]
+        _doc_plain: dict[str, frozenset[str]]
         _doc_words: dict[str, frozenset[str]]
         _query_keys: dict[str, str | None]
 
@@ -157,9 +160,13 @@ class CorpusSearch:
         entities = self._entity_order(ranks, question, ds)
         # ``tags`` belongs with bm25: both rank memories by the entities they are tagged with
         tags = "bm25" in channels
-        share = None if question is None else self._question_share(question, ds)
-        memories = self._memory_order(ranks, entities, admitted, frozenset(res.ids), tags, share)
-        lead = None if share is None else self._covers_more(share)
+        share = plain = close = lead = None
+        if question is not None:
+            share = self._question_share(question, ds)
+            plain = _plain_share(question)
+            close = self._closeness(share, plain)
+            lead = self._covers_more(share, _plain_share(question, stop_words_only=True))
+        memories = self._memory_order(ranks, entities, admitted, frozenset(res.ids), tags, close)
         merged = merge_kinds(entities, memories, req.max_results, lead)
         if not merged and not no_input:
             warnings.append(
@@ -331,7 +338,7 @@ class CorpusSearch:
         admitted: Callable[[str], bool],
         named: frozenset[str],
         tags: bool,
-        share: Callable[[Collection[str]], float] | None = None,
+        close: Callable[[str], tuple[float, float]] | None = None,
     ) -> _Ordered:
         """The memory list: the memories the request itself matches (its words, named ids,
         tags overlapping the named entities, dense retrieval), fused by RRF as entities
@@ -345,12 +352,13 @@ class CorpusSearch:
         not reach instead of voting again for those they did. Entities the request named
         are left to ``bm25``, which ranks the memories tagged with them.
 
-        With a question (``share``: :meth:`_question_share`), paraphrases of one example
-        query are ordered by how much of the question their own words hold
-        (:func:`same_query_order`)."""
+        With a question (``close``: :meth:`_closeness`), the memories full text found are
+        ranked by how much of the question their own words hold (``words``, full text's
+        order breaking its ties), which takes full text's vote, and paraphrases of one
+        example query are ordered the same way (:func:`same_query_order`)."""
         lists = {c: h for c, h in ranks.memory.items() if h}
-        if share is not None and "fulltext" in lists:
-            lists["words"] = self._words_ranking(lists["fulltext"], share)
+        if close is not None and "fulltext" in lists:
+            lists["words"] = self._words_ranking(lists.pop("fulltext"), close)
         fused = fuse(lists)
         if tags and self.memories and entities.order:
             ids = [i for i in entities.ids(TAG_DEPTH + len(named)) if i not in named]
@@ -360,12 +368,8 @@ class CorpusSearch:
             if rest:
                 fused = fused.then(fuse({"tags": rest}))
         moved = None
-        if share is not None and len(fused) > 1:
-            moved = same_query_order(
-                fused.ids,
-                self._query_key,
-                lambda i: share(self._memory_words(i)),
-            )
+        if close is not None and len(fused) > 1:
+            moved = same_query_order(fused.ids, self._query_key, close)
         order = [(i, i) for i in range(len(fused))] if moved is None else moved
         # A memory that only tags (or only dense retrieval) reaches takes no place from an
         # entity in ``results`` unless one of its own tags is an entity shown there.
@@ -405,12 +409,73 @@ class CorpusSearch:
 
         return share
 
-    def _covers_more(self, share: Callable[[Collection[str]], float]) -> Callable[[str, str], bool]:
+    def _closeness(
+        self,
+        share: Callable[[Collection[str]], float],
+        plain: Callable[[Collection[str]], float],
+    ) -> Callable[[str], tuple[float, float]]:
+        """How close a memory's own text (learning and description) is to the question:
+        the idf-weighted share of the question's analysed words it holds (``share``),
+        then, to order memories that share alike, the share of the question's plain words
+        (``plain``: lower-cased, stop words and inflections kept) it holds. Analysis
+        folds "How many accounts do we have?" and "Count the number of accounts." to the
+        same evidence (``account``); of two saved examples that say the question's words,
+        the one worded as the question comes first. Both are shares of the question, not
+        similarities, so no length enters: memories that tie on both keep their
+        full-text order."""
+        cache: dict[str, tuple[float, float]] = {}
+
+        def close(memory_id: str) -> tuple[float, float]:
+            got = cache.get(memory_id)
+            if got is None:
+                mine = self._memory_words(memory_id)
+                got = cache[memory_id] = (share(mine), plain(self._memory_surface(memory_id)))
+            return got
+
+        return close
+
+    def _memory_doc_plain(self, memory_id: str) -> frozenset[str]:
+        """The plain words of a memory's whole document, kept per snapshot."""
+        words = self._doc_plain.get(memory_id)
+        if words is None:
+            doc = memory_doc(self.memories[memory_id]).fields
+            words = self._doc_plain[memory_id] = _surface_words(*doc.values())
+        return words
+
+    def _doc_plain_words(self, e: Entity) -> frozenset[str]:
+        """The plain words of an entity's full-text document, kept as :meth:`_entity_words`
+        keeps its analysed ones."""
+        words = self._doc_plain.get(e.id)
+        if words is None:
+            if len(self._doc_plain) >= ENTITY_WORDS + len(self.memories):
+                self._doc_plain.clear()
+            words = self._doc_plain[e.id] = _surface_words(*entity_doc(e).fields.values())
+        return words
+
+    def _memory_surface(self, memory_id: str) -> frozenset[str]:
+        """The plain words of a memory's learning and description, kept per snapshot."""
+        words = self._surface.get(memory_id)
+        if words is None:
+            m = self.memories[memory_id]
+            words = self._surface[memory_id] = _surface_words(m.learning, m.description)
+        return words
+
+    def _covers_more(
+        self,
+        share: Callable[[Collection[str]], float],
+        plain: Callable[[Collection[str]], float],
+    ) -> Callable[[str, str], bool]:
         """Whether a memory accounts for more of the question than an entity does: the
         share (:meth:`_question_share`) of the question's words found in the memory's text
         (its learning, description, query and tag names) against the share found in the
-        entity's text with its table's. Rank fusion says how each kind's hits compare among
-        themselves, not across kinds; this puts the two heads on one scale."""
+        entity's text with its table's; when both hold the same share (more than none),
+        the share of the question's stop words (``plain``: the words that say how it is
+        asked, which analysis drops) in the same two texts. Rank fusion says how each
+        kind's hits compare among themselves, not across kinds; this puts the two heads on
+        one scale. An entity's text is names and descriptions, a saved question is worded
+        as questions are: asked "How many farms are there?", the example saved with those
+        words leads the column ``Farm_ID``, which holds the same content word. A keyword
+        search ("store") has no stop words, and its entity keeps the lead."""
 
         def leads(memory_id: str, entity_id: str) -> bool:
             mine = share(self._memory_doc_words(memory_id))
@@ -419,9 +484,16 @@ class CorpusSearch:
                 return mine > 0
             words = self._entity_words(e)
             table = _table_of(e, self.entities)
-            if table is not None and table != e.id:
-                words = words | self._entity_words(self.entities[table])
-            return mine > share(words)
+            t = self.entities[table] if table is not None and table != e.id else None
+            if t is not None:
+                words = words | self._entity_words(t)
+            theirs = share(words)
+            if mine != theirs or mine <= 0:
+                return mine > theirs
+            said = self._doc_plain_words(e)
+            if t is not None:
+                said = said | self._doc_plain_words(t)
+            return plain(self._memory_doc_plain(memory_id)) > plain(said)
 
         return leads
 
@@ -460,15 +532,16 @@ class CorpusSearch:
         return words
 
     def _words_ranking(
-        self, text_hits: Sequence[tuple[str, float]], share: Callable[[Collection[str]], float]
+        self, text_hits: Sequence[tuple[str, float]], close: Callable[[str], tuple[float, float]]
     ) -> list[tuple[str, float]]:
         """``words``: the memories full text found, ranked by the share of the question's
-        words their own text holds (ties in full-text order). BM25 ranks by term weights
+        words their own text holds, then by the share of its plain words
+        (:meth:`_closeness`; ties in full-text order). BM25 ranks by term weights
         normalised by length, so a short note that shares a few rare words outranks one
         that says everything the question says; this ranks by how much of it is said."""
-        scored = [(mid, share(self._memory_words(mid))) for mid, _ in text_hits]
-        order = sorted(range(len(scored)), key=lambda r: (-scored[r][1], r))
-        return [scored[r] for r in order]
+        scored = [(mid, close(mid)) for mid, _ in text_hits]
+        order = sorted(range(len(scored)), key=lambda r: (-scored[r][1][0], -scored[r][1][1], r))
+        return [(scored[r][0], scored[r][1][0]) for r in order]
 
     def _tag_ranking(
         self,
@@ -634,3 +707,29 @@ def _tokens(texts: Iterable[str | None]) -> set[str]:
     from layersearch.ranking.analyzer import analyze
 
     return {t for text in texts if text for t in analyze(text)}
+
+
+_PLAIN_WORD = re.compile(r"\w+")
+
+
+def _surface_words(*texts: str | None) -> frozenset[str]:
+    """Texts' words as written (lower-cased), stop words and inflections kept."""
+    return frozenset(w for text in texts if text for w in _PLAIN_WORD.findall(text.lower()))
+
+
+def _plain_share(
+    question: str, *, stop_words_only: bool = False
+) -> Callable[[Collection[str]], float]:
+    """The share of ``question``'s plain words (:func:`_surface_words`), or of only those
+    that analysis drops as stop words (how it is asked: "how many", "are there"), among
+    the given plain words."""
+    asked = _surface_words(question)
+    if stop_words_only:
+        from layersearch.ranking.analyzer import STOP_WORDS
+
+        asked = frozenset(w for w in asked if w in STOP_WORDS)
+
+    def plain(have: Collection[str]) -> float:
+        return len(asked.intersection(have)) / len(asked) if asked else 0.0
+
+    return plain
