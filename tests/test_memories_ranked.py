@@ -477,3 +477,54 @@ def test_memories_that_cover_more_take_two_turns_in_a_row_at_most() -> None:
     assert _merged(set(), 4) == ["e0", "memory:1", "e1", "memory:2"]
     # results for n are a prefix of those for n + k
     assert _merged(every, 4) == _merged(every)[:4]
+
+
+def _tag_ranking_reference(by_tag, by_table, entity_ids, admitted, text_hits):
+    """The tags channel by its definition: each memory at the first place one of its
+    tags ranks (a table's memories half a place after the entity), ties by the
+    question's words, then memory order; the first CHANNEL_DEPTH."""
+    from layersearch.corpora.entities.rank import CHANNEL_DEPTH
+
+    best: dict[str, float] = {}
+    for pos, eid in enumerate(entity_ids):
+        for mid in by_tag.get(eid, ()):
+            best.setdefault(mid, float(pos))
+        table = eid if eid in by_table else eid.rsplit(".", 1)[0]
+        for mid in by_table.get(table, ()):
+            best.setdefault(mid, pos + 0.5)
+    words = {mid: r for r, (mid, _) in enumerate(text_hits)}
+    ranked = sorted(
+        ((m, at) for m, at in best.items() if admitted(m)),
+        key=lambda x: (x[1], words.get(x[0], len(words)), int(x[0].split(":")[1])),
+    )
+    return [(m, 1.0 / (1.0 + at)) for m, at in ranked[:CHANNEL_DEPTH]]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    tags=st.dictionaries(
+        st.sampled_from([f"db.t{i}" for i in range(6)] + [f"db.t{i}.c" for i in range(6)]),
+        st.lists(st.integers(1, 400), min_size=1, max_size=60, unique=True),
+    ),
+    order=st.permutations([f"db.t{i}" for i in range(6)] + [f"db.t{i}.c" for i in range(6)]),
+    dropped=st.sets(st.integers(1, 400), max_size=40),
+    matched=st.lists(st.integers(1, 400), max_size=30, unique=True),
+)
+def test_the_tags_walk_stops_early_but_ranks_as_defined(tags, order, dropped, matched) -> None:
+    from layersearch.corpora.entities.search import CorpusSearch
+
+    by_tag = {t: [f"memory:{n}" for n in sorted(ns)] for t, ns in tags.items()}
+    by_table: dict[str, list[str]] = {}
+    for t, mids in sorted(by_tag.items()):
+        table = t if t.count(".") == 1 else t.rsplit(".", 1)[0]
+        merged = set(by_table.get(table, [])) | set(mids)
+        by_table[table] = sorted(merged, key=lambda m: int(m.split(":")[1]))
+
+    class _Corpus:
+        def _tag_index(self):
+            return by_tag, by_table
+
+    admitted = lambda m: int(m.split(":")[1]) not in dropped  # noqa: E731
+    hits = [(f"memory:{n}", 1.0) for n in matched]
+    got = CorpusSearch._tag_ranking(_Corpus(), list(order), admitted, hits)  # type: ignore[arg-type]
+    assert got == _tag_ranking_reference(by_tag, by_table, list(order), admitted, hits)

@@ -550,21 +550,28 @@ class CorpusSearch:
         text_hits: Sequence[tuple[str, float]] = (),
     ) -> list[tuple[str, float]]:
         by_tag, by_table = self._tag_index()
-        best: dict[str, float] = {}
-        for pos, eid in enumerate(entity_ids):
-            for mid in by_tag.get(eid, ()):
-                best.setdefault(mid, float(pos))
-            table = eid if eid in by_table else eid.rsplit(".", 1)[0]
-            for mid in by_table.get(table, ()):
-                best.setdefault(mid, pos + 0.5)
         # Among memories tagged alike, the one whose words match the question goes first.
         words = {mid: r for r, (mid, _) in enumerate(text_hits)}
         last = len(words)
-        ranked = sorted(
-            ((mid, at) for mid, at in best.items() if admitted(mid)),
-            key=lambda x: (x[1], words.get(x[0], last), _memory_order(x[0])),
-        )
-        return [(mid, 1.0 / (1.0 + at)) for mid, at in ranked[:CHANNEL_DEPTH]]
+        # A memory's place is where one of its tags first ranks. The tag lists are in
+        # memory order and the places only grow, so the memories come out in place
+        # order group by group, and the walk stops once a group fills CHANNEL_DEPTH.
+        seen: set[str] = set()
+        ranked: list[tuple[str, float]] = []
+        for pos, eid in enumerate(entity_ids):
+            table = eid if eid in by_table else eid.rsplit(".", 1)[0]
+            for at, mids in (
+                (float(pos), by_tag.get(eid, ())),
+                (pos + 0.5, by_table.get(table, ())),
+            ):
+                group = [m for m in mids if m not in seen]
+                seen.update(group)
+                group = [m for m in group if admitted(m)]
+                group.sort(key=lambda m: words.get(m, last))  # stable: memory order kept
+                ranked.extend((m, 1.0 / (1.0 + at)) for m in group)
+            if len(ranked) >= CHANNEL_DEPTH:
+                break
+        return ranked[:CHANNEL_DEPTH]
 
     def _tag_index(self) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
         """tag → memories tagged with it; table → memories tagged with it or its leaves."""
