@@ -44,3 +44,17 @@ def test_boost_override_changes_scores() -> None:
     default = dict(ft.search("status", 10))
     flat = dict(ft.search("status", 10, boosts={"name": 1.0, "description": 1.0}))
     assert default["b"] > flat["b"] > 0
+
+
+def test_analysed_tokens_are_searched_as_given_and_doc_freq_counts_them() -> None:
+    ft = FullTextIndex.create(BOOSTS)
+    ft.write(add=DOCS, stamp="1")
+    # "order" is the index token of "orders" / "order": searching it as a token
+    # scores as the analysed text does
+    assert ft.search("order", 10, analysed=True) == ft.search("orders", 10)
+    # a token is not analysed again: "Order" (capitalised) is no index token
+    assert ft.search("Order", 10, analysed=True) == []
+    assert ft.search("Order", 10) != []
+    assert ft.doc_freq("description", "order") == 2
+    assert ft.doc_freq("name", "order") == 2
+    assert ft.doc_freq("name", "absent") == 0

@@ -13,8 +13,10 @@ from layersearch.corpora.conversations.search import (
     ConversationService,
     MessageSearchConfig,
     answers_follow_questions,
+    asks_list,
     demote,
     dense_text,
+    feedback_terms,
     keep_channel_tops,
     message_doc,
     prefer_times,
@@ -390,3 +392,58 @@ def test_search_with_two_stages_marks_session_turns(tmp_path: Path) -> None:
     svc.config = MessageSearchConfig(two_stage_weight=0.5, two_stage_sessions=1)
     res = svc.search_messages("churn dashboard", 5, conversation_id="locomo:conv-mini")
     assert res.hits and any("session" in h.channels for h in res.hits)
+
+
+def test_feedback_terms_weigh_the_best_turns_words_by_idf() -> None:
+    docs = [
+        (["lake", "tent", "tent", "fish"], 3.0),
+        (["lake", "tent", "boat"], 1.0),
+        (["zebra"], 0.0),
+    ]
+    idf = {"lake": 0.1, "tent": 2.0, "fish": 2.0, "boat": 3.0, "zebra": 9.0}.__getitem__
+    # tent: (2/4 · 3/4 + 1/3 · 1/4) · 2 = 0.917; boat: 1/3 · 1/4 · 3 = 0.25; fish: 0.375
+    assert feedback_terms(docs, idf, exclude=set(), n=3) == ["tent", "fish", "boat"]
+    # the query's own words are never chosen; a turn scoring 0 gives nothing
+    assert feedback_terms(docs, idf, exclude={"tent"}, n=9) == ["fish", "boat", "lake"]
+    # ties are broken by the word
+    assert feedback_terms([(["b", "a"], 1.0)], lambda w: 1.0, set(), 1) == ["a"]
+
+
+def test_list_questions() -> None:
+    asks = [
+        "What activities has Melanie done with her family?",
+        "Which LGBTQ+ events did Caroline attend?",
+        "What kinds of pottery have they made?",
+        "What are Melanie's pets' names?",
+        "Where has Melanie camped?",
+        "Did Jon and Gina both dance?",
+    ]
+    assert all(asks_list(q) for q in asks)
+    single = [
+        "What is Caroline's identity?",
+        "What did Melanie paint recently?",
+        "What does Jon's studio offer?",
+        "Which class does Gina teach?",
+        "When did Melanie go camping?",
+    ]
+    assert not any(asks_list(q) for q in single)
+
+
+def test_feedback_finds_a_turn_by_the_words_of_the_best_match(tmp_path: Path) -> None:
+    turns = [
+        ("Ann", "We went camping by the lake, the tent leaked all night."),
+        ("Bo", "Oh no, poor you."),
+        ("Ann", "Next time we bring a better tent and a tarp for the rain."),
+        ("Bo", "My cat sleeps all day."),
+        ("Ann", "Work was long today."),
+    ]
+    svc = _dialogue(tmp_path, turns)
+    ask = {"conversation_id": "locomo:names", "channels": ["fulltext"]}
+    base = [h.turn_id for h in svc.search_messages("camping lake", 5, **ask).hits]
+    assert "D1:3" not in base  # shares no word with the query, nor do its neighbours' fields
+    svc.config = MessageSearchConfig(feedback_weight=0.5, feedback_docs=1)
+    fed = [h.turn_id for h in svc.search_messages("camping lake", 5, **ask).hits]
+    assert fed[0] == "D1:1" and "D1:3" in fed
+    # lists only: a single-answer question is not expanded
+    svc.config = MessageSearchConfig(feedback_weight=0.5, feedback_docs=1, feedback_lists_only=True)
+    assert [h.turn_id for h in svc.search_messages("camping lake", 5, **ask).hits] == base

@@ -419,12 +419,14 @@ class FullTextIndex:
         kinds: Collection[str] | None = None,
         boosts: Mapping[str, float] | None = None,
         resolve: Resolve | None = None,
+        analysed: bool = False,
     ) -> list[tuple[str, float]]:
         """Top ``k`` ids for ``text`` (any characters), restricted by scope / id / kind sets.
 
         ``resolve`` maps the hits' :func:`key_hash` values to ids where the caller knows
-        them; the others are read from the stored documents."""
-        tokens = analyze_query(text)
+        them; the others are read from the stored documents. With ``analysed`` the text
+        is already index tokens, separated by spaces (not analysed again)."""
+        tokens = text.split() if analysed else analyze_query(text)
         if not tokens or k < 1:
             return []
         weights = boosts or self.boosts
@@ -465,6 +467,10 @@ class FullTextIndex:
             out = [(self._key(addr), float(score)) for score, addr in hits]
         out.sort(key=lambda h: (-h[1], h[0]))
         return out[:k]
+
+    def doc_freq(self, name: str, token: str) -> int:
+        """How many documents hold the index token ``token`` in field ``name``."""
+        return int(self._searcher.doc_freq(name, token))
 
     def _clause(self, name: str, token: str, boost: float) -> tantivy.Query:
         """The boosted term query of one field and token: queries are immutable, and the

@@ -168,6 +168,19 @@ class MessageSearchConfig:
     #: a turn starts a new session when it was written this many minutes or more after
     #: the turn before it (LoCoMo's sessions are days apart, all turns of one share a time)
     session_gap_minutes: int = 30
+    #: pseudo-relevance feedback (RM3-style): the ``feedback_terms`` most distinctive
+    #: words of the full-text channel's best ``feedback_docs`` turns (each word weighted
+    #: by its share of those turns, the turns by their score, times the word's idf) are
+    #: searched as a second query at this fraction of the fields' boosts, and its scores
+    #: added: the turns of an exchange share its vocabulary, so the words around the best
+    #: match find the turns that answer in other words. 0 turns it off
+    feedback_weight: float = 0.0
+    feedback_docs: int = 3
+    feedback_terms: int = 10
+    #: feedback only for questions that ask for a list (see :func:`asks_list`): their
+    #: items are told on several occasions in shared words, while a question with one
+    #: answer loses its best turn to the turns that resemble it
+    feedback_lists_only: bool = False
 
     def document_shape(self) -> str:
         """What the full-text documents depend on besides the messages (part of the index stamp)."""
@@ -197,6 +210,33 @@ def query_text(query: str, config: MessageSearchConfig) -> str:
         if w.lower().replace("’", "'") not in CONVERSATION_STOP_WORDS
     ]
     return " ".join(words)
+
+
+def feedback_terms(
+    docs: Sequence[tuple[Sequence[str], float]],
+    idf: Callable[[str], float],
+    exclude: Collection[str],
+    n: int,
+) -> list[str]:
+    """The ``n`` words of the feedback turns that best describe them, best first.
+
+    ``docs`` are the turns' analysed words with their first-pass scores. A word scores
+    the sum over turns of its share of the turn's words times the turn's share of the
+    scores (RM3's relevance model), times ``idf``: frequent words of the best turns
+    that are rare in the index. Words in ``exclude`` (the query's own, the
+    speakers' names) are never chosen. Ties by word, so the choice is deterministic.
+    """
+    total = sum(max(score, 0.0) for _, score in docs) or 1.0
+    weight: dict[str, float] = {}
+    for words, score in docs:
+        if not words:
+            continue
+        share = max(score, 0.0) / total / len(words)
+        for w in words:
+            if w not in exclude:
+                weight[w] = weight.get(w, 0.0) + share
+    scored = sorted(((v * idf(w), w) for w, v in weight.items()), key=lambda t: (-t[0], t[1]))
+    return [w for v, w in scored[:n] if v > 0]
 
 
 def strip_names(query: str, names: Collection[str]) -> str:
@@ -385,6 +425,27 @@ ASKS_WHEN = re.compile(
     r"|(?:in |on )?(?:what|which) (?:date|day|year|month|time|week))\b",
     re.IGNORECASE,
 )
+
+
+_AUX = r"(?:has|have|had|does|do|did|are|were)"
+#: "What are …", "What were …", "What kinds of …"; "what" / "which" and up to three words
+#: ending in a plural (not "-ss") before an auxiliary ("What activities has …", "Which
+#: LGBTQ+ events did …"); a wh-word before the present perfect ("What has … painted",
+#: "Where has … camped": experiences, over time); "both"
+_LIST_QUESTION = re.compile(
+    rf"^\W*(?:(?:what|which)\s+(?:are|were|(?:kinds|types|sorts)\s+of)\b"
+    rf"|(?:what|which)\s+(?:\S+\s+){{0,2}}\S*[a-rt-z]s\s+{_AUX}\b"
+    rf"|(?:what|which|where|who)\s+(?:has|have)\b)"
+    r"|\bboth\b",
+    re.IGNORECASE,
+)
+
+
+def asks_list(query: str) -> bool:
+    """Whether ``query`` asks for several things, told on different occasions: "What
+    are …", "What kinds of …", "what" / "which" with a plural before the verb ("What activities has …"),
+    a wh-word before the present perfect ("Where has … camped"), or "both"."""
+    return _LIST_QUESTION.search(query) is not None
 
 
 _SENTENCE = re.compile(r"[^.!?\n]+[.!?]*")

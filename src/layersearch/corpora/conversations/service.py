@@ -11,6 +11,7 @@ exact ``markdown`` (:mod:`.render`). How turns become documents is in
 
 from __future__ import annotations
 
+import math
 import re
 import threading
 from collections.abc import Callable, Sequence
@@ -60,7 +61,9 @@ from .ranking import (
     ASKS_WHEN,
     MessageSearchConfig,
     answers_follow_questions,
+    asks_list,
     demote,
+    feedback_terms,
     keep_channel_tops,
     prefer_times,
     query_text,
@@ -587,6 +590,53 @@ class ConversationService:
         are the other speaker's. So names are taken out of the content query, and the
         candidates it ranks get the name's ``speaker``-field score on top.
         """
+        ranked = self._fulltext_pass(snap, query, scope)
+        cfg = self.config
+        if cfg.feedback_weight <= 0 or cfg.feedback_docs <= 0 or cfg.feedback_terms <= 0:
+            return ranked
+        if cfg.feedback_lists_only and not asks_list(query):
+            return ranked
+        return self._with_feedback(snap, query, scope, ranked)
+
+    def _with_feedback(
+        self,
+        snap: _Snapshot,
+        query: str,
+        scope: list[str] | None,
+        ranked: list[tuple[str, float]],
+    ) -> list[tuple[str, float]]:
+        """``ranked`` with the scores of a second query made of the best turns' words
+        (see :func:`feedback_terms`) added at ``feedback_weight`` of the field boosts."""
+        cfg = self.config
+        if not ranked:
+            return ranked
+        ft = snap.messages_ft
+        n_docs = max(ft.num_docs, 1)
+
+        def idf(word: str) -> float:
+            df = ft.doc_freq("text", word)
+            return math.log(1.0 + (n_docs - df + 0.5) / (df + 0.5))
+
+        names = self._names(snap, scope)
+        exclude = set(analyze_query(query)) | set(analyze_query(" ".join(names)))
+        docs = [
+            (analyze_query(query_text(snap.messages[mid].content, cfg)), score)
+            for mid, score in ranked[: cfg.feedback_docs]
+        ]
+        words = feedback_terms(docs, idf, exclude, cfg.feedback_terms)
+        if not words:
+            return ranked
+        boosts = {f: b * cfg.feedback_weight for f, b in cfg.boosts().items() if f != "speaker"}
+        extra = ft.search(" ".join(words), DEPTH, scopes=scope, boosts=boosts, analysed=True)
+        scores = dict(ranked)
+        for doc_id, score in extra:
+            scores[doc_id] = scores.get(doc_id, 0.0) + score
+        return sorted(scores.items(), key=lambda h: (-h[1], h[0]))[:DEPTH]
+
+    def _fulltext_pass(
+        self, snap: _Snapshot, query: str, scope: list[str] | None
+    ) -> list[tuple[str, float]]:
+        """One BM25 ranking of ``query`` (names through the speaker field only)."""
         text = query_text(query, self.config)
         names = self._names(snap, scope) if self.config.names_match_speaker_only else frozenset()
         named = sorted(n for n in names if strip_names(query, {n}) != query)
