@@ -12,6 +12,7 @@ from layersearch.ranking import lexicon
 from layersearch.ranking.bridges import (
     abbreviation_candidates,
     abbreviation_weight,
+    keeps_word_start,
     looks_like_word,
     skeleton,
 )
@@ -117,6 +118,62 @@ def test_a_rare_look_alike_does_not_outrank_the_faithful_reading(
     tables = [i for i, _ in idx.search("how many countries", 10) if i.count(".") == 1]
     # cnts is rarer (one table) but only a look-alike (0.875): it comes after cntr
     assert tables.index("geo.cntr") < tables.index("vote.cnts")
+
+
+def test_keeps_word_start() -> None:
+    assert keeps_word_start("empl", "employees") and keeps_word_start("emp", "employees")
+    assert keeps_word_start("dprt", "department") and keeps_word_start("lng", "languages")
+    assert not keeps_word_start("end", "enrolled")  # skips the r
+    assert not keeps_word_start("crs", "countries")  # skips the n and t
+    assert not keeps_word_start("no", "number")  # too short to be read as an abbreviation
+
+
+def _employees(bridges: bool = True) -> CoverageIndex:
+    """A catalog that spells *employee* only through one ``emp_num`` column (the analyzer
+    expands ``emp``) and abbreviates it ``empl`` in three databases; it also writes
+    ``language`` in three tables and ``lng`` (longitude) in one, and ``end`` in three
+    columns next to one ``enrolled``."""
+    nodes = [
+        CoverageNode("uni", "group", None, {"name": "uni"}),
+        CoverageNode("uni.prof", "table", "uni", {"name": "prof"}),
+        CoverageNode("uni.prof.emp_num", "leaf", "uni.prof", {"name": "emp_num"}),
+        CoverageNode("uni.prof.enrolled", "leaf", "uni.prof", {"name": "enrolled"}),
+        CoverageNode("uni.prof.lng", "leaf", "uni.prof", {"name": "lng"}),
+    ]
+    for k in range(3):
+        db = f"hr{k}"
+        nodes += [
+            CoverageNode(db, "group", None, {"name": db}),
+            CoverageNode(f"{db}.empl", "table", db, {"name": "empl"}),
+            CoverageNode(f"{db}.empl.name", "leaf", f"{db}.empl", {"name": "name"}),
+            CoverageNode(f"{db}.empl.end", "leaf", f"{db}.empl", {"name": "end"}),
+            CoverageNode(f"{db}.language", "table", db, {"name": "language"}),
+        ]
+    return CoverageIndex(nodes, ENTITY_BOOSTS, bridges=bridges)
+
+
+def test_a_word_the_catalog_uses_is_also_read_in_its_common_abbreviation(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("LAYERSEARCH_WORDNET", "")
+    idx = _employees()
+    terms = {j: t for t, j in idx.vocab.items()}
+
+    def slot(question: str) -> list[tuple[str, float]]:
+        (only,) = idx.query_slots(question)
+        return [(terms[j], round(w, 3)) for j, w in only]
+
+    # empl is more common than the word itself and keeps its start: a reading (0.8);
+    # emp is exactly as common as the word (the column that spells it): not one
+    assert slot("employees") == [("employe", 1.0), ("empl", 0.8)]
+    hits = [i for i, _ in idx.search("how many employees", 10)]
+    assert {"hr0.empl", "hr1.empl", "hr2.empl"} <= set(hits[:5])
+    # lng keeps the start of "languages" but is rarer than the word: a look-alike
+    assert slot("languages") == [("languag", 1.0)]
+    # end is commoner than "enrolled" but skips its r: a look-alike
+    assert slot("enrolled") == [("enrol", 1.0)]
+    # a question in the catalog's own spelling ranks as without bridges
+    assert idx.search("language", 10) == _employees(bridges=False).search("language", 10)
 
 
 # A WordNet database in its own format, three noun synsets: customer/client, and a head

@@ -46,6 +46,7 @@ __all__ = [
     "SYNONYM_WEIGHT",
     "abbreviation_weight",
     "abbreviation_candidates",
+    "keeps_word_start",
     "looks_like_word",
     "skeleton",
     "synonym_bridges",
@@ -111,15 +112,29 @@ def abbreviation_weight(part: str, word: str) -> float:
         at = word.find(ch, at) + 1
         if not at:
             return 0.0
-    # a plural's s is not a letter an abbreviation leaves out
-    single = word[:-1] if word.endswith("s") and not word.endswith("ss") else word
-    target = skeleton(single)
+    target = _word_skeleton(word)
     common = 0
     for a, b in zip(skeleton(part), target, strict=False):
         if a != b:
             break
         common += 1
     return ABBREVIATION_WEIGHT * min(1.0, (len(part) + common) / (2 * len(target)))
+
+
+def _word_skeleton(word: str) -> str:
+    """The skeleton an abbreviation of ``word`` is measured against: a plural's s is
+    not a letter an abbreviation leaves out."""
+    single = word[:-1] if word.endswith("s") and not word.endswith("ss") else word
+    return skeleton(single)
+
+
+def keeps_word_start(part: str, word: str) -> bool:
+    """Whether ``part``'s skeleton is the start of ``word``'s: the part keeps the word's
+    first consonants in order and skips none (``empl``, ``emp`` for *employees*,
+    ``dprt`` for *department*; not ``end`` for *enrolled*, nor ``crs`` for
+    *countries*). A reading of a word the catalog also spells out must be this
+    faithful (``CoverageIndex``)."""
+    return len(part) >= MIN_ABBREVIATION and _word_skeleton(word).startswith(skeleton(part))
 
 
 def synonym_bridges(catalog_terms: Mapping[str, int]) -> dict[str, list[tuple[int, float]]]:

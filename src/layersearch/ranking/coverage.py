@@ -53,6 +53,7 @@ from layersearch.ranking.analyzer import (
 )
 from layersearch.ranking.bridges import (
     abbreviation_weight,
+    keeps_word_start,
 )
 from layersearch.ranking.coverage_arrays import (
     _EMPTY_I,
@@ -103,6 +104,12 @@ TOP_TABLES = 50
 TOP_LEAF_TABLES = 10
 #: Whether a question word the catalog uses also gets bridges to other words.
 BRIDGE_KNOWN_WORDS = False
+#: Whether a question word the catalog uses is also read in the catalog's abbreviations
+#: of it (``employees`` → ``empl`` where a catalog writes ``emp_num`` somewhere and
+#: ``empl`` everywhere else): only an abbreviation that keeps the word's start
+#: (:func:`bridges.keeps_word_start`) and that the catalog writes more often than the
+#: word itself (lower idf). A synonym is never added to such a word.
+ABBREVIATE_KNOWN_WORDS = True
 #: Weight of one value-like word of the question (a number, a year, a quoted or
 #: capitalised name) as evidence for the leaves whose type can hold it, as a share of
 #: one average question word.
@@ -337,8 +344,10 @@ class CoverageIndex:
             zip(self.bridge_term[lo:hi].tolist(), self.bridge_w[lo:hi].tolist(), strict=True)
         )
 
-    def _abbreviating(self, word: str) -> list[tuple[int, float]]:
-        """The terms of identifier parts that abbreviate ``word``, with their weights."""
+    def _abbreviating(self, word: str, known: int = -1) -> list[tuple[int, float]]:
+        """The terms of identifier parts that abbreviate ``word``, with their weights.
+        ``known``: the term of ``word`` when the catalog uses it; then only the parts
+        that keep the word's start and whose term is more common than ``known``."""
         if not len(self.abbr_term) or not word.isascii():
             return []
         maybe = np.flatnonzero(
@@ -348,9 +357,12 @@ class CoverageIndex:
         )
         out = []
         for i in maybe.tolist():
-            w = abbreviation_weight(self.abbr_parts[i], word)
+            part, j = self.abbr_parts[i], int(self.abbr_term[i])
+            if known >= 0 and not (self.idf[j] < self.idf[known] and keeps_word_start(part, word)):
+                continue
+            w = abbreviation_weight(part, word)
             if w > 0:
-                out.append((int(self.abbr_term[i]), w))
+                out.append((j, w))
         return out
 
     def _table_coverage(
@@ -537,10 +549,13 @@ class CoverageIndex:
                 if pair:  # "family name" → surname: the pair is a slot of its own
                     keyed.append((f"{a}_{b}", "", pair))
             for key, raw, bridged in keyed:
+                own = -1  # the word's own term, when the catalog uses it and it gets no bridges
                 if key in slots and not BRIDGE_KNOWN_WORDS:
-                    continue
-                reach: dict[int, float] = dict(bridged)
-                for j, w in self._abbreviating(raw) if raw else ():
+                    if not ABBREVIATE_KNOWN_WORDS:
+                        continue
+                    own = next(iter(slots[key]))
+                reach: dict[int, float] = dict(bridged) if own < 0 else {}
+                for j, w in self._abbreviating(raw, own) if raw else ():
                     if w > reach.get(j, 0.0):
                         reach[j] = w
                 for j, w in reach.items():
