@@ -15,6 +15,7 @@ from layersearch.ranking.bridges import (
     keeps_word_start,
     looks_like_word,
     skeleton,
+    truncation_weight,
 )
 from layersearch.ranking.coverage import CoverageIndex, CoverageNode
 
@@ -174,6 +175,44 @@ def test_a_word_the_catalog_uses_is_also_read_in_its_common_abbreviation(
     assert slot("enrolled") == [("enrol", 1.0)]
     # a question in the catalog's own spelling ranks as without bridges
     assert idx.search("language", 10) == _employees(bridges=False).search("language", 10)
+
+
+@pytest.mark.parametrize(
+    ("part", "word", "weight"),
+    [
+        ("stat", "states", 0.8),  # 4 of the 5 letters of "state"
+        ("peop", "people", 4 / 6),
+        ("info", "information", 4 / 11),
+        ("room", "rooms", 0.0),  # the whole word, not a truncation of it
+        ("car", "cargo", 0.0),  # too short to be read as a truncation
+        ("stat", "estate", 0.0),  # not the word's start
+    ],
+)
+def test_truncation_weight(part: str, word: str, weight: float) -> None:
+    assert truncation_weight(part, word) == pytest.approx(weight)
+
+
+def test_a_truncated_name_is_read_only_for_a_word_the_catalog_does_not_use(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("LAYERSEARCH_WORDNET", "")
+    nodes = [
+        CoverageNode("poker", "group", None, {"name": "poker"}),
+        CoverageNode("poker.peop", "table", "poker", {"name": "peop"}),
+        CoverageNode("poker.peop.ntnl", "leaf", "poker.peop", {"name": "ntnl"}),
+        CoverageNode("cars", "group", None, {"name": "cars"}),
+        CoverageNode("cars.make", "table", "cars", {"name": "make"}),
+        CoverageNode("cars.make.maker", "leaf", "cars.make", {"name": "maker"}),
+    ]
+    idx = CoverageIndex(nodes, ENTITY_BOOSTS, bridges=True)
+    terms = {j: t for t, j in idx.vocab.items()}
+    # peop (a word to the fallback dictionary: it has vowels) is the start of "people"
+    (slot,) = idx.query_slots("people")
+    assert [(terms[j], round(w, 3)) for j, w in slot] == [("peop", 0.667)]
+    assert idx.search("how many people", 1)[0][0] == "poker.peop"
+    # "makers" is a word of the catalog: make, a word of its own, does not read it
+    (slot,) = idx.query_slots("makers")
+    assert [terms[j] for j, _ in slot] == ["maker"]
 
 
 # A WordNet database in its own format, three noun synsets: customer/client, and a head
