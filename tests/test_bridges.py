@@ -333,8 +333,11 @@ def test_a_scoped_index_takes_its_bridges_from_the_wide_one(
     lexicon._load.cache_clear()
     derived = CoverageIndex(crm, ENTITY_BOOSTS, bridges=wide)
     assert CoverageIndex(crm, ENTITY_BOOSTS, bridges=True).search("clients", 5) == []
-    for question in ("clients", "leaders of a facility", "customer"):
+    for question in ("clients", "leaders of a facility", "customer", "headquarters"):
         assert derived.search(question, 5) == own.search(question, 5), question
         assert derived.query_reach(question) == own.query_reach(question)
     assert derived.search("clients", 5)
+    # head is a word to WordNet, read only as a truncation: the flag travels with it
+    assert derived.search("headquarters", 1)[0][0] == "crm.cust_head"
+    assert derived.abbr_word[derived.abbr_parts.index("head")]
     lexicon._load.cache_clear()
