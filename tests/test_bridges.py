@@ -12,8 +12,10 @@ from layersearch.ranking import lexicon
 from layersearch.ranking.bridges import (
     abbreviation_candidates,
     abbreviation_weight,
+    keeps_word_start,
     looks_like_word,
     skeleton,
+    truncation_weight,
 )
 from layersearch.ranking.coverage import CoverageIndex, CoverageNode
 
@@ -117,6 +119,100 @@ def test_a_rare_look_alike_does_not_outrank_the_faithful_reading(
     tables = [i for i, _ in idx.search("how many countries", 10) if i.count(".") == 1]
     # cnts is rarer (one table) but only a look-alike (0.875): it comes after cntr
     assert tables.index("geo.cntr") < tables.index("vote.cnts")
+
+
+def test_keeps_word_start() -> None:
+    assert keeps_word_start("empl", "employees") and keeps_word_start("emp", "employees")
+    assert keeps_word_start("dprt", "department") and keeps_word_start("lng", "languages")
+    assert not keeps_word_start("end", "enrolled")  # skips the r
+    assert not keeps_word_start("crs", "countries")  # skips the n and t
+    assert not keeps_word_start("no", "number")  # too short to be read as an abbreviation
+
+
+def _employees(bridges: bool = True) -> CoverageIndex:
+    """A catalog that spells *employee* only through one ``emp_num`` column (the analyzer
+    expands ``emp``) and abbreviates it ``empl`` in three databases; it also writes
+    ``language`` in three tables and ``lng`` (longitude) in one, and ``end`` in three
+    columns next to one ``enrolled``."""
+    nodes = [
+        CoverageNode("uni", "group", None, {"name": "uni"}),
+        CoverageNode("uni.prof", "table", "uni", {"name": "prof"}),
+        CoverageNode("uni.prof.emp_num", "leaf", "uni.prof", {"name": "emp_num"}),
+        CoverageNode("uni.prof.enrolled", "leaf", "uni.prof", {"name": "enrolled"}),
+        CoverageNode("uni.prof.lng", "leaf", "uni.prof", {"name": "lng"}),
+    ]
+    for k in range(3):
+        db = f"hr{k}"
+        nodes += [
+            CoverageNode(db, "group", None, {"name": db}),
+            CoverageNode(f"{db}.empl", "table", db, {"name": "empl"}),
+            CoverageNode(f"{db}.empl.name", "leaf", f"{db}.empl", {"name": "name"}),
+            CoverageNode(f"{db}.empl.end", "leaf", f"{db}.empl", {"name": "end"}),
+            CoverageNode(f"{db}.language", "table", db, {"name": "language"}),
+        ]
+    return CoverageIndex(nodes, ENTITY_BOOSTS, bridges=bridges)
+
+
+def test_a_word_the_catalog_uses_is_also_read_in_its_common_abbreviation(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("LAYERSEARCH_WORDNET", "")
+    idx = _employees()
+    terms = {j: t for t, j in idx.vocab.items()}
+
+    def slot(question: str) -> list[tuple[str, float]]:
+        (only,) = idx.query_slots(question)
+        return [(terms[j], round(w, 3)) for j, w in only]
+
+    # empl is more common than the word itself and keeps its start: a reading (0.8);
+    # emp is exactly as common as the word (the column that spells it): not one
+    assert slot("employees") == [("employe", 1.0), ("empl", 0.8)]
+    hits = [i for i, _ in idx.search("how many employees", 10)]
+    assert {"hr0.empl", "hr1.empl", "hr2.empl"} <= set(hits[:5])
+    # lng keeps the start of "languages" but is rarer than the word: a look-alike
+    assert slot("languages") == [("languag", 1.0)]
+    # end is commoner than "enrolled" but skips its r: a look-alike
+    assert slot("enrolled") == [("enrol", 1.0)]
+    # a question in the catalog's own spelling ranks as without bridges
+    assert idx.search("language", 10) == _employees(bridges=False).search("language", 10)
+
+
+@pytest.mark.parametrize(
+    ("part", "word", "weight"),
+    [
+        ("stat", "states", 0.8),  # 4 of the 5 letters of "state"
+        ("peop", "people", 4 / 6),
+        ("info", "information", 4 / 11),
+        ("room", "rooms", 0.0),  # the whole word, not a truncation of it
+        ("car", "cargo", 0.0),  # too short to be read as a truncation
+        ("stat", "estate", 0.0),  # not the word's start
+    ],
+)
+def test_truncation_weight(part: str, word: str, weight: float) -> None:
+    assert truncation_weight(part, word) == pytest.approx(weight)
+
+
+def test_a_truncated_name_is_read_only_for_a_word_the_catalog_does_not_use(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("LAYERSEARCH_WORDNET", "")
+    nodes = [
+        CoverageNode("poker", "group", None, {"name": "poker"}),
+        CoverageNode("poker.peop", "table", "poker", {"name": "peop"}),
+        CoverageNode("poker.peop.ntnl", "leaf", "poker.peop", {"name": "ntnl"}),
+        CoverageNode("cars", "group", None, {"name": "cars"}),
+        CoverageNode("cars.make", "table", "cars", {"name": "make"}),
+        CoverageNode("cars.make.maker", "leaf", "cars.make", {"name": "maker"}),
+    ]
+    idx = CoverageIndex(nodes, ENTITY_BOOSTS, bridges=True)
+    terms = {j: t for t, j in idx.vocab.items()}
+    # peop (a word to the fallback dictionary: it has vowels) is the start of "people"
+    (slot,) = idx.query_slots("people")
+    assert [(terms[j], round(w, 3)) for j, w in slot] == [("peop", 0.667)]
+    assert idx.search("how many people", 1)[0][0] == "poker.peop"
+    # "makers" is a word of the catalog: make, a word of its own, does not read it
+    (slot,) = idx.query_slots("makers")
+    assert [terms[j] for j, _ in slot] == ["maker"]
 
 
 # A WordNet database in its own format, three noun synsets: customer/client, and a head
@@ -237,8 +333,11 @@ def test_a_scoped_index_takes_its_bridges_from_the_wide_one(
     lexicon._load.cache_clear()
     derived = CoverageIndex(crm, ENTITY_BOOSTS, bridges=wide)
     assert CoverageIndex(crm, ENTITY_BOOSTS, bridges=True).search("clients", 5) == []
-    for question in ("clients", "leaders of a facility", "customer"):
+    for question in ("clients", "leaders of a facility", "customer", "headquarters"):
         assert derived.search(question, 5) == own.search(question, 5), question
         assert derived.query_reach(question) == own.query_reach(question)
     assert derived.search("clients", 5)
+    # head is a word to WordNet, read only as a truncation: the flag travels with it
+    assert derived.search("headquarters", 1)[0][0] == "crm.cust_head"
+    assert derived.abbr_word[derived.abbr_parts.index("head")]
     lexicon._load.cache_clear()

@@ -19,6 +19,14 @@ the question means; the catalog's own word is evidence):
   WordNet's call when it is installed, else "has a vowel after its first
   letter". No hand list: the two-letter forms (``no``, ``dt``) stay with the
   analyzer's short list of standard abbreviations.
+- **Truncations** (:func:`truncation_weight`). An identifier part of
+  :data:`MIN_TRUNCATION` to :data:`MAX_ABBREVIATION` letters, word or not, that
+  is the start of a longer question word (``peop`` for *people*, ``stat`` for
+  *states*, ``info``, ``prod``): weight :data:`ABBREVIATION_WEIGHT` times the
+  share of the word's letters it keeps (a plural's ``s`` not counted): ``stat``
+  0.8 for *states*, ``peop`` 0.67 for *people*. Such a part is often a word of
+  its own (``make``, ``form``), so a truncation only reads a question word the
+  catalog does not use.
 - **Synonyms and related words** (:func:`synonym_bridges`), from WordNet
   (:mod:`layersearch.ranking.lexicon`), computed from the catalog side: every
   catalog word's synsets give their other lemmas (synonyms, weight
@@ -42,10 +50,14 @@ from collections.abc import Callable, Iterable, Mapping
 __all__ = [
     "ABBREVIATION_WEIGHT",
     "MIN_ABBREVIATION",
+    "MIN_TRUNCATION",
     "RELATED_WEIGHT",
     "SYNONYM_WEIGHT",
     "abbreviation_weight",
     "abbreviation_candidates",
+    "keeps_word_start",
+    "truncation_candidates",
+    "truncation_weight",
     "looks_like_word",
     "skeleton",
     "synonym_bridges",
@@ -57,6 +69,8 @@ ABBREVIATION_WEIGHT = 1.0
 MIN_ABBREVIATION = 3
 #: Longer parts are not abbreviations, whatever the dictionary says (names, typos).
 MAX_ABBREVIATION = 6
+#: Shorter parts are not read as truncations (``car`` is not *cargo*, nor ``pet`` *petrol*).
+MIN_TRUNCATION = 4
 #: A WordNet synonym: the same meaning in another word, but maybe another sense.
 SYNONYM_WEIGHT = 0.5
 #: A broader or narrower WordNet word.
@@ -111,15 +125,51 @@ def abbreviation_weight(part: str, word: str) -> float:
         at = word.find(ch, at) + 1
         if not at:
             return 0.0
-    # a plural's s is not a letter an abbreviation leaves out
-    single = word[:-1] if word.endswith("s") and not word.endswith("ss") else word
-    target = skeleton(single)
+    target = _word_skeleton(word)
     common = 0
     for a, b in zip(skeleton(part), target, strict=False):
         if a != b:
             break
         common += 1
     return ABBREVIATION_WEIGHT * min(1.0, (len(part) + common) / (2 * len(target)))
+
+
+def _singular(word: str) -> str:
+    """The word without a plural's s: not a letter an abbreviation leaves out."""
+    return word[:-1] if word.endswith("s") and not word.endswith("ss") else word
+
+
+def _word_skeleton(word: str) -> str:
+    """The skeleton an abbreviation of ``word`` is measured against."""
+    return skeleton(_singular(word))
+
+
+def keeps_word_start(part: str, word: str) -> bool:
+    """Whether ``part``'s skeleton is the start of ``word``'s: the part keeps the word's
+    first consonants in order and skips none (``empl``, ``emp`` for *employees*,
+    ``dprt`` for *department*; not ``end`` for *enrolled*, nor ``crs`` for
+    *countries*). A reading of a word the catalog also spells out must be this
+    faithful (``CoverageIndex``)."""
+    return len(part) >= MIN_ABBREVIATION and _word_skeleton(word).startswith(skeleton(part))
+
+
+def truncation_candidates(parts: Iterable[str]) -> list[str]:
+    """Identifier parts that may be the first letters of a longer word (sorted, unique)."""
+    return sorted(
+        {
+            p
+            for p in parts
+            if MIN_TRUNCATION <= len(p) <= MAX_ABBREVIATION and p.isalpha() and p.isascii()
+        }
+    )
+
+
+def truncation_weight(part: str, word: str) -> float:
+    """How strongly ``part`` truncates ``word`` (0: it is not the start of a longer word)."""
+    single = _singular(word)
+    if len(part) < MIN_TRUNCATION or len(part) >= len(single) or not single.startswith(part):
+        return 0.0
+    return ABBREVIATION_WEIGHT * len(part) / len(single)
 
 
 def synonym_bridges(catalog_terms: Mapping[str, int]) -> dict[str, list[tuple[int, float]]]:

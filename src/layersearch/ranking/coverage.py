@@ -53,6 +53,8 @@ from layersearch.ranking.analyzer import (
 )
 from layersearch.ranking.bridges import (
     abbreviation_weight,
+    keeps_word_start,
+    truncation_weight,
 )
 from layersearch.ranking.coverage_arrays import (
     _EMPTY_I,
@@ -73,6 +75,7 @@ from layersearch.ranking.coverage_terms import (
     VALUE_NUMBER,
     VALUE_TEXT,
     VALUE_TIME,
+    Abbreviations,
     _bridges,
     _forward,
     value_cues,
@@ -103,6 +106,12 @@ TOP_TABLES = 50
 TOP_LEAF_TABLES = 10
 #: Whether a question word the catalog uses also gets bridges to other words.
 BRIDGE_KNOWN_WORDS = False
+#: Whether a question word the catalog uses is also read in the catalog's abbreviations
+#: of it (``employees`` → ``empl`` where a catalog writes ``emp_num`` somewhere and
+#: ``empl`` everywhere else): only an abbreviation that keeps the word's start
+#: (:func:`bridges.keeps_word_start`) and that the catalog writes more often than the
+#: word itself (lower idf). A synonym is never added to such a word.
+ABBREVIATE_KNOWN_WORDS = True
 #: Weight of one value-like word of the question (a number, a year, a quoted or
 #: capitalised name) as evidence for the leaves whose type can hold it, as a share of
 #: one average question word.
@@ -277,15 +286,17 @@ class CoverageIndex:
         self, ordered: Sequence[CoverageNode], bridges: bool | CoverageIndex
     ) -> None:
         """Vocabulary bridges (``ranking.bridges``), as arrays so that a persisted index maps
-        them: identifier parts that may abbreviate a word (with their term, first letter,
-        letter set as a bit mask, length), and question-side tokens → (term, weight) CSR."""
+        them: identifier parts that may abbreviate or truncate a word (with their term,
+        whether the part is a word itself, first letter, letter set as a bit mask, length),
+        and question-side tokens → (term, weight) CSR."""
         if isinstance(bridges, CoverageIndex):
             abbr, syn = bridges._bridges_for(self.vocab)
         else:
-            abbr, syn = _bridges(ordered, self.vocab) if bridges else (([], []), {})
-        parts, abbr_terms = abbr
+            abbr, syn = _bridges(ordered, self.vocab) if bridges else (([], [], []), {})
+        parts, abbr_terms, abbr_words = abbr
         self.abbr_parts: list[str] = parts
         self.abbr_term = np.array(abbr_terms, dtype=np.int64)
+        self.abbr_word = np.array(abbr_words, dtype=bool)
         self.abbr_first = np.array([ord(p[0]) for p in parts], dtype=np.int32)
         self.abbr_mask = np.array([_letters(p) for p in parts], dtype=np.int64)
         self.abbr_len = np.array([len(p) for p in parts], dtype=np.int32)
@@ -297,14 +308,17 @@ class CoverageIndex:
 
     def _bridges_for(
         self, vocab: Mapping[str, int]
-    ) -> tuple[tuple[list[str], list[int]], dict[str, list[tuple[int, float]]]]:
+    ) -> tuple[Abbreviations, dict[str, list[tuple[int, float]]]]:
         """This index's bridges restricted to the terms of ``vocab``, in its term ids."""
         mine = {j: vocab[t] for t in vocab if (j := self.vocab.get(t)) is not None}
-        abbr: tuple[list[str], list[int]] = ([], [])
-        for part, j in zip(self.abbr_parts, self.abbr_term.tolist(), strict=True):
+        abbr: Abbreviations = ([], [], [])
+        for part, j, is_word in zip(
+            self.abbr_parts, self.abbr_term.tolist(), self.abbr_word.tolist(), strict=True
+        ):
             if j in mine:
                 abbr[0].append(part)
                 abbr[1].append(mine[j])
+                abbr[2].append(is_word)
         syn: dict[str, list[tuple[int, float]]] = {}
         if len(self.bridge_term):
             keep = np.isin(self.bridge_term, np.fromiter(mine, dtype=np.int64, count=len(mine)))
@@ -337,8 +351,11 @@ class CoverageIndex:
             zip(self.bridge_term[lo:hi].tolist(), self.bridge_w[lo:hi].tolist(), strict=True)
         )
 
-    def _abbreviating(self, word: str) -> list[tuple[int, float]]:
-        """The terms of identifier parts that abbreviate ``word``, with their weights."""
+    def _abbreviating(self, word: str, known: int = -1) -> list[tuple[int, float]]:
+        """The terms of identifier parts that abbreviate or truncate ``word``, with their
+        weights. ``known``: the term of ``word`` when the catalog uses it; then only the
+        abbreviations (not truncations) that keep the word's start and whose term is more
+        common than ``known``."""
         if not len(self.abbr_term) or not word.isascii():
             return []
         maybe = np.flatnonzero(
@@ -348,9 +365,15 @@ class CoverageIndex:
         )
         out = []
         for i in maybe.tolist():
-            w = abbreviation_weight(self.abbr_parts[i], word)
+            part, j = self.abbr_parts[i], int(self.abbr_term[i])
+            if self.abbr_word[i]:
+                w = truncation_weight(part, word) if known < 0 else 0.0
+            elif known < 0 or (self.idf[j] < self.idf[known] and keeps_word_start(part, word)):
+                w = abbreviation_weight(part, word)
+            else:
+                continue
             if w > 0:
-                out.append((int(self.abbr_term[i]), w))
+                out.append((j, w))
         return out
 
     def _table_coverage(
@@ -537,10 +560,13 @@ class CoverageIndex:
                 if pair:  # "family name" → surname: the pair is a slot of its own
                     keyed.append((f"{a}_{b}", "", pair))
             for key, raw, bridged in keyed:
+                own = -1  # the word's own term, when the catalog uses it and it gets no bridges
                 if key in slots and not BRIDGE_KNOWN_WORDS:
-                    continue
-                reach: dict[int, float] = dict(bridged)
-                for j, w in self._abbreviating(raw) if raw else ():
+                    if not ABBREVIATE_KNOWN_WORDS:
+                        continue
+                    own = next(iter(slots[key]))
+                reach: dict[int, float] = dict(bridged) if own < 0 else {}
+                for j, w in self._abbreviating(raw, own) if raw else ():
                     if w > reach.get(j, 0.0):
                         reach[j] = w
                 for j, w in reach.items():

@@ -10,7 +10,11 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from layersearch.ranking.analyzer import analyze, split_identifier, stem
-from layersearch.ranking.bridges import abbreviation_candidates, synonym_bridges
+from layersearch.ranking.bridges import (
+    abbreviation_candidates,
+    synonym_bridges,
+    truncation_candidates,
+)
 
 if TYPE_CHECKING:
     from layersearch.ranking.coverage import CoverageNode
@@ -102,11 +106,16 @@ def _forward(
     )
 
 
+#: Identifier parts that may shorten a question word, their terms, and whether each is a
+#: word of its own (then it is only read as a truncation, see ``ranking.bridges``).
+Abbreviations = tuple[list[str], list[int], list[bool]]
+
+
 def _bridges(
     ordered: Sequence[CoverageNode], vocab: Mapping[str, int]
-) -> tuple[tuple[list[str], list[int]], dict[str, list[tuple[int, float]]]]:
+) -> tuple[Abbreviations, dict[str, list[tuple[int, float]]]]:
     """The index's vocabulary bridges: the identifier parts of names and labels that may
-    abbreviate a word, with their terms; WordNet synonyms of its terms."""
+    abbreviate or truncate a word, with their terms; WordNet synonyms of its terms."""
     from layersearch.ranking.lexicon import wordnet
 
     parts: set[str] = set()
@@ -120,8 +129,9 @@ def _bridges(
             for word in text.split():
                 parts.update(split_identifier(word))
     wn = wordnet()
-    candidates = abbreviation_candidates(parts, wn.is_word if wn is not None else None)
+    shortened = set(abbreviation_candidates(parts, wn.is_word if wn is not None else None))
+    candidates = sorted(shortened.union(truncation_candidates(parts)))
     found = [(p, vocab[stem(p)]) for p in candidates if stem(p) in vocab]
     terms = {t: j for t, j in vocab.items() if t.replace("_", "").isalpha()}
-    abbr = ([p for p, _ in found], [j for _, j in found])
+    abbr = ([p for p, _ in found], [j for _, j in found], [p not in shortened for p, _ in found])
     return abbr, synonym_bridges(terms)

@@ -43,7 +43,7 @@ __all__ = [
 ]
 
 MANIFEST = "manifest.json"
-FORMAT = 1
+FORMAT = 2
 #: arrays smaller than this are read into memory: mapping a page for a few bytes costs more
 _MMAP_MIN_BYTES = 1 << 16
 _PACKAGE = "layersearch."
