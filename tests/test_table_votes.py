@@ -1,8 +1,10 @@
-"""A column votes once more at its table's rank: columns ranked with their table's evidence.
+"""Tables and columns vote once more at their table's rank: columns with their table's
+evidence.
 
 Counted alone, a look-alike column of an unrelated database outranks the columns of
-the question's second table; the ``table`` vote (``rank.table_votes``, given to
-``fuse``) orders columns of equally matched tables by their tables' ranks.
+the question's third table; the ``table`` vote (``rank.table_votes``, given to
+``fuse``, weighed by the separation of the fused table scores) orders columns of
+equally matched tables by their tables' ranks.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ def _level(doc_id: str) -> int:
 
 
 def _table_of(doc_id: str) -> str | None:
-    return doc_id.rsplit(".", 1)[0] if doc_id.count(".") == 2 else None
+    return {1: doc_id, 2: doc_id.rsplit(".", 1)[0]}.get(doc_id.count("."))
 
 
 def test_given_votes_count_for_fused_ids_only_and_share_ranks() -> None:
@@ -42,6 +44,7 @@ def test_table_votes_rank_tables_among_tables() -> None:
     ranked = {
         "schema": [("a.t", 4.0), ("z.w.look_alike", 3.5), ("b.u", 3.0), ("a.t.x", 2.0)],
         "vector": [("b.u", 0.9), ("b.u.y", 0.8)],
+        "fulltext": [("a", 1.0)],
     }
     fused = fuse(ranked, level=_level)
     votes = dict((i, (r, s)) for i, r, s in table_votes(fused, _level, _table_of))
@@ -50,10 +53,11 @@ def test_table_votes_rank_tables_among_tables() -> None:
     assert votes["b.u.y"][0] == tables.index("b.u") + 1
     assert votes["b.u.y"][1] == fused.scores[fused.ids.index("b.u")]
     assert "z.w.look_alike" not in votes  # its table was not fused
-    assert all(_level(i) == 0 for i in votes)  # tables get no vote
+    assert votes["a.t"] == (tables.index("a.t") + 1, fused.scores[fused.ids.index("a.t")])
+    assert "a" not in votes and all(_level(i) >= 0 for i in votes)  # schema entities only
 
 
-def test_a_look_alike_column_falls_below_the_second_tables_columns(
+def test_a_look_alike_column_falls_below_the_third_tables_columns(
     data_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from layersearch import Layersearch
@@ -78,5 +82,6 @@ def test_a_look_alike_column_falls_below_the_second_tables_columns(
     assert after.index(wanted) < after.index(look_alike)
     sex = next(h for h in hits if h.id.lower() == wanted)
     table = next(c for c in sex.explanation or [] if c.channel == "table")
-    assert table.weight == 1.0 and table.rank >= 1
-    assert table.contribution == pytest.approx(1 / (60 + table.rank), abs=1e-6)
+    # weighed by how far the fused tables stand apart (their separation)
+    assert table.separation == table.weight and 0 < table.weight <= 1 and table.rank >= 1
+    assert table.contribution == pytest.approx(table.weight / (60 + table.rank), abs=1e-6)

@@ -18,7 +18,16 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-__all__ = ["EVIDENCE_TOP", "RRF_K", "Fused", "FusedList", "evidence_weights", "fuse", "rrf"]
+__all__ = [
+    "EVIDENCE_TOP",
+    "RRF_K",
+    "Fused",
+    "FusedList",
+    "evidence_weights",
+    "fuse",
+    "rrf",
+    "separation",
+]
 
 RRF_K = 60
 #: The rank at which :func:`evidence_weights` reads how far a channel's scores fell.

@@ -39,7 +39,7 @@ from layersearch.corpora.entities.rank import (
     table_votes,
 )
 from layersearch.ranking.explain import explain
-from layersearch.ranking.fusion import evidence_weights, fuse
+from layersearch.ranking.fusion import evidence_weights, fuse, separation
 from layersearch.semantic.canonical import in_scope
 from layersearch.semantic.model import Entity
 from layersearch.types import ChannelScore, Hit, SearchRequest, SearchResponse
@@ -57,8 +57,10 @@ if TYPE_CHECKING:
 #: table rankings (the level both rank) and average 1, so equally separated lists fuse
 #: as plain RRF; every other channel keeps weight 1. Empty: plain RRF.
 EVIDENCE_CHANNELS: tuple[str, ...] = ("schema", "vector")
-#: With a question, a fused leaf (column, measure, aggregation) gets one more vote, the
-#: ``table`` channel, at its table's rank among the fused tables (``rank.table_votes``).
+#: With a question, every fused table and leaf (column, measure, aggregation) gets one
+#: more vote, the ``table`` channel, at its table's rank among the fused tables
+#: (``rank.table_votes``), weighed by the ``separation`` of the fused table scores: the
+#: tables' evidence counts as far as the fusion could tell its tables apart.
 TABLE_VOTES = True
 
 #: The vector channel a search is handed: (question, k, datasource, allowed ids,
@@ -311,12 +313,17 @@ class CorpusSearch:
         )
         table_of = self._table_of_id(level)
         if question is not None and TABLE_VOTES:
-            # a leaf votes once more, at its table's rank among the fused tables
+            # tables and leaves vote once more, at their table's rank among the fused
+            # tables, weighed by how far those tables stand apart
             votes = table_votes(fused, level, table_of)
             if votes:
+                sep = separation(
+                    [s for i, s in zip(fused.ids, fused.scores, strict=True) if level(i) == 1]
+                )
+                weighed = {**weighed, TABLE_CHANNEL: (sep, sep, 1.0)}
                 fused = fuse(
                     ranks.entity,
-                    weights=weights,
+                    weights={**weights, TABLE_CHANNEL: sep},
                     level=level,
                     by_level=RANK_BY_LEVEL,
                     superseded=superseded,
