@@ -58,9 +58,11 @@ def test_vector_channel_runs_after_embed(tmp_path: Path) -> None:
     after = ls.search(question="tax on orders", explain=True)
     assert "vector" in channels_of(after) and after.warnings == []
     only = ls.search(question="tax on orders", explain=True, channels=["vector"])
-    assert channels_of(only) == {"vector"}
+    # table: every schema hit's vote at its table's rank, derived from the channels run
+    assert channels_of(only) == {"vector", "table"}
     lexical = ls.search(question="tax on orders", explain=True, channels=["fulltext"])
-    lexical_channels = {"fulltext", "schema", "words"}  # words: memories by question share
+    # words: memories by question share; table: schema hits at their table's rank
+    lexical_channels = {"fulltext", "schema", "words", "table"}
     assert channels_of(lexical) <= lexical_channels and "vector" not in channels_of(lexical)
     ls.close()
 

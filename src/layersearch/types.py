@@ -37,6 +37,7 @@ class ChannelScore(BaseModel):
     channel: str = Field(
         description="input | bm25 | fulltext | schema | vector | words (a memory by the share "
         "of the question its text holds) | tags (a memory tagged with a ranked entity) | "
+        "table (a column at its table's rank among the fused tables) | "
         "recent (newest memories, no input)"
     )
     rank: int = Field(description="1-based rank within the channel")

@@ -27,6 +27,7 @@ from layersearch.corpora.entities.rank import (
     CHANNEL_DEPTH,
     JOIN_KEY_TABLES,
     RANK_BY_LEVEL,
+    TABLE_CHANNEL,
     _memory_order,
     _Ordered,
     _Rankings,
@@ -35,9 +36,10 @@ from layersearch.corpora.entities.rank import (
     join_key_order,
     merge_kinds,
     same_query_order,
+    table_votes,
 )
 from layersearch.ranking.explain import explain
-from layersearch.ranking.fusion import evidence_weights, fuse
+from layersearch.ranking.fusion import evidence_weights, fuse, separation
 from layersearch.semantic.canonical import in_scope
 from layersearch.semantic.model import Entity
 from layersearch.types import ChannelScore, Hit, SearchRequest, SearchResponse
@@ -55,6 +57,11 @@ if TYPE_CHECKING:
 #: table rankings (the level both rank) and average 1, so equally separated lists fuse
 #: as plain RRF; every other channel keeps weight 1. Empty: plain RRF.
 EVIDENCE_CHANNELS: tuple[str, ...] = ("schema", "vector")
+#: With a question, every fused table and leaf (column, measure, aggregation) gets one
+#: more vote, the ``table`` channel, at its table's rank among the fused tables
+#: (``rank.table_votes``), weighed by the ``separation`` of the fused table scores: the
+#: tables' evidence counts as far as the fusion could tell its tables apart.
+TABLE_VOTES = True
 
 #: The vector channel a search is handed: (question, k, datasource, allowed ids,
 #: memories) → ranked ids; ``memories`` asks for memories only, else entities only.
@@ -296,16 +303,34 @@ class CorpusSearch:
         level = ranks.level
         superseded = {"fulltext": lambda i: level(i) >= 0} if "schema" in ranks.entity else None
         weighed = self._evidence(ranks.entity, question, ds, level)
+        weights = {c: w for c, (w, _, _) in weighed.items()}
         fused = fuse(
             ranks.entity,
-            weights={c: w for c, (w, _, _) in weighed.items()},
+            weights=weights,
             level=level,
             by_level=RANK_BY_LEVEL,
             superseded=superseded,
         )
+        table_of = self._table_of_id(level)
+        if question is not None and TABLE_VOTES:
+            # tables and leaves vote once more, at their table's rank among the fused
+            # tables, weighed by how far those tables stand apart
+            votes = table_votes(fused, level, table_of)
+            if votes:
+                sep = separation(
+                    [s for i, s in zip(fused.ids, fused.scores, strict=True) if level(i) == 1]
+                )
+                weighed = {**weighed, TABLE_CHANNEL: (sep, sep, 1.0)}
+                fused = fuse(
+                    ranks.entity,
+                    weights={**weights, TABLE_CHANNEL: sep},
+                    level=level,
+                    by_level=RANK_BY_LEVEL,
+                    superseded=superseded,
+                    given={TABLE_CHANNEL: votes},
+                )
         lifted = None
         if question is not None and JOIN_KEY_TABLES > 0:
-            table_of = self._table_of_id(level)
             # (a snapshot decodes only the JOINS edges, not its CONTAINS)
             joins_of = partial(self.edges_out.of_type, edge_type="JOINS")
             lifted = join_key_order(fused.ids, table_of, joins_of, JOIN_KEY_TABLES)
