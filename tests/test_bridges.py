@@ -306,8 +306,11 @@ def test_explain_shows_each_channels_weight_separation_and_reach(tmp_path: Path)
     for h in resp.results:
         for c in h.explanation or []:
             assert c.contribution == pytest.approx(c.weight / (60 + c.rank), abs=1e-6)
-            weighed = h.kind != "memory" and c.channel in ("schema", "vector")
+            # the table vote is weighed too: by how far the fused tables stand apart
+            weighed = h.kind != "memory" and c.channel in ("schema", "vector", "table")
             assert weighed == (c.reach is not None)
+            if c.channel == "table":
+                assert c.weight == pytest.approx(c.separation, abs=1e-6)
     assert " x" in explain_text([schema])
 
 
