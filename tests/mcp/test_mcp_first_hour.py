@@ -147,7 +147,11 @@ def test_a_bad_embedder_in_the_config_stops_serve_at_start(
         cwd=tmp_path,
         unset=("LAYERSEARCH_EMBEDDER",),  # the file's embedder, not the tests' `none`
     )
-    out, err = proc.communicate(timeout=60)
+    try:
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:  # a server that did start is not left behind on its port
+            stop(proc)
     assert proc.returncode == 2
     assert out == ""
     # the first use of a project file is logged (issue #20); then one error line
