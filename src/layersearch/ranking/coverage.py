@@ -474,8 +474,9 @@ class CoverageIndex:
         for slot in slots:
             lm = np.zeros(n_tables)
             tm = np.zeros(n_tables)
+            word_idf = self._slot_idf(slot)
             for j, m in slot:
-                idf = self._slot_idf(slot, j) * m
+                idf = word_idf * m
                 row = self.lcov_row[j]
                 if row >= 0:
                     np.maximum(lm, idf * self.lcov_dense[row], out=lm)
@@ -502,22 +503,23 @@ class CoverageIndex:
         count = np.zeros(len(nodes), dtype=np.int32)
         for slot in slots:
             best = np.zeros(len(nodes))
+            word_idf = self._slot_idf(slot)
             for j, m in slot:
                 match = np.flatnonzero(terms == j)
                 if len(match):
-                    np.maximum.at(best, owner[match], m * self._slot_idf(slot, j) * fw[match])
+                    np.maximum.at(best, owner[match], m * word_idf * fw[match])
             mass += best
             count += best > 0
         return mass, count
 
-    def _slot_idf(self, slot: Slot, j: int) -> float:
-        """The idf a slot's term ``j`` is counted with: the idf of the slot's best-weighted
-        term, for every term of the slot. A slot is one question word; its bridges are
+    def _slot_idf(self, slot: Slot) -> float:
+        """The idf every term of a (non-empty) slot is counted with: the idf of the slot's
+        best-weighted term. A slot is one question word; its bridges are
         readings of it, and a rare look-alike (``cnts``, contestants, for *countries*)
         must not outscore the faithful common reading (``cntr``) by being rare: the
         weight says how faithful a reading is, the idf how telling the word is (as a
         search engine's synonym query scores its synonyms as one term)."""
-        return float(self.idf[slot[0][0]]) if slot else float(self.idf[j])
+        return float(self.idf[slot[0][0]])
 
     def query_terms(self, text: str) -> list[int]:
         """The question's terms the index knows: its words, then the closed compounds
@@ -614,7 +616,7 @@ class CoverageIndex:
         slots = self.query_slots(text)
         plain = all(_exact(slot) for slot in slots)
         query = [slot[0][0] for slot in slots] if plain else []
-        total = float(sum(max(m * self._slot_idf(slot, j) for j, m in slot) for slot in slots))
+        total = float(sum(max(m * self._slot_idf(slot) for _, m in slot) for slot in slots))
         if not slots or k < 1 or total <= 0:
             return [], []
         allowed = ids if ids is None or isinstance(ids, set | frozenset) else set(ids)

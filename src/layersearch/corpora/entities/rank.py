@@ -262,7 +262,8 @@ def table_votes(
     look-alike column of an unrelated database (``Teachers.first_name`` of
     behavior_monitoring for "the first name and gender of students who have a pet")
     outranks the columns of the question's third table (``Student.Sex`` of pets_1).
-    Given to ``fuse`` as one more channel of weight 1 (``given=``), it orders a table's
+    Given to ``fuse`` as one more channel (``given=``; the entity search weighs it by
+    the separation of the fused tables' scores), it orders a table's
     columns by their own votes and columns of equally matched tables by their tables'
     ranks. A table votes for itself at its own rank, so tables keep their order among
     tables and a table matched as a whole is not pushed down by other tables' columns.
