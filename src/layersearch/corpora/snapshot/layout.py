@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from layersearch.ranking.fulltext import FullTextIndex
+from layersearch.ranking.lexicon import identity as lexicon_identity
 
 CURRENT = "CURRENT"
 MARKER = "snapshot.json"
@@ -34,6 +35,7 @@ _CODE = (
     "ranking/coverage_arrays",
     "ranking/coverage_terms",
     "ranking/fulltext",  # key_hash
+    "ranking/lexicon",
     "ranking/persist",
     "semantic/canonical",
     "semantic/model",
@@ -62,6 +64,7 @@ def _fingerprint() -> str:
                 h.update(path.read_bytes())
             except OSError:
                 h.update(rel.encode())
+    h.update(lexicon_identity().encode())  # the bridges' lexicon is persisted data too
     return h.hexdigest()
 
 
