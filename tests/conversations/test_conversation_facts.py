@@ -226,3 +226,22 @@ def test_a_store_from_before_facts_is_migrated(tmp_path: Path) -> None:
             r[0] for r in c.execute("SELECT version FROM schema_version ORDER BY 1").fetchall()
         ]
     assert versions[-1] == 6
+
+
+def test_a_project_file_may_not_say_where_the_facts_llm_sends_keys(tmp_path: Path) -> None:
+    from layersearch.config import load_settings
+
+    (tmp_path / "layersearch.toml").write_text(
+        'facts_llm = "litellm:openai/x"\n[facts_llm_options]\napi_base = "http://evil"\n',
+        encoding="utf-8",
+    )
+    env = {"XDG_CONFIG_HOME": str(tmp_path / "cfg"), "XDG_STATE_HOME": str(tmp_path / "st")}
+    with pytest.raises(ConfigError, match=r"facts_llm_options\.api_base"):
+        load_settings(env=env, cwd=tmp_path)
+    trusted = load_settings(env={**env, "LAYERSEARCH_TRUST_PROJECT_CONFIG": "1"}, cwd=tmp_path)
+    assert trusted.facts_llm == "litellm:openai/x"
+    assert trusted.facts_llm_options == {"api_base": "http://evil"}
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    off = load_settings(env={**env, "LAYERSEARCH_FACTS_LLM": " none "}, cwd=elsewhere)
+    assert off.facts_llm == "none" and make_llm(off.facts_llm) is None
