@@ -148,9 +148,20 @@ def test_off_by_default_and_specs_are_checked(tmp_path: Path) -> None:
 
 
 def test_without_facts_the_index_is_what_it_was(service: ConversationService) -> None:
+    from layersearch.ranking.fulltext import FullTextIndex
+
     snap = service.snapshot()
-    assert "facts" not in snap.messages_ft.boosts
-    assert snap.messages_ft.boosts == service.config.boosts()
+    assert snap.messages_ft.boosts == service.config.boosts()  # no facts field
+    where = Path(service.store.index_dir) / "messages"
+    before = FullTextIndex.read_stamp(where)
+    assert before == f"conversations-{snap.version}-{service.config.document_shape()}"
+    with serve_chat(answer_facts) as server:
+        service.extract_facts(llm_for(server))
+    snap = service.snapshot()
+    # facts stored: the index gets the field and a stamp of its own, so it is rebuilt
+    assert snap.messages_ft.boosts == {**service.config.boosts(), "facts": 0.3}
+    stamp = FullTextIndex.read_stamp(where)
+    assert stamp is not None and stamp.endswith("-facts1") and stamp != before
 
 
 def run(*args: str, env: dict[str, str] | None = None) -> tuple[int, str, str]:
@@ -245,3 +256,37 @@ def test_a_project_file_may_not_say_where_the_facts_llm_sends_keys(tmp_path: Pat
     elsewhere.mkdir()
     off = load_settings(env={**env, "LAYERSEARCH_FACTS_LLM": " none "}, cwd=elsewhere)
     assert off.facts_llm == "none" and make_llm(off.facts_llm) is None
+
+
+def test_a_long_session_is_sent_in_parts_of_whole_turns(tmp_path: Path) -> None:
+    from datetime import UTC, datetime
+
+    from layersearch.corpora.conversations.facts import MAX_PROMPT_CHARS, MAX_TURN_CHARS
+    from layersearch.corpora.conversations.records import MessageDraft, assemble_conversation
+
+    when = datetime(2024, 5, 8, 9, 0, tzinfo=UTC)
+    drafts = [
+        MessageDraft(role="user", content=f"word{i} " + "x" * 5000, created=when) for i in range(10)
+    ]
+    conv = assemble_conversation(
+        source="generic", native_id="long", title=None, created=None, updated=None, drafts=drafts
+    )
+    assert conv is not None
+    svc = ConversationService(DuckDBStore(tmp_path / "s.duckdb"))
+    svc.import_conversations([conv])
+
+    def answer(messages: list[dict[str, Any]]) -> str:
+        first = _LINE.findall(messages[-1]["content"])[0][1].split()[0]
+        fact = "zebra crossing" if first == "word5" else "giraffe"
+        return json.dumps({"facts": [{"fact": fact, "turns": [1]}]})
+
+    with serve_chat(answer) as server:
+        report = svc.extract_facts(llm_for(server))
+        prompts = [r.inputs[-1] for r in server.requests]
+    assert report.sessions == report.extracted == len(prompts) == 2
+    assert all(len(p) <= MAX_PROMPT_CHARS for p in prompts)
+    assert [p.count("\n[") + 1 for p in prompts] == [5, 5]  # whole turns, numbered per part
+    assert prompts[1].startswith("[1] user (8 May 2024): word5 ")
+    assert f"{'x' * (MAX_TURN_CHARS - 6)} …\n" in prompts[0]  # a long turn is cut
+    ids = [h.message_id for h in svc.search_messages("zebra", 3, channels=["fulltext"]).hits]
+    assert ids == [conv.messages[5].id]

@@ -54,6 +54,10 @@ FACTS_FORMAT = 1
 #: the longest fact kept, and the most facts one session may give
 MAX_FACT_CHARS = 400
 MAX_FACTS = 200
+#: a turn longer than this is cut in the prompt (a pasted log or file), and a session
+#: whose lines pass this many characters is sent in parts of whole turns (~6k tokens)
+MAX_TURN_CHARS = 4000
+MAX_PROMPT_CHARS = 24000
 #: sessions extracted between two writes of the cache (work done survives an interrupt)
 _SAVE_EVERY = 10
 
@@ -93,14 +97,17 @@ class FactsAnswerError(LayersearchError):
 class _Session:
     conversation_id: str
     number: int
+    #: 1, 2, … when a long session is sent in parts, else 0
+    part: int
     turns: tuple[MessageRow, ...]
     text: str
 
     def label(self) -> str:
         first = self.turns[0]
+        part = f" (part {self.part})" if self.part else ""
         when = f", {first.created:%Y-%m-%d}" if first.created else ""
         turn = f", from turn {first.turn_id}" if first.turn_id else ""
-        return f"session {self.number} of conversation {self.conversation_id}{when}{turn}"
+        return f"session {self.number}{part} of conversation {self.conversation_id}{when}{turn}"
 
 
 def session_groups(turns: Sequence[MessageRow], gap_minutes: int) -> list[list[MessageRow]]:
@@ -120,15 +127,33 @@ def session_groups(turns: Sequence[MessageRow], gap_minutes: int) -> list[list[M
     return groups
 
 
+def _line(n: int, m: MessageRow) -> str:
+    who = m.speaker or m.role
+    when = f" ({m.created.day} {m.created:%B %Y})" if m.created else ""
+    text = m.content if len(m.content) <= MAX_TURN_CHARS else m.content[:MAX_TURN_CHARS] + " …"
+    return f"[{n}] {who}{when}: {text}"
+
+
 def session_text(turns: Sequence[MessageRow]) -> str:
     """What the model reads of a session (and what its cache key hashes): one numbered
-    line per turn, ``[n] speaker (date): text``."""
-    lines = []
-    for n, m in enumerate(turns, start=1):
-        who = m.speaker or m.role
-        when = f" ({m.created.day} {m.created:%B %Y})" if m.created else ""
-        lines.append(f"[{n}] {who}{when}: {m.content}")
-    return "\n".join(lines)
+    line per turn, ``[n] speaker (date): text``, a turn cut at ``MAX_TURN_CHARS``."""
+    return "\n".join(_line(n, m) for n, m in enumerate(turns, start=1))
+
+
+def _parts(turns: Sequence[MessageRow]) -> list[list[MessageRow]]:
+    """A session in parts of whole turns whose lines stay within ``MAX_PROMPT_CHARS``
+    (a part holds at least one turn); one part when the session fits."""
+    parts: list[list[MessageRow]] = [[]]
+    size = 0
+    for m in turns:
+        length = len(_line(len(parts[-1]) + 1, m)) + 1
+        if parts[-1] and size + length > MAX_PROMPT_CHARS:
+            parts.append([])
+            size = 0
+            length = len(_line(1, m)) + 1
+        parts[-1].append(m)
+        size += length
+    return parts
 
 
 def text_hash(text: str) -> str:
@@ -187,7 +212,9 @@ def parse_answer(answer: str, n_turns: int) -> list[tuple[str, list[int]]]:
 def _sessions(turns: dict[str, list[MessageRow]], gap_minutes: int) -> Iterable[_Session]:
     for cid, ts in turns.items():
         for number, group in enumerate(session_groups(ts, gap_minutes), start=1):
-            yield _Session(cid, number, tuple(group), session_text(group))
+            parts = _parts(group)
+            for part, turns_ in enumerate(parts, start=1 if len(parts) > 1 else 0):
+                yield _Session(cid, number, part, tuple(turns_), session_text(turns_))
 
 
 def extract_facts(

@@ -285,10 +285,10 @@ class ConversationService:
     ) -> FactsReport:
         """Ask ``llm`` (a :class:`layersearch.embed.llm.ChatModel`) for the facts of each session
         of these conversations (all by default) not already cached; see :mod:`.facts`."""
+        # No lock: the model is slow, searches go on; each cache write is one transaction.
         turns = _turns(db.load_messages(self.store, conversation_ids))
         gap = self.config.session_gap_minutes
-        with self._lock:
-            return extract_facts(self.store, llm, turns, gap_minutes=gap, progress=progress)
+        return extract_facts(self.store, llm, turns, gap_minutes=gap, progress=progress)
 
     def import_summaries(self, path: str | Path) -> SummaryImportReport:
         summaries, problems = import_summaries(path)
