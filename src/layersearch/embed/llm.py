@@ -14,7 +14,7 @@ import os
 import random
 import time
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, Protocol
 
 from layersearch.errors import ConfigError, LLMUnavailable
 
@@ -29,16 +29,15 @@ DEFAULT_MAX_TRIES = 4
 _RETRY_STATUS = {429, 503}
 
 
-class ChatModel:
+class ChatModel(Protocol):
     """What fact extraction needs of a model: a name and one answer per prompt."""
 
     model: str
 
-    def complete(self, system: str, user: str) -> str:  # pragma: no cover - interface
-        raise NotImplementedError
+    def complete(self, system: str, user: str) -> str: ...
 
 
-class LiteLLMChat(ChatModel):
+class LiteLLMChat:
     """``litellm.completion`` at temperature 0; rate limits (429, 503) are retried with
     exponential backoff, any other failure is an :class:`LLMUnavailable` saying why."""
 

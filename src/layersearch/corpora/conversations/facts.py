@@ -22,7 +22,7 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, Field
 
@@ -31,6 +31,9 @@ from layersearch.store.base import Store
 
 from . import store as db
 from .store import FactsRow, MessageRow
+
+if TYPE_CHECKING:
+    from layersearch.embed.llm import ChatModel
 
 __all__ = [
     "FACTS_FORMAT",
@@ -219,7 +222,7 @@ def _sessions(turns: dict[str, list[MessageRow]], gap_minutes: int) -> Iterable[
 
 def extract_facts(
     store: Store,
-    llm: Any,
+    llm: ChatModel,
     turns: dict[str, list[MessageRow]],
     *,
     gap_minutes: int,

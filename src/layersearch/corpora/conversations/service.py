@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from layersearch.corpora.dense import DenseCorpus, DenseDoc
 from layersearch.errors import (
@@ -78,6 +78,9 @@ from .records import Conversation, has_question
 from .render import render_conversations, render_semantic, render_summaries
 from .store import ConversationRow, ImportReport, MessageRow, SummaryImportReport
 from .summaries import IMPORTANCE, THINKING_STAGES, Summary, import_summaries
+
+if TYPE_CHECKING:
+    from layersearch.embed.llm import ChatModel
 
 __all__ = [
     "DEPTH",
@@ -278,7 +281,7 @@ class ConversationService:
 
     def extract_facts(
         self,
-        llm: Any,
+        llm: ChatModel,
         conversation_ids: Sequence[str] | None = None,
         *,
         progress: Callable[[int, int], None] | None = None,
