@@ -290,3 +290,23 @@ def test_a_long_session_is_sent_in_parts_of_whole_turns(tmp_path: Path) -> None:
     assert f"{'x' * (MAX_TURN_CHARS - 6)} …\n" in prompts[0]  # a long turn is cut
     ids = [h.message_id for h in svc.search_messages("zebra", 3, channels=["fulltext"]).hits]
     assert ids == [conv.messages[5].id]
+
+
+def test_eval_conversations_with_facts_and_its_cache(tmp_path: Path) -> None:
+    cache = str(tmp_path / "eval")
+    cmd = ["--embedder", "none", "eval", "conversations", "--locomo", str(MINI)]
+    cmd += ["--channels", "fulltext", "--cache", cache, "--json"]
+    code, out, _ = run(*cmd)
+    assert code == 0 and "facts" not in json.loads(out)  # off unless the flag is given
+    with serve_chat(answer_facts) as server:
+        config = tmp_path / "ls.toml"
+        config.write_text(
+            f'[facts_llm_options]\napi_base = "{server.base_url}"\napi_key = "x"\n',
+            encoding="utf-8",
+        )
+        with_facts = ["--config", str(config), *cmd, "--facts-llm", "litellm:openai/fake-chat"]
+        code, out, _ = run(*with_facts)
+        assert code == 0, out
+        assert json.loads(out)["facts"]["extracted"] == 2 and server.calls == 2
+        code, out, _ = run(*with_facts)  # the cached eval store: nothing sent again
+        assert code == 0 and json.loads(out)["facts"]["cached"] == 2 and server.calls == 2
