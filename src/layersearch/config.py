@@ -10,16 +10,20 @@ the file::
     models = "models/"                      # loaded at start when the store is empty [LAYERSEARCH_MODELS]
     embedder = "litellm:openai/text-embedding-3-small"   # embedder spec, or "none"; default: local when installed [LAYERSEARCH_EMBEDDER]
     vault = "~/notes"                       # an Obsidian-style vault [LAYERSEARCH_VAULT]
+    facts_llm = "litellm:openai/gpt-4o-mini"   # facts extracted from conversation sessions at import; default: off [LAYERSEARCH_FACTS_LLM]
 
     [embedder_options]                      # passed to the embedder as keyword arguments
     api_base = "http://127.0.0.1:8080"
+
+    [facts_llm_options]                     # api_base, api_key, timeout, max_tries of the facts LLM
+    api_base = "http://127.0.0.1:8000/v1"
 
 Relative paths in the file are relative to the file; relative paths in the
 environment are relative to the working directory.
 
 A file found in the working directory (not named by ``--config`` or
 ``$LAYERSEARCH_CONFIG``) is a project's file: it may choose the store path and the
-embedder, but a store URL or an embedder option that says where requests and their
+embedder, but a store URL or an embedder (or facts LLM) option that says where requests and their
 credentials go (``api_base``, ``api_key``, …) is refused unless the user trusts it
 (``$LAYERSEARCH_TRUST_PROJECT_CONFIG``, or ``trusted_projects`` in
 ``~/.config/layersearch/config.toml``); its first use is logged.
@@ -61,11 +65,13 @@ ENV_VARS: dict[str, str] = {
     "models": "LAYERSEARCH_MODELS",
     "embedder": "LAYERSEARCH_EMBEDDER",
     "vault": "LAYERSEARCH_VAULT",
+    "facts_llm": "LAYERSEARCH_FACTS_LLM",
 }
 CONFIG_ENV = "LAYERSEARCH_CONFIG"
 
-_STRING_KEYS = ("store", "models", "embedder", "vault")
-_KNOWN_KEYS = (*_STRING_KEYS, "embedder_options")
+_STRING_KEYS = ("store", "models", "embedder", "vault", "facts_llm")
+_TABLE_KEYS = ("embedder_options", "facts_llm_options")
+_KNOWN_KEYS = (*_STRING_KEYS, *_TABLE_KEYS)
 
 
 @dataclass(frozen=True)
@@ -77,6 +83,10 @@ class Settings:
     embedder: str | None = None
     embedder_options: dict[str, Any] = field(default_factory=dict)
     vault: Path | None = None
+    #: the chat model that extracts facts from conversation sessions at import
+    #: (``litellm:<model>``); ``None`` or ``none``: off
+    facts_llm: str | None = None
+    facts_llm_options: dict[str, Any] = field(default_factory=dict)
     #: The file the settings were read from, if any.
     source: Path | None = None
 
@@ -106,6 +116,8 @@ def load_settings(
         embedder=values.get("embedder"),
         embedder_options=dict(values.get("embedder_options") or {}),
         vault=_path_value(values.get("vault"), file.parent if file else base),
+        facts_llm=values.get("facts_llm"),
+        facts_llm_options=dict(values.get("facts_llm_options") or {}),
         source=file,
     )
     return _apply_env(settings, env, base)
@@ -138,11 +150,12 @@ def _destinations(values: Mapping[str, Any]) -> list[str]:
     store = values.get("store")
     if isinstance(store, str) and "://" in store:
         out.append("store")
-    for key, value in (values.get("embedder_options") or {}).items():
-        if _DESTINATION.search(str(key)) or (isinstance(value, str) and "://" in value):
-            out.append(f"embedder_options.{key}")
-        elif isinstance(value, dict | list):
-            out.append(f"embedder_options.{key}")  # a table could hide headers
+    for table in _TABLE_KEYS:
+        for key, value in (values.get(table) or {}).items():
+            if _DESTINATION.search(str(key)) or (isinstance(value, str) and "://" in value):
+                out.append(f"{table}.{key}")
+            elif isinstance(value, dict | list):
+                out.append(f"{table}.{key}")  # a table could hide headers
     return out
 
 
@@ -257,9 +270,9 @@ def _check_key(file: Path, key: str, value: Any) -> None:
         raise ConfigError(
             f"{file}: '{key}' must be a non-empty string, got {type(value).__name__} {value!r}"
         )
-    if key == "embedder_options" and not isinstance(value, dict):
+    if key in _TABLE_KEYS and not isinstance(value, dict):
         raise ConfigError(
-            f"{file}: 'embedder_options' must be a table, e.g. [embedder_options] "
+            f"{file}: '{key}' must be a table, e.g. [{key}] "
             f'with api_base = "…"; got {type(value).__name__}'
         )
 
@@ -272,7 +285,7 @@ def _apply_env(settings: Settings, env: Mapping[str, str], base: Path) -> Settin
             continue
         if key == "store":
             changes[key] = _store_value(raw, base)
-        elif key == "embedder":
+        elif key in ("embedder", "facts_llm"):
             changes[key] = raw.strip()
         else:
             changes[key] = _path_value(raw, base)

@@ -45,6 +45,7 @@ __all__ = [
     "CypherLimitError",
     "EmbeddingUnavailable",
     "ModelMismatch",
+    "LLMUnavailable",
     "StoreError",
     "StoreMissing",
     "StoreEmpty",
@@ -139,6 +140,12 @@ class EmbeddingUnavailable(LayersearchError):
 
 class ModelMismatch(LayersearchError):
     code = "model_mismatch"
+
+
+class LLMUnavailable(LayersearchError):
+    """A chat model (fact extraction) could not answer: unreachable, refused, rate limited."""
+
+    code = "llm_unavailable"
 
 
 class StoreError(LayersearchError):

@@ -285,3 +285,18 @@ def test_conversations_identical_across_backends(location_for: Callable[[str], s
     for duck, pg in zip(outputs["duckdb"], outputs["postgres"], strict=True):
         assert duck == pg
     assert outputs["duckdb"][3] == "No conversations found containing 'zzz-no-match'"
+
+
+def test_extracted_facts_on_both_backends(location: str) -> None:
+    """The facts cache and the facts field: the same on DuckDB and PostgreSQL."""
+    from layersearch.embed.testserver import serve_chat
+    from tests.conversations.test_conversation_facts import FACT, answer_facts, llm_for
+
+    with Layersearch(location, embedder=FakeEmbedder(32)) as ls, serve_chat(answer_facts) as srv:
+        conv = ls.conversations
+        conv.import_path(CONVERSATIONS / "locomo" / "mini.json")
+        first = conv.extract_facts(llm_for(srv))
+        again = conv.extract_facts(llm_for(srv))
+        hits = conv.search_messages("business intelligence", 3, channels=["fulltext"]).hits
+    assert (first.extracted, first.facts, again.cached, srv.calls) == (2, 3, 2, 2)
+    assert [h.turn_id for h in hits] == ["D1:3"], FACT

@@ -1683,6 +1683,13 @@ def _conversation_cases() -> list[Case]:
             files={"m.jsonl": GOOD_JSONL},
         ),
         Case(
+            "conv.import.facts-llm-cli",
+            "enum",
+            Err(ConfigError, "is not a facts LLM spec"),
+            cli=("conversations", "import", "{dir}/m.jsonl", "--facts-llm", "gpt-4o"),
+            files={"m.jsonl": GOOD_JSONL},
+        ),
+        Case(
             "conv.import.truncated-json",
             "malformed",
             Err(ImportFailed, "invalid JSON"),

@@ -26,6 +26,7 @@ TABLES = (
     "conversations",
     "messages",
     "summaries",
+    "conversation_facts",
     "vault_notes",
     "vault_chunks",
 )

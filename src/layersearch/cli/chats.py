@@ -29,6 +29,16 @@ def _embed(ls: Any, as_json: bool) -> Any:
         return ls.conversations.embed(progress=progress)
 
 
+def _facts_llm(obj: Ctx, flag: str | None) -> Any:
+    """The chat model that extracts facts at import: --facts-llm, else the settings'
+    facts_llm (layersearch.toml, $LAYERSEARCH_FACTS_LLM); ``None`` when off."""
+    settings = obj.settings()
+    spec = flag if flag is not None else settings.facts_llm
+    from layersearch.embed.llm import make_llm
+
+    return make_llm(spec, settings.facts_llm_options)
+
+
 def _print_problems(problems: list[str]) -> None:
     for p in problems:
         click.echo(f"skipped: {p}", err=True)
@@ -47,10 +57,21 @@ def conversations() -> None:
     "Export format: auto, chatgpt, claude, claude_code, cursor, gemini, generic, locomo."
 )
 @no_embed_option
+@click.option(
+    "--facts-llm",
+    "facts_llm",
+    default=None,
+    metavar="SPEC",
+    help="Extract facts from each session with this chat model (litellm:<model>), "
+    "cached in the store; `none` turns off a configured one. Default: facts_llm in "
+    "layersearch.toml or LAYERSEARCH_FACTS_LLM, else off.",
+)
 @json_option
 @click.pass_obj
 @handle_errors
-def conversations_import(obj: Ctx, path: str, fmt: str, no_embed: bool, as_json: bool) -> None:
+def conversations_import(
+    obj: Ctx, path: str, fmt: str, no_embed: bool, facts_llm: str | None, as_json: bool
+) -> None:
     """Import a file or folder of chat exports.
 
     Idempotent: a newer export of the same conversations adds only what is new."""
@@ -58,6 +79,7 @@ def conversations_import(obj: Ctx, path: str, fmt: str, no_embed: bool, as_json:
         raise ConfigError(
             f"unknown format '{fmt}': use one of {', '.join(_conversation_formats())}"
         )
+    llm = _facts_llm(obj, facts_llm)
     ls = obj.api(create=True)
     with status(f"reading {path}", as_json):
         from layersearch.corpora.conversations import import_conversations
@@ -67,9 +89,18 @@ def conversations_import(obj: Ctx, path: str, fmt: str, no_embed: bool, as_json:
         report = ls.conversations.import_conversations(
             parsed.conversations, problems=parsed.problems, progress=progress
         )
+    facts = None
+    if llm is not None:
+        with Progress(f"extracting facts with {llm.model}", as_json) as progress:
+            facts = ls.conversations.extract_facts(
+                llm, sorted({c.id for c in parsed.conversations}), progress=progress
+            )
     embedded = _embed(ls, as_json) if not no_embed else []
     if as_json:
-        emit_json({"import": report, "embedded": embedded})
+        out: dict[str, Any] = {"import": report, "embedded": embedded}
+        if facts is not None:
+            out["facts"] = facts
+        emit_json(out)
         return
     click.echo(
         f"{report.conversations} conversations, {report.messages} messages read: "
@@ -78,6 +109,11 @@ def conversations_import(obj: Ctx, path: str, fmt: str, no_embed: bool, as_json:
         f"{report.messages_removed} superseded messages removed; "
         f"{report.injected} injected messages kept out of search"
     )
+    if facts is not None:
+        click.echo(
+            f"facts ({facts.model}): {facts.sessions} sessions, {facts.extracted} extracted "
+            f"({facts.facts} facts), {facts.cached} cached, {facts.failed} failed"
+        )
     for r in embedded:
         click.echo(f"{r.corpus}: {r.embedded} embedded, {r.unchanged} unchanged — {r.model}")
     _print_problems(report.problems)

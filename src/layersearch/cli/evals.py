@@ -328,6 +328,14 @@ def _one_channel_set(channels: str | None) -> list[str] | None:
     metavar="NAME=VALUE",
     help="Override a message search setting, e.g. --set resolve_dates=true (repeatable).",
 )
+@click.option(
+    "--facts-llm",
+    "facts_llm",
+    default=None,
+    metavar="SPEC",
+    help="Extract facts from each session with this chat model (litellm:<model>) first; "
+    "only this flag turns it on here ([facts_llm_options] apply). Cached with --cache.",
+)
 @json_option
 @click.pass_obj
 @handle_errors
@@ -339,6 +347,7 @@ def eval_conversations_cmd(
     chosen: str | None,
     details_path: str | None,
     overrides: tuple[str, ...],
+    facts_llm: str | None,
     as_json: bool,
 ) -> None:
     """Message search recall and MRR on LoCoMo questions.
@@ -346,6 +355,7 @@ def eval_conversations_cmd(
     recall_any / recall_all / evidence recall at 5, 10, 20 and MRR, overall and per
     category; the dense channel uses --embedder, else the local MiniLM model."""
     from layersearch.embed import make_embedder
+    from layersearch.embed.llm import make_llm
     from layersearch.eval.conversations import (
         CHANNEL_SETS,
         evaluate_locomo,
@@ -355,6 +365,7 @@ def eval_conversations_cmd(
 
     sets = parse_channel_sets(channels)
     config = parse_config(overrides)
+    llm = make_llm(facts_llm, obj.settings().facts_llm_options) if facts_llm else None
     embedder = None
     if any("vector" in CHANNEL_SETS[s] for s in sets):
         embedder = make_embedder(obj.embedder or "local")
@@ -371,6 +382,7 @@ def eval_conversations_cmd(
                 conversations=chosen,
                 progress=lambda _name, done, total: progress(done, total),
                 details=write,
+                facts_llm=llm,
             )
     if as_json:
         emit_json(result)
@@ -384,6 +396,12 @@ def _print_locomo(result: dict[str, Any]) -> None:
         f"{result['questions']} questions over {len(result['conversations'])} conversations"
         + (f"; dense: {result['embedder']}" if result["embedder"] else "")
     )
+    if "facts" in result:
+        f = result["facts"]
+        click.echo(
+            f"facts ({f['model']}): {f['sessions']} sessions, {f['extracted']} extracted, "
+            f"{f['cached']} cached, {f['failed']} failed"
+        )
     columns = [
         f"{m}@{k}" for m in ("recall_any", "recall_all", "evidence_recall") for k in (5, 10, 20)
     ] + ["mrr"]

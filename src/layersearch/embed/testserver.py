@@ -1,4 +1,5 @@
-"""A tiny OpenAI-compatible ``/v1/embeddings`` server backed by any embedder.
+"""A tiny OpenAI-compatible ``/v1/embeddings`` server backed by any embedder, and its
+chat twin :class:`ChatServer` (``/v1/chat/completions``, answered by a function).
 
 It lets the real litellm code path run offline: point
 ``make_embedder("litellm:openai/<name>", config={"api_base": url, "api_key": "x"})``
@@ -20,16 +21,16 @@ import contextlib
 import json
 import logging
 import threading
-from collections.abc import Collection, Iterator
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
 from layersearch.embed.base import Embedder
 
-__all__ = ["EmbeddingServer", "RequestRecord", "serve_embeddings"]
+__all__ = ["ChatServer", "EmbeddingServer", "RequestRecord", "serve_chat", "serve_embeddings"]
 
 log = logging.getLogger("layersearch.embed.testserver")
 
@@ -178,7 +179,124 @@ def _error(message: str, code: str) -> dict[str, Any]:
     return {"error": {"message": message, "type": code, "code": code, "param": None}}
 
 
-def _handler_for(server: EmbeddingServer) -> type[BaseHTTPRequestHandler]:
+class _Handles(Protocol):
+    def handle(self, path: str, headers: Any, raw: bytes) -> tuple[int, dict[str, Any]]: ...
+
+
+#: what a :class:`ChatServer` answers with: the reply's text, or an HTTP error status
+ChatAnswer = Callable[[list[dict[str, Any]]], "str | int"]
+
+
+class ChatServer:
+    """An OpenAI-compatible ``/v1/chat/completions`` server for tests: ``answer`` gets the
+    request's messages and returns the reply's text, or an HTTP status (an int) to fail
+    with. ``requests`` records every request (``inputs`` are the messages' contents).
+
+        with ChatServer(lambda messages: '{"facts": []}') as server:
+            ... server.base_url ...
+    """
+
+    def __init__(
+        self,
+        answer: ChatAnswer,
+        *,
+        model_name: str = "fake-chat",
+        host: str = "127.0.0.1",
+        port: int = 0,
+    ) -> None:
+        self.answer = answer
+        self.model_name = model_name
+        self.requests: list[RequestRecord] = []
+        self._lock = threading.Lock()
+        self._httpd = ThreadingHTTPServer((host, port), _handler_for(self))
+        self._httpd.daemon_threads = True
+        self._thread: threading.Thread | None = None
+
+    @property
+    def base_url(self) -> str:
+        host, port = self._httpd.server_address[:2]
+        return f"http://{host!s}:{port}/v1"
+
+    @property
+    def calls(self) -> int:
+        """Chat requests received (answered or failed)."""
+        with self._lock:
+            return len(self.requests)
+
+    def start(self) -> str:
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, name="layersearch-chat-server", daemon=True
+        )
+        self._thread.start()
+        return self.base_url
+
+    def stop(self) -> None:
+        self._httpd.shutdown()
+        self._httpd.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+    def __enter__(self) -> ChatServer:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def handle(self, path: str, headers: Any, raw: bytes) -> tuple[int, dict[str, Any]]:
+        if path.rstrip("/") not in ("/v1/chat/completions", "/chat/completions"):
+            return 404, _error(f"no route {path}; POST /v1/chat/completions", "not_found")
+        try:
+            body = json.loads(raw or b"{}")
+            messages = body["messages"]
+            if not isinstance(messages, list) or not all(
+                isinstance(m, dict) and isinstance(m.get("content"), str) for m in messages
+            ):
+                raise ValueError("messages must be a list of {role, content}")
+        except (ValueError, TypeError, KeyError) as exc:
+            return 400, _error(f"bad request: {exc}", "invalid_request_error")
+        reply = self.answer(messages)
+        if isinstance(reply, int):
+            status, payload = reply, _error(f"failing on purpose with {reply}", "server_error")
+        else:
+            status, payload = 200, _completion(reply, body.get("model") or self.model_name)
+        with self._lock:
+            self.requests.append(
+                RequestRecord(path, [m["content"] for m in messages], status, body)
+            )
+        return status, payload
+
+
+def _completion(text: str, model: str) -> dict[str, Any]:
+    tokens = len(text.split())
+    return {
+        "id": "chatcmpl-test",
+        "object": "chat.completion",
+        "created": 0,
+        "model": model,
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": text},
+                "finish_reason": "stop",
+            }
+        ],
+        "usage": {"prompt_tokens": 0, "completion_tokens": tokens, "total_tokens": tokens},
+    }
+
+
+@contextlib.contextmanager
+def serve_chat(answer: ChatAnswer, **options: Any) -> Iterator[ChatServer]:
+    """Run a :class:`ChatServer` for the ``with`` block; yields the server."""
+    server = ChatServer(answer, **options)
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def _handler_for(server: _Handles) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
 
@@ -188,7 +306,7 @@ def _handler_for(server: EmbeddingServer) -> type[BaseHTTPRequestHandler]:
             try:
                 status, payload = server.handle(self.path, self.headers, raw)
             except Exception as exc:  # the server must answer, not hang the client
-                log.exception("embedding request failed")
+                log.exception("request failed")
                 status, payload = 500, _error(f"server error: {exc}", "server_error")
             data = json.dumps(payload).encode("utf-8")
             self.send_response(status)
@@ -196,9 +314,10 @@ def _handler_for(server: EmbeddingServer) -> type[BaseHTTPRequestHandler]:
             self.send_header("Content-Length", str(len(data)))
             if status == 429:
                 self.send_header("Retry-After", "0")
+            if status == 429 or (status >= 500 and isinstance(server, ChatServer)):
                 # The openai SDK under litellm obeys this header; without it the
-                # SDK's own retries would hide the 429s from the caller's
-                # backoff, which is what tests want to observe.
+                # SDK's own retries would hide the 429s (and a chat server's 5xx)
+                # from the caller's backoff, which is what tests want to observe.
                 self.send_header("x-should-retry", "false")
             self.end_headers()
             self.wfile.write(data)

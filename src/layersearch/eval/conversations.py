@@ -33,6 +33,7 @@ from layersearch.corpora.conversations.locomo import (
 from layersearch.corpora.conversations.search import ConversationService, MessageSearchConfig
 from layersearch.corpora.dense import DenseCorpus
 from layersearch.embed.base import Embedder
+from layersearch.embed.llm import ChatModel
 from layersearch.errors import ConfigError, LayersearchError
 from layersearch.eval.metrics import (
     all_found_at_k,
@@ -179,8 +180,13 @@ def evaluate_locomo(
     conversations: str | Sequence[str] | None = None,
     progress: Callable[[str, int, int], None] | None = None,
     details: Callable[[dict[str, Any]], None] | None = None,
+    facts_llm: ChatModel | None = None,
 ) -> dict[str, Any]:
     """The metrics of :data:`METRIC_KEYS` per channel set; the default set's on top.
+
+    ``facts_llm``: facts are extracted from each session first (cached in the store, so
+    with ``store_dir`` a later run sends nothing) and the result gains ``facts``, the
+    extraction's report.
 
     ``details``, when given, is called with one record per question and channel set
     (the question, its evidence, the ranked turn ids and every metric).
@@ -215,18 +221,13 @@ def evaluate_locomo(
         service = ConversationService(store, getter if embedder else None, config=config)
         service.import_conversations(imported.conversations, problems=imported.problems)
         warnings: list[str] = []
+        facts = None
+        if facts_llm is not None:
+            step = None if progress is None else (lambda d, t: progress("facts", d, t))
+            facts = service.extract_facts(facts_llm, progress=step)  # failures are logged
         needs_vectors = any("vector" in CHANNEL_SETS[s] for s in sets)
         if needs_vectors:
-            if embedder is None:
-                warnings.append("no embedder: channel sets with vector skipped")
-                sets = [s for s in sets if "vector" not in CHANNEL_SETS[s]]
-            else:
-                embed = None if progress is None else (lambda d, t: progress("embedding", d, t))
-                try:
-                    service.embed(progress=embed)
-                except LayersearchError as exc:
-                    warnings.append(f"embedding unavailable: {exc}; vector channel sets skipped")
-                    sets = [s for s in sets if "vector" not in CHANNEL_SETS[s]]
+            sets = _embedded_sets(service, sets, embedder is not None, progress, warnings)
         results = {
             name: _run_set(service, questions, CHANNEL_SETS[name], name, progress, details)
             for name in sets
@@ -246,7 +247,31 @@ def evaluate_locomo(
         out[key] = top[key] if top else None
     out["channel_sets"] = results
     out["warnings"] = warnings
+    if facts is not None:
+        out["facts"] = facts.model_dump()
     return out
+
+
+def _embedded_sets(
+    service: ConversationService,
+    sets: list[str],
+    have_embedder: bool,
+    progress: Callable[[str, int, int], None] | None,
+    warnings: list[str],
+) -> list[str]:
+    """Embed the turns for the channel sets with vectors; the sets that can run (those
+    with vectors dropped, and a warning, when there is no embedder or it failed)."""
+    without = [s for s in sets if "vector" not in CHANNEL_SETS[s]]
+    if not have_embedder:
+        warnings.append("no embedder: channel sets with vector skipped")
+        return without
+    embed = None if progress is None else (lambda d, t: progress("embedding", d, t))
+    try:
+        service.embed(progress=embed)
+    except LayersearchError as exc:
+        warnings.append(f"embedding unavailable: {exc}; vector channel sets skipped")
+        return without
+    return sets
 
 
 def _run_set(

@@ -71,6 +71,16 @@ DUCKDB: list[list[str]] = [
     ],
     # 5: halfvec HNSW indexes on PostgreSQL; DuckDB ranks vectors in memory, nothing to do
     [],
+    # 6: facts an LLM extracted from conversation sessions, cached by content: ``key`` is a
+    # hash of the session's text, the model and the prompt version; ``text_hash`` of the
+    # text alone (what a snapshot looks a session's facts up by); ``facts`` a JSON array
+    [
+        """CREATE TABLE IF NOT EXISTS conversation_facts (
+            key VARCHAR PRIMARY KEY, text_hash VARCHAR NOT NULL, conversation_id VARCHAR NOT NULL,
+            model VARCHAR NOT NULL, prompt_version INTEGER NOT NULL, facts VARCHAR NOT NULL,
+            created TIMESTAMPTZ NOT NULL)""",
+        "CREATE INDEX IF NOT EXISTS conversation_facts_text ON conversation_facts (text_hash)",
+    ],
 ]
 
 # Identifier columns are COLLATE "C": ORDER BY then sorts by code point, as DuckDB
@@ -162,6 +172,14 @@ POSTGRES: list[list[str]] = [
             END LOOP;
         END
         $$""",
+    ],
+    # 6: facts an LLM extracted from conversation sessions, cached by content
+    [
+        """CREATE TABLE IF NOT EXISTS conversation_facts (
+            key text COLLATE "C" PRIMARY KEY, text_hash text COLLATE "C" NOT NULL,
+            conversation_id text COLLATE "C" NOT NULL, model text NOT NULL,
+            prompt_version integer NOT NULL, facts text NOT NULL, created timestamptz NOT NULL)""",
+        "CREATE INDEX IF NOT EXISTS conversation_facts_text ON conversation_facts (text_hash)",
     ],
 ]
 

@@ -58,7 +58,14 @@ def dense_text(turns: Sequence[MessageRow], i: int, config: MessageSearchConfig)
     return "\n".join(parts)
 
 
-def message_doc(turns: Sequence[MessageRow], i: int, config: MessageSearchConfig) -> FTDoc:
+def message_doc(
+    turns: Sequence[MessageRow],
+    i: int,
+    config: MessageSearchConfig,
+    facts: Sequence[str] | None = None,
+) -> FTDoc:
+    """Turn ``i``'s full-text document; ``facts``, when the store holds extracted facts,
+    are the turn's (possibly none), in a field of their own."""
     m = turns[i]
     lo, hi = max(0, i - config.context_before), min(len(turns), i + 1 + config.context_after)
     fields = {
@@ -70,6 +77,8 @@ def message_doc(turns: Sequence[MessageRow], i: int, config: MessageSearchConfig
     }
     if config.resolve_dates:
         fields["resolved"] = " ".join(resolve_dates(m.content, m.created))
+    if facts is not None:
+        fields["facts"] = "\n".join(facts)
     return FTDoc(id=m.id, kind=m.role, scopes=(m.conversation_id,), fields=fields)
 
 

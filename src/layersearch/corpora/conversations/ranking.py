@@ -148,6 +148,10 @@ class MessageSearchConfig:
     #: matches the turn that dates an event relative to the day it was written
     resolve_dates: bool = False
     boost_resolved: float = 0.5
+    #: the boost of a turn's ``facts`` field: the facts an LLM extracted from its session
+    #: (see :mod:`.facts`), present only when a store holds extracted facts. Low: a fact
+    #: restates the turn in other words, the turn's own words stay what counts most
+    boost_facts: float = 0.3
     #: a question that names a date ("on May 3, 2023", "in December 2023", "in 2022")
     #: adds this many standard deviations of its fused scores to the turns dated within
     #: it: written on that day (month, year), or, with ``date_match_resolved``, naming a
@@ -187,7 +191,8 @@ class MessageSearchConfig:
         shape = f"doc{DOC_FORMAT}-ctx{self.context_before}.{self.context_after}"
         return shape + ("-resolved" if self.resolve_dates else "")
 
-    def boosts(self) -> dict[str, float]:
+    def boosts(self, *, facts: bool = False) -> dict[str, float]:
+        """The full-text fields and their boosts; ``facts`` adds the extracted facts' field."""
         boosts = {
             "text": self.boost_text,
             "speaker": self.boost_speaker,
@@ -197,6 +202,8 @@ class MessageSearchConfig:
         }
         if self.resolve_dates:
             boosts["resolved"] = self.boost_resolved
+        if facts:
+            boosts["facts"] = self.boost_facts
         return boosts
 
 

@@ -16,9 +16,9 @@ import re
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from layersearch.corpora.dense import DenseCorpus, DenseDoc
 from layersearch.errors import (
@@ -55,6 +55,7 @@ from .documents import (
     summary_dense_text,
     summary_doc,
 )
+from .facts import FACTS_FORMAT, FactsReport, extract_facts, session_groups, turn_facts
 from .importers import import_conversations
 from .mirror import build_mirror
 from .ranking import (
@@ -77,6 +78,9 @@ from .records import Conversation, has_question
 from .render import render_conversations, render_semantic, render_summaries
 from .store import ConversationRow, ImportReport, MessageRow, SummaryImportReport
 from .summaries import IMPORTANCE, THINKING_STAGES, Summary, import_summaries
+
+if TYPE_CHECKING:
+    from layersearch.embed.llm import ChatModel
 
 __all__ = [
     "DEPTH",
@@ -173,22 +177,24 @@ def _asked(snap: _Snapshot, mid: str) -> frozenset[str]:
     return found
 
 
+def _turns(messages: Sequence[MessageRow]) -> dict[str, list[MessageRow]]:
+    """The searchable turns of each conversation, in order."""
+    turns: dict[str, list[MessageRow]] = {}
+    for m in messages:
+        if searchable(m):
+            turns.setdefault(m.conversation_id, []).append(m)
+    return turns
+
+
 def _sessions(turns: dict[str, list[MessageRow]], gap_minutes: int) -> dict[str, int]:
-    """Each turn's session: a conversation's turns split where one was written
-    ``gap_minutes`` or more after the turn before it (a turn without a time stays in
-    the session of the turn before)."""
-    gap = timedelta(minutes=gap_minutes)
+    """Each turn's session (see :func:`session_groups`), numbered across the snapshot."""
     session: dict[str, int] = {}
     number = -1
     for ts in turns.values():
-        number += 1
-        last: datetime | None = None
-        for m in ts:
-            if m.created is not None:
-                if last is not None and m.created - last >= gap:
-                    number += 1
-                last = m.created
-            session[m.id] = number
+        for group in session_groups(ts, gap_minutes):
+            number += 1
+            for m in group:
+                session[m.id] = number
     return session
 
 
@@ -273,6 +279,20 @@ class ConversationService:
                 self.store, conversations, problems=problems, progress=progress
             )
 
+    def extract_facts(
+        self,
+        llm: ChatModel,
+        conversation_ids: Sequence[str] | None = None,
+        *,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> FactsReport:
+        """Ask ``llm`` (a :class:`layersearch.embed.llm.ChatModel`) for the facts of each session
+        of these conversations (all by default) not already cached; see :mod:`.facts`."""
+        # No lock: the model is slow, searches go on; each cache write is one transaction.
+        turns = _turns(db.load_messages(self.store, conversation_ids))
+        gap = self.config.session_gap_minutes
+        return extract_facts(self.store, llm, turns, gap_minutes=gap, progress=progress)
+
     def import_summaries(self, path: str | Path) -> SummaryImportReport:
         summaries, problems = import_summaries(path)
         with self._lock:
@@ -309,24 +329,28 @@ class ConversationService:
         messages = db.load_messages(self.store)
         conversations = db.load_conversations(self.store)
         summaries = {s.id: s for s in db.load_summaries(self.store)}
-        turns: dict[str, list[MessageRow]] = {}
-        for m in messages:
-            if searchable(m):
-                turns.setdefault(m.conversation_id, []).append(m)
+        turns = _turns(messages)
         # The documents depend on the context window too: a changed config rebuilds the index.
         stamp = f"conversations-{version}-{self.config.document_shape()}"
+        gap = self.config.session_gap_minutes
+        facts = turn_facts(turns, gap, db.load_facts(self.store))
+        if facts:
+            stamp += f"-facts{FACTS_FORMAT}"
         base = Path(self.store.index_dir)
 
         def message_docs() -> list[FTDoc]:
+            # without facts, no facts field: the documents of a store that never had any
             return [
-                message_doc(ts, i, self.config) for ts in turns.values() for i in range(len(ts))
+                message_doc(ts, i, self.config, facts.get(ts[i].id, ()) if facts else None)
+                for ts in turns.values()
+                for i in range(len(ts))
             ]
 
         def summary_docs() -> list[FTDoc]:
             titles = {c.id: c.title for c in conversations.values()}
             return [summary_doc(s, titles.get(s.conversation_id)) for s in summaries.values()]
 
-        boosts = self.config.boosts()
+        boosts = self.config.boosts(facts=bool(facts))
         messages_ft = open_or_rebuild(base / "messages", boosts, stamp, message_docs).index
         summaries_ft = open_or_rebuild(
             base / "summaries", SUMMARY_BOOSTS, stamp, summary_docs
@@ -350,7 +374,7 @@ class ConversationService:
             ),
             mirror=build_mirror(messages, conversations, summaries),
             periods={},
-            session=_sessions(turns, self.config.session_gap_minutes),
+            session=_sessions(turns, gap),
             asked={},
         )
 
@@ -626,7 +650,7 @@ class ConversationService:
         words = feedback_terms(docs, idf, exclude, cfg.feedback_terms)
         if not words:
             return ranked
-        boosts = {f: b * cfg.feedback_weight for f, b in cfg.boosts().items() if f != "speaker"}
+        boosts = {f: b * cfg.feedback_weight for f, b in ft.boosts.items() if f != "speaker"}
         extra = ft.search(" ".join(words), DEPTH, scopes=scope, boosts=boosts, analysed=True)
         scores = dict(ranked)
         for doc_id, score in extra:
@@ -642,7 +666,7 @@ class ConversationService:
         named = sorted(n for n in names if strip_names(query, {n}) != query)
         if not named:
             return snap.messages_ft.search(text, DEPTH, scopes=scope)
-        content = {**self.config.boosts(), "speaker": 0.0}
+        content = {**snap.messages_ft.boosts, "speaker": 0.0}
         ranked = dict(
             snap.messages_ft.search(strip_names(text, named), DEPTH, scopes=scope, boosts=content)
         )

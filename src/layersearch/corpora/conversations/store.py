@@ -34,6 +34,9 @@ __all__ = [
     "MessageRow",
     "SummaryImportReport",
     "corpus_version",
+    "load_facts",
+    "save_facts",
+    "stored_fact_keys",
     "keyword_query",
     "keyword_rows",
     "mirror_keyword_rows",
@@ -500,12 +503,20 @@ def _conversation(r: Sequence[Any]) -> ConversationRow:
     return ConversationRow(id=r[0], title=r[1], source=r[2], created=_utc(r[3]), updated=_utc(r[4]))
 
 
-def load_messages(store: Store) -> list[MessageRow]:
-    """Every message, by conversation and position."""
+def load_messages(store: Store, conversation_ids: Sequence[str] | None = None) -> list[MessageRow]:
+    """Every message (or those of ``conversation_ids``), by conversation and position."""
+    order = " ORDER BY conversation_id, position, id"
     with store.connect(write=False) as con:
-        rows = con.execute(
-            f"SELECT {_MESSAGE_COLUMNS} FROM messages ORDER BY conversation_id, position, id"  # noqa: S608 - fixed columns
-        ).fetchall()
+        if conversation_ids is None:
+            rows = con.execute(f"SELECT {_MESSAGE_COLUMNS} FROM messages{order}").fetchall()  # noqa: S608 - fixed columns
+        else:
+            rows = []
+            for chunk in _chunks(sorted(set(conversation_ids))):
+                rows += con.execute(
+                    f"SELECT {_MESSAGE_COLUMNS} FROM messages "  # noqa: S608 - fixed columns, placeholders
+                    f"WHERE conversation_id IN ({_placeholders(len(chunk))}){order}",
+                    list(chunk),
+                ).fetchall()
     return [_message(r) for r in rows]
 
 
@@ -584,3 +595,81 @@ def summary_ids_matching(
     )
     with store.connect(write=False) as con:
         return {r[0] for r in con.execute(sql, params).fetchall()}
+
+
+# -- extracted facts ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class FactsRow:
+    """The facts extracted from one session's text by one model and prompt version."""
+
+    key: str
+    text_hash: str
+    conversation_id: str
+    model: str
+    prompt_version: int
+    #: JSON: ``[{"fact": str, "turns": [0-based turn numbers in the session]}, …]``
+    facts: str
+    created: datetime
+
+
+def stored_fact_keys(store: Store, keys: Sequence[str]) -> set[str]:
+    """The cache keys among ``keys`` whose facts are stored."""
+    found: set[str] = set()
+    with store.connect(write=False) as con:
+        for chunk in _chunks(sorted(set(keys))):
+            found.update(
+                r[0]
+                for r in con.execute(
+                    f"SELECT key FROM conversation_facts WHERE key IN ({_placeholders(len(chunk))})",  # noqa: S608 - placeholders only
+                    list(chunk),
+                ).fetchall()
+            )
+    return found
+
+
+def save_facts(store: Store, rows: Sequence[FactsRow]) -> None:
+    """Store these cache entries (a key already stored is left as it is); one transaction."""
+    if not rows:
+        return
+    with store.connect(write=True) as con:
+        have: set[str] = set()
+        for chunk in _chunks(sorted({r.key for r in rows})):
+            have.update(
+                r[0]
+                for r in con.execute(
+                    f"SELECT key FROM conversation_facts WHERE key IN ({_placeholders(len(chunk))})",  # noqa: S608 - placeholders only
+                    list(chunk),
+                ).fetchall()
+            )
+        fresh = list({r.key: r for r in rows if r.key not in have}.values())
+        store.bulk_insert(
+            con,
+            "conversation_facts",
+            {
+                "key": [r.key for r in fresh],
+                "text_hash": [r.text_hash for r in fresh],
+                "conversation_id": [r.conversation_id for r in fresh],
+                "model": [r.model for r in fresh],
+                "prompt_version": [r.prompt_version for r in fresh],
+                "facts": [r.facts for r in fresh],
+                "created": [r.created for r in fresh],
+            },
+        )
+        gen = _bump(store, con) if fresh else None
+    if gen is not None:
+        store.publish_generation(gen)
+
+
+def load_facts(store: Store) -> dict[str, list[tuple[str, list[int]]]]:
+    """Session text hash → its facts (text, 0-based turn numbers), from the newest entry
+    of each text when several models or prompt versions extracted it; ``{}`` when none."""
+    with store.connect(write=False) as con:
+        rows = con.execute(
+            "SELECT text_hash, facts FROM conversation_facts ORDER BY text_hash, created, key"
+        ).fetchall()
+    out: dict[str, list[tuple[str, list[int]]]] = {}
+    for text_hash, raw in rows:
+        out[text_hash] = [(f["fact"], list(f["turns"])) for f in json.loads(raw)]
+    return out
