@@ -251,10 +251,29 @@ def test_the_command_scores_one_half_and_says_where_each_miss_ranked(tmp_path: P
         for m in run["misses"]:
             tool = {"conversation": "conversations", "vault": "vault"}.get(m["source"], "search")
             assert (m["own_rank"] is None) == (m["id"] not in r["baseline"]["tools"][tool])
-    # q02 misses net revenue, the 4th entity of the entity list, found by search alone
-    q02 = {m["id"]: m for m in rows[0]["scope_all"]["misses"]}
-    assert q02["shop.orders.net_revenue"]["source"] == "semantic"
-    assert q02["shop.orders.net_revenue"]["own_rank"] is not None
+
+
+def test_a_miss_is_ranked_among_its_own_kind_in_its_tool() -> None:
+    tools = {
+        "search": ["shop.orders", "memory:1", "shop.orders.amount", "memory:2"],
+        "conversations": ["conversation:c:m1", "conversation:c:m2"],
+        "vault": ["vault:Metrics/Churn"],
+    }
+    gold = {
+        "semantic": {"shop.orders.amount", "shop.stores"},
+        "memory": {"memory:2"},
+        "conversation": {"conversation:c:m2"},
+        "vault": {"vault:Metrics/Churn"},
+    }
+    missing = ["conversation:c:m2", "memory:2", "shop.orders.amount", "shop.stores"]
+    assert ev._misses(missing, gold, tools) == [
+        {"id": "conversation:c:m2", "source": "conversation", "own_rank": 2},
+        {"id": "memory:2", "source": "memory", "own_rank": 2},  # 2nd memory, 4th of search
+        {"id": "shop.orders.amount", "source": "semantic", "own_rank": 2},
+        {"id": "shop.stores", "source": "semantic", "own_rank": None},
+    ]
+    ranked = ["shop.orders", "vault:Metrics/Churn", "memory:1", "conversation:c:m1", "x.y"]
+    assert ev._places(ranked) == {"semantic": 2, "memory": 1, "conversation": 1, "vault": 1}
 
 
 def test_the_command_names_missing_locomo_data(tmp_path: Path) -> None:
