@@ -7,7 +7,8 @@ At ``--scale 1`` the store holds 100k entities + 10k memories (benchmarks/synthe
 10k notes of 5 sections, ~50k chunks (benchmarks/vault_search.py's generator); no
 embedder, so every corpus ranks by its lexical channels. ``--scale`` multiplies every
 size (a smoke test runs 0.01). Times warm searches of ``scope=all`` (and each source
-alone, for reference), prints a table and writes benchmarks/results/scope.json.
+alone, for reference), then ``scope=all`` with and without reading its hits' shares of
+the question (alternating), prints a table and writes benchmarks/results/scope.json.
 
 Target (issue #24): p50 of ``scope=all`` <= 15 ms at scale 1.
 """
@@ -100,6 +101,31 @@ def time_scope(ls: Any, scope: Any, runs: int) -> dict[str, Any]:
     }
 
 
+def time_shares(ls: Any, runs: int) -> dict[str, Any]:
+    """``scope=all`` with and without reading the hits' shares of the question (the
+    evidence its fusion splits the places by), the two alternating search by search so
+    both see the same host load: what the evidence costs."""
+    from layersearch.corpora import scope as scope_module
+
+    real = scope_module.ScopeService._shares
+    samples: dict[str, list[float]] = {"with shares": [], "without shares": []}
+    try:
+        for i in range(2 * runs):
+            mode = "with shares" if i % 2 == 0 else "without shares"
+            scope_module.ScopeService._shares = (  # type: ignore[method-assign]
+                real if mode == "with shares" else (lambda _self, _ranked, _req, _cap: {})
+            )
+            t = time.perf_counter()
+            ls.search(question=QUERIES[(i // 2) % len(QUERIES)], scope="all")
+            samples[mode].append((time.perf_counter() - t) * 1000)
+    finally:
+        scope_module.ScopeService._shares = real  # type: ignore[method-assign]
+    return {
+        m: {"p50_ms": round(statistics.median(v), 2), "p95_ms": round(_pct(v, 0.95), 2)}
+        for m, v in samples.items()
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     from layersearch import Layersearch
 
@@ -116,6 +142,7 @@ def main(argv: list[str] | None = None) -> int:
     ):
         store = build(ls, Path(tmp), args.scale)
         latency = {str(s): time_scope(ls, s, args.runs) for s in SCOPES}
+        shares = time_shares(ls, args.runs)
     result = {
         "command": "PYTHONPATH=src python benchmarks/scope.py " + " ".join(argv or sys.argv[1:]),
         "machine": {"python": platform.python_version(), "platform": platform.platform()},
@@ -123,6 +150,7 @@ def main(argv: list[str] | None = None) -> int:
         "store": store,
         "target": {"scope=all p50_ms": TARGET_P50_MS, "at scale": 1.0},
         "latency": latency,
+        "scope=all evidence": shares,
     }
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -132,6 +160,8 @@ def main(argv: list[str] | None = None) -> int:
     print("|---|---|---|---|")
     for s, row in latency.items():
         print(f"| {s} | {row['p50_ms']} | {row['p95_ms']} | {', '.join(row['sources'])} |")
+    for m, row in shares.items():
+        print(f"scope=all {m} (alternating): p50 {row['p50_ms']} ms, p95 {row['p95_ms']} ms")
     print(f"target: scope=all p50 <= {TARGET_P50_MS} ms at scale 1; wrote {out}")
     return 0
 

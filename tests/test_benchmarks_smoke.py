@@ -128,4 +128,5 @@ def test_scope_benchmark_tiny_writes_json(tmp_path: Path) -> None:
     assert data["store"]["entities"] >= 500 and data["store"]["chunks"] > 0
     assert data["latency"]["all"]["sources"] == ["conversation", "memory", "semantic", "vault"]
     assert {"p50_ms", "p95_ms", "n"} <= data["latency"]["all"].keys()
+    assert set(data["scope=all evidence"]) == {"with shares", "without shares"}
     assert "| all |" in proc.stdout

@@ -11,6 +11,7 @@ import pytest
 
 from layersearch import Layersearch
 from layersearch.errors import ConfigError, NotFound
+from layersearch.types import Hit
 from tests.support import MINI, ROOT, VAULT
 from tests.test_cli import run
 
@@ -117,15 +118,49 @@ def test_vault_hits_follow_vault_search(full: Layersearch) -> None:
 
 def test_fusion_takes_sources_in_turn_deterministically(full: Layersearch) -> None:
     args = {"question": "customers revenue", "scope": ["vault", "conversations"], "explain": True}
-    a = full.search(**args, max_results=6)
-    b = full.search(**args, max_results=6)
+    a = full.search(**args, max_results=20)
+    b = full.search(**args, max_results=20)
     assert a.model_dump_json() == b.model_dump_json()
     ranks = [(h.explanation[0].rank, h.source) for h in a.results]
-    # rank 1 of each source first, vault before conversation on a tie, then rank 2, ...
-    assert ranks == sorted(ranks, key=lambda rs: (rs[0], ["vault", "conversation"].index(rs[1])))
+    waits = [_waits(h) for h in a.results]
+    assert True in waits  # vault's 2nd note holds less of the question than its 1st
+    # the hits in turn first: rank 1 of each source, vault before conversation on a tie,
+    # then rank 2, ...; the hits that wait after them, in their source's order
+    turns = [rs for rs, w in zip(ranks, waits, strict=True) if not w]
+    assert waits == sorted(waits) and ranks[: len(turns)] == turns
+    # each source's hits in turn close up: its k-th takes the k-th turn
+    seen = {"vault": 0, "conversation": 0}
+    turn = []
+    for _rank, source in turns:
+        seen[source] += 1
+        turn.append((seen[source], source))
+    vault = [r for r, src in turns if src == "vault"]
+    assert vault == sorted(vault)
+    assert turn == sorted(turn, key=lambda ts: (ts[0], ["vault", "conversation"].index(ts[1])))
     assert ranks[0] == (1, "vault") and ranks[1] == (1, "conversation")
     assert a.results[0].explanation[0].channel == "vault"
     assert a.results[0].explanation[1].channel.startswith("vault/")
+
+
+def _tier(hit: Hit) -> int:
+    """-1: in turn; 0: waiting, of a source with no real match; 1: waiting, weak."""
+    notes = {c.channel: c.score for c in hit.explanation or []}
+    if not hit.explanation or hit.explanation[0].rank == 1:
+        return -1
+    # a tagged entity is never weak (its explanation names the memory that tagged it)
+    tagged = any(c.channel.startswith("semantic/tagged by") for c in hit.explanation)
+    if notes["share/source best"] < 0.7 and not tagged:
+        return 1
+    return 0 if notes["source best/top"] < 0.5 else -1
+
+
+def _waits(hit: Hit) -> bool:
+    """Whether ``hit`` waits after the hits in turn, read from its explanation: after its
+    source's first, weak (share/source best < 0.7) or of a source with no real match
+    (source best/top < 0.5)."""
+    notes = {c.channel: c.score for c in hit.explanation or []}
+    first = hit.explanation[0].rank == 1 if hit.explanation else True
+    return not first and (notes["share/source best"] < 0.7 or notes["source best/top"] < 0.5)
 
 
 def test_entities_the_best_memory_is_tagged_with_come_first(tmp_path: Path) -> None:
@@ -150,16 +185,20 @@ def test_entities_the_best_memory_is_tagged_with_come_first(tmp_path: Path) -> N
         semantic = [h for h in resp.results if h.source == "semantic"]
         assert semantic[0].id == "shop.orders.customer_id"
         assert semantic[0].explanation[1].channel == f"semantic/tagged by {memory.id}"
-        # the untagged entities keep the entity search's order after it
-        rest = [h.id for h in semantic[1:]]
-        assert rest == [i for i in entities if i != "shop.orders.customer_id"][: len(rest)]
+        # the untagged entities keep the entity search's order after it, those in turn
+        # first, then those that wait (holding less of the question than the first)
+        rest = [h for h in semantic[1:] if not _waits(h)] + [h for h in semantic if _waits(h)]
+        order = [i for i in entities if i != "shop.orders.customer_id"]
+        in_turn = [h.id for h in rest if not _waits(h)]
+        assert in_turn == [i for i in order if i in in_turn]
+        assert [h.id for h in semantic[1:]] == [h.id for h in rest]
         assert resp.results[0].id == "shop.orders.customer_id"
         # scope=semantic stays the entity search's own list
         scoped = ls.search(question=question, scope="semantic", max_results=40)
         assert [h.id for h in scoped.results] == plain
 
 
-def test_memories_with_little_of_the_question_go_after_every_source(tmp_path: Path) -> None:
+def test_memories_with_little_of_the_question_wait_after_every_source(tmp_path: Path) -> None:
     with Layersearch(tmp_path / "s.duckdb") as ls:
         ls.load(MINI)
         ls.vault.index(VAULT)
@@ -189,13 +228,16 @@ def test_memories_with_little_of_the_question_go_after_every_source(tmp_path: Pa
         args = {"question": question, "scope": ["semantic", "vault"], "max_per_source": 5}
         resp = ls.search(**args, max_results=40, explain=True)
         ids = [h.id for h in resp.results]
-        # the memory source keeps its own order, its weak tail after every other hit
+        # the memory source keeps its own order, its weak tail after every hit in turn
         assert [i for i in ids if i.startswith("memory:")] == memories
-        others = [n for n, h in enumerate(resp.results) if h.source != "memory"]
+        in_turn = [n for n, h in enumerate(resp.results) if not _waits(h)]
         assert ids.index(best.id) < 3
-        assert ids.index(partial.id) > max(others)
+        assert _waits(resp.results[ids.index(partial.id)])
+        assert ids.index(partial.id) > max(in_turn)
         head = resp.results[ids.index(partial.id)].explanation[0]
         assert (head.channel, head.rank) == ("memory", memories.index(partial.id) + 1)
+        notes = {c.channel: c.score for c in resp.results[ids.index(partial.id)].explanation}
+        assert notes["share/source best"] < 0.7  # what made it wait, in its explanation
         scores = [h.score for h in resp.results]
         assert scores == sorted(scores, reverse=True)
         # without explain the hits carry none (the words share is read internally)
@@ -204,25 +246,70 @@ def test_memories_with_little_of_the_question_go_after_every_source(tmp_path: Pa
         assert all(h.explanation is None for h in plain.results)
 
 
-def test_the_weak_memory_rule_runs_only_when_memories_meet_another_source(
+def test_a_source_with_no_real_match_keeps_one_turn(full: Layersearch) -> None:
+    resp = full.search(
+        question="customer lifetime value", scope="all", explain=True, max_results=40
+    )
+    notes = [{c.channel: c.score for c in h.explanation or []} for h in resp.results]
+    best = {h.source: n["source best/top"] for h, n in zip(resp.results, notes, strict=True)}
+    # the vault note "Customer lifetime value" holds the whole question, no other source's
+    # best hit half of what it holds
+    assert best["vault"] == 1.0 and resp.results[2].id == "vault:Metrics/Customer lifetime value"
+    assert all(b < 0.5 for s, b in best.items() if s != "vault") and len(best) == 4
+    # each source's first hit in turn, the others of the unmatched sources wait (before
+    # the weak hits of every source)
+    assert {h.source for h in resp.results[:4]} == set(best)
+    tiers = [_tier(h) for h in resp.results]
+    assert tiers == sorted(tiers) and 0 in tiers and 1 in tiers
+    unmatched = [h for h, t in zip(resp.results, tiers, strict=True) if t == 0]
+    assert {h.source for h in unmatched} <= {"semantic", "memory", "conversation"}
+    scores = [h.score for h in resp.results]
+    assert scores == sorted(scores, reverse=True)
+
+
+def test_waiting_tiers_from_shares() -> None:
+    from layersearch.corpora.scope import _Ranked, _waiting
+
+    def hits(source: str, n: int) -> list[Hit]:
+        return [Hit(kind="vault", id=f"{source}{i}", score=0.0) for i in range(n)]
+
+    ranked = {
+        "vault": _Ranked(hits=hits("v", 3)),
+        "semantic": _Ranked(hits=hits("s", 4), lifted=frozenset({"s2"})),
+    }
+    shares = {
+        "vault": (1.0, [1.0, 0.7, 0.69]),  # 0.69 < 0.7 of its best: weak
+        "semantic": (0.49, [0.2, 0.49, 0.1, 0.3]),  # best < 0.5 of the vault's: unmatched
+    }
+    # the first hit of a source never waits; a weak hit is weak even in an unmatched
+    # source, unless the best memory is tagged with it (s2): then it waits as unmatched
+    assert _waiting(ranked, shares, 10) == {"v2": 1, "s1": 0, "s2": 0, "s3": 1}
+    shares["semantic"] = (0.5, [0.2, 0.5, 0.1, 0.3])  # half the vault's: matched
+    assert _waiting(ranked, shares, 10) == {"v2": 1, "s3": 1}
+    assert _waiting(ranked, shares, 2) == {}  # the cap: only the first two are read
+    assert _waiting(ranked, {}, 10) == {}
+
+
+def test_hits_wait_only_when_sources_meet(
     full: Layersearch, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from layersearch.corpora import scope as scope_module
 
-    calls: list[int] = []
-    real = scope_module._weak_memories
+    calls: list[set[str]] = []
+    real = scope_module._waiting
 
-    def counted(hits):  # type: ignore[no-untyped-def]
-        calls.append(len(hits))
-        return real(hits)
+    def counted(ranked, shares, cap):  # type: ignore[no-untyped-def]
+        calls.append(set(shares))
+        return real(ranked, shares, cap)
 
-    monkeypatch.setattr(scope_module, "_weak_memories", counted)
+    monkeypatch.setattr(scope_module, "_waiting", counted)
     for scope in ("memory", "semantic", ["semantic", "memory"], "vault"):
         full.search(question="customers revenue", scope=scope)
-    assert calls == []
+    # scope=semantic is the entity search's own list; a source alone keeps its order
+    assert calls == [set(), set()]
     full.search(question="customers revenue", scope=["memory", "vault"])
     full.search(question="customers revenue", scope="all")
-    assert len(calls) == 2
+    assert calls[2:] == [{"memory", "vault"}, {"semantic", "memory", "vault", "conversation"}]
 
 
 def test_no_explanation_unless_asked_in_any_list(full: Layersearch) -> None:

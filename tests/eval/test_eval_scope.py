@@ -26,6 +26,7 @@ from layersearch.eval.scope import (
     run_baseline,
     scope_supported,
     score,
+    select_half,
     validate_queries,
 )
 
@@ -213,6 +214,66 @@ def test_the_command_writes_json_and_details(tmp_path: Path) -> None:
     assert set(out["baseline"]["per_source"]) == set(SOURCES)
     rows = [json.loads(line) for line in details.read_text(encoding="utf-8").splitlines()]
     assert [r["id"] for r in rows] == ["q01", "q02", "q03"]
+
+
+def test_half_a_is_the_odd_lines_and_b_the_even_lines() -> None:
+    queries = read_scope_queries()
+    a, b = select_half(queries, "A"), select_half(queries, "b")
+    assert [q.id for q in a[:3]] == ["q01", "q03", "q05"]
+    assert [q.id for q in b[:3]] == ["q02", "q04", "q06"]
+    assert len(a) + len(b) == len(queries) and not {q.id for q in a} & {q.id for q in b}
+    assert select_half(queries, None) == queries
+    with pytest.raises(ConfigError, match="unknown half 'C'"):
+        select_half(queries, "C")
+
+
+def test_the_command_scores_one_half_and_says_where_each_miss_ranked(tmp_path: Path) -> None:
+    from tests.support import shared_data
+
+    locomo = shared_data() / "locomo"
+    if not locomo.is_dir():
+        pytest.skip(f"LoCoMo data not found at {locomo}")
+    details = tmp_path / "d.jsonl"
+    res = CliRunner().invoke(
+        main,
+        ["eval", "scope", "--locomo", str(locomo), "--half", "B", "--limit", "4"]
+        + ["--details", str(details), "--json"],
+    )
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.stdout)
+    assert out["half"] == "B" and out["queries"] == 4
+    rows = [json.loads(line) for line in details.read_text(encoding="utf-8").splitlines()]
+    assert [r["id"] for r in rows] == ["q02", "q04", "q06", "q08"]
+    for r in rows:
+        run = r["scope_all"]
+        assert sum(run["places"].values()) == len(run["ranked"])
+        assert [m["id"] for m in run["misses"]] == run["missing"]
+        for m in run["misses"]:
+            tool = {"conversation": "conversations", "vault": "vault"}.get(m["source"], "search")
+            assert (m["own_rank"] is None) == (m["id"] not in r["baseline"]["tools"][tool])
+
+
+def test_a_miss_is_ranked_among_its_own_kind_in_its_tool() -> None:
+    tools = {
+        "search": ["shop.orders", "memory:1", "shop.orders.amount", "memory:2"],
+        "conversations": ["conversation:c:m1", "conversation:c:m2"],
+        "vault": ["vault:Metrics/Churn"],
+    }
+    gold = {
+        "semantic": {"shop.orders.amount", "shop.stores"},
+        "memory": {"memory:2"},
+        "conversation": {"conversation:c:m2"},
+        "vault": {"vault:Metrics/Churn"},
+    }
+    missing = ["conversation:c:m2", "memory:2", "shop.orders.amount", "shop.stores"]
+    assert ev._misses(missing, gold, tools) == [
+        {"id": "conversation:c:m2", "source": "conversation", "own_rank": 2},
+        {"id": "memory:2", "source": "memory", "own_rank": 2},  # 2nd memory, 4th of search
+        {"id": "shop.orders.amount", "source": "semantic", "own_rank": 2},
+        {"id": "shop.stores", "source": "semantic", "own_rank": None},
+    ]
+    ranked = ["shop.orders", "vault:Metrics/Churn", "memory:1", "conversation:c:m1", "x.y"]
+    assert ev._places(ranked) == {"semantic": 2, "memory": 1, "conversation": 1, "vault": 1}
 
 
 def test_the_command_names_missing_locomo_data(tmp_path: Path) -> None:

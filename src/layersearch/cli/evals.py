@@ -467,13 +467,22 @@ def eval_vault(
     default=None,
     help="Labelled queries JSONL (default: the set in layersearch/eval/data/scope).",
 )
-@click.option("--limit", default=None, type=click.IntRange(1), help="Only the first N queries.")
+@click.option(
+    "--half",
+    type=click.Choice(["A", "B"], case_sensitive=False),
+    default=None,
+    help="Only half A (the odd lines of the query file) or half B (the even lines).",
+)
+@click.option(
+    "--limit", default=None, type=click.IntRange(1), help="Only the first N queries (of the half)."
+)
 @click.option(
     "--details",
     "details_path",
     default=None,
     type=click.Path(dir_okay=False, writable=True),
-    help="Write one JSON line per query (gold ids, each tool's hits, scope=all hits) here.",
+    help="Write one JSON line per query (gold ids, each tool's hits, scope=all hits, "
+    "each miss's rank in its own tool) here.",
 )
 @json_option
 @click.pass_obj
@@ -482,6 +491,7 @@ def eval_scope(
     obj: Ctx,
     locomo: str | None,
     queries: str | None,
+    half: str | None,
     limit: int | None,
     details_path: str | None,
     as_json: bool,
@@ -504,6 +514,7 @@ def eval_scope(
                 embedder=obj.embedder,
                 embedder_config=obj.embedder_options,
                 limit=limit,
+                half=half,
                 progress=lambda _stage, done, total: progress(done, total),
                 status=progress.relabel,
                 details=write,
@@ -517,8 +528,9 @@ def eval_scope(
 def _print_scope(result: dict[str, Any]) -> None:
     """``eval scope`` for people: one markdown row per source, baseline and scope=all."""
     counts = result["counts"]
+    which = f" (half {result['half']})" if result.get("half") else ""
     click.echo(
-        f"{result['queries']} queries; store: {counts['entities']} entities, "
+        f"{result['queries']} queries{which}; store: {counts['entities']} entities, "
         f"{counts['memories']} memories, {counts['messages']} messages in "
         f"{counts['conversations']} conversations, {counts['vault_notes']} vault notes; "
         f"dense: {result['embedder']}"

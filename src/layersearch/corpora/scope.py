@@ -6,10 +6,16 @@ memories with :meth:`EntityService.search`, conversation messages with
 (hybrid). Each source's list is one channel of the fusion core (RRF, k=60): sources'
 ids never overlap, so the fused list takes the sources in turn, rank by rank, ties broken
 by source (semantic, memory, vault, conversation) and then by id. ``max_per_source``
-caps each source, ``max_results`` the list. When entities and memories are fused with
-another source, two cross-source rules move hits: the entities the best memory is
-tagged with go first in the entity list, and a memory holding little of the question
-(:data:`WEAK_SHARE` of the best memory's share) goes after every other hit.
+caps each source, ``max_results`` the list. When two or more sources are fused, the
+places go by evidence: every hit's share of the question (the idf-weighted share of the
+question's analysed words its full-text document holds, the same quantity and the same
+idf for every source) is read (:meth:`ScopeService._shares`), and hits wait after every
+hit in turn (:func:`_waiting`): those after the first of a source with no real match
+(its best share under :data:`UNMATCHED_SHARE` of the best-matched source's), then the
+weak ones (after their source's first, under :data:`WEAK_SHARE` of its best share). A
+source whose hits hold the question alike keeps its turns; one whose best hit stands out
+keeps only the hits close to it. The entities the best memory is tagged with go first
+in the entity list (and are not weak: two corpora agree on them).
 
 Hit ids: an entity's id, ``memory:N``, ``conversation:<conv_id>:<message_id>``,
 ``vault:<slug>``; :meth:`ScopeService.inspect` opens any of them.
@@ -56,9 +62,13 @@ DESCRIPTION_CHARS = 160
 #: a role filter is applied to this many ranked messages (message search's depth)
 ROLE_DEPTH = 100
 _MAX_RESULTS = 100
-#: a memory (after the first) holding less than this fraction of the best memory's share
-#: of the question's words is weak evidence: it goes after every source's other hits
+#: a hit (after its source's first) holding less than this fraction of the share of the
+#: question its source's best hit holds is weak evidence: it goes after every source's
+#: other hits
 WEAK_SHARE = 0.7
+#: a source whose best hit holds less than this fraction of the share of the question the
+#: best-matched source's best hit holds has no real match: its hits after the first wait
+UNMATCHED_SHARE = 0.5
 _NO_VAULT = "no vault indexed in this store: run `layersearch vault index PATH`"
 
 
@@ -102,8 +112,8 @@ class _Ranked:
     hits: list[Hit] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     empty: bool = False  # nothing loaded in this corpus
-    #: hits that go after every other source's hits (see :func:`_weak_memories`)
-    weak: frozenset[str] = frozenset()
+    #: entity hits moved first because the best memory is tagged with them
+    lifted: frozenset[str] = frozenset()
 
 
 class ScopeService:
@@ -167,28 +177,35 @@ class ScopeService:
         return resp
 
     def _fuse(self, ranked: dict[str, _Ranked], req: SearchRequest) -> list[Hit]:
-        """The sources' lists fused by RRF, each capped at ``max_per_source``."""
+        """The sources' lists fused by RRF, each capped at ``max_per_source``; with two or
+        more sources, the hits :func:`_waiting` names after every other hit."""
         cap = req.max_per_source or req.max_results
         by_id: dict[str, tuple[str, Hit]] = {}
         channels: dict[str, list[tuple[str, float]]] = {}
-        weak: list[tuple[int, int, str]] = []  # (rank in its source, source order, id)
+        late: list[tuple[int, int, int, str]] = []  # (tier, rank in its source, source, id)
         order = {s: i for i, s in enumerate(SOURCE_ORDER)}
+        shares = self._shares(ranked, req, cap)
+        waiting = _waiting(ranked, shares, cap)
         for source, r in ranked.items():
             kept = r.hits[:cap]
-            channels[source] = [(h.id, h.score) for h in kept if h.id not in r.weak]
-            weak.extend((n, order[source], h.id) for n, h in enumerate(kept, 1) if h.id in r.weak)
+            channels[source] = [(h.id, h.score) for h in kept if h.id not in waiting]
+            late.extend(
+                (waiting[h.id], n, order[source], h.id)
+                for n, h in enumerate(kept, 1)
+                if h.id in waiting
+            )
             by_id.update((h.id, (source, h)) for h in kept)
         fused = rrf(channels, level=lambda i: order[by_id[i][0]], by_level=())
         # (id, rank in its source, fused score, RRF contribution) in the fused order: the
-        # weak hits after every other hit, as if ranked ``cap`` places lower
+        # waiting hits after every other hit, as if ranked ``cap`` places lower per tier
         placed = []
         for f in fused:
             source = by_id[f.id][0]
             rank, _score, contribution = f.channels[source]
             placed.append((f.id, rank, f.score, contribution))
-        for rank, _o, hid in sorted(weak):
-            late = 1.0 / (RRF_K + cap + rank)
-            placed.append((hid, rank, late, late))
+        for tier, rank, _o, hid in sorted(late):
+            score = 1.0 / (RRF_K + (tier + 1) * cap + rank)
+            placed.append((hid, rank, score, score))
         out = []
         ranks = {h.id: n for r in ranked.values() for n, h in enumerate(r.hits[:cap], 1)}
         for hid, _rank, fused_score, contribution in placed[: req.max_results]:
@@ -206,8 +223,50 @@ class ScopeService:
                     c.model_copy(update={"channel": f"{source}/{c.channel}"})
                     for c in hit.explanation or []
                 ]
-                update["explanation"] = [head, *inner]
+                update["explanation"] = [head, *inner, *_share_note(shares, source, rank)]
             out.append(hit.model_copy(update=update))
+        return out
+
+    def _shares(
+        self, ranked: dict[str, _Ranked], req: SearchRequest, cap: int
+    ) -> dict[str, tuple[float, list[float]]]:
+        """Per source with hits, (its best share, each kept hit's share): the idf-weighted
+        share of the question's analysed words (idf of the schema index, a word it does not
+        know counting as its rarest) that the hit's full-text document holds: an entity's
+        or memory's document, a message's content, a note's title, tags, headings and
+        body. None of it when fewer than two sources have hits (a source alone keeps its
+        own order) or there is no question."""
+        question = _question(req)
+        present = [s for s, r in ranked.items() if r.hits]
+        if question is None or len(present) < 2:
+            return {}
+        from layersearch.ranking.analyzer import analyze_query
+
+        corpus = self._entities.corpus()
+        share = corpus.question_share(question, req.datasource)
+        asked = list(dict.fromkeys(analyze_query(question)))
+        out: dict[str, tuple[float, list[float]]] = {}
+        for source in present:
+            kept = ranked[source].hits[:cap]
+            if source in ("semantic", "memory"):
+                words = [corpus.document_words(h.id) for h in kept]
+            elif source == "vault":
+                notes = self._vault().note_words([h.slug or "" for h in kept], asked)
+                words = [notes.get(h.slug or "", frozenset()) for h in kept]
+            else:
+                words = self._message_words(kept)
+            values = [share(w) for w in words]
+            out[source] = (max(values), values)
+        return out
+
+    def _message_words(self, hits: Sequence[Hit]) -> list[frozenset[str]]:
+        from layersearch.ranking.analyzer import analyze
+
+        snap = self._conversations().snapshot()
+        out = []
+        for h in hits:
+            m = snap.messages.get(h.message_id or "")
+            out.append(frozenset(analyze(m.content)) if m is not None else frozenset())
         return out
 
     def _tagged_first(self, semantic: _Ranked, memory: _Ranked) -> _Ranked:
@@ -230,7 +289,12 @@ class ScopeService:
             for h in first
         ]
         rest = [h for h in semantic.hits if h.id not in tags]
-        return _Ranked(hits=first + rest, warnings=semantic.warnings, empty=semantic.empty)
+        return _Ranked(
+            hits=first + rest,
+            warnings=semantic.warnings,
+            empty=semantic.empty,
+            lifted=frozenset(h.id for h in first),
+        )
 
     # -- the sources ----------------------------------------------------------------------------
 
@@ -250,8 +314,6 @@ class ScopeService:
                     )
             return None
         depth = req.max_per_source or req.max_results
-        # memories fused with another source (not scope=semantic, not memories alone)
-        fused = "memory" in sources and len(sources) > 1 and set(sources) != {"semantic", "memory"}
         # The entity search interleaves entities and memories: twice the depth gives each
         # kind ``depth`` hits of its own ranking when it has them.
         inner = req.model_copy(
@@ -262,21 +324,9 @@ class ScopeService:
                 "status": None,
                 "role": None,
                 "max_results": _inner_depth(req, sources, depth),
-                # the memories' share of the question's words (channel ``words``) is read
-                # from the explanation when memories are fused with other sources
-                "explain": req.explain or fused,
             }
         )
         resp = self._entities.search(inner)
-        weak = _weak_memories(resp.results) if fused else frozenset()
-        if inner.explain and not req.explain:
-            resp = resp.model_copy(
-                update={
-                    key: [h.model_copy(update={"explanation": None}) for h in hits]
-                    for key in ("results", "entities", "memories", "example_queries")
-                    if (hits := getattr(resp, key)) is not None
-                }
-            )
         warnings = list(resp.warnings)
         if both:
             ranked["semantic"] = _Ranked(
@@ -296,7 +346,6 @@ class ScopeService:
                     if h.kind == "memory"
                 ],
                 warnings=warnings,
-                weak=weak,
             )
         return resp
 
@@ -518,22 +567,60 @@ def _inner_depth(req: SearchRequest, sources: Sequence[str], depth: int) -> int:
     return _MAX_RESULTS
 
 
-def _weak_memories(hits: Sequence[Hit]) -> frozenset[str]:
-    """The memories (after the first) whose own text holds less than :data:`WEAK_SHARE`
-    of the share of the question's words the best memory holds (the entity search's
-    ``words`` channel; 0 for a memory it did not score). The memory search ranks 100
-    deep and its tail is what the question's rarest word alone reached; a memory that
-    says much less of the question than the best one is a weak claim on a slot of the
-    fused list."""
-    memories = [h for h in hits if h.kind == "memory"]
-    share = {
-        h.id: max((c.score for c in h.explanation or [] if c.channel == "words"), default=0.0)
-        for h in memories
-    }
-    best = max(share.values(), default=0.0)
-    if not best > 0:
-        return frozenset()
-    return frozenset(h.id for h in memories[1:] if share[h.id] < WEAK_SHARE * best)
+def _waiting(
+    ranked: dict[str, _Ranked], shares: dict[str, tuple[float, list[float]]], cap: int
+) -> dict[str, int]:
+    """The hits that wait after every other source's hits, id → tier (0 first). Tier 0:
+    the hits after the first of a source with no real match, whose best hit holds less
+    than :data:`UNMATCHED_SHARE` of the share the best-matched source's best hit holds.
+    Tier 1: a hit after its source's first holding less than :data:`WEAK_SHARE` of its
+    source's best share (not the entities the best memory is tagged with: two corpora
+    agree on them). Nothing waits without shares (one source, no question)."""
+    if not shares:
+        return {}
+    top = max(best for best, _values in shares.values())
+    out: dict[str, int] = {}
+    for source, (best, values) in shares.items():
+        r = ranked[source]
+        unmatched = best < UNMATCHED_SHARE * top
+        for n, h in enumerate(r.hits[:cap]):
+            if n == 0:
+                continue
+            if h.id not in r.lifted and values[n] < WEAK_SHARE * best:
+                out[h.id] = 1
+            elif unmatched:
+                out[h.id] = 0
+    return out
+
+
+def _share_note(
+    shares: dict[str, tuple[float, list[float]]], source: str, rank: int
+) -> list[ChannelScore]:
+    """The explanation of a hit's evidence in the fused list (see :func:`_waiting`):
+    ``share``, the share of the question its document holds; ``share/source best``, that
+    over its source's best (below :data:`WEAK_SHARE`, after the first: weak);
+    ``source best/top``, its source's best over the best source's (below
+    :data:`UNMATCHED_SHARE`: a source with no real match)."""
+    if source not in shares:
+        return []
+    best, values = shares[source]
+    top = max(b for b, _values in shares.values())
+    mine = values[rank - 1]
+    return [
+        ChannelScore(channel="share", rank=rank, score=round(mine, 6), contribution=0.0),
+        ChannelScore(
+            channel="share/source best",
+            rank=rank,
+            score=round(mine / best if best > 0 else 1.0, 6),
+            contribution=0.0,
+        ),
+        ChannelScore(
+            channel="source best/top",
+            rank=rank,
+            score=round(best / top if top > 0 else 1.0, 6),
+            contribution=0.0,
+        ),
+    ]
 
 
 def _capped(resp: SearchResponse, req: SearchRequest) -> list[Hit]:

@@ -64,6 +64,7 @@ __all__ = [
     "run_scope_all",
     "score",
     "scope_supported",
+    "select_half",
     "validate_queries",
 ]
 
@@ -80,6 +81,9 @@ DEFAULT_VAULT = _REPO / "fixtures" / "vault"
 SOURCES = ("semantic", "memory", "conversation", "vault")
 #: how deep each tool (and scope=all) is read
 DEPTH = 10
+#: the halves of the labelled set: A the odd lines (1st, 3rd, …), B the even lines, so
+#: each half holds queries of every topic of the file (layer, vault, conversation 30)
+HALVES = ("A", "B")
 
 
 def default_locomo() -> Path:
@@ -162,6 +166,17 @@ def _check_label(where: str, source: str, value: Any) -> None:
             )
     elif not isinstance(value, str) or not value.strip():
         raise ConfigError(f"{where}: a {source} label must be a non-empty string, got {value!r}")
+
+
+def select_half(queries: Sequence[ScopeQuery], half: str | None) -> list[ScopeQuery]:
+    """Half ``A`` (the odd lines of the file) or ``B`` (the even lines) of ``queries``;
+    None: all of them. A rule is chosen on one half and confirmed on the other."""
+    if half is None:
+        return list(queries)
+    key = half.strip().upper()
+    if key not in HALVES:
+        raise ConfigError(f"unknown half {half!r}: use A (odd lines) or B (even lines)")
+    return list(queries[HALVES.index(key) :: 2])
 
 
 def read_extra_memories(path: str | Path = DEFAULT_MEMORIES) -> list[dict[str, Any]]:
@@ -419,8 +434,52 @@ def _score_query(
     }
     if scope:
         ranked = run_scope_all(ls, q.query)
-        record["scope_all"] = {**score(gold, ranked), "ranked": ranked}
+        scored = score(gold, ranked)
+        record["scope_all"] = {
+            **scored,
+            "ranked": ranked,
+            "places": _places(ranked),
+            "misses": _misses(scored["missing"], gold, tools),
+        }
     return record
+
+
+def _source_of(key: str) -> str:
+    """The source of a hit key: its prefix, else a memory or an entity."""
+    if key.startswith("conversation:"):
+        return "conversation"
+    if key.startswith("vault:"):
+        return "vault"
+    if key.startswith("memory:"):
+        return "memory"
+    return "semantic"
+
+
+def _own_rank(key: str, source: str, tools: Mapping[str, list[str]]) -> int | None:
+    """``key``'s rank among its own source's hits in the tool that holds the source
+    (entities and memories each ranked among their kind in ``search``); None when that
+    tool's top :data:`DEPTH` does not have it."""
+    tool = {"conversation": "conversations", "vault": "vault"}.get(source, "search")
+    mine = [k for k in tools[tool] if tool != "search" or _source_of(k) == source]
+    return mine.index(key) + 1 if key in mine else None
+
+
+def _places(ranked: Sequence[str]) -> dict[str, int]:
+    """How many of scope=all's places each source took, in :data:`SOURCES` order."""
+    taken = [_source_of(k) for k in ranked]
+    return {s: taken.count(s) for s in SOURCES if s in taken}
+
+
+def _misses(
+    missing: Sequence[str], gold: Mapping[str, set[str]], tools: Mapping[str, list[str]]
+) -> list[dict[str, Any]]:
+    """Each relevant item scope=all missed: its source and its rank in its own tool's
+    top :data:`DEPTH` (None: the tool missed it too, no split of the places finds it)."""
+    out = []
+    for key in missing:
+        source = next(s for s, keys in gold.items() if key in keys)
+        out.append({"id": key, "source": source, "own_rank": _own_rank(key, source, tools)})
+    return out
 
 
 def evaluate_scope(
@@ -434,18 +493,20 @@ def evaluate_scope(
     embedder: str | Embedder | None = None,
     embedder_config: dict[str, Any] | None = None,
     limit: int | None = None,
+    half: str | None = None,
     progress: Callable[[str, int, int], None] | None = None,
     status: Callable[[str], None] | None = None,
     details: Callable[[dict[str, Any]], None] | None = None,
 ) -> dict[str, Any]:
     """Build the mixed store in a temporary folder and score both runs.
 
-    Returns ``queries``, the store's ``counts``, ``baseline`` and ``scope_all`` (each
+    ``half`` (``A``: the odd lines of ``queries``, ``B``: the even lines) is taken before
+    ``limit``. Returns ``queries``, ``half``, the store's ``counts``, ``baseline`` and ``scope_all`` (each
     ``recall@10`` overall and ``per_source``; ``scope_all`` is None when unsupported,
     with ``scope_unsupported`` saying why) and ``warnings``."""
     from layersearch.api import Layersearch
 
-    items = read_scope_queries(queries)[:limit]
+    items = select_half(read_scope_queries(queries), half)[:limit]
     with (
         tempfile.TemporaryDirectory(prefix="layersearch-scope-") as tmp,
         Layersearch(
@@ -485,6 +546,7 @@ def evaluate_scope(
                 progress("queries", i, len(items))
     return {
         "queries": len(items),
+        "half": half.strip().upper() if half is not None else None,
         "counts": store.counts,
         "embedder": model,
         "baseline": _summarise(base_scores),

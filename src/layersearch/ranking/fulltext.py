@@ -468,6 +468,29 @@ class FullTextIndex:
         out.sort(key=lambda h: (-h[1], h[0]))
         return out[:k]
 
+    def holding(self, tokens: Collection[str], ids: Collection[str]) -> dict[str, set[str]]:
+        """Which of the index tokens ``tokens`` each document of ``ids`` holds, in any
+        field: id → its tokens (ids holding none are left out). One search per token,
+        restricted to ``ids``, so the cost follows the question, not the documents."""
+        wanted = sorted(set(ids))
+        out: dict[str, set[str]] = {}
+        if not wanted:
+            return out
+        only = tantivy.Query.term_set_query(self._schema, "key", wanted)
+        for tok in dict.fromkeys(tokens):
+            any_field = tantivy.Query.boolean_query(
+                [
+                    (tantivy.Occur.Should, self._clause(name, tok, 1.0))
+                    for name in sorted(self.boosts)
+                ]
+            )
+            query = tantivy.Query.boolean_query(
+                [(tantivy.Occur.Must, any_field), (tantivy.Occur.Must, only)]
+            )
+            for _score, addr in self._searcher.search(query, len(wanted), count=False).hits:
+                out.setdefault(self._key(addr), set()).add(tok)
+        return out
+
     def doc_freq(self, name: str, token: str) -> int:
         """How many documents hold the index token ``token`` in field ``name``."""
         return int(self._searcher.doc_freq(name, token))

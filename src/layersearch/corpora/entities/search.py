@@ -411,6 +411,21 @@ class CorpusSearch:
 
         return _Ordered(fused, order, matched)
 
+    def question_share(
+        self, question: str, ds: str | None = None
+    ) -> Callable[[Collection[str]], float]:
+        """:meth:`_question_share` for other corpora's hits: a scoped search reads the share
+        of the question every source's hits hold with the same idf (``corpora.scope``)."""
+        return self._question_share(question, ds)
+
+    def document_words(self, item_id: str) -> frozenset[str]:
+        """The analysed words of an entity's or a memory's full-text document (kept per
+        snapshot); empty for an id the corpus does not hold."""
+        if item_id in self.memories:
+            return self._memory_doc_words(item_id)
+        e = self.entities.get(item_id)
+        return self._entity_words(e) if e is not None else frozenset()
+
     def _question_share(self, question: str, ds: str | None) -> Callable[[Collection[str]], float]:
         """The idf-weighted share of ``question``'s words among the given analysed tokens.
         Idf is the schema index's (a word it does not know counts as its rarest)."""

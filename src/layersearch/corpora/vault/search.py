@@ -307,6 +307,14 @@ class VaultService:
         self._ft, self._ft_stamp = ft, stamp
         return ft
 
+    def note_words(self, slugs: Sequence[str], words: Sequence[str]) -> dict[str, frozenset[str]]:
+        """Which of the analysed ``words`` each note's full-text document (title, tags,
+        headings, body) holds, read from the full-text index; a note holding none of them,
+        or not in the vault, is left out."""
+        snap = self._snapshot()
+        found = self._fulltext(snap).holding(words, [s for s in slugs if s in snap.row])
+        return {slug: frozenset(held) for slug, held in found.items()}
+
     # -- search -------------------------------------------------------------------------------
 
     def search(
