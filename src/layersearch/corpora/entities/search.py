@@ -25,6 +25,7 @@ from layersearch.corpora.entities.rank import (
     _FUSION_LEVEL,
     _LEAF_KINDS,
     CHANNEL_DEPTH,
+    DENSE_COLUMN_TABLES,
     JOIN_KEY_TABLES,
     RANK_BY_LEVEL,
     TABLE_CHANNEL,
@@ -32,6 +33,7 @@ from layersearch.corpora.entities.rank import (
     _Ordered,
     _Rankings,
     _table_of,
+    dense_columns,
     dense_in_context,
     join_key_order,
     merge_kinds,
@@ -200,6 +202,16 @@ class CorpusSearch:
         hits = [h for h in dense_in_context(hits, self.entities) if admitted(h[0])]
         if hits:
             ranks.entity["vector"] = hits
+
+            def cosine(ids: Collection[str]) -> dict[str, float]:
+                # the question's vector is cached: this ranks only the given ids
+                wanted = frozenset(ids) if allow_set is None else allow_set.intersection(ids)
+                if not wanted:
+                    return {}
+                found = vector(question, len(wanted), ds, wanted, False)
+                return {i: s for i, s in found if admitted(i)}
+
+            ranks.dense = cosine
         if self.memories:
             found = vector(question, CHANNEL_DEPTH, ds, allow_set, True)
             mems = [h for h in found if h[0] in self.memories and admitted(h[0])]
@@ -311,6 +323,20 @@ class CorpusSearch:
             by_level=RANK_BY_LEVEL,
             superseded=superseded,
         )
+        vector = ranks.entity.get("vector")
+        if question is not None and vector and ranks.dense is not None and DENSE_COLUMN_TABLES:
+            # the vector channel ranks every leaf of the best fused tables (weights are
+            # read on table scores, which this does not change)
+            filled = dense_columns(fused, level, vector, self._leaves_of, ranks.dense)
+            if filled is not None:
+                ranks.entity["vector"] = filled
+                fused = fuse(
+                    ranks.entity,
+                    weights=weights,
+                    level=level,
+                    by_level=RANK_BY_LEVEL,
+                    superseded=superseded,
+                )
         table_of = self._table_of_id(level)
         if question is not None and TABLE_VOTES:
             # tables and leaves vote once more, at their table's rank among the fused
@@ -683,6 +709,15 @@ class CorpusSearch:
             return out
 
         return resolve
+
+    def _leaves_of(self, table: str) -> list[str]:
+        """A table's visible leaves (columns, measures, aggregations), in id order."""
+        kind_of = self._kind_lookup()
+        return [
+            i
+            for i in self.entities.visible_in_scope(table)
+            if i != table and i.rsplit(".", 1)[0] == table and kind_of(i) in _LEAF_KINDS
+        ]
 
     def _table_of_id(self, level: Callable[[str], int]) -> Callable[[str], str | None]:
         """:func:`_table_of` by id, from fusion levels and visibility: nothing is decoded."""
