@@ -223,6 +223,7 @@ def test_every_column_of_the_best_tables_gets_a_dense_vote(
 
     import layersearch.corpora.entities.search as entity_search
     from layersearch import Layersearch
+    from layersearch.corpora.entities.rank import visible_leaves
 
     question = "What is the first name of every student who has a dog but does not have a cat?"
     with Layersearch(":memory:", embedder="fake") as ls:
@@ -239,7 +240,7 @@ def test_every_column_of_the_best_tables_gets_a_dense_vote(
         _, shown_before, before = voted()
         monkeypatch.setattr(entity_search, "DENSE_COLUMN_TABLES", 3)
         tables, shown, after = voted()
-        top = ls.corpus()._leaves_of(tables[0])
+        top = visible_leaves(ls.corpus().entities, tables[0])
     # the first table's columns: some were shown with no dense vote, now all have one
     assert top and set(top) & shown_before - before
     assert set(top) & shown <= after and set(top) & shown

@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from _typeshed import SupportsRichComparison
 
     from layersearch.corpora.entities.search import CorpusSearch
+    from layersearch.corpora.snapshot import EntityMap
 
 _Key = TypeVar("_Key", bound="SupportsRichComparison")
 
@@ -246,6 +247,16 @@ def dense_in_context(
     out.update(best)
     # on equal scores the leaf (the specific evidence) before the table it lifted, then ids
     return sorted(out.items(), key=lambda h: (-h[1], h[0] in best, h[0]))
+
+
+def visible_leaves(entities: EntityMap, table: str) -> list[str]:
+    """A table's visible leaves (columns, measures, aggregations), in id order: a range
+    of the snapshot's sorted ids."""
+    return [
+        i
+        for i in entities.visible_in_scope(table)
+        if i != table and i.rsplit(".", 1)[0] == table and entities.kind_of(i) in _LEAF_KINDS
+    ]
 
 
 #: The best-fused tables whose every leaf the vector channel ranks (``dense_columns``).

@@ -39,6 +39,7 @@ from layersearch.corpora.entities.rank import (
     merge_kinds,
     same_query_order,
     table_votes,
+    visible_leaves,
 )
 from layersearch.ranking.explain import explain
 from layersearch.ranking.fusion import evidence_weights, fuse, separation
@@ -327,7 +328,8 @@ class CorpusSearch:
         if question is not None and vector and ranks.dense is not None and DENSE_COLUMN_TABLES:
             # the vector channel ranks every leaf of the best fused tables (weights are
             # read on table scores, which this does not change)
-            filled = dense_columns(fused, level, vector, self._leaves_of, ranks.dense)
+            leaves = partial(visible_leaves, self.entities)
+            filled = dense_columns(fused, level, vector, leaves, ranks.dense)
             if filled is not None:
                 ranks.entity["vector"] = filled
                 fused = fuse(
@@ -709,15 +711,6 @@ class CorpusSearch:
             return out
 
         return resolve
-
-    def _leaves_of(self, table: str) -> list[str]:
-        """A table's visible leaves (columns, measures, aggregations), in id order."""
-        kind_of = self._kind_lookup()
-        return [
-            i
-            for i in self.entities.visible_in_scope(table)
-            if i != table and i.rsplit(".", 1)[0] == table and kind_of(i) in _LEAF_KINDS
-        ]
 
     def _table_of_id(self, level: Callable[[str], int]) -> Callable[[str], str | None]:
         """:func:`_table_of` by id, from fusion levels and visibility: nothing is decoded."""
