@@ -157,3 +157,90 @@ def test_keys_already_ranked_high_stay_where_they_are() -> None:
     order = ["db.has_pet.pet_id", "db.has_pet", "db.pets.pet_id", "db.pets"]
     got = join_keys_in_context(_fused(order), entities, edges, top=3)
     assert [f.id for f in got] == ["db.has_pet.pet_id", "db.has_pet", "db.pets.pet_id", "db.pets"]
+
+
+def _level(doc_id: str) -> int:
+    # "db.t" a table, "db.t.c" a leaf
+    return {1: 1, 2: 0}.get(doc_id.count("."), -1)
+
+
+LEAVES = {
+    "a.t": ["a.t.x", "a.t.y", "a.t.z"],
+    "b.u": ["b.u.v"],
+    "c.w": ["c.w.q"],
+    "d.s": ["d.s.r"],
+}
+
+
+def test_dense_columns_rank_every_leaf_of_the_best_fused_tables() -> None:
+    from layersearch.corpora.entities.rank import dense_columns
+    from layersearch.ranking.fusion import fuse
+
+    fused = fuse({"schema": [("a.t", 4.0), ("b.u", 3.0), ("c.w", 2.0), ("d.s", 1.0)]}, level=_level)
+    vector = [("a.t.x", 0.8), ("a.t", 0.8), ("d.s", 0.5)]  # b.u and c.w not ranked
+    cosines = {"a.t.y": 0.4, "a.t.z": 0.2, "b.u": 0.6, "b.u.v": 0.3, "c.w.q": 0.9}
+    asked: list[set[str]] = []
+
+    def cosine(ids: object) -> dict[str, float]:
+        asked.append(set(ids))  # type: ignore[call-overload]
+        return {i: cosines[i] for i in asked[-1] if i in cosines}
+
+    got = dense_columns(fused, _level, vector, lambda t: LEAVES[t], cosine, tables=3)
+    assert got is not None
+    # only the three best fused tables' missing leaves, and the tables with no vector score
+    assert asked == [{"a.t.y", "a.t.z", "b.u.v", "c.w.q", "b.u", "c.w"}]
+    want = [
+        ("a.t.x", 0.8),
+        ("a.t", 0.8),
+        ("a.t.y", 0.6),  # (0.4 + 0.8) / 2: its table's vector score
+        ("a.t.z", 0.5),
+        ("d.s", 0.5),
+        ("b.u.v", 0.45),  # (0.3 + 0.6) / 2: its table's own cosine
+    ]
+    assert [i for i, _ in got] == [i for i, _ in want]  # c.w.q: c.w has no vector
+    assert [s for _, s in got] == pytest.approx([s for _, s in want])
+    assert "d.s.r" not in dict(got)  # the fourth table is not filled
+
+
+def test_dense_columns_add_nothing_when_the_leaves_are_ranked() -> None:
+    from layersearch.corpora.entities.rank import dense_columns
+    from layersearch.ranking.fusion import fuse
+
+    fused = fuse({"schema": [("b.u", 1.0)]}, level=_level)
+
+    def cosine(ids: object) -> dict[str, float]:
+        raise AssertionError("nothing to score")
+
+    assert dense_columns(fused, _level, [("b.u.v", 0.7)], lambda t: LEAVES[t], cosine) is None
+
+
+def test_every_column_of_the_best_tables_gets_a_dense_vote(
+    data_dir: object, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """In a 166-database catalog the vector channel's hundred nearest entities hold few
+    columns of the question's tables; after fusion it ranks all of the best three's."""
+    from pathlib import Path
+
+    import layersearch.corpora.entities.search as entity_search
+    from layersearch import Layersearch
+    from layersearch.corpora.entities.rank import visible_leaves
+
+    question = "What is the first name of every student who has a dog but does not have a cat?"
+    with Layersearch(":memory:", embedder="fake") as ls:
+        ls.load(Path(str(data_dir)) / "spider" / "tables.json")
+        ls.embed()
+
+        def voted() -> tuple[list[str], set[str], set[str]]:
+            hits = ls.search(question=question, max_results=100, explain=True).results
+            tables = [h.id for h in hits if h.kind == "model"]
+            dense = {h.id for h in hits for c in h.explanation or [] if c.channel == "vector"}
+            return tables, {h.id for h in hits}, dense
+
+        monkeypatch.setattr(entity_search, "DENSE_COLUMN_TABLES", 0)
+        _, shown_before, before = voted()
+        monkeypatch.setattr(entity_search, "DENSE_COLUMN_TABLES", 3)
+        tables, shown, after = voted()
+        top = visible_leaves(ls.corpus().entities, tables[0])
+    # the first table's columns: some were shown with no dense vote, now all have one
+    assert top and set(top) & shown_before - before
+    assert set(top) & shown <= after and set(top) & shown

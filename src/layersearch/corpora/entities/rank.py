@@ -4,7 +4,7 @@ the ordered entity and memory lists, and their merge into ``results``."""
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, TypeVar
 
 from layersearch.ranking.fusion import Fused, FusedList
@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from _typeshed import SupportsRichComparison
 
     from layersearch.corpora.entities.search import CorpusSearch
+    from layersearch.corpora.snapshot import EntityMap
 
 _Key = TypeVar("_Key", bound="SupportsRichComparison")
 
@@ -49,13 +50,15 @@ class _Rankings:
     """The channel rankings of one search, entities and memories apart, and the fusion
     levels of the ids seen (from the channels that know them, else the snapshot)."""
 
-    __slots__ = ("entity", "memory", "levels", "_corpus", "_kind_of")
+    __slots__ = ("entity", "memory", "levels", "dense", "_corpus", "_kind_of")
 
     def __init__(self, corpus: CorpusSearch) -> None:
         self.entity: dict[str, list[tuple[str, float]]] = {}
         self.memory: dict[str, list[tuple[str, float]]] = {}
         # id → fusion level (-1: datasources, anything not a ranked schema entity)
         self.levels: dict[str, int] = {}
+        #: the question's cosine to given entities (the vector channel's, when it ran)
+        self.dense: Callable[[Collection[str]], dict[str, float]] | None = None
         self._corpus = corpus
         self._kind_of = corpus._kind_lookup()
 
@@ -244,6 +247,63 @@ def dense_in_context(
     out.update(best)
     # on equal scores the leaf (the specific evidence) before the table it lifted, then ids
     return sorted(out.items(), key=lambda h: (-h[1], h[0] in best, h[0]))
+
+
+def visible_leaves(entities: EntityMap, table: str) -> list[str]:
+    """A table's visible leaves (columns, measures, aggregations), in id order: a range
+    of the snapshot's sorted ids."""
+    return [
+        i
+        for i in entities.visible_in_scope(table)
+        if i != table and i.rsplit(".", 1)[0] == table and entities.kind_of(i) in _LEAF_KINDS
+    ]
+
+
+#: The best-fused tables whose every leaf the vector channel ranks (``dense_columns``).
+DENSE_COLUMN_TABLES = 3
+
+
+def dense_columns(
+    fused: FusedList,
+    level: Callable[[str], int],
+    vector: Sequence[tuple[str, float]],
+    leaves_of: Callable[[str], Sequence[str]],
+    cosine: Callable[[Collection[str]], dict[str, float]],
+    tables: int = DENSE_COLUMN_TABLES,
+) -> list[tuple[str, float]] | None:
+    """The vector ranking with every leaf of the first ``tables`` fused tables in it.
+
+    The vector channel ranks the catalog's hundred entities nearest the question, so
+    of the question's own tables it holds a few columns, and the others get no dense
+    vote at all: in fusion they fall behind columns of other databases that a channel
+    did rank. Once fusion has said which tables the question is about, their missing
+    leaves are scored by their own cosine in their table's context, as
+    :func:`dense_in_context` scores a ranked leaf (the mean of its cosine and its
+    table's vector score; a table the vector channel did not rank takes its own
+    cosine), and take their place in the ranking. None when nothing is added.
+    """
+    have = dict(vector)
+    top: list[str] = []
+    for doc_id in fused.ids:
+        if level(doc_id) == 1:
+            top.append(doc_id)
+            if len(top) >= tables:
+                break
+    missing = {t: [c for c in leaves_of(t) if c not in have] for t in top}
+    wanted = [c for cs in missing.values() for c in cs]
+    if not wanted:
+        return None
+    scores = cosine([*wanted, *(t for t in top if t not in have)])
+    added: list[tuple[str, float]] = []
+    for t in top:
+        table_score = have.get(t, scores.get(t))
+        if table_score is None:
+            continue
+        added.extend((c, (scores[c] + table_score) / 2) for c in missing[t] if c in scores)
+    if not added:
+        return None
+    tables_ranked = {doc_id for doc_id, _ in vector if level(doc_id) == 1}
+    return sorted([*vector, *added], key=lambda h: (-h[1], h[0] in tables_ranked, h[0]))
 
 
 #: The channel name of a leaf's vote at its table's rank (see :func:`table_votes`).

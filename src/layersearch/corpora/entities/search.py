@@ -25,6 +25,7 @@ from layersearch.corpora.entities.rank import (
     _FUSION_LEVEL,
     _LEAF_KINDS,
     CHANNEL_DEPTH,
+    DENSE_COLUMN_TABLES,
     JOIN_KEY_TABLES,
     RANK_BY_LEVEL,
     TABLE_CHANNEL,
@@ -32,11 +33,13 @@ from layersearch.corpora.entities.rank import (
     _Ordered,
     _Rankings,
     _table_of,
+    dense_columns,
     dense_in_context,
     join_key_order,
     merge_kinds,
     same_query_order,
     table_votes,
+    visible_leaves,
 )
 from layersearch.ranking.explain import explain
 from layersearch.ranking.fusion import evidence_weights, fuse, separation
@@ -200,6 +203,16 @@ class CorpusSearch:
         hits = [h for h in dense_in_context(hits, self.entities) if admitted(h[0])]
         if hits:
             ranks.entity["vector"] = hits
+
+            def cosine(ids: Collection[str]) -> dict[str, float]:
+                # the question's vector is cached: this ranks only the given ids
+                wanted = frozenset(ids) if allow_set is None else allow_set.intersection(ids)
+                if not wanted:
+                    return {}
+                found = vector(question, len(wanted), ds, wanted, False)
+                return {i: s for i, s in found if admitted(i)}
+
+            ranks.dense = cosine
         if self.memories:
             found = vector(question, CHANNEL_DEPTH, ds, allow_set, True)
             mems = [h for h in found if h[0] in self.memories and admitted(h[0])]
@@ -311,6 +324,21 @@ class CorpusSearch:
             by_level=RANK_BY_LEVEL,
             superseded=superseded,
         )
+        vector = ranks.entity.get("vector")
+        if question is not None and vector and ranks.dense is not None and DENSE_COLUMN_TABLES:
+            # the vector channel ranks every leaf of the best fused tables (weights are
+            # read on table scores, which this does not change)
+            leaves = partial(visible_leaves, self.entities)
+            filled = dense_columns(fused, level, vector, leaves, ranks.dense)
+            if filled is not None:
+                ranks.entity["vector"] = filled
+                fused = fuse(
+                    ranks.entity,
+                    weights=weights,
+                    level=level,
+                    by_level=RANK_BY_LEVEL,
+                    superseded=superseded,
+                )
         table_of = self._table_of_id(level)
         if question is not None and TABLE_VOTES:
             # tables and leaves vote once more, at their table's rank among the fused
