@@ -3,8 +3,7 @@ fused list, and the hits (the search half of :class:`EntityCorpus`)."""
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from functools import lru_cache, partial
 from typing import TYPE_CHECKING
 
@@ -41,6 +40,7 @@ from layersearch.corpora.entities.rank import (
     table_votes,
     visible_leaves,
 )
+from layersearch.corpora.entities.words import analysed_tokens, plain_share, surface_words
 from layersearch.ranking.explain import explain
 from layersearch.ranking.fusion import evidence_weights, fuse, separation
 from layersearch.semantic.canonical import in_scope
@@ -173,9 +173,9 @@ class CorpusSearch:
         share = plain = close = lead = None
         if question is not None:
             share = self._question_share(question, ds)
-            plain = _plain_share(question)
+            plain = plain_share(question)
             close = self._closeness(share, plain)
-            lead = self._covers_more(share, _plain_share(question, stop_words_only=True))
+            lead = self._covers_more(share, plain_share(question, stop_words_only=True))
         memories = self._memory_order(ranks, entities, admitted, frozenset(res.ids), tags, close)
         merged = merge_kinds(entities, memories, req.max_results, lead)
         if not merged and not no_input:
@@ -507,7 +507,7 @@ class CorpusSearch:
         words = self._doc_plain.get(memory_id)
         if words is None:
             doc = memory_doc(self.memories[memory_id]).fields
-            words = self._doc_plain[memory_id] = _surface_words(*doc.values())
+            words = self._doc_plain[memory_id] = surface_words(*doc.values())
         return words
 
     def _doc_plain_words(self, e: Entity) -> frozenset[str]:
@@ -517,7 +517,7 @@ class CorpusSearch:
         if words is None:
             if len(self._doc_plain) >= ENTITY_WORDS + len(self.memories):
                 self._doc_plain.clear()
-            words = self._doc_plain[e.id] = _surface_words(*entity_doc(e).fields.values())
+            words = self._doc_plain[e.id] = surface_words(*entity_doc(e).fields.values())
         return words
 
     def _memory_surface(self, memory_id: str) -> frozenset[str]:
@@ -525,7 +525,7 @@ class CorpusSearch:
         words = self._surface.get(memory_id)
         if words is None:
             m = self.memories[memory_id]
-            words = self._surface[memory_id] = _surface_words(m.learning, m.description)
+            words = self._surface[memory_id] = surface_words(m.learning, m.description)
         return words
 
     def _covers_more(
@@ -571,7 +571,7 @@ class CorpusSearch:
         words = self._words.get(memory_id)
         if words is None:
             m = self.memories[memory_id]
-            words = self._words[memory_id] = frozenset(_tokens((m.learning, m.description)))
+            words = self._words[memory_id] = frozenset(analysed_tokens((m.learning, m.description)))
         return words
 
     def _memory_doc_words(self, memory_id: str) -> frozenset[str]:
@@ -580,7 +580,7 @@ class CorpusSearch:
         words = self._doc_words.get(memory_id)
         if words is None:
             doc = memory_doc(self.memories[memory_id]).fields
-            words = self._doc_words[memory_id] = frozenset(_tokens(doc.values()))
+            words = self._doc_words[memory_id] = frozenset(analysed_tokens(doc.values()))
         return words
 
     def _query_key(self, memory_id: str) -> str | None:
@@ -596,7 +596,9 @@ class CorpusSearch:
         if words is None:
             if len(self._doc_words) >= ENTITY_WORDS + len(self.memories):
                 self._doc_words.clear()
-            words = self._doc_words[e.id] = frozenset(_tokens(entity_doc(e).fields.values()))
+            words = self._doc_words[e.id] = frozenset(
+                analysed_tokens(entity_doc(e).fields.values())
+            )
         return words
 
     def _words_ranking(
@@ -776,35 +778,3 @@ class CorpusSearch:
             else render_entity(e, self.edges_out.get(e.id, []), self.mentions(e.id)),
             explanation=explanation,
         )
-
-
-def _tokens(texts: Iterable[str | None]) -> set[str]:
-    from layersearch.ranking.analyzer import analyze
-
-    return {t for text in texts if text for t in analyze(text)}
-
-
-_PLAIN_WORD = re.compile(r"\w+")
-
-
-def _surface_words(*texts: str | None) -> frozenset[str]:
-    """Texts' words as written (lower-cased), stop words and inflections kept."""
-    return frozenset(w for text in texts if text for w in _PLAIN_WORD.findall(text.lower()))
-
-
-def _plain_share(
-    question: str, *, stop_words_only: bool = False
-) -> Callable[[Collection[str]], float]:
-    """The share of ``question``'s plain words (:func:`_surface_words`), or of only those
-    that analysis drops as stop words (how it is asked: "how many", "are there"), among
-    the given plain words."""
-    asked = _surface_words(question)
-    if stop_words_only:
-        from layersearch.ranking.analyzer import STOP_WORDS
-
-        asked = frozenset(w for w in asked if w in STOP_WORDS)
-
-    def plain(have: Collection[str]) -> float:
-        return len(asked.intersection(have)) / len(asked) if asked else 0.0
-
-    return plain
