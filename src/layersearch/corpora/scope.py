@@ -182,20 +182,20 @@ class ScopeService:
         cap = req.max_per_source or req.max_results
         by_id: dict[str, tuple[str, Hit]] = {}
         channels: dict[str, list[tuple[str, float]]] = {}
-        late: list[tuple[int, int, int, str]] = []  # (tier, rank in its source, source, id)
-        order = {s: i for i, s in enumerate(SOURCE_ORDER)}
+        late: list[tuple[int, int, int, str]] = []  # (tier, rank in its source, tie, id)
         shares = self._shares(ranked, req, cap)
         waiting = _waiting(ranked, shares, cap)
+        tie = _tie_order(ranked, shares, cap)
         for source, r in ranked.items():
             kept = r.hits[:cap]
             channels[source] = [(h.id, h.score) for h in kept if h.id not in waiting]
             late.extend(
-                (waiting[h.id], n, order[source], h.id)
+                (waiting[h.id], n, tie[h.id], h.id)
                 for n, h in enumerate(kept, 1)
                 if h.id in waiting
             )
             by_id.update((h.id, (source, h)) for h in kept)
-        fused = rrf(channels, level=lambda i: order[by_id[i][0]], by_level=())
+        fused = rrf(channels, level=tie.__getitem__, by_level=())
         # (id, rank in its source, fused score, RRF contribution) in the fused order: the
         # waiting hits after every other hit, as if ranked ``cap`` places lower per tier
         placed = []
@@ -591,6 +591,24 @@ def _waiting(
             elif unmatched:
                 out[h.id] = 0
     return out
+
+
+def _tie_order(
+    ranked: dict[str, _Ranked], shares: dict[str, tuple[float, list[float]]], cap: int
+) -> dict[str, int]:
+    """Each kept hit's place among hits of the same place in their sources (the same turn,
+    or the same tier and rank when waiting), id → position: the hit holding the larger
+    share of the question first, then :data:`SOURCE_ORDER`. Without shares (one source,
+    no question) the source order alone."""
+    order = {s: i for i, s in enumerate(SOURCE_ORDER)}
+    keys = []
+    for source, r in ranked.items():
+        values = shares[source][1] if source in shares else []
+        for n, h in enumerate(r.hits[:cap]):
+            # rounded so shares summed in a different order still tie
+            held = round(values[n], 9) if n < len(values) else 0.0
+            keys.append((-held, order[source], h.id))
+    return {hid: i for i, (_held, _source, hid) in enumerate(sorted(keys))}
 
 
 def _share_note(
