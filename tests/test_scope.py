@@ -149,10 +149,12 @@ def test_fusion_takes_sources_in_turn_deterministically(full: Layersearch) -> No
 def _tier(hit: Hit) -> int:
     """-1: in turn; 0: waiting, of a source with no real match; 1: waiting, weak."""
     notes = {c.channel: c.score for c in hit.explanation or []}
-    if not hit.explanation or hit.explanation[0].rank == 1:
+    if not hit.explanation:
         return -1
     # a tagged entity is never weak (its explanation names the memory that tagged it)
     tagged = any(c.channel.startswith("semantic/tagged by") for c in hit.explanation)
+    if hit.explanation[0].rank == 1:
+        return 0 if notes["share/source best"] < 0.5 and not tagged else -1
     if notes["share/source best"] < 0.7 and not tagged:
         return 1
     return 0 if notes["source best/top"] < 0.5 else -1
@@ -164,12 +166,18 @@ def _share(hit: Hit) -> float:
 
 
 def _waits(hit: Hit) -> bool:
-    """Whether ``hit`` waits after the hits in turn, read from its explanation: after its
-    source's first, weak (share/source best < 0.7) or of a source with no real match
-    (source best/top < 0.5)."""
+    """Whether ``hit`` waits after the hits in turn, read from its explanation: its
+    source's first holding less than half of its source's best (share/source best < 0.5);
+    after the first, weak (< 0.7) or of a source with no real match (source best/top <
+    0.5); a tagged entity is never weak nor a first with no real match."""
     notes = {c.channel: c.score for c in hit.explanation or []}
-    first = hit.explanation[0].rank == 1 if hit.explanation else True
-    return not first and (notes["share/source best"] < 0.7 or notes["source best/top"] < 0.5)
+    if not hit.explanation:
+        return False
+    tagged = any(c.channel.startswith("semantic/tagged by") for c in hit.explanation)
+    if hit.explanation[0].rank == 1:
+        return notes["share/source best"] < 0.5 and not tagged
+    weak = notes["share/source best"] < 0.7 and not tagged
+    return weak or notes["source best/top"] < 0.5
 
 
 def test_entities_the_best_memory_is_tagged_with_come_first(tmp_path: Path) -> None:
@@ -201,10 +209,10 @@ def test_entities_the_best_memory_is_tagged_with_come_first(tmp_path: Path) -> N
         in_turn = [h.id for h in rest if not _waits(h)]
         assert in_turn == [i for i in order if i in in_turn]
         assert [h.id for h in semantic[1:]] == [h.id for h in rest]
-        # it takes the semantic source's first turn (rank 1 of every source comes first)
-        first_turn = [h.id for h in resp.results if h.explanation[0].rank == 1]
-        assert "shop.orders.customer_id" in first_turn
-        assert [h.id for h in resp.results[: len(first_turn)]] == first_turn
+        # it takes the semantic source's first turn: one place of the first three (one
+        # turn of each source: entities, memories, the vault)
+        assert "shop.orders.customer_id" in [h.id for h in resp.results[:3]]
+        assert {h.source for h in resp.results[:3]} == {"semantic", "memory", "vault"}
         # scope=semantic stays the entity search's own list
         scoped = ls.search(question=question, scope="semantic", max_results=40)
         assert [h.id for h in scoped.results] == plain
@@ -294,13 +302,21 @@ def test_waiting_tiers_from_shares() -> None:
         "vault": (1.0, [1.0, 0.7, 0.69]),  # 0.69 < 0.7 of its best: weak
         "semantic": (0.49, [0.2, 0.49, 0.1, 0.3]),  # best < 0.5 of the vault's: unmatched
     }
-    # the first hit of a source never waits; a weak hit is weak even in an unmatched
-    # source, unless the best memory is tagged with it (s2): then it waits as unmatched
+    # the first hit of a source keeps its turn (s0: 0.245 is half of its source's best); a
+    # weak hit is weak even in an unmatched source, unless the best memory is tagged with
+    # it (s2): then it waits as unmatched
+    shares["semantic"] = (0.49, [0.245, 0.49, 0.1, 0.3])
     assert _waiting(ranked, shares, 10) == {"v2": 1, "s1": 0, "s2": 0, "s3": 1}
-    shares["semantic"] = (0.5, [0.2, 0.5, 0.1, 0.3])  # half the vault's: matched
+    shares["semantic"] = (0.5, [0.25, 0.5, 0.1, 0.3])  # half the vault's: matched
     assert _waiting(ranked, shares, 10) == {"v2": 1, "s3": 1}
     assert _waiting(ranked, shares, 2) == {}  # the cap: only the first two are read
     assert _waiting(ranked, {}, 10) == {}
+    # a first hit holding less than half of its source's best is no real match: it waits
+    # with the unmatched, and its source's turns go to its next hits; a tagged one keeps it
+    shares["semantic"] = (0.5, [0.24, 0.5, 0.1, 0.3])
+    assert _waiting(ranked, shares, 10) == {"v2": 1, "s0": 0, "s3": 1}
+    ranked["semantic"] = _Ranked(hits=hits("s", 4), lifted=frozenset({"s0", "s2"}))
+    assert _waiting(ranked, shares, 10) == {"v2": 1, "s3": 1}
 
 
 def test_hits_wait_only_when_sources_meet(
