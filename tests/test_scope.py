@@ -124,8 +124,9 @@ def test_fusion_takes_sources_in_turn_deterministically(full: Layersearch) -> No
     ranks = [(h.explanation[0].rank, h.source) for h in a.results]
     waits = [_waits(h) for h in a.results]
     assert True in waits  # vault's 2nd note holds less of the question than its 1st
-    # the hits in turn first: rank 1 of each source, vault before conversation on a tie,
-    # then rank 2, ...; the hits that wait after them, in their source's order
+    # the hits in turn first: rank 1 of each source, the one holding more of the question
+    # first (vault before conversation on equal shares), then rank 2, ...; the hits that
+    # wait after them, in their source's order
     turns = [rs for rs, w in zip(ranks, waits, strict=True) if not w]
     assert waits == sorted(waits) and ranks[: len(turns)] == turns
     # each source's hits in turn close up: its k-th takes the k-th turn
@@ -136,7 +137,10 @@ def test_fusion_takes_sources_in_turn_deterministically(full: Layersearch) -> No
         turn.append((seen[source], source))
     vault = [r for r, src in turns if src == "vault"]
     assert vault == sorted(vault)
-    assert turn == sorted(turn, key=lambda ts: (ts[0], ["vault", "conversation"].index(ts[1])))
+    share = [_share(h) for h in a.results]
+    order = ["vault", "conversation"]
+    keys = [(t, -sh, order.index(src)) for (t, src), sh in zip(turn, share, strict=False)]
+    assert keys == sorted(keys)
     assert ranks[0] == (1, "vault") and ranks[1] == (1, "conversation")
     assert a.results[0].explanation[0].channel == "vault"
     assert a.results[0].explanation[1].channel.startswith("vault/")
@@ -145,22 +149,35 @@ def test_fusion_takes_sources_in_turn_deterministically(full: Layersearch) -> No
 def _tier(hit: Hit) -> int:
     """-1: in turn; 0: waiting, of a source with no real match; 1: waiting, weak."""
     notes = {c.channel: c.score for c in hit.explanation or []}
-    if not hit.explanation or hit.explanation[0].rank == 1:
+    if not hit.explanation:
         return -1
     # a tagged entity is never weak (its explanation names the memory that tagged it)
     tagged = any(c.channel.startswith("semantic/tagged by") for c in hit.explanation)
+    if hit.explanation[0].rank == 1:
+        return 0 if notes["share/source best"] < 0.5 and not tagged else -1
     if notes["share/source best"] < 0.7 and not tagged:
         return 1
     return 0 if notes["source best/top"] < 0.5 else -1
 
 
+def _share(hit: Hit) -> float:
+    """The share of the question ``hit``'s document holds, from its explanation."""
+    return next(c.score for c in hit.explanation or [] if c.channel == "share")
+
+
 def _waits(hit: Hit) -> bool:
-    """Whether ``hit`` waits after the hits in turn, read from its explanation: after its
-    source's first, weak (share/source best < 0.7) or of a source with no real match
-    (source best/top < 0.5)."""
+    """Whether ``hit`` waits after the hits in turn, read from its explanation: its
+    source's first holding less than half of its source's best (share/source best < 0.5);
+    after the first, weak (< 0.7) or of a source with no real match (source best/top <
+    0.5); a tagged entity is never weak nor a first with no real match."""
     notes = {c.channel: c.score for c in hit.explanation or []}
-    first = hit.explanation[0].rank == 1 if hit.explanation else True
-    return not first and (notes["share/source best"] < 0.7 or notes["source best/top"] < 0.5)
+    if not hit.explanation:
+        return False
+    tagged = any(c.channel.startswith("semantic/tagged by") for c in hit.explanation)
+    if hit.explanation[0].rank == 1:
+        return notes["share/source best"] < 0.5 and not tagged
+    weak = notes["share/source best"] < 0.7 and not tagged
+    return weak or notes["source best/top"] < 0.5
 
 
 def test_entities_the_best_memory_is_tagged_with_come_first(tmp_path: Path) -> None:
@@ -192,7 +209,10 @@ def test_entities_the_best_memory_is_tagged_with_come_first(tmp_path: Path) -> N
         in_turn = [h.id for h in rest if not _waits(h)]
         assert in_turn == [i for i in order if i in in_turn]
         assert [h.id for h in semantic[1:]] == [h.id for h in rest]
-        assert resp.results[0].id == "shop.orders.customer_id"
+        # it takes the semantic source's first turn: one place of the first three (one
+        # turn of each source: entities, memories, the vault)
+        assert "shop.orders.customer_id" in [h.id for h in resp.results[:3]]
+        assert {h.source for h in resp.results[:3]} == {"semantic", "memory", "vault"}
         # scope=semantic stays the entity search's own list
         scoped = ls.search(question=question, scope="semantic", max_results=40)
         assert [h.id for h in scoped.results] == plain
@@ -254,7 +274,8 @@ def test_a_source_with_no_real_match_keeps_one_turn(full: Layersearch) -> None:
     best = {h.source: n["source best/top"] for h, n in zip(resp.results, notes, strict=True)}
     # the vault note "Customer lifetime value" holds the whole question, no other source's
     # best hit half of what it holds
-    assert best["vault"] == 1.0 and resp.results[2].id == "vault:Metrics/Customer lifetime value"
+    # and it goes first: among the sources' first hits, the one holding most of the question
+    assert best["vault"] == 1.0 and resp.results[0].id == "vault:Metrics/Customer lifetime value"
     assert all(b < 0.5 for s, b in best.items() if s != "vault") and len(best) == 4
     # each source's first hit in turn, the others of the unmatched sources wait (before
     # the weak hits of every source)
@@ -281,13 +302,21 @@ def test_waiting_tiers_from_shares() -> None:
         "vault": (1.0, [1.0, 0.7, 0.69]),  # 0.69 < 0.7 of its best: weak
         "semantic": (0.49, [0.2, 0.49, 0.1, 0.3]),  # best < 0.5 of the vault's: unmatched
     }
-    # the first hit of a source never waits; a weak hit is weak even in an unmatched
-    # source, unless the best memory is tagged with it (s2): then it waits as unmatched
+    # the first hit of a source keeps its turn (s0: 0.245 is half of its source's best); a
+    # weak hit is weak even in an unmatched source, unless the best memory is tagged with
+    # it (s2): then it waits as unmatched
+    shares["semantic"] = (0.49, [0.245, 0.49, 0.1, 0.3])
     assert _waiting(ranked, shares, 10) == {"v2": 1, "s1": 0, "s2": 0, "s3": 1}
-    shares["semantic"] = (0.5, [0.2, 0.5, 0.1, 0.3])  # half the vault's: matched
+    shares["semantic"] = (0.5, [0.25, 0.5, 0.1, 0.3])  # half the vault's: matched
     assert _waiting(ranked, shares, 10) == {"v2": 1, "s3": 1}
     assert _waiting(ranked, shares, 2) == {}  # the cap: only the first two are read
     assert _waiting(ranked, {}, 10) == {}
+    # a first hit holding less than half of its source's best is no real match: it waits
+    # with the unmatched, and its source's turns go to its next hits; a tagged one keeps it
+    shares["semantic"] = (0.5, [0.24, 0.5, 0.1, 0.3])
+    assert _waiting(ranked, shares, 10) == {"v2": 1, "s0": 0, "s3": 1}
+    ranked["semantic"] = _Ranked(hits=hits("s", 4), lifted=frozenset({"s0", "s2"}))
+    assert _waiting(ranked, shares, 10) == {"v2": 1, "s3": 1}
 
 
 def test_hits_wait_only_when_sources_meet(
@@ -465,3 +494,31 @@ def test_cli_scope_json_and_inspect(tmp_path: Path) -> None:
     assert "Traceback" not in bad.stderr
     text = run(store, "search", "churn", "--scope", "all").stdout
     assert "vault:" in text
+
+
+def test_ties_go_to_the_hit_holding_more_of_the_question() -> None:
+    from layersearch.corpora.scope import _Ranked, _tie_order
+
+    def hits(source: str, n: int) -> list[Hit]:
+        return [Hit(kind="vault", id=f"{source}{i}", score=0.0) for i in range(n)]
+
+    ranked = {
+        "semantic": _Ranked(hits=hits("s", 2)),
+        "vault": _Ranked(hits=hits("v", 2)),
+        "conversation": _Ranked(hits=hits("c", 2)),
+    }
+    shares = {
+        "semantic": (0.4, [0.2, 0.4]),
+        "vault": (0.9, [0.9, 0.4]),
+        "conversation": (0.5, [0.5, 0.2 + 0.1 + 0.1]),  # 0.4 summed another way: a tie
+    }
+    tie = _tie_order(ranked, shares, 10)
+    assert sorted(tie, key=tie.__getitem__) == ["v0", "c0", "s1", "v1", "c1", "s0"]
+    assert sorted(_tie_order(ranked, shares, 1).values()) == [0, 1, 2]  # the cap
+    # without shares (one source, no question) the source order alone
+    alone = _tie_order(ranked, {}, 10)
+    assert [h for h in sorted(alone, key=alone.__getitem__) if h.endswith("0")] == [
+        "s0",
+        "v0",
+        "c0",
+    ]

@@ -11,11 +11,13 @@ places go by evidence: every hit's share of the question (the idf-weighted share
 question's analysed words its full-text document holds, the same quantity and the same
 idf for every source) is read (:meth:`ScopeService._shares`), and hits wait after every
 hit in turn (:func:`_waiting`): those after the first of a source with no real match
-(its best share under :data:`UNMATCHED_SHARE` of the best-matched source's), then the
-weak ones (after their source's first, under :data:`WEAK_SHARE` of its best share). A
-source whose hits hold the question alike keeps its turns; one whose best hit stands out
-keeps only the hits close to it. The entities the best memory is tagged with go first
-in the entity list (and are not weak: two corpora agree on them).
+(its best share under :data:`UNMATCHED_SHARE` of the best-matched source's) and a first
+hit holding under :data:`UNMATCHED_SHARE` of its own source's best, then the weak ones
+(after their source's first, under :data:`WEAK_SHARE` of its best share). A source whose
+hits hold the question alike keeps its turns; one whose best hit stands out keeps only
+the hits close to it. Hits at the same place (the same turn, or the same tier and rank
+when waiting) go by their share, then by source. The entities the best memory is tagged
+with go first in the entity list (and are not weak: two corpora agree on them).
 
 Hit ids: an entity's id, ``memory:N``, ``conversation:<conv_id>:<message_id>``,
 ``vault:<slug>``; :meth:`ScopeService.inspect` opens any of them.
@@ -67,7 +69,8 @@ _MAX_RESULTS = 100
 #: other hits
 WEAK_SHARE = 0.7
 #: a source whose best hit holds less than this fraction of the share of the question the
-#: best-matched source's best hit holds has no real match: its hits after the first wait
+#: best-matched source's best hit holds has no real match: its hits after the first wait;
+#: a source's first hit holding less than this fraction of its source's best share waits
 UNMATCHED_SHARE = 0.5
 _NO_VAULT = "no vault indexed in this store: run `layersearch vault index PATH`"
 
@@ -182,20 +185,20 @@ class ScopeService:
         cap = req.max_per_source or req.max_results
         by_id: dict[str, tuple[str, Hit]] = {}
         channels: dict[str, list[tuple[str, float]]] = {}
-        late: list[tuple[int, int, int, str]] = []  # (tier, rank in its source, source, id)
-        order = {s: i for i, s in enumerate(SOURCE_ORDER)}
+        late: list[tuple[int, int, int, str]] = []  # (tier, rank in its source, tie, id)
         shares = self._shares(ranked, req, cap)
         waiting = _waiting(ranked, shares, cap)
+        tie = _tie_order(ranked, shares, cap)
         for source, r in ranked.items():
             kept = r.hits[:cap]
             channels[source] = [(h.id, h.score) for h in kept if h.id not in waiting]
             late.extend(
-                (waiting[h.id], n, order[source], h.id)
+                (waiting[h.id], n, tie[h.id], h.id)
                 for n, h in enumerate(kept, 1)
                 if h.id in waiting
             )
             by_id.update((h.id, (source, h)) for h in kept)
-        fused = rrf(channels, level=lambda i: order[by_id[i][0]], by_level=())
+        fused = rrf(channels, level=tie.__getitem__, by_level=())
         # (id, rank in its source, fused score, RRF contribution) in the fused order: the
         # waiting hits after every other hit, as if ranked ``cap`` places lower per tier
         placed = []
@@ -572,7 +575,9 @@ def _waiting(
 ) -> dict[str, int]:
     """The hits that wait after every other source's hits, id → tier (0 first). Tier 0:
     the hits after the first of a source with no real match, whose best hit holds less
-    than :data:`UNMATCHED_SHARE` of the share the best-matched source's best hit holds.
+    than :data:`UNMATCHED_SHARE` of the share the best-matched source's best hit holds,
+    and a source's first hit when it holds less than :data:`UNMATCHED_SHARE` of its
+    source's best share (then the source's turns go to its next hits).
     Tier 1: a hit after its source's first holding less than :data:`WEAK_SHARE` of its
     source's best share (not the entities the best memory is tagged with: two corpora
     agree on them). Nothing waits without shares (one source, no question)."""
@@ -585,12 +590,34 @@ def _waiting(
         unmatched = best < UNMATCHED_SHARE * top
         for n, h in enumerate(r.hits[:cap]):
             if n == 0:
+                # the first keeps its source's turn unless it is no real match of what its
+                # source holds best (a tagged entity always keeps it)
+                if h.id not in r.lifted and values[0] < UNMATCHED_SHARE * best:
+                    out[h.id] = 0
                 continue
             if h.id not in r.lifted and values[n] < WEAK_SHARE * best:
                 out[h.id] = 1
             elif unmatched:
                 out[h.id] = 0
     return out
+
+
+def _tie_order(
+    ranked: dict[str, _Ranked], shares: dict[str, tuple[float, list[float]]], cap: int
+) -> dict[str, int]:
+    """Each kept hit's place among hits of the same place in their sources (the same turn,
+    or the same tier and rank when waiting), id → position: the hit holding the larger
+    share of the question first, then :data:`SOURCE_ORDER`. Without shares (one source,
+    no question) the source order alone."""
+    order = {s: i for i, s in enumerate(SOURCE_ORDER)}
+    keys = []
+    for source, r in ranked.items():
+        values = shares[source][1] if source in shares else []
+        for n, h in enumerate(r.hits[:cap]):
+            # rounded so shares summed in a different order still tie
+            held = round(values[n], 9) if n < len(values) else 0.0
+            keys.append((-held, order[source], h.id))
+    return {hid: i for i, (_held, _source, hid) in enumerate(sorted(keys))}
 
 
 def _share_note(
