@@ -124,11 +124,14 @@ class LiteLLMEmbedder(ModelEmbedder):
         except Exception as exc:
             # litellm raises UnsupportedParams (a 400) before sending anything;
             # retrying documents one by one cannot help.
-            if _status(exc) not in _REJECT_STATUS or type(exc).__name__ == "UnsupportedParamsError":
+            if (
+                status_of(exc) not in _REJECT_STATUS
+                or type(exc).__name__ == "UnsupportedParamsError"
+            ):
                 raise self._wrap(exc) from exc
             if len(batch) == 1:
                 raise EmbeddingUnavailable(
-                    f"{self.model} rejected document {offset}: {_message(exc)} "
+                    f"{self.model} rejected document {offset}: {message_of(exc)} "
                     f"(lower max_input_chars, now {self.max_input_chars}, if it is too long)"
                 ) from exc
             log.warning(
@@ -160,7 +163,7 @@ class LiteLLMEmbedder(ModelEmbedder):
                 response = litellm.embedding(**kwargs)
                 return self._to_matrix(response, len(batch))
             except Exception as exc:
-                if _status(exc) not in _RETRY_STATUS or attempt == self.max_tries:
+                if status_of(exc) not in _RETRY_STATUS or attempt == self.max_tries:
                     raise
                 delay = self.backoff * 2 ** (attempt - 1) * (1 + random.random() / 4)  # noqa: S311
                 log.warning(
@@ -193,24 +196,13 @@ class LiteLLMEmbedder(ModelEmbedder):
 
     def _import(self) -> Any:
         if self._litellm is None:
-            # Without this litellm fetches its cost map from GitHub at import.
-            os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-            try:
-                import litellm
-            except ImportError as exc:
-                raise EmbeddingUnavailable(
-                    "the litellm embedder needs litellm: pip install 'layersearch[litellm]'"
-                ) from exc
-            # litellm prints "Give Feedback" banners to stdout on errors; stdout
-            # belongs to the MCP protocol and to --json output.
-            litellm.suppress_debug_info = True
-            self._litellm = litellm
+            self._litellm = import_litellm(EmbeddingUnavailable, "the litellm embedder")
         return self._litellm
 
     def _wrap(self, exc: Exception) -> EmbeddingUnavailable:
         if isinstance(exc, EmbeddingUnavailable):
             return exc
-        status = _status(exc)
+        status = status_of(exc)
         name = type(exc).__name__
         where = f" at {self.api_base}" if self.api_base else ""
         if name == "UnsupportedParamsError":
@@ -229,16 +221,33 @@ class LiteLLMEmbedder(ModelEmbedder):
         else:
             hint = "check the model name, api_base and api_key"
         return EmbeddingUnavailable(
-            f"embedding with {self.model}{where} failed: {hint} ({name}: {_message(exc)})"
+            f"embedding with {self.model}{where} failed: {hint} ({name}: {message_of(exc)})"
         )
 
 
-def _status(exc: BaseException) -> int | None:
+def import_litellm(error: type[Exception], who: str) -> Any:
+    """litellm, imported offline and quiet; ``error`` (naming ``who`` needs it) when it is
+    not installed."""
+    # Without this litellm fetches its cost map from GitHub at import.
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    try:
+        import litellm
+    except ImportError as exc:
+        raise error(f"{who} needs litellm: pip install 'layersearch[litellm]'") from exc
+    # litellm prints "Give Feedback" banners to stdout on errors; stdout belongs to the
+    # MCP protocol and to --json output.
+    litellm.suppress_debug_info = True
+    return litellm
+
+
+def status_of(exc: BaseException) -> int | None:
+    """The HTTP status a litellm exception carries, if any."""
     status = getattr(exc, "status_code", None)
     return status if isinstance(status, int) else None
 
 
-def _message(exc: BaseException) -> str:
+def message_of(exc: BaseException) -> str:
+    """A litellm exception's message, cut at 300 characters."""
     text = str(getattr(exc, "message", None) or exc)
     return text if len(text) <= 300 else text[:297] + "..."
 

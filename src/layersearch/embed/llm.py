@@ -10,12 +10,12 @@ with its litellm route, e.g. ``litellm:openai/gpt-4o-mini``) or ``none``; option
 from __future__ import annotations
 
 import logging
-import os
 import random
 import time
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
+from layersearch.embed.litellm import import_litellm, message_of, status_of
 from layersearch.errors import ConfigError, LLMUnavailable
 
 __all__ = ["NO_LLM", "ChatModel", "LiteLLMChat", "make_llm"]
@@ -84,7 +84,7 @@ class LiteLLMChat:
                 response = litellm.completion(**kwargs)
                 break
             except Exception as exc:
-                if _status(exc) not in _RETRY_STATUS or attempt == self.max_tries:
+                if status_of(exc) not in _RETRY_STATUS or attempt == self.max_tries:
                     raise self._wrap(exc) from exc
                 delay = self.backoff * 2 ** (attempt - 1) * (1 + random.random() / 4)  # noqa: S311
                 log.warning(
@@ -105,21 +105,11 @@ class LiteLLMChat:
 
     def _import(self) -> Any:
         if self._litellm is None:
-            # Without this litellm fetches its cost map from GitHub at import.
-            os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-            try:
-                import litellm
-            except ImportError as exc:
-                raise LLMUnavailable(
-                    "the facts LLM needs litellm: pip install 'layersearch[litellm]'"
-                ) from exc
-            # litellm prints banners to stdout on errors; stdout belongs to --json output.
-            litellm.suppress_debug_info = True
-            self._litellm = litellm
+            self._litellm = import_litellm(LLMUnavailable, "the facts LLM")
         return self._litellm
 
     def _wrap(self, exc: Exception) -> LLMUnavailable:
-        status = _status(exc)
+        status = status_of(exc)
         name = type(exc).__name__
         where = f" at {self.api_base}" if self.api_base else ""
         if status in (401, 403):
@@ -132,9 +122,7 @@ class LiteLLMChat:
             hint = "could not reach the provider: check api_base and that the server is running"
         else:
             hint = "check the model name, api_base and api_key"
-        text = str(getattr(exc, "message", None) or exc)
-        text = text if len(text) <= 300 else text[:297] + "..."
-        return LLMUnavailable(f"{self.model}{where} failed: {hint} ({name}: {text})")
+        return LLMUnavailable(f"{self.model}{where} failed: {hint} ({name}: {message_of(exc)})")
 
 
 def make_llm(spec: str | None, options: Mapping[str, Any] | None = None) -> ChatModel | None:
@@ -156,8 +144,3 @@ def make_llm(spec: str | None, options: Mapping[str, Any] | None = None) -> Chat
             f"known are {', '.join(sorted(OPTION_KEYS))}"
         )
     return LiteLLMChat(model.strip(), **opts)
-
-
-def _status(exc: BaseException) -> int | None:
-    status = getattr(exc, "status_code", None)
-    return status if isinstance(status, int) else None

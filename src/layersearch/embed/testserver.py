@@ -21,10 +21,11 @@ import contextlib
 import json
 import logging
 import threading
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Protocol
+from typing import Any, Protocol, Self
 
 import numpy as np
 
@@ -45,7 +46,50 @@ class RequestRecord:
     body: dict[str, Any] = field(default_factory=dict)
 
 
-class EmbeddingServer:
+class _LocalServer(ABC):
+    """What both servers share: a threaded HTTP server on ``host:port`` (0: any free
+    port) that hands each POST to ``handle``, started on a daemon thread."""
+
+    _thread_name = "layersearch-test-server"
+
+    def __init__(self, host: str, port: int) -> None:
+        self.requests: list[RequestRecord] = []
+        self._lock = threading.Lock()
+        self._httpd = ThreadingHTTPServer((host, port), _handler_for(self))
+        self._httpd.daemon_threads = True
+        self._thread: threading.Thread | None = None
+
+    @property
+    def base_url(self) -> str:
+        host, port = self._httpd.server_address[:2]
+        return f"http://{host!s}:{port}/v1"
+
+    def start(self) -> str:
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, name=self._thread_name, daemon=True
+        )
+        self._thread.start()
+        return self.base_url
+
+    def stop(self) -> None:
+        self._httpd.shutdown()
+        self._httpd.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+    def __enter__(self) -> Self:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    @abstractmethod
+    def handle(self, path: str, headers: Any, raw: bytes) -> tuple[int, dict[str, Any]]:
+        """Answer one POST: (HTTP status, JSON payload)."""
+
+
+class EmbeddingServer(_LocalServer):
     """The server object; use :func:`serve_embeddings` unless you need ``requests``.
 
     ``fail_429`` answers that many first embedding requests with HTTP 429.
@@ -53,6 +97,8 @@ class EmbeddingServer:
     ``max_batch`` answers HTTP 400 to requests with more inputs than that.
     ``api_key``, when set, must arrive as ``Authorization: Bearer <key>``.
     """
+
+    _thread_name = "layersearch-embed-server"
 
     def __init__(
         self,
@@ -72,36 +118,7 @@ class EmbeddingServer:
         self.reject_inputs = set(reject_inputs)
         self.max_batch = max_batch
         self.api_key = api_key
-        self.requests: list[RequestRecord] = []
-        self._lock = threading.Lock()
-        self._httpd = ThreadingHTTPServer((host, port), _handler_for(self))
-        self._httpd.daemon_threads = True
-        self._thread: threading.Thread | None = None
-
-    @property
-    def base_url(self) -> str:
-        host, port = self._httpd.server_address[:2]
-        return f"http://{host!s}:{port}/v1"
-
-    def start(self) -> str:
-        self._thread = threading.Thread(
-            target=self._httpd.serve_forever, name="layersearch-embed-server", daemon=True
-        )
-        self._thread.start()
-        return self.base_url
-
-    def stop(self) -> None:
-        self._httpd.shutdown()
-        self._httpd.server_close()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-
-    def __enter__(self) -> EmbeddingServer:
-        self.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
+        super().__init__(host, port)
 
     # The handler calls this; returns (status, payload).
     def handle(self, path: str, headers: Any, raw: bytes) -> tuple[int, dict[str, Any]]:
@@ -187,7 +204,7 @@ class _Handles(Protocol):
 ChatAnswer = Callable[[list[dict[str, Any]]], "str | int"]
 
 
-class ChatServer:
+class ChatServer(_LocalServer):
     """An OpenAI-compatible ``/v1/chat/completions`` server for tests: ``answer`` gets the
     request's messages and returns the reply's text, or an HTTP status (an int) to fail
     with. ``requests`` records every request (``inputs`` are the messages' contents).
@@ -195,6 +212,8 @@ class ChatServer:
         with ChatServer(lambda messages: '{"facts": []}') as server:
             ... server.base_url ...
     """
+
+    _thread_name = "layersearch-chat-server"
 
     def __init__(
         self,
@@ -206,42 +225,13 @@ class ChatServer:
     ) -> None:
         self.answer = answer
         self.model_name = model_name
-        self.requests: list[RequestRecord] = []
-        self._lock = threading.Lock()
-        self._httpd = ThreadingHTTPServer((host, port), _handler_for(self))
-        self._httpd.daemon_threads = True
-        self._thread: threading.Thread | None = None
-
-    @property
-    def base_url(self) -> str:
-        host, port = self._httpd.server_address[:2]
-        return f"http://{host!s}:{port}/v1"
+        super().__init__(host, port)
 
     @property
     def calls(self) -> int:
         """Chat requests received (answered or failed)."""
         with self._lock:
             return len(self.requests)
-
-    def start(self) -> str:
-        self._thread = threading.Thread(
-            target=self._httpd.serve_forever, name="layersearch-chat-server", daemon=True
-        )
-        self._thread.start()
-        return self.base_url
-
-    def stop(self) -> None:
-        self._httpd.shutdown()
-        self._httpd.server_close()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-
-    def __enter__(self) -> ChatServer:
-        self.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
 
     def handle(self, path: str, headers: Any, raw: bytes) -> tuple[int, dict[str, Any]]:
         if path.rstrip("/") not in ("/v1/chat/completions", "/chat/completions"):
