@@ -158,23 +158,14 @@ class LiteLLMEmbedder(ModelEmbedder):
             kwargs["api_key"] = self.api_key
         if self.dimensions is not None:
             kwargs["dimensions"] = self.dimensions
-        for attempt in range(1, self.max_tries + 1):
-            try:
-                response = litellm.embedding(**kwargs)
-                return self._to_matrix(response, len(batch))
-            except Exception as exc:
-                if status_of(exc) not in _RETRY_STATUS or attempt == self.max_tries:
-                    raise
-                delay = self.backoff * 2 ** (attempt - 1) * (1 + random.random() / 4)  # noqa: S311
-                log.warning(
-                    "%s is rate limiting (attempt %d/%d); waiting %.1fs",
-                    self.model,
-                    attempt,
-                    self.max_tries,
-                    delay,
-                )
-                self._sleep(delay)
-        raise AssertionError("unreachable")  # pragma: no cover
+        response = with_retries(
+            lambda: litellm.embedding(**kwargs),
+            self.model,
+            self.max_tries,
+            self.backoff,
+            self._sleep,
+        )
+        return self._to_matrix(response, len(batch))
 
     def _to_matrix(self, response: Any, expected: int) -> np.ndarray:
         data = sorted(_get(response, "data") or [], key=lambda item: _get(item, "index") or 0)
@@ -238,6 +229,26 @@ def import_litellm(error: type[Exception], who: str) -> Any:
     # MCP protocol and to --json output.
     litellm.suppress_debug_info = True
     return litellm
+
+
+def with_retries(
+    call: Callable[[], Any], model: str, tries: int, backoff: float, sleep: Callable[[float], None]
+) -> Any:
+    """``call()``, tried up to ``tries`` times while the provider rate limits (HTTP 429 or
+    503), waiting ``backoff`` × 2^(attempt−1) seconds (+ up to 25% jitter) in between;
+    any other error, or the last one, is raised as it is."""
+    for attempt in range(1, tries + 1):
+        try:
+            return call()
+        except Exception as exc:
+            if status_of(exc) not in _RETRY_STATUS or attempt == tries:
+                raise
+            delay = backoff * 2 ** (attempt - 1) * (1 + random.random() / 4)  # noqa: S311
+            log.warning(
+                "%s is rate limiting (attempt %d/%d); waiting %.1fs", model, attempt, tries, delay
+            )
+            sleep(delay)
+    raise AssertionError("unreachable")  # pragma: no cover
 
 
 def status_of(exc: BaseException) -> int | None:

@@ -10,12 +10,11 @@ with its litellm route, e.g. ``litellm:openai/gpt-4o-mini``) or ``none``; option
 from __future__ import annotations
 
 import logging
-import random
 import time
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
-from layersearch.embed.litellm import import_litellm, message_of, status_of
+from layersearch.embed.litellm import import_litellm, message_of, status_of, with_retries
 from layersearch.errors import ConfigError, LLMUnavailable
 
 __all__ = ["NO_LLM", "ChatModel", "LiteLLMChat", "make_llm"]
@@ -79,22 +78,16 @@ class LiteLLMChat:
             kwargs["api_base"] = self.api_base
         if self.api_key:
             kwargs["api_key"] = self.api_key
-        for attempt in range(1, self.max_tries + 1):
-            try:
-                response = litellm.completion(**kwargs)
-                break
-            except Exception as exc:
-                if status_of(exc) not in _RETRY_STATUS or attempt == self.max_tries:
-                    raise self._wrap(exc) from exc
-                delay = self.backoff * 2 ** (attempt - 1) * (1 + random.random() / 4)  # noqa: S311
-                log.warning(
-                    "%s is rate limiting (attempt %d/%d); waiting %.1fs",
-                    self.model,
-                    attempt,
-                    self.max_tries,
-                    delay,
-                )
-                self._sleep(delay)
+        try:
+            response = with_retries(
+                lambda: litellm.completion(**kwargs),
+                self.model,
+                self.max_tries,
+                self.backoff,
+                self._sleep,
+            )
+        except Exception as exc:
+            raise self._wrap(exc) from exc
         try:
             content = response.choices[0].message.content
         except (AttributeError, IndexError, TypeError) as exc:

@@ -317,13 +317,10 @@ class CorpusSearch:
         superseded = {"fulltext": lambda i: level(i) >= 0} if "schema" in ranks.entity else None
         weighed = self._evidence(ranks.entity, question, ds, level)
         weights = {c: w for c, (w, _, _) in weighed.items()}
-        fused = fuse(
-            ranks.entity,
-            weights=weights,
-            level=level,
-            by_level=RANK_BY_LEVEL,
-            superseded=superseded,
+        fuse_channels = partial(
+            fuse, weights=weights, level=level, by_level=RANK_BY_LEVEL, superseded=superseded
         )
+        fused = fuse_channels(ranks.entity)
         vector = ranks.entity.get("vector")
         if question is not None and vector and ranks.dense is not None and DENSE_COLUMN_TABLES:
             # the vector channel ranks every leaf of the best fused tables (weights are
@@ -332,13 +329,7 @@ class CorpusSearch:
             filled = dense_columns(fused, level, vector, leaves, ranks.dense)
             if filled is not None:
                 ranks.entity["vector"] = filled
-                fused = fuse(
-                    ranks.entity,
-                    weights=weights,
-                    level=level,
-                    by_level=RANK_BY_LEVEL,
-                    superseded=superseded,
-                )
+                fused = fuse_channels(ranks.entity)
         table_of = self._table_of_id(level)
         if question is not None and TABLE_VOTES:
             # tables and leaves vote once more, at their table's rank among the fused
