@@ -8,11 +8,11 @@ from pathlib import Path
 
 from layersearch.corpora.conversations.search import (
     MESSAGE_CORPUS,
+    TURN_CORPUS,
     ConversationService,
     MessageSearchConfig,
     dense_text,
 )
-from layersearch.corpora.conversations.service import TURN_CORPUS
 from layersearch.corpora.conversations.store import MessageRow
 from layersearch.corpora.conversations.vectors import max_cosines, vector_ranking
 from layersearch.corpora.dense import DenseCorpus
@@ -21,6 +21,7 @@ from layersearch.store.duckdb import DuckDBStore
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "conversations"
 ON = MessageSearchConfig(turn_vector=True)
+OFF = MessageSearchConfig(turn_vector=False)
 
 
 def _turn(i: int, speaker: str, text: str) -> MessageRow:
@@ -51,6 +52,10 @@ def _service(path: Path, config: MessageSearchConfig) -> tuple[ConversationServi
     return svc, cache
 
 
+def test_turn_vectors_are_on_by_default() -> None:
+    assert MessageSearchConfig().turn_vector
+
+
 def test_the_turns_own_text_has_speaker_and_date_but_no_turn_before() -> None:
     turns = [_turn(0, "Ann", "what made you pick it?"), _turn(1, "Bo", "their support")]
     cfg = MessageSearchConfig()
@@ -71,7 +76,7 @@ def test_max_cosines_keeps_each_ids_larger_cosine() -> None:
 
 
 def test_embed_fills_the_turn_corpus_only_when_switched_on(tmp_path: Path) -> None:
-    off, _ = _service(tmp_path / "off.duckdb", MessageSearchConfig())
+    off, _ = _service(tmp_path / "off.duckdb", OFF)
     assert [r.corpus for r in off.embed()] == [MESSAGE_CORPUS]
     assert not off.store.vector_fingerprints(TURN_CORPUS)
     on, _ = _service(tmp_path / "on.duckdb", ON)
@@ -101,12 +106,12 @@ def test_semantic_search_is_the_same_with_turn_vectors_on(tmp_path: Path) -> Non
     svc, _ = _service(tmp_path / "s.duckdb", ON)
     svc.embed()
     on = svc.semantic_search("churn dashboard", 10).model_dump_json()
-    svc.config = MessageSearchConfig()
+    svc.config = OFF
     assert svc.semantic_search("churn dashboard", 10).model_dump_json() == on
 
 
 def test_a_store_without_turn_vectors_still_searches_and_says_why(tmp_path: Path) -> None:
-    svc, _ = _service(tmp_path / "s.duckdb", MessageSearchConfig())
+    svc, _ = _service(tmp_path / "s.duckdb", OFF)
     svc.embed()  # an older store: context vectors only
     before = svc.search_messages("churn dashboard", 5)
     svc.config = ON

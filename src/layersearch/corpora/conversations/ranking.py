@@ -191,8 +191,9 @@ class MessageSearchConfig:
     #: corpus, embedded by ``conversations embed`` while this is on), and scores a turn by
     #: the larger of its two cosines: the turn-with-context vector finds an elliptical
     #: reply by its question, the turn's own one a turn that states a fact by itself.
-    #: ``semantic_search`` keeps the context vectors only
-    turn_vector: bool = False
+    #: ``semantic_search`` keeps the context vectors only. A store embedded without them
+    #: searches with the context vectors and a warning until the next embed
+    turn_vector: bool = True
 
     def document_shape(self) -> str:
         """What the full-text documents depend on besides the messages (part of the index stamp)."""
