@@ -124,3 +124,23 @@ def test_a_store_without_turn_vectors_still_searches_and_says_why(tmp_path: Path
     after = svc.search_messages("churn dashboard", 5)
     assert after.warnings == []
     assert after.hits and all(h.conversation_id for h in after.hits)
+
+
+def test_turn_vectors_of_another_model_are_left_out_with_a_warning(tmp_path: Path) -> None:
+    store = DuckDBStore(tmp_path / "s.duckdb")
+    old, new = FakeEmbedder(64), FakeEmbedder(32)
+    svc = ConversationService(store, lambda c: DenseCorpus(store, c, old), config=ON)
+    svc.import_path(FIXTURES)
+    svc.embed()  # both corpora by the old model
+    cache: dict[str, DenseCorpus] = {}
+    svc = ConversationService(
+        store, lambda c: cache.setdefault(c, DenseCorpus(store, c, new)), config=OFF
+    )
+    svc.embed()  # the context vectors again, by the new model; the turn vectors not
+    before = svc.search_messages("churn dashboard", 5)
+    svc.config = ON
+    res = svc.search_messages("churn dashboard", 5)
+    assert len(res.warnings) == 1
+    assert "stored: fake/hashing-v1 (64)" in res.warnings[0], res.warnings
+    assert "configured: fake/hashing-v1 (32)" in res.warnings[0]
+    assert [h.message_id for h in res.hits] == [h.message_id for h in before.hits]
