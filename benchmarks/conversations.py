@@ -11,7 +11,9 @@ since the targets exclude the embedding model), then the p50/p95 of
 query embedding is excluded), hybrid ``search_summaries`` and message search
 (``search_messages``, both channels, over all conversations; once more with a
 month named in the query) over warm snapshots. ``--set`` overrides a
-``MessageSearchConfig`` field as ``eval conversations --set`` does.
+``MessageSearchConfig`` field as ``eval conversations --set`` does. Message search
+with its second vector per turn (``turn_vector``) on and off is timed interleaved
+on two warm services over the same store, with the ratio of their p50s.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import statistics
 import sys
 import tempfile
 import time
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -32,6 +35,7 @@ from layersearch.corpora.conversations.records import Conversation, Message, mes
 from layersearch.corpora.conversations.search import (
     MESSAGE_CORPUS,
     SUMMARY_CORPUS,
+    TURN_CORPUS,
     ConversationService,
     dense_text,
     summary_dense_text,
@@ -149,9 +153,30 @@ def timed(fn: object, runs: int) -> dict[str, float]:
     }
 
 
-def store_random_vectors(store: DuckDBStore, corpus: str, docs: list[tuple[str, str]]) -> None:
+def interleaved(fns: dict[str, object], runs: int) -> dict[str, dict[str, float]]:
+    """Each function run ``runs`` times, taking turns, so load on the machine falls on
+    all of them alike."""
+    samples: dict[str, list[float]] = {name: [] for name in fns}
+    for i in range(runs):
+        for name, fn in fns.items():
+            t = time.perf_counter()
+            fn(i)  # type: ignore[operator]
+            samples[name].append((time.perf_counter() - t) * 1000)
+    out = {}
+    for name, xs in samples.items():
+        xs.sort()
+        out[name] = {
+            "p50_ms": round(statistics.median(xs), 2),
+            "p95_ms": round(xs[int(0.95 * (len(xs) - 1))], 2),
+        }
+    return out
+
+
+def store_random_vectors(
+    store: DuckDBStore, corpus: str, docs: list[tuple[str, str]], seed: int = 0
+) -> None:
     fp = FakeEmbedder(64).fingerprint.key()
-    rng = np.random.default_rng(0)
+    rng = np.random.default_rng(seed)
     matrix = rng.standard_normal((len(docs), 64)).astype(np.float32)
     matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
     store.upsert_vectors(
@@ -188,7 +213,21 @@ def main() -> None:
             for i, m in enumerate(turns)
         ]
         store_random_vectors(store, MESSAGE_CORPUS, docs)
+        turn_docs = [
+            (m.id, dense_text(turns, i, svc.config, context=False))
+            for turns in snap.turns.values()
+            for i, m in enumerate(turns)
+        ]
+        store_random_vectors(store, TURN_CORPUS, turn_docs, seed=1)
         store_random_vectors(store, SUMMARY_CORPUS, [(s.id, summary_dense_text(s)) for s in sums])
+        flipped = ConversationService(
+            store,
+            lambda c: dense.setdefault(c, DenseCorpus(store, c, embedder)),
+            config=replace(config, turn_vector=not config.turn_vector),
+        )
+        by_switch = {config.turn_vector: svc, not config.turn_vector: flipped}
+        for q in QUERIES:
+            flipped.search_messages(q, 10)
         for q in QUERIES:  # warm: snapshot, vector indexes, cached query vectors
             svc.semantic_search(q, 10)
             svc.search_summaries(q, limit=10)
@@ -223,6 +262,18 @@ def main() -> None:
                 lambda i: svc.search_messages(f"{QUERIES[i % n]} in March 2023", 10), args.runs
             ),
         }
+        pair = interleaved(
+            {
+                f"search_messages turn_vector={on}": (
+                    lambda i, s=by_switch[on]: s.search_messages(QUERIES[i % n], 10)
+                )
+                for on in (False, True)
+            },
+            args.runs,
+        )
+        result.update(pair)
+        p50 = [v["p50_ms"] for v in pair.values()]
+        result["search_messages p50 ratio turn_vector on/off"] = round(p50[1] / p50[0], 2)
     text = json.dumps(result, indent=2)
     print(text)
     if args.out:

@@ -300,3 +300,30 @@ def test_extracted_facts_on_both_backends(location: str) -> None:
         hits = conv.search_messages("business intelligence", 3, channels=["fulltext"]).hits
     assert (first.extracted, first.facts, again.cached, srv.calls) == (2, 3, 2, 2)
     assert [h.turn_id for h in hits] == ["D1:3"], FACT
+
+
+def test_message_search_reads_both_vectors_per_turn(location: str) -> None:
+    """The turn's own vectors (``turn_vector``) through either store: the vector channel
+    is the larger of the two cosines, one query embedding for both."""
+    from layersearch.corpora.conversations.search import (
+        MESSAGE_CORPUS,
+        TURN_CORPUS,
+        ConversationService,
+    )
+    from layersearch.corpora.conversations.vectors import max_cosines, vector_ranking
+
+    store = open_store(location)
+    embedder = FakeEmbedder(32)
+    cache: dict[str, DenseCorpus] = {}
+    svc = ConversationService(store, lambda c: cache.setdefault(c, DenseCorpus(store, c, embedder)))
+    svc.import_path(ROOT / "fixtures" / "conversations")
+    svc.embed()
+    assert svc.search_messages("churn dashboard", 5).warnings == []
+    context, own = cache[MESSAGE_CORPUS], cache[TURN_CORPUS]
+    got = vector_ranking(context, lambda: own, "churn dashboard", 50, None, [])
+    expected = max_cosines(
+        context.search("churn dashboard", 50), own.search("churn dashboard", 50), 50
+    )
+    assert [i for i, _ in got] == [i for i, _ in expected]
+    assert [s for _, s in got] == pytest.approx([s for _, s in expected], abs=1e-5)
+    store.close()

@@ -302,6 +302,7 @@ def test_search_keeps_each_channels_best_turns_in_the_top(tmp_path: Path) -> Non
         "answers_follow_questions": False,
         "time_answer_bonus": 0.0,
         "date_match_bonus": 0.0,
+        "turn_vector": False,  # the fixture's case: the context vectors' first turn
     }
 
     def far_tops(turns: int) -> list[int]:

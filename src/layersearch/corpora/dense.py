@@ -357,6 +357,20 @@ class DenseCorpus:
             found = [h for h in found if h[0].startswith(MEMORY_PREFIX) == memories]
         return found
 
+    def search_vector(
+        self, vector: np.ndarray, k: int, allow: Collection[str] | None = None
+    ) -> list[tuple[str, float]]:
+        """Top ``k`` ids by cosine to a query ``vector`` already embedded (by this corpus's
+        model: another corpus's ``query_vector``, so one query is embedded once)."""
+        in_store = getattr(self.store, "search_vectors", None)
+        if in_store is None:
+            return self.index().search(vector, k, allow)
+        self._check_current()
+        found: list[tuple[str, float]] = in_store(
+            self.corpus, self.fingerprint.key(), vector, k, allow
+        )
+        return found
+
     def _part(self, memories: bool) -> VectorIndex:
         """The in-memory index of memories alone, or of everything else: one ranking per
         kind, so that many saved memories cannot crowd entities out of the top k."""

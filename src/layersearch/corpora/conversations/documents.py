@@ -41,17 +41,22 @@ def _date_words(m: MessageRow) -> str:
     return f"{m.created.day} {m.created:%B %Y}" if m.created else ""
 
 
-def dense_text(turns: Sequence[MessageRow], i: int, config: MessageSearchConfig) -> str:
+def dense_text(
+    turns: Sequence[MessageRow], i: int, config: MessageSearchConfig, *, context: bool = True
+) -> str:
     """What is embedded for turn ``i``: speaker, date, the turn, then the turn(s) before it.
 
     The turn comes first so that a model's input limit cuts the context, not the turn.
+    ``context=False`` is the turn's own vector text (message search's second vector,
+    ``MessageSearchConfig.turn_vector``): the same speaker, date and turn, no turn before.
     """
     m = turns[i]
     head = f"{_speaker(m)}" if config.dense_speakers else ""
     if m.created:
         head = f"{head} ({_date_words(m)})".strip()
     parts = [f"{head}: {m.content}" if head else m.content]
-    for j in range(max(0, i - config.dense_context_before), i):
+    before = config.dense_context_before if context else 0
+    for j in range(max(0, i - before), i):
         prev = turns[j]
         who = f" {_speaker(prev)}" if config.dense_speakers else ""
         parts.append(f"[replying to{who}: {prev.content[: config.dense_context_chars]}]")

@@ -186,6 +186,15 @@ class MessageSearchConfig:
     #: answer loses its best turn to the turns that resemble it
     feedback_lists_only: bool = False
 
+    #: message search's vector channel also ranks each turn by a second vector, of the
+    #: turn alone (``dense_text(..., context=False)``, stored as the ``message-turns``
+    #: corpus, embedded by ``conversations embed`` while this is on), and scores a turn by
+    #: the larger of its two cosines: the turn-with-context vector finds an elliptical
+    #: reply by its question, the turn's own one a turn that states a fact by itself.
+    #: ``semantic_search`` keeps the context vectors only. A store embedded without them
+    #: searches with the context vectors and a warning until the next embed
+    turn_vector: bool = True
+
     def document_shape(self) -> str:
         """What the full-text documents depend on besides the messages (part of the index stamp)."""
         shape = f"doc{DOC_FORMAT}-ctx{self.context_before}.{self.context_after}"

@@ -65,6 +65,7 @@ from .service import (
     ROLES,
     SEMANTIC_PREVIEW,
     SUMMARY_CORPUS,
+    TURN_CORPUS,
     ConversationService,
     DenseGetter,
 )
@@ -85,6 +86,7 @@ __all__ = [
     "SUMMARY_BOOSTS",
     "SUMMARY_CORPUS",
     "TIME_EXPRESSION",
+    "TURN_CORPUS",
     "ConversationHit",
     "ConversationSearchResult",
     "ConversationService",

@@ -48,7 +48,6 @@ from . import store as db
 from .dates import Period, named_periods, period_of, resolve_dates, within
 from .documents import (
     SUMMARY_BOOSTS,
-    dense_text,
     message_doc,
     projection,
     searchable,
@@ -78,6 +77,14 @@ from .records import Conversation, has_question
 from .render import render_conversations, render_semantic, render_summaries
 from .store import ConversationRow, ImportReport, MessageRow, SummaryImportReport
 from .summaries import IMPORTANCE, THINKING_STAGES, Summary, import_summaries
+from .vectors import (
+    MESSAGE_CORPUS,
+    SUMMARY_CORPUS,
+    TURN_CORPUS,
+    checked_dense,
+    message_dense_docs,
+    vector_ranking,
+)
 
 if TYPE_CHECKING:
     from layersearch.embed.llm import ChatModel
@@ -88,13 +95,12 @@ __all__ = [
     "MESSAGE_CORPUS",
     "MODES",
     "SUMMARY_CORPUS",
+    "TURN_CORPUS",
     "ConversationService",
     "DenseGetter",
 ]
 
 
-MESSAGE_CORPUS = "messages"
-SUMMARY_CORPUS = "summaries"
 ROLES = ("user", "assistant")
 EXTRACTS = ("summary", "questions", "decisions", "quotes")
 MODES = ("hybrid", "fts", "vector")
@@ -301,13 +307,8 @@ class ConversationService:
     def embed(self, progress: Callable[[int, int], None] | None = None) -> list[EmbedReport]:
         """Compute message and summary vectors for the configured embedder (incremental)."""
         snap = self.snapshot()
-        dense = self._dense_corpus(MESSAGE_CORPUS)
-        docs = [
-            DenseDoc(m.id, dense_text(turns, i, self.config))
-            for turns in snap.turns.values()
-            for i, m in enumerate(turns)
-        ]
-        reports = [dense.embed(docs, progress=progress)]
+        docs = message_dense_docs(snap.turns.values(), self.config)
+        reports = [self._dense_corpus(c).embed(d, progress=progress) for c, d in docs.items()]
         if snap.summaries:
             sums = [DenseDoc(s.id, summary_dense_text(s)) for s in snap.summaries.values()]
             reports.append(self._dense_corpus(SUMMARY_CORPUS).embed(sums, progress=progress))
@@ -388,25 +389,13 @@ class ConversationService:
 
     def _checked_dense(self, corpus: str) -> DenseCorpus:
         """The corpus's vectors, or EmbeddingUnavailable saying exactly why not."""
-        what = "message" if corpus == MESSAGE_CORPUS else "summary"
-        gen = self.store.generation()
         try:
             dense = self._dense_corpus(corpus)
-            if self._checked.get(corpus) == (gen, dense.fingerprint.key()):
-                return dense  # checked since the last write: skip two store round trips
-            if not self.store.vector_fingerprints(corpus):
-                raise EmbeddingUnavailable(
-                    f"no {what} vectors stored yet; run `layersearch --embedder <spec> "
-                    "conversations embed`"
-                )
-            dense.check()
-        except (EmbeddingUnavailable, ModelMismatch) as exc:
+        except EmbeddingUnavailable as exc:
             text = str(exc)
-            if not text.startswith("embedding unavailable:"):
-                text = f"embedding unavailable: {text}"
-            raise EmbeddingUnavailable(text) from exc
-        self._checked[corpus] = (gen, dense.fingerprint.key())
-        return dense
+            prefix = "" if text.startswith("embedding unavailable:") else "embedding unavailable: "
+            raise EmbeddingUnavailable(prefix + text) from exc
+        return checked_dense(self.store, dense, self._checked)
 
     # -- search_conversations -----------------------------------------------------------------------
 
@@ -516,9 +505,11 @@ class ConversationService:
                 allow = None
                 if conversation_id is not None:
                     allow = [m.id for m in snap.turns.get(conversation_id, [])]
-                rankings["vector"] = dense.search(
-                    self._dense_query(snap, query, scope), DEPTH, allow
+                turn = (
+                    (lambda: self._checked_dense(TURN_CORPUS)) if self.config.turn_vector else None
                 )
+                text = self._dense_query(snap, query, scope)
+                rankings["vector"] = vector_ranking(dense, turn, text, DEPTH, allow, warnings)
             except LayersearchError as exc:
                 if channels is not None:
                     raise
