@@ -200,3 +200,34 @@ def test_load_no_embed_and_no_embedder_leave_the_vectors(tmp_path: Path) -> None
     )
     assert hits["results"] == []
     assert any("no vectors stored" in w for w in hits["warnings"]), hits["warnings"]
+
+
+def test_hits_whose_ids_fill_the_line_show_their_description_below() -> None:
+    """At 80 columns a conversation message's id (~95 characters) leaves no room for the
+    description on its line: it goes on a line of its own under the hit, cut to fit."""
+    import io
+
+    from rich.console import Console
+
+    from layersearch.cli.output import _print_narrow_hits
+    from layersearch.types import Hit
+
+    long_id = "conversation:slack:slack-T01-C42-1718000000:slack:slack-T01-C42-1718000000#0-25"
+    hits = [
+        Hit(kind="conversation", id=long_id, score=0.1, description="core.customers " * 10),
+        Hit(kind="conversation", id=long_id + "x", score=0.05, description="is_active"),
+    ]
+    out = io.StringIO()
+    _print_narrow_hits(Console(file=out, width=80), hits, explain=False)
+    lines = out.getvalue().splitlines()
+    assert lines[0].split() == ["#", "kind", "id"]
+    assert lines[1].split() == ["1", "conversation", long_id]
+    indent = lines[1].index(long_id)  # under the id, where a why line goes
+    assert lines[2] == " " * indent + lines[2].strip() and lines[2].endswith("…")
+    assert len(lines[2]) <= 80 and lines[2].strip().startswith("core.customers")
+    assert lines[4].strip() == "is_active"
+    # an id that leaves room keeps its description on its own line
+    short = [Hit(kind="column", id="shop.orders.amount", score=0.1, description="Amount paid")]
+    out = io.StringIO()
+    _print_narrow_hits(Console(file=out, width=80), short, explain=False)
+    assert out.getvalue().splitlines()[1].split()[-2:] == ["Amount", "paid"]

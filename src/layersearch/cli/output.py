@@ -112,16 +112,22 @@ def _print_narrow_hits(con: Any, hits: list[Any], *, explain: bool) -> None:
     w_id = max(len(r[2]) for r in rows)
     indent = w_num + 2 + w_kind + 2
 
+    head_width = cell_len(f"{'':>{w_num}}  {'':<{w_kind}}  {'':<{w_id}}  ")
+    # ids as wide as the terminal (a conversation message's): each description goes on
+    # its own line under its hit, where the why line goes
+    below = con.width - head_width < 8
+
     def line(num: str, kind: str, ident: str, desc: str) -> str:
         head = f"{num:>{w_num}}  {kind:<{w_kind}}  {ident:<{w_id}}  "
-        room = con.width - cell_len(head)
-        if room < 8:  # an id as wide as the terminal: the description on its own
+        if below:
             return head.rstrip()
-        return (head + cut(desc, room)).rstrip()
+        return (head + cut(desc, con.width - cell_len(head))).rstrip()
 
     con.print(Text(line("#", "kind", "id", "description"), style="bold"), soft_wrap=True)
     for (num, kind, ident, desc), hit in zip(rows, hits, strict=True):
         con.print(line(num, kind, ident, desc), markup=False, soft_wrap=True)
+        if below and desc:
+            con.print(" " * indent + cut(desc, max(con.width - indent, 20)), markup=False)
         if explain:
             text = Text(f"why: {why(hit)}", style="dim")
             for part in text.wrap(con, max(con.width - indent, 20)):
