@@ -14,6 +14,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 MINI = ROOT / "fixtures" / "mini"
@@ -67,3 +68,24 @@ def wait_for_port(port: int, proc: subprocess.Popen[bytes], timeout: float = 30.
 
 def layersearch_cmd(*args: str) -> list[str]:
     return [sys.executable, "-m", "layersearch", *args]
+
+
+def turn_row(i: int, speaker: str, text: str) -> Any:
+    """Turn ``i`` of conversation ``c`` (id ``c#i``, LoCoMo turn ``D1:i``), written by
+    ``speaker`` on 8 May 2023: a ``MessageRow`` for message ranking tests."""
+    from datetime import UTC, datetime
+
+    from layersearch.corpora.conversations.store import MessageRow
+
+    return MessageRow(
+        id=f"c#{i}",
+        conversation_id="c",
+        role="user",
+        content=text,
+        created=datetime(2023, 5, 8, tzinfo=UTC),
+        position=i,
+        has_question=False,
+        injected=False,
+        speaker=speaker,
+        turn_id=f"D1:{i}",
+    )

@@ -32,6 +32,7 @@ from layersearch.corpora.dense import DenseCorpus
 from layersearch.embed.fake import FakeEmbedder
 from layersearch.ranking.fusion import Fused
 from layersearch.store.duckdb import DuckDBStore
+from tests.support import turn_row
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "conversations"
 
@@ -90,26 +91,11 @@ def test_zscore_fusion_weights_ties_and_duplicates() -> None:
     assert [f.score for f in flat] == [0.0, 0.0]
 
 
-def _turn(i: int, speaker: str, text: str) -> MessageRow:
-    return MessageRow(
-        id=f"c#{i}",
-        conversation_id="c",
-        role="user",
-        content=text,
-        created=datetime(2023, 5, 8, tzinfo=UTC),
-        position=i,
-        has_question=False,
-        injected=False,
-        speaker=speaker,
-        turn_id=f"D1:{i}",
-    )
-
-
 def test_message_doc_keeps_the_turn_before_and_after_apart() -> None:
     turns = [
-        _turn(0, "A", "what made you pick it?"),
-        _turn(1, "B", "their support"),
-        _turn(2, "A", "nice"),
+        turn_row(0, "A", "what made you pick it?"),
+        turn_row(1, "B", "their support"),
+        turn_row(2, "A", "nice"),
     ]
     doc = message_doc(turns, 1, MessageSearchConfig())
     assert doc.fields["text"] == "their support"
@@ -132,7 +118,7 @@ def test_both_fusions_run_and_rank_within_the_conversation(tmp_path: Path) -> No
 
 
 def test_dense_text_with_and_without_speaker_names() -> None:
-    turns = [_turn(0, "Ann", "what made you pick it?"), _turn(1, "Bo", "their support")]
+    turns = [turn_row(0, "Ann", "what made you pick it?"), turn_row(1, "Bo", "their support")]
     named = dense_text(turns, 1, MessageSearchConfig())
     assert named == "Bo (8 May 2023): their support\n[replying to Ann: what made you pick it?]"
     bare = dense_text(turns, 1, MessageSearchConfig(dense_speakers=False))

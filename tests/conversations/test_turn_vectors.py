@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import replace
-from datetime import UTC, datetime
 from pathlib import Path
 
 from layersearch.corpora.conversations.search import (
@@ -13,30 +12,15 @@ from layersearch.corpora.conversations.search import (
     MessageSearchConfig,
     dense_text,
 )
-from layersearch.corpora.conversations.store import MessageRow
 from layersearch.corpora.conversations.vectors import max_cosines, vector_ranking
 from layersearch.corpora.dense import DenseCorpus
 from layersearch.embed.fake import FakeEmbedder
 from layersearch.store.duckdb import DuckDBStore
+from tests.support import turn_row
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "conversations"
 ON = MessageSearchConfig(turn_vector=True)
 OFF = MessageSearchConfig(turn_vector=False)
-
-
-def _turn(i: int, speaker: str, text: str) -> MessageRow:
-    return MessageRow(
-        id=f"c#{i}",
-        conversation_id="c",
-        role="user",
-        content=text,
-        created=datetime(2023, 5, 8, tzinfo=UTC),
-        position=i,
-        has_question=False,
-        injected=False,
-        speaker=speaker,
-        turn_id=f"D1:{i}",
-    )
 
 
 def _service(path: Path, config: MessageSearchConfig) -> tuple[ConversationService, dict]:
@@ -57,7 +41,7 @@ def test_turn_vectors_are_on_by_default() -> None:
 
 
 def test_the_turns_own_text_has_speaker_and_date_but_no_turn_before() -> None:
-    turns = [_turn(0, "Ann", "what made you pick it?"), _turn(1, "Bo", "their support")]
+    turns = [turn_row(0, "Ann", "what made you pick it?"), turn_row(1, "Bo", "their support")]
     cfg = MessageSearchConfig()
     assert dense_text(turns, 1, cfg, context=False) == "Bo (8 May 2023): their support"
     assert dense_text(turns, 1, cfg) == (

@@ -196,7 +196,9 @@ def test_the_scope_run_is_scored_against_the_same_gold(
     assert len(records) == 8 and all("scope_all" in r for r in records)
 
 
-def test_the_command_writes_json_and_details(tmp_path: Path) -> None:
+def _scope_json(tmp_path: Path, *args: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """``eval scope ARGS --details --json`` on the shared LoCoMo data: its JSON and the
+    details' rows (skipped without the data)."""
     from tests.support import shared_data
 
     locomo = shared_data() / "locomo"
@@ -205,14 +207,17 @@ def test_the_command_writes_json_and_details(tmp_path: Path) -> None:
     details = tmp_path / "d.jsonl"
     res = CliRunner().invoke(
         main,
-        ["eval", "scope", "--locomo", str(locomo), "--limit", "3"]
-        + ["--details", str(details), "--json"],
+        ["eval", "scope", "--locomo", str(locomo), *args, "--details", str(details), "--json"],
     )
     assert res.exit_code == 0, res.output
-    out = json.loads(res.stdout)
+    rows = [json.loads(line) for line in details.read_text(encoding="utf-8").splitlines()]
+    return json.loads(res.stdout), rows
+
+
+def test_the_command_writes_json_and_details(tmp_path: Path) -> None:
+    out, rows = _scope_json(tmp_path, "--limit", "3")
     assert out["queries"] == 3
     assert set(out["baseline"]["per_source"]) == set(SOURCES)
-    rows = [json.loads(line) for line in details.read_text(encoding="utf-8").splitlines()]
     assert [r["id"] for r in rows] == ["q01", "q02", "q03"]
 
 
@@ -228,21 +233,8 @@ def test_half_a_is_the_odd_lines_and_b_the_even_lines() -> None:
 
 
 def test_the_command_scores_one_half_and_says_where_each_miss_ranked(tmp_path: Path) -> None:
-    from tests.support import shared_data
-
-    locomo = shared_data() / "locomo"
-    if not locomo.is_dir():
-        pytest.skip(f"LoCoMo data not found at {locomo}")
-    details = tmp_path / "d.jsonl"
-    res = CliRunner().invoke(
-        main,
-        ["eval", "scope", "--locomo", str(locomo), "--half", "B", "--limit", "4"]
-        + ["--details", str(details), "--json"],
-    )
-    assert res.exit_code == 0, res.output
-    out = json.loads(res.stdout)
+    out, rows = _scope_json(tmp_path, "--half", "B", "--limit", "4")
     assert out["half"] == "B" and out["queries"] == 4
-    rows = [json.loads(line) for line in details.read_text(encoding="utf-8").splitlines()]
     assert [r["id"] for r in rows] == ["q02", "q04", "q06", "q08"]
     for r in rows:
         run = r["scope_all"]
