@@ -193,24 +193,18 @@ class LiteLLMEmbedder(ModelEmbedder):
     def _wrap(self, exc: Exception) -> EmbeddingUnavailable:
         if isinstance(exc, EmbeddingUnavailable):
             return exc
-        status = status_of(exc)
         name = type(exc).__name__
         where = f" at {self.api_base}" if self.api_base else ""
         if name == "UnsupportedParamsError":
             hint = "litellm does not send this setting to this model; remove dimensions from the config"
-        elif status in (401, 403):
-            hint = (
-                "authentication failed: set api_key in the embedder config or the provider's "
-                "environment variable (e.g. OPENAI_API_KEY)"
-            )
-        elif status == 404:
-            hint = "model or endpoint not found: check the model name and api_base"
-        elif status in _RETRY_STATUS:
-            hint = f"still rate limited after {self.max_tries} tries; try again later or lower batch_size"
-        elif "connect" in name.lower() or "timeout" in name.lower():
-            hint = "could not reach the provider: check api_base and that the server is running"
         else:
-            hint = "check the model name, api_base and api_key"
+            hint = failure_hint(
+                exc,
+                auth="authentication failed: set api_key in the embedder config or the "
+                "provider's environment variable (e.g. OPENAI_API_KEY)",
+                rate_limited=f"still rate limited after {self.max_tries} tries; try again "
+                "later or lower batch_size",
+            )
         return EmbeddingUnavailable(
             f"embedding with {self.model}{where} failed: {hint} ({name}: {message_of(exc)})"
         )
@@ -249,6 +243,22 @@ def with_retries(
             )
             sleep(delay)
     raise AssertionError("unreachable")  # pragma: no cover
+
+
+def failure_hint(exc: BaseException, *, auth: str, rate_limited: str) -> str:
+    """What to do about a failed litellm call, by its HTTP status or exception name:
+    ``auth`` for 401/403, ``rate_limited`` when the retries ran out on 429/503."""
+    status = status_of(exc)
+    name = type(exc).__name__.lower()
+    if status in (401, 403):
+        return auth
+    if status == 404:
+        return "model or endpoint not found: check the model name and api_base"
+    if status in _RETRY_STATUS:
+        return rate_limited
+    if "connect" in name or "timeout" in name:
+        return "could not reach the provider: check api_base and that the server is running"
+    return "check the model name, api_base and api_key"
 
 
 def status_of(exc: BaseException) -> int | None:

@@ -9,23 +9,19 @@ with its litellm route, e.g. ``litellm:openai/gpt-4o-mini``) or ``none``; option
 
 from __future__ import annotations
 
-import logging
 import time
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
-from layersearch.embed.litellm import import_litellm, message_of, status_of, with_retries
+from layersearch.embed.litellm import failure_hint, import_litellm, message_of, with_retries
 from layersearch.errors import ConfigError, LLMUnavailable
 
 __all__ = ["NO_LLM", "ChatModel", "LiteLLMChat", "make_llm"]
-
-log = logging.getLogger("layersearch.embed.llm")
 
 NO_LLM = "none"
 OPTION_KEYS = frozenset({"api_base", "api_key", "timeout", "max_tries"})
 DEFAULT_TIMEOUT = 120.0
 DEFAULT_MAX_TRIES = 4
-_RETRY_STATUS = {429, 503}
 
 
 class ChatModel(Protocol):
@@ -102,19 +98,13 @@ class LiteLLMChat:
         return self._litellm
 
     def _wrap(self, exc: Exception) -> LLMUnavailable:
-        status = status_of(exc)
         name = type(exc).__name__
         where = f" at {self.api_base}" if self.api_base else ""
-        if status in (401, 403):
-            hint = "authentication failed: set api_key or the provider's environment variable"
-        elif status == 404:
-            hint = "model or endpoint not found: check the model name and api_base"
-        elif status in _RETRY_STATUS:
-            hint = f"still rate limited after {self.max_tries} tries"
-        elif "connect" in name.lower() or "timeout" in name.lower():
-            hint = "could not reach the provider: check api_base and that the server is running"
-        else:
-            hint = "check the model name, api_base and api_key"
+        hint = failure_hint(
+            exc,
+            auth="authentication failed: set api_key or the provider's environment variable",
+            rate_limited=f"still rate limited after {self.max_tries} tries",
+        )
         return LLMUnavailable(f"{self.model}{where} failed: {hint} ({name}: {message_of(exc)})")
 
 
