@@ -95,8 +95,9 @@ def identity() -> str:
         return "none"
     sizes = []
     for name in ("data.noun", "index.noun", "noun.exc"):
+        path = _file(base, name)
         try:
-            sizes.append(f"{_file(base, name).name}={_file(base, name).stat().st_size}")
+            sizes.append(f"{path.name}={path.stat().st_size}")
         except OSError:
             sizes.append(f"{name}=missing")
     return f"wordnet:{_CACHE_VERSION}:" + ",".join(sizes)
