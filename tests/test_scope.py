@@ -147,15 +147,17 @@ def test_fusion_takes_sources_in_turn_deterministically(full: Layersearch) -> No
 
 
 def _tier(hit: Hit) -> int:
-    """-1: in turn; 0: waiting, of a source with no real match; 1: waiting, weak."""
+    """-1: in turn; 0: waiting, of a source with no real match (or a first hit with no
+    real match of its source); 1: waiting, weak. A tagged entity never waits (its
+    explanation names the memory that tagged it)."""
     notes = {c.channel: c.score for c in hit.explanation or []}
     if not hit.explanation:
         return -1
-    # a tagged entity is never weak (its explanation names the memory that tagged it)
-    tagged = any(c.channel.startswith("semantic/tagged by") for c in hit.explanation)
+    if any(c.channel.startswith("semantic/tagged by") for c in hit.explanation):
+        return -1
     if hit.explanation[0].rank == 1:
-        return 0 if notes["share/source best"] < 0.5 and not tagged else -1
-    if notes["share/source best"] < 0.7 and not tagged:
+        return 0 if notes["share/source best"] < 0.5 else -1
+    if notes["share/source best"] < 0.7:
         return 1
     return 0 if notes["source best/top"] < 0.5 else -1
 
@@ -169,15 +171,8 @@ def _waits(hit: Hit) -> bool:
     """Whether ``hit`` waits after the hits in turn, read from its explanation: its
     source's first holding less than half of its source's best (share/source best < 0.5);
     after the first, weak (< 0.7) or of a source with no real match (source best/top <
-    0.5); a tagged entity is never weak nor a first with no real match."""
-    notes = {c.channel: c.score for c in hit.explanation or []}
-    if not hit.explanation:
-        return False
-    tagged = any(c.channel.startswith("semantic/tagged by") for c in hit.explanation)
-    if hit.explanation[0].rank == 1:
-        return notes["share/source best"] < 0.5 and not tagged
-    weak = notes["share/source best"] < 0.7 and not tagged
-    return weak or notes["source best/top"] < 0.5
+    0.5); a tagged entity never waits (see :func:`_tier`)."""
+    return _tier(hit) >= 0
 
 
 def test_entities_the_best_memory_is_tagged_with_come_first(tmp_path: Path) -> None:
@@ -303,10 +298,10 @@ def test_waiting_tiers_from_shares() -> None:
         "semantic": (0.49, [0.2, 0.49, 0.1, 0.3]),  # best < 0.5 of the vault's: unmatched
     }
     # the first hit of a source keeps its turn (s0: 0.245 is half of its source's best); a
-    # weak hit is weak even in an unmatched source, unless the best memory is tagged with
-    # it (s2): then it waits as unmatched
+    # weak hit is weak even in an unmatched source; an entity the best memory is tagged
+    # with (s2) never waits, even in an unmatched source
     shares["semantic"] = (0.49, [0.245, 0.49, 0.1, 0.3])
-    assert _waiting(ranked, shares, 10) == {"v2": 1, "s1": 0, "s2": 0, "s3": 1}
+    assert _waiting(ranked, shares, 10) == {"v2": 1, "s1": 0, "s3": 1}
     shares["semantic"] = (0.5, [0.25, 0.5, 0.1, 0.3])  # half the vault's: matched
     assert _waiting(ranked, shares, 10) == {"v2": 1, "s3": 1}
     assert _waiting(ranked, shares, 2) == {}  # the cap: only the first two are read

@@ -17,7 +17,7 @@ hit holding under :data:`UNMATCHED_SHARE` of its own source's best, then the wea
 hits hold the question alike keeps its turns; one whose best hit stands out keeps only
 the hits close to it. Hits at the same place (the same turn, or the same tier and rank
 when waiting) go by their share, then by source. The entities the best memory is tagged
-with go first in the entity list (and are not weak: two corpora agree on them).
+with go first in the entity list and never wait (two corpora agree on them).
 
 Hit ids: an entity's id, ``memory:N``, ``conversation:<conv_id>:<message_id>``,
 ``vault:<slug>``; :meth:`ScopeService.inspect` opens any of them.
@@ -579,8 +579,10 @@ def _waiting(
     and a source's first hit when it holds less than :data:`UNMATCHED_SHARE` of its
     source's best share (then the source's turns go to its next hits).
     Tier 1: a hit after its source's first holding less than :data:`WEAK_SHARE` of its
-    source's best share (not the entities the best memory is tagged with: two corpora
-    agree on them). Nothing waits without shares (one source, no question)."""
+    source's best share. The entities the best memory is tagged with never wait, even in
+    an entity list with no real match: two corpora agree on them, and the memory's share
+    of the question is their evidence. Nothing waits without shares (one source, no
+    question)."""
     if not shares:
         return {}
     top = max(best for best, _values in shares.values())
@@ -589,13 +591,14 @@ def _waiting(
         r = ranked[source]
         unmatched = best < UNMATCHED_SHARE * top
         for n, h in enumerate(r.hits[:cap]):
+            if h.id in r.lifted:
+                continue  # a tagged entity keeps its turn: its evidence is the memory's
             if n == 0:
                 # the first keeps its source's turn unless it is no real match of what its
-                # source holds best (a tagged entity always keeps it)
-                if h.id not in r.lifted and values[0] < UNMATCHED_SHARE * best:
+                # source holds best
+                if values[0] < UNMATCHED_SHARE * best:
                     out[h.id] = 0
-                continue
-            if h.id not in r.lifted and values[n] < WEAK_SHARE * best:
+            elif values[n] < WEAK_SHARE * best:
                 out[h.id] = 1
             elif unmatched:
                 out[h.id] = 0
