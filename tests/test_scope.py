@@ -124,9 +124,9 @@ def test_fusion_takes_sources_in_turn_deterministically(full: Layersearch) -> No
     ranks = [(h.explanation[0].rank, h.source) for h in a.results]
     waits = [_waits(h) for h in a.results]
     assert True in waits  # vault's 2nd note holds less of the question than its 1st
-    # the hits in turn first: rank 1 of each source, the one holding more of the question
-    # first (vault before conversation on equal shares), then rank 2, ...; the hits that
-    # wait after them, in their source's order
+    # the hits in turn first: the first turn of each source, the one holding more of the
+    # question first (vault before conversation on equal shares), then the second, ...;
+    # the hits that wait after them, in their source's order
     turns = [rs for rs, w in zip(ranks, waits, strict=True) if not w]
     assert waits == sorted(waits) and ranks[: len(turns)] == turns
     # each source's hits in turn close up: its k-th takes the k-th turn
@@ -135,29 +135,45 @@ def test_fusion_takes_sources_in_turn_deterministically(full: Layersearch) -> No
     for _rank, source in turns:
         seen[source] += 1
         turn.append((seen[source], source))
-    vault = [r for r, src in turns if src == "vault"]
-    assert vault == sorted(vault)
+    # a source's turns go first to its hits holding the top share (the largest share of
+    # the question any hit holds: vault notes 3rd and 4th in vault search, not its 1st),
+    # then to its other hits, each part in the source's order
+    leads = [_leads(h) for h in a.results]
+    vault = [(not lead, r) for (r, src), lead in zip(turns, leads, strict=False) if src == "vault"]
+    assert vault == sorted(vault) and vault[0] == (False, 3) and (True, 1) in vault
+    assert not any(lead for (_r, src), lead in zip(ranks, leads, strict=True) if src != "vault")
     share = [_share(h) for h in a.results]
     order = ["vault", "conversation"]
     keys = [(t, -sh, order.index(src)) for (t, src), sh in zip(turn, share, strict=False)]
     assert keys == sorted(keys)
-    assert ranks[0] == (1, "vault") and ranks[1] == (1, "conversation")
+    assert ranks[0] == (3, "vault") and ranks[1] == (1, "conversation")
+    scores = [h.score for h in a.results]
+    assert scores == sorted(scores, reverse=True)
     assert a.results[0].explanation[0].channel == "vault"
     assert a.results[0].explanation[1].channel.startswith("vault/")
 
 
 def _tier(hit: Hit) -> int:
-    """-1: in turn; 0: waiting, of a source with no real match; 1: waiting, weak."""
+    """-1: in turn; 0: waiting, of a source with no real match (or a first hit with no
+    real match of its source); 1: waiting, weak. A tagged entity never waits (its
+    explanation names the memory that tagged it)."""
     notes = {c.channel: c.score for c in hit.explanation or []}
     if not hit.explanation:
         return -1
-    # a tagged entity is never weak (its explanation names the memory that tagged it)
-    tagged = any(c.channel.startswith("semantic/tagged by") for c in hit.explanation)
+    if any(c.channel.startswith("semantic/tagged by") for c in hit.explanation):
+        return -1
     if hit.explanation[0].rank == 1:
-        return 0 if notes["share/source best"] < 0.5 and not tagged else -1
-    if notes["share/source best"] < 0.7 and not tagged:
+        return 0 if notes["share/source best"] < 0.5 else -1
+    if notes["share/source best"] < 0.7:
         return 1
     return 0 if notes["source best/top"] < 0.5 else -1
+
+
+def _leads(hit: Hit) -> bool:
+    """Whether ``hit`` holds the top share (the best share of the best-matched source),
+    read from its explanation."""
+    notes = {c.channel: c.score for c in hit.explanation or []}
+    return notes["share/source best"] == 1.0 and notes["source best/top"] == 1.0
 
 
 def _share(hit: Hit) -> float:
@@ -169,15 +185,8 @@ def _waits(hit: Hit) -> bool:
     """Whether ``hit`` waits after the hits in turn, read from its explanation: its
     source's first holding less than half of its source's best (share/source best < 0.5);
     after the first, weak (< 0.7) or of a source with no real match (source best/top <
-    0.5); a tagged entity is never weak nor a first with no real match."""
-    notes = {c.channel: c.score for c in hit.explanation or []}
-    if not hit.explanation:
-        return False
-    tagged = any(c.channel.startswith("semantic/tagged by") for c in hit.explanation)
-    if hit.explanation[0].rank == 1:
-        return notes["share/source best"] < 0.5 and not tagged
-    weak = notes["share/source best"] < 0.7 and not tagged
-    return weak or notes["source best/top"] < 0.5
+    0.5); a tagged entity never waits (see :func:`_tier`)."""
+    return _tier(hit) >= 0
 
 
 def test_entities_the_best_memory_is_tagged_with_come_first(tmp_path: Path) -> None:
@@ -303,10 +312,10 @@ def test_waiting_tiers_from_shares() -> None:
         "semantic": (0.49, [0.2, 0.49, 0.1, 0.3]),  # best < 0.5 of the vault's: unmatched
     }
     # the first hit of a source keeps its turn (s0: 0.245 is half of its source's best); a
-    # weak hit is weak even in an unmatched source, unless the best memory is tagged with
-    # it (s2): then it waits as unmatched
+    # weak hit is weak even in an unmatched source; an entity the best memory is tagged
+    # with (s2) never waits, even in an unmatched source
     shares["semantic"] = (0.49, [0.245, 0.49, 0.1, 0.3])
-    assert _waiting(ranked, shares, 10) == {"v2": 1, "s1": 0, "s2": 0, "s3": 1}
+    assert _waiting(ranked, shares, 10) == {"v2": 1, "s1": 0, "s3": 1}
     shares["semantic"] = (0.5, [0.25, 0.5, 0.1, 0.3])  # half the vault's: matched
     assert _waiting(ranked, shares, 10) == {"v2": 1, "s3": 1}
     assert _waiting(ranked, shares, 2) == {}  # the cap: only the first two are read
@@ -522,3 +531,24 @@ def test_ties_go_to_the_hit_holding_more_of_the_question() -> None:
         "v0",
         "c0",
     ]
+
+
+def test_hits_holding_the_top_share_lead_their_source() -> None:
+    from layersearch.corpora.scope import _leading, _Ranked
+
+    def hits(source: str, n: int) -> list[Hit]:
+        return [Hit(kind="vault", id=f"{source}{i}", score=0.0) for i in range(n)]
+
+    ranked = {"vault": _Ranked(hits=hits("v", 3)), "conversation": _Ranked(hits=hits("c", 3))}
+    shares = {
+        "vault": (0.9, [0.5, 0.9, 0.3]),
+        "conversation": (0.9, [0.6, 0.2, 0.4 + 0.3 + 0.2]),  # 0.9 summed another way
+    }
+    # the top share is the largest any hit holds; the hits holding it, of every source
+    assert _leading(ranked, shares, 10) == {"v1", "c2"}
+    assert _leading(ranked, shares, 2) == {"v1"}  # the cap: only the first two are read
+    shares["conversation"] = (0.6, [0.6, 0.2, 0.4])
+    assert _leading(ranked, shares, 10) == {"v1"}
+    zero = {"vault": (0.0, [0.0, 0.0, 0.0]), "conversation": (0.0, [0.0, 0.0, 0.0])}
+    assert _leading(ranked, zero, 10) == set()  # no word of the question anywhere
+    assert _leading(ranked, {}, 10) == set()

@@ -15,9 +15,11 @@ hit in turn (:func:`_waiting`): those after the first of a source with no real m
 hit holding under :data:`UNMATCHED_SHARE` of its own source's best, then the weak ones
 (after their source's first, under :data:`WEAK_SHARE` of its best share). A source whose
 hits hold the question alike keeps its turns; one whose best hit stands out keeps only
-the hits close to it. Hits at the same place (the same turn, or the same tier and rank
-when waiting) go by their share, then by source. The entities the best memory is tagged
-with go first in the entity list (and are not weak: two corpora agree on them).
+the hits close to it. A source's hits holding the top share (the largest share any hit
+holds) take its first turns (:func:`_leading`). Hits at the same place (the same turn,
+or the same tier and rank when waiting) go by their share, then by source. The entities
+the best memory is tagged with go first in the entity list and never wait (two corpora
+agree on them).
 
 Hit ids: an entity's id, ``memory:N``, ``conversation:<conv_id>:<message_id>``,
 ``vault:<slug>``; :meth:`ScopeService.inspect` opens any of them.
@@ -181,7 +183,8 @@ class ScopeService:
 
     def _fuse(self, ranked: dict[str, _Ranked], req: SearchRequest) -> list[Hit]:
         """The sources' lists fused by RRF, each capped at ``max_per_source``; with two or
-        more sources, the hits :func:`_waiting` names after every other hit."""
+        more sources, the hits :func:`_leading` names first in their source's turns and
+        the hits :func:`_waiting` names after every other hit."""
         cap = req.max_per_source or req.max_results
         by_id: dict[str, tuple[str, Hit]] = {}
         channels: dict[str, list[tuple[str, float]]] = {}
@@ -189,9 +192,14 @@ class ScopeService:
         shares = self._shares(ranked, req, cap)
         waiting = _waiting(ranked, shares, cap)
         tie = _tie_order(ranked, shares, cap)
+        leading = _leading(ranked, shares, cap)
         for source, r in ranked.items():
             kept = r.hits[:cap]
-            channels[source] = [(h.id, h.score) for h in kept if h.id not in waiting]
+            turns = [(h.id, h.score) for h in kept if h.id not in waiting]
+            # the hits holding the top share take their source's first turns
+            channels[source] = [t for t in turns if t[0] in leading] + [
+                t for t in turns if t[0] not in leading
+            ]
             late.extend(
                 (waiting[h.id], n, tie[h.id], h.id)
                 for n, h in enumerate(kept, 1)
@@ -579,8 +587,10 @@ def _waiting(
     and a source's first hit when it holds less than :data:`UNMATCHED_SHARE` of its
     source's best share (then the source's turns go to its next hits).
     Tier 1: a hit after its source's first holding less than :data:`WEAK_SHARE` of its
-    source's best share (not the entities the best memory is tagged with: two corpora
-    agree on them). Nothing waits without shares (one source, no question)."""
+    source's best share. The entities the best memory is tagged with never wait, even in
+    an entity list with no real match: two corpora agree on them, and the memory's share
+    of the question is their evidence. Nothing waits without shares (one source, no
+    question)."""
     if not shares:
         return {}
     top = max(best for best, _values in shares.values())
@@ -589,17 +599,37 @@ def _waiting(
         r = ranked[source]
         unmatched = best < UNMATCHED_SHARE * top
         for n, h in enumerate(r.hits[:cap]):
+            if h.id in r.lifted:
+                continue  # a tagged entity keeps its turn: its evidence is the memory's
             if n == 0:
                 # the first keeps its source's turn unless it is no real match of what its
-                # source holds best (a tagged entity always keeps it)
-                if h.id not in r.lifted and values[0] < UNMATCHED_SHARE * best:
+                # source holds best
+                if values[0] < UNMATCHED_SHARE * best:
                     out[h.id] = 0
-                continue
-            if h.id not in r.lifted and values[n] < WEAK_SHARE * best:
+            elif values[n] < WEAK_SHARE * best:
                 out[h.id] = 1
             elif unmatched:
                 out[h.id] = 0
     return out
+
+
+def _leading(
+    ranked: dict[str, _Ranked], shares: dict[str, tuple[float, list[float]]], cap: int
+) -> set[str]:
+    """The kept hits holding the top share (the largest share of the question any hit
+    of any source holds, above 0), whatever their rank: they take their source's first
+    turns, in their source's order, its other hits the turns after them (a source gains
+    no turn by them). None without shares (one source, no question)."""
+    top = max((best for best, _values in shares.values()), default=0.0)
+    if top <= 0:
+        return set()
+    bar = round(top, 9)  # rounded as in :func:`_tie_order`
+    return {
+        h.id
+        for source, (_best, values) in shares.items()
+        for h, v in zip(ranked[source].hits[:cap], values, strict=False)
+        if round(v, 9) >= bar
+    }
 
 
 def _tie_order(
