@@ -205,6 +205,7 @@ class FullTextIndex:
         self._searcher = index.searcher()
         self._keys: dict[tuple[int, int], str] = {}
         self._clauses: dict[tuple[str, str, float], tantivy.Query] = {}
+        self._filters: dict[tuple[str, str], tantivy.Query] = {}
         self._unpublished = False
 
     # -- construction -------------------------------------------------------------------------
@@ -420,12 +421,15 @@ class FullTextIndex:
         boosts: Mapping[str, float] | None = None,
         resolve: Resolve | None = None,
         analysed: bool = False,
+        exclude_kinds: Collection[str] = (),
     ) -> list[tuple[str, float]]:
         """Top ``k`` ids for ``text`` (any characters), restricted by scope / id / kind sets.
 
         ``resolve`` maps the hits' :func:`key_hash` values to ids where the caller knows
         them; the others are read from the stored documents. With ``analysed`` the text
-        is already index tokens, separated by spaces (not analysed again)."""
+        is already index tokens, separated by spaces (not analysed again).
+        ``exclude_kinds``: kinds left out (the same hits as ``kinds`` holding every other
+        kind, without a filter over the matching documents' kinds)."""
         tokens = text.split() if analysed else analyze_query(text)
         if not tokens or k < 1:
             return []
@@ -444,8 +448,9 @@ class FullTextIndex:
             if values is not None:
                 if not values:
                     return []
-                term_set = tantivy.Query.term_set_query(self._schema, fname, sorted(values))
-                filters.append((tantivy.Occur.Must, tantivy.Query.const_score_query(term_set, 0.0)))
+                filters.append((tantivy.Occur.Must, self._filter(fname, values)))
+        for kind in sorted(set(exclude_kinds)):
+            filters.append((tantivy.Occur.MustNot, self._filter("kind", (kind,))))
         if filters:
             query = tantivy.Query.boolean_query([(tantivy.Occur.Must, query), *filters])
         searcher = self._searcher
@@ -494,6 +499,23 @@ class FullTextIndex:
     def doc_freq(self, name: str, token: str) -> int:
         """How many documents hold the index token ``token`` in field ``name``."""
         return int(self._searcher.doc_freq(name, token))
+
+    def _filter(self, name: str, values: Collection[str]) -> tantivy.Query:
+        """A filter on a raw field that adds nothing to the score. One value is a term
+        query (its postings); a term set is matched through an automaton over the
+        field's terms and a bitset of every document it matches, rebuilt each search."""
+        wanted = sorted(set(values))
+        if len(wanted) == 1:
+            key = (name, wanted[0])
+            q = self._filters.get(key)
+            if q is None:
+                if len(self._filters) >= _CLAUSE_CACHE:
+                    self._filters.clear()
+                term = tantivy.Query.term_query(self._schema, name, wanted[0])
+                q = self._filters[key] = tantivy.Query.const_score_query(term, 0.0)
+            return q
+        term_set = tantivy.Query.term_set_query(self._schema, name, wanted)
+        return tantivy.Query.const_score_query(term_set, 0.0)
 
     def _clause(self, name: str, token: str, boost: float) -> tantivy.Query:
         """The boosted term query of one field and token: queries are immutable, and the

@@ -83,7 +83,6 @@ MERGE_TAG_DEPTH = 10
 _DIRECT_MEMORY_CHANNELS = frozenset({"input", "bm25", "fulltext", "words", "recent"})
 #: Analysed entity documents kept for the merge of ``results`` (beside every memory's).
 ENTITY_WORDS = 50_000
-_ENTITY_KINDS = ("aggregation", "column", "datasource", "measure", "model")
 
 
 class CorpusSearch:
@@ -260,7 +259,7 @@ class CorpusSearch:
             CHANNEL_DEPTH,
             scopes=scopes,
             ids=allow_set,
-            kinds=_ENTITY_KINDS if self.memories else None,
+            exclude_kinds=("memory",) if self.memories else (),
             resolve=self._entity_ids_by_hash(ft_levels),
         )
         pending_memories = (
@@ -451,20 +450,27 @@ class CorpusSearch:
         from layersearch.ranking.analyzer import analyze_query
 
         words = list(dict.fromkeys(analyze_query(question)))
-        weights: list[float] = []
+        # (word, idf) pairs and their total, read from the index on the first call
+        pairs: list[tuple[str, float]] = []
+        totals: list[float] = []
 
         def share(have: Collection[str]) -> float:
-            if not weights:
+            if not totals:
                 cov = self.coverage(ds)
                 rare = cov.rarest_idf()
-                weights.extend(
-                    float(cov.idf[j]) if (j := cov.vocab.get(w)) is not None else rare
+                pairs.extend(
+                    (w, float(cov.idf[j]) if (j := cov.vocab.get(w)) is not None else rare)
                     for w in words
                 )
-            total = sum(weights)
+                totals.append(sum(w for _, w in pairs))
+            total = totals[0]
             if total <= 0:
                 return 0.0
-            return sum(w for word, w in zip(words, weights, strict=True) if word in have) / total
+            held = 0.0  # the same additions, in the same order, as sum() over the held words
+            for word, w in pairs:
+                if word in have:
+                    held += w
+            return held / total
 
         return share
 
@@ -498,7 +504,9 @@ class CorpusSearch:
         words = self._doc_plain.get(memory_id)
         if words is None:
             doc = memory_doc(self.memories[memory_id]).fields
-            words = self._doc_plain[memory_id] = surface_words(*doc.values())
+            # the learning and description's own words are kept apart: read them once
+            words = self._memory_surface(memory_id) | surface_words(doc["formula"], doc["tags"])
+            self._doc_plain[memory_id] = words
         return words
 
     def _doc_plain_words(self, e: Entity) -> frozenset[str]:
@@ -571,7 +579,9 @@ class CorpusSearch:
         words = self._doc_words.get(memory_id)
         if words is None:
             doc = memory_doc(self.memories[memory_id]).fields
-            words = self._doc_words[memory_id] = frozenset(analysed_tokens(doc.values()))
+            # the learning and description's own words are kept apart: analyse them once
+            words = self._memory_words(memory_id) | analysed_tokens((doc["formula"], doc["tags"]))
+            self._doc_words[memory_id] = words
         return words
 
     def _query_key(self, memory_id: str) -> str | None:
