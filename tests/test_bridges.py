@@ -91,17 +91,24 @@ def test_a_question_in_the_catalogs_words_ranks_as_without_bridges(
         assert _warehouse(True).search(question, 10) == _warehouse(False).search(question, 10)
 
 
+def _catalog(spec: dict[str, dict[str, list[str]]]) -> list[CoverageNode]:
+    """Nodes of databases → tables → column names, each named by its last id part."""
+    nodes = []
+    for db, tables in spec.items():
+        nodes.append(CoverageNode(db, "group", None, {"name": db}))
+        for table, columns in tables.items():
+            nodes.append(CoverageNode(f"{db}.{table}", "table", db, {"name": table}))
+            nodes += [
+                CoverageNode(f"{db}.{table}.{c}", "leaf", f"{db}.{table}", {"name": c})
+                for c in columns
+            ]
+    return nodes
+
+
 def _countries_and_contestants() -> CoverageIndex:
     """``cntr`` (countries) is a table here and a column of four other tables; ``cnts``
     (contestants) is one table: the faithful reading of *countries* is the common one."""
-    nodes = [
-        CoverageNode("geo", "group", None, {"name": "geo"}),
-        CoverageNode("geo.cntr", "table", "geo", {"name": "cntr"}),
-        CoverageNode("geo.cntr.name", "leaf", "geo.cntr", {"name": "name"}),
-        CoverageNode("vote", "group", None, {"name": "vote"}),
-        CoverageNode("vote.cnts", "table", "vote", {"name": "cnts"}),
-        CoverageNode("vote.cnts.name", "leaf", "vote.cnts", {"name": "name"}),
-    ]
+    nodes = _catalog({"geo": {"cntr": ["name"]}, "vote": {"cnts": ["name"]}})
     for k in range(4):
         db, table = f"db{k}", f"db{k}.site{k}"
         nodes += [
@@ -247,12 +254,17 @@ def _wordnet(tmp_path: Path) -> Path:
     return tmp_path
 
 
-def test_wordnet_is_read_from_a_local_copy_and_bridges_synonyms(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def _use_wordnet(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The small WordNet above as the lexicon, cached under ``tmp_path``."""
     monkeypatch.setenv("LAYERSEARCH_WORDNET", str(_wordnet(tmp_path / "wn")))
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     lexicon._load.cache_clear()
+
+
+def test_wordnet_is_read_from_a_local_copy_and_bridges_synonyms(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _use_wordnet(tmp_path, monkeypatch)
     wn = lexicon.wordnet()
     assert wn is not None
     assert wn.is_word("clients") and wn.is_word("clientele") and not wn.is_word("sngr")
@@ -271,6 +283,31 @@ def test_wordnet_is_read_from_a_local_copy_and_bridges_synonyms(
     # a synonym (0.5) reads more of the question than a broader word (0.3)
     assert idx.query_reach("clients") == pytest.approx(0.5)
     assert idx.query_reach("leaders") == pytest.approx(0.3)
+    lexicon._load.cache_clear()
+
+
+def _clients_and_customers() -> CoverageIndex:
+    """``shop`` has a client table and a customer table, ``crm`` only customers."""
+    nodes = _catalog({"shop": {"client": [], "customer": []}, "crm": {"customer": ["city"]}})
+    return CoverageIndex(nodes, ENTITY_BOOSTS, bridges=True)
+
+
+def test_a_word_one_database_uses_is_read_in_its_synonyms_in_the_others(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from layersearch.ranking import coverage_terms
+
+    _use_wordnet(tmp_path, monkeypatch)
+    idx = _clients_and_customers()
+    tables = [i for i, _ in idx.search("clients", 10) if i.count(".") == 1]
+    # shop says client and means it: its customer table is not read as clients
+    assert tables == ["shop.client", "crm.customer"]
+    hits = dict(idx.search("clients in each city", 10))
+    assert hits["crm.customer.city"] > 0 and "shop.customer" not in hits
+    assert idx.query_reach("clients") == 1.0  # the catalog uses the word
+    monkeypatch.setattr(coverage_terms, "ELSEWHERE_SYNONYMS", False)
+    tables = [i for i, _ in _clients_and_customers().search("clients", 10)]
+    assert tables == ["shop.client"]
     lexicon._load.cache_clear()
 
 
@@ -320,9 +357,7 @@ def test_explain_shows_each_channels_weight_separation_and_reach(tmp_path: Path)
 def test_a_scoped_index_takes_its_bridges_from_the_wide_one(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("LAYERSEARCH_WORDNET", str(_wordnet(tmp_path / "wn")))
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    lexicon._load.cache_clear()
+    _use_wordnet(tmp_path, monkeypatch)
     crm = [
         CoverageNode("crm", "group", None, {"name": "crm"}),
         CoverageNode("crm.customer", "table", "crm", {"name": "customer"}),

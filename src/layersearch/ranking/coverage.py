@@ -49,7 +49,6 @@ import numpy as np
 from layersearch.ranking.analyzer import (
     analyze_query,
     query_compounds,
-    query_words,
 )
 from layersearch.ranking.bridges import (
     abbreviation_weight,
@@ -58,15 +57,19 @@ from layersearch.ranking.bridges import (
 )
 from layersearch.ranking.coverage_arrays import (
     _EMPTY_I,
+    Away,
     Slot,
+    _away_in,
     _Bags,
     _csr,
+    _cut,
     _densify,
     _exact,
     _gather,
     _group_csr,
     _key,
     _letters,
+    _off_for,
     _pair_max,
     _top,
 )
@@ -76,8 +79,10 @@ from layersearch.ranking.coverage_terms import (
     VALUE_TEXT,
     VALUE_TIME,
     Abbreviations,
+    QueryReading,
     _bridges,
     _forward,
+    read_query,
     value_cues,
     value_kind,
 )
@@ -104,14 +109,6 @@ LINK_PRIOR = 0.5
 #: of the best TOP_LEAF_TABLES tables follow their matched ones (keys first).
 TOP_TABLES = 50
 TOP_LEAF_TABLES = 10
-#: Whether a question word the catalog uses also gets bridges to other words.
-BRIDGE_KNOWN_WORDS = False
-#: Whether a question word the catalog uses is also read in the catalog's abbreviations
-#: of it (``employees`` → ``empl`` where a catalog writes ``emp_num`` somewhere and
-#: ``empl`` everywhere else): only an abbreviation that keeps the word's start
-#: (:func:`bridges.keeps_word_start`) and that the catalog writes more often than the
-#: word itself (lower idf). A synonym is never added to such a word.
-ABBREVIATE_KNOWN_WORDS = True
 #: Weight of one value-like word of the question (a number, a year, a quoted or
 #: capitalised name) as evidence for the leaves whose type can hold it, as a share of
 #: one average question word.
@@ -468,30 +465,35 @@ class CoverageIndex:
         linked_mass: np.ndarray,
         town_mass: np.ndarray,
         town_count: np.ndarray,
+        away: Sequence[Away] = (),
     ) -> None:
         """Add each slot's best weighted link(t) and own coverage of table nodes."""
         n_tables = len(linked_mass)
-        for slot in slots:
+        for i, slot in enumerate(slots):
             lm = np.zeros(n_tables)
             tm = np.zeros(n_tables)
             word_idf = self._slot_idf(slot)
+            outside = away[i] if i < len(away) else None
             for j, m in slot:
                 idf = word_idf * m
+                off = _off_for(outside, j)
                 row = self.lcov_row[j]
                 if row >= 0:
-                    np.maximum(lm, idf * self.lcov_dense[row], out=lm)
+                    np.maximum(lm, _cut(idf * self.lcov_dense[row], off), out=lm)
                 else:
                     lo, hi = self.lcov_ptr[j], self.lcov_ptr[j + 1]
                     at = self.lcov_table[lo:hi]
-                    lm[at] = np.maximum(lm[at], idf * self.lcov_w[lo:hi])
+                    lm[at] = np.maximum(lm[at], _cut(idf * self.lcov_w[lo:hi], off, at))
                 lo, hi = self.town_ptr[j], self.town_ptr[j + 1]
                 at = self.town_table[lo:hi]
-                tm[at] = np.maximum(tm[at], idf * self.town_w[lo:hi])
+                tm[at] = np.maximum(tm[at], _cut(idf * self.town_w[lo:hi], off, at))
             linked_mass += lm
             town_mass += tm
             town_count += tm > 0
 
-    def _own_slots(self, nodes: np.ndarray, slots: Sequence[Slot]) -> tuple[np.ndarray, np.ndarray]:
+    def _own_slots(
+        self, nodes: np.ndarray, slots: Sequence[Slot], away: Sequence[Away] = ()
+    ) -> tuple[np.ndarray, np.ndarray]:
         """:meth:`_own` for a query of slots: each slot once, at its best weighted term."""
         starts = self.fwd_ptr[nodes]
         lens = self.fwd_ptr[nodes + 1] - starts
@@ -501,11 +503,19 @@ class CoverageIndex:
         fw = self.field_w[self.fwd_code[entry]]
         mass = np.zeros(len(nodes))
         count = np.zeros(len(nodes), dtype=np.int32)
-        for slot in slots:
+        node_group = np.where(
+            self.table_idx[nodes] >= 0, self.table_group[self.table_idx[nodes]], -1
+        )
+        away = _away_in(away, node_group)
+        for i, slot in enumerate(slots):
             best = np.zeros(len(nodes))
             word_idf = self._slot_idf(slot)
+            outside = away[i] if i < len(away) else None
             for j, m in slot:
                 match = np.flatnonzero(terms == j)
+                off = _off_for(outside, j)
+                if off is not None:
+                    match = match[~off[owner[match]]]
                 if len(match):
                     np.maximum.at(best, owner[match], m * word_idf * fw[match])
             mass += best
@@ -545,45 +555,8 @@ class CoverageIndex:
         through a bridge, 0 for one it does not know. 1 for a question without words."""
         return _query_of(self, text)[1]
 
-    def _query(self, text: str) -> tuple[tuple[tuple[tuple[int, float], ...], ...], float]:
-        slots: dict[str, dict[int, float]] = {}
-        exact: set[int] = set()
-        for q in (*analyze_query(text), *query_compounds(text)):
-            j = self.vocab.get(q)
-            if j is not None and j not in exact:
-                exact.add(j)
-                slots[q] = {j: 1.0}
-        words = query_words(text)
-        read: dict[str, float] = {key: 1.0 for _, key in words if key in slots}
-        if self.has_bridges():
-            keyed = [(key, raw, self._synonyms(key)) for raw, key in words]
-            for (_, a, _), (_, b, _) in zip(keyed, keyed[1:], strict=False):
-                pair = self._synonyms(f"{a}_{b}")
-                if pair:  # "family name" → surname: the pair is a slot of its own
-                    keyed.append((f"{a}_{b}", "", pair))
-            for key, raw, bridged in keyed:
-                own = -1  # the word's own term, when the catalog uses it and it gets no bridges
-                if key in slots and not BRIDGE_KNOWN_WORDS:
-                    if not ABBREVIATE_KNOWN_WORDS:
-                        continue
-                    own = next(iter(slots[key]))
-                reach: dict[int, float] = dict(bridged) if own < 0 else {}
-                for j, w in self._abbreviating(raw, own) if raw else ():
-                    if w > reach.get(j, 0.0):
-                        reach[j] = w
-                for j, w in reach.items():
-                    if j in exact:
-                        continue
-                    slot = slots.setdefault(key, {})
-                    if w > slot.get(j, 0.0):
-                        slot[j] = w
-                if reach and raw:
-                    read[key] = max(read.get(key, 0.0), max(reach.values()))
-        share = sum(read.get(key, 0.0) for _, key in words) / len(words) if words else 1.0
-        ordered = tuple(
-            tuple(sorted(slot.items(), key=lambda t: (-t[1], t[0]))) for slot in slots.values()
-        )
-        return ordered, share
+    def _query(self, text: str) -> QueryReading:
+        return read_query(self, text)
 
     def tables_by_links(self) -> list[str]:
         """Every table, the most joined first (then by id): the order in which a search
@@ -621,10 +594,12 @@ class CoverageIndex:
             return [], []
         allowed = ids if ids is None or isinstance(ids, set | frozenset) else set(ids)
         # -- table level: every array is per table, filled from per-term table postings
-        linked_mass, town_mass, town_count = self._table_masses(query, slots, plain)
+        away_g = self._away_groups(text)
+        away_t = _away_in(away_g, self.table_group)
+        linked_mass, town_mass, town_count = self._table_masses(query, slots, plain, away_t)
         n_tables = len(self.table_nodes)
-        table_bm25 = self.tables.slot_scores(slots, n_tables)  # table(t)
-        group_bm25 = self.groups.slot_scores(slots, len(self.group_nodes))  # group(g)
+        table_bm25 = self.tables.slot_scores(slots, n_tables, away_t)  # table(t)
+        group_bm25 = self.groups.slot_scores(slots, len(self.group_nodes), away_g)  # group(g)
         # candidates: covered tables and the join neighbours of covered tables (bridge tables),
         # which are exactly the tables with a positive link(t): its postings hold every table
         # holding a term and every join neighbour of one, each with a positive weight
@@ -648,8 +623,17 @@ class CoverageIndex:
             k, total, cand_t, score_c, town_mass, town_count, leaves, leaf_mass, leaf_count
         )
 
+    def _away_groups(self, text: str) -> list[Away]:
+        """Per slot of ``text``: its readings that count only in the databases that do not
+        use the word itself, and those that do (see ``coverage_terms.read_query``)."""
+        n_groups = len(self.group_nodes)
+        return [
+            None if e is None else (e[0], self.groups.holding(e[1], n_groups))
+            for e in _query_of(self, text).elsewhere
+        ]
+
     def _table_masses(
-        self, query: Sequence[int], slots: Sequence[Slot], plain: bool
+        self, query: Sequence[int], slots: Sequence[Slot], plain: bool, away: Sequence[Away] = ()
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Per table: link(t) (coverage of t and its join neighbours), own(n) of the table
         node itself, and how many query terms the table node holds."""
@@ -669,7 +653,7 @@ class CoverageIndex:
             town_mass[self.town_table[lo:hi]] += idf * self.town_w[lo:hi]
             town_count[self.town_table[lo:hi]] += 1
         if not plain:
-            self._slot_tables(slots, linked_mass, town_mass, town_count)
+            self._slot_tables(slots, linked_mass, town_mass, town_count, away)
         return linked_mass, town_mass, town_count
 
     def _leaf_level(
@@ -688,7 +672,11 @@ class CoverageIndex:
         under = _gather(self.leaves, self.leaves_ptr, best[:TOP_TABLES])
         extra = _gather(self.children, self.children_ptr, best[:TOP_LEAF_TABLES])
         near = np.concatenate([under, extra])
-        near_mass, near_count = self._own(near, query) if plain else self._own_slots(near, slots)
+        near_mass, near_count = (
+            self._own(near, query)
+            if plain
+            else self._own_slots(near, slots, self._away_groups(text))
+        )
         cues = value_cues(text)
         if cues and VALUE_FIT > 0:
             near_mass = near_mass + self._value_fit(near, cues) * (VALUE_FIT * total / len(slots))
@@ -764,17 +752,15 @@ class CoverageIndex:
         return [self.ids[i] for i in nodes.tolist()]
 
 
-_QUERIES: weakref.WeakKeyDictionary[
-    CoverageIndex, dict[str, tuple[tuple[tuple[tuple[int, float], ...], ...], float]]
-] = weakref.WeakKeyDictionary()
+_QUERIES: weakref.WeakKeyDictionary[CoverageIndex, dict[str, QueryReading]] = (
+    weakref.WeakKeyDictionary()
+)
 _QUERIES_LOCK = threading.Lock()
 #: Questions remembered per index: the schema channel and fusion both ask, once per search.
 _QUERIES_KEPT = 8
 
 
-def _query_of(
-    index: CoverageIndex, text: str
-) -> tuple[tuple[tuple[tuple[int, float], ...], ...], float]:
+def _query_of(index: CoverageIndex, text: str) -> QueryReading:
     """A question's slots and reach on an index, computed once per search (a few recent
     questions kept per index; the index is not kept alive by it)."""
     with _QUERIES_LOCK:

@@ -66,7 +66,19 @@ class _Bags:
             self.ptr, self.bags, contrib, n_bags
         )
 
-    def slot_scores(self, slots: Sequence[Slot], n_bags: int) -> np.ndarray:
+    def holding(self, j: int, n_bags: int) -> np.ndarray:
+        """Whether each bag holds term ``j``."""
+        out = np.zeros(n_bags, dtype=bool)
+        row = self.dense_row[j]
+        if row >= 0:
+            out |= self.dense[row] > 0
+        else:
+            out[self.bags[self.ptr[j] : self.ptr[j + 1]]] = True
+        return out
+
+    def slot_scores(
+        self, slots: Sequence[Slot], n_bags: int, away: Sequence[Away] = ()
+    ) -> np.ndarray:
         """:meth:`scores` for a query of slots: each slot counts once in a bag, with the
         best of its terms' contributions times their weights (and the best possible
         score is the sum of each slot's best weighted idf)."""
@@ -74,10 +86,11 @@ class _Bags:
             return self.scores([slot[0][0] for slot in slots], n_bags)
         out = np.zeros(n_bags, dtype=np.float64)
         top = 0.0
-        for slot in slots:
+        for i, slot in enumerate(slots):
             best = np.zeros(n_bags, dtype=np.float64)
             peak = 0.0
             lead = next((self.idf[j] for j, _ in slot if not np.isnan(self.idf[j])), np.nan)
+            outside = away[i] if i < len(away) else None
             for j, m in slot:
                 idf = self.idf[j]
                 if np.isnan(idf):
@@ -86,12 +99,13 @@ class _Bags:
                 scale = lead / idf if idf > 0 else 1.0
                 peak = max(peak, m * idf * scale)
                 row = self.dense_row[j]
+                off = _off_for(outside, j)
                 if row >= 0:
-                    np.maximum(best, m * scale * self.dense[row], out=best)
+                    np.maximum(best, _cut(m * scale * self.dense[row], off), out=best)
                 else:
                     lo, hi = self.ptr[j], self.ptr[j + 1]
                     at = self.bags[lo:hi]
-                    best[at] = np.maximum(best[at], m * scale * self.contrib[lo:hi])
+                    best[at] = np.maximum(best[at], _cut(m * scale * self.contrib[lo:hi], off, at))
             out += best
             top += peak
         top *= BM25_K1 + 1
@@ -120,6 +134,28 @@ class _Bags:
 #: One question word in a query: its terms with their weights (1.0: the word's own term;
 #: less: a bridge to a word the catalog uses, see ``ranking.bridges``).
 Slot = Sequence[tuple[int, float]]
+
+
+#: A slot's readings that count only outside some bags: their terms, and whether each bag
+#: is one where they do not count (None: every reading counts everywhere).
+Away = tuple[frozenset[int], np.ndarray] | None
+
+
+def _away_in(away: Sequence[Away], group: np.ndarray) -> list[Away]:
+    """Per-group :data:`Away` masks as masks over items of the given groups (-1: none)."""
+    return [None if a is None else (a[0], (group >= 0) & a[1][np.maximum(group, 0)]) for a in away]
+
+
+def _off_for(outside: Away, j: int) -> np.ndarray | None:
+    """Where term ``j`` does not count, or None when it counts everywhere."""
+    return outside[1] if outside is not None and j in outside[0] else None
+
+
+def _cut(add: np.ndarray, off: np.ndarray | None, at: np.ndarray | None = None) -> np.ndarray:
+    """``add`` with zeros where ``off`` holds (``off[at]`` for a sparse slice)."""
+    if off is None:
+        return add
+    return np.where(off if at is None else off[at], 0.0, add)
 
 
 def _exact(slot: Slot) -> bool:

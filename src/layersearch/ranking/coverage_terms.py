@@ -5,11 +5,18 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
-from layersearch.ranking.analyzer import analyze, split_identifier, stem
+from layersearch.ranking.analyzer import (
+    analyze,
+    analyze_query,
+    query_compounds,
+    query_words,
+    split_identifier,
+    stem,
+)
 from layersearch.ranking.bridges import (
     abbreviation_candidates,
     synonym_bridges,
@@ -17,7 +24,21 @@ from layersearch.ranking.bridges import (
 )
 
 if TYPE_CHECKING:
-    from layersearch.ranking.coverage import CoverageNode
+    from layersearch.ranking.coverage import CoverageIndex, CoverageNode
+
+#: Whether a question word the catalog uses also gets bridges to other words.
+BRIDGE_KNOWN_WORDS = False
+#: Whether a question word the catalog uses is also read in the catalog's abbreviations
+#: of it (``employees`` → ``empl`` where a catalog writes ``emp_num`` somewhere and
+#: ``empl`` everywhere else): only an abbreviation that keeps the word's start
+#: (:func:`bridges.keeps_word_start`) and that the catalog writes more often than the
+#: word itself (lower idf).
+ABBREVIATE_KNOWN_WORDS = True
+#: Whether a question word the catalog uses is also read in its synonyms, but only in
+#: the databases that do not use the word (*clients* is ``client`` in a database that
+#: has clients, and may be ``customer`` in one that does not): each database is read as
+#: a search scoped to it reads it.
+ELSEWHERE_SYNONYMS = True
 
 VALUE_NONE, VALUE_NUMBER, VALUE_TEXT, VALUE_TIME = 0, 1, 2, 3
 _NUMERIC_TYPES = re.compile(
@@ -135,3 +156,66 @@ def _bridges(
     terms = {t: j for t, j in vocab.items() if t.replace("_", "").isalpha()}
     abbr = ([p for p, _ in found], [j for _, j in found], [p not in shortened for p, _ in found])
     return abbr, synonym_bridges(terms)
+
+
+class QueryReading(NamedTuple):
+    """A question as an index reads it (:func:`read_query`)."""
+
+    #: one per question word: its terms with their weights, the best first
+    slots: tuple[tuple[tuple[int, float], ...], ...]
+    #: the share of the question's plain words the index reads (``query_reach``)
+    share: float
+    #: per slot: the readings that count only in the databases that do not hold the
+    #: word's own term, and that term (None: every reading counts everywhere)
+    elsewhere: tuple[tuple[frozenset[int], int] | None, ...]
+
+
+def read_query(index: CoverageIndex, text: str) -> QueryReading:
+    """The question as slots: each known term of ``index.query_terms`` alone at weight 1,
+    then for each question word the catalog does not use, the catalog terms its bridges
+    reach (abbreviations and synonyms); a word it uses gets its commoner abbreviations
+    (:data:`ABBREVIATE_KNOWN_WORDS`) and its synonyms in the other databases only
+    (:data:`ELSEWHERE_SYNONYMS`). A term of the question's own is never a bridge."""
+    slots: dict[str, dict[int, float]] = {}
+    exact: set[int] = set()
+    for q in (*analyze_query(text), *query_compounds(text)):
+        j = index.vocab.get(q)
+        if j is not None and j not in exact:
+            exact.add(j)
+            slots[q] = {j: 1.0}
+    words = query_words(text)
+    known = {key: next(iter(slot)) for key, slot in slots.items()}
+    read: dict[str, float] = {key: 1.0 for _, key in words if key in known}
+    away: dict[str, tuple[frozenset[int], int]] = {}
+    if index.has_bridges():
+        keyed = [(key, raw, index._synonyms(key)) for raw, key in words]
+        for (_, a, _), (_, b, _) in zip(keyed, keyed[1:], strict=False):
+            pair = index._synonyms(f"{a}_{b}")
+            if pair:  # "family name" → surname: the pair is a slot of its own
+                keyed.append((f"{a}_{b}", "", pair))
+        for key, raw, bridged in keyed:
+            # the word's own term, when the catalog uses it (-1: a word it does not use)
+            own = known.get(key, -1) if not BRIDGE_KNOWN_WORDS else -1
+            reach: dict[int, float] = dict(bridged) if own < 0 else {}
+            if raw and (own < 0 or ABBREVIATE_KNOWN_WORDS):
+                for j, w in index._abbreviating(raw, own):
+                    if w > reach.get(j, 0.0):
+                        reach[j] = w
+            if own >= 0 and ELSEWHERE_SYNONYMS:
+                others = {j: w for j, w in bridged if j not in exact and j not in reach}
+                if others:
+                    away[key] = (frozenset(others), own)
+                    reach.update(others)
+            for j, w in reach.items():
+                if j in exact:
+                    continue
+                slot = slots.setdefault(key, {})
+                if w > slot.get(j, 0.0):
+                    slot[j] = w
+            if reach and raw:
+                read[key] = max(read.get(key, 0.0), max(reach.values()))
+    share = sum(read.get(key, 0.0) for _, key in words) / len(words) if words else 1.0
+    ordered = tuple(
+        tuple(sorted(slot.items(), key=lambda t: (-t[1], t[0]))) for slot in slots.values()
+    )
+    return QueryReading(ordered, share, tuple(away.get(key) for key in slots))
