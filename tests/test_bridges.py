@@ -310,11 +310,18 @@ def test_the_lexicon_is_stored_compactly_and_reads_as_parsed(
     _use_wordnet(tmp_path, monkeypatch)
     plain = lexicon._read(tmp_path / "wn")
     assert plain is not None
-    for _ in ("parsed", "from the cache"):
-        wn = lexicon.wordnet()
-        assert wn is not None
-        _reads_as_parsed(wn, plain)
-        lexicon._load.cache_clear()
+    made: list[lexicon.WordNet] = []
+    compact = lexicon._compact
+    monkeypatch.setattr(lexicon, "_compact", lambda *a: made.append(compact(*a)) or made[-1])
+    # parsed, the copy read back from the pickle is kept (its objects packed together)
+    first = lexicon.wordnet()
+    assert first is not None and first == made[0] and first is not made[0]
+    _reads_as_parsed(first, plain)
+    lexicon._load.cache_clear()
+    again = lexicon.wordnet()  # from the cache
+    assert again is not None and len(made) == 1
+    _reads_as_parsed(again, plain)
+    lexicon._load.cache_clear()
 
 
 def _clients_and_customers() -> CoverageIndex:
