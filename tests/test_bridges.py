@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gzip
 import os
+from array import array
 from pathlib import Path
 from typing import Any
 
@@ -286,6 +287,43 @@ def test_wordnet_is_read_from_a_local_copy_and_bridges_synonyms(
     lexicon._load.cache_clear()
 
 
+def _reads_as_parsed(wn: lexicon.WordNet, plain: lexicon.Plain) -> None:
+    """The compact lexicon holds what the plain parse holds, in its order."""
+    assert list(wn.senses.items()) == list(plain.senses.items())
+    assert list(wn.by_key.items()) == list(plain.by_key.items())
+    assert list(wn.lemmas) == plain.lemmas and list(wn.related) == plain.related
+    assert wn.lemmas[-1] == plain.lemmas[-1] and wn.related[:2] == plain.related[:2]
+    with pytest.raises(IndexError):
+        wn.related[len(plain.related)]
+    assert wn.by_key.get("zzyzx", ()) == () and "zzyzx" not in wn.senses
+    # numbers in 4-byte arrays; each lemma string once, shared by the tables
+    for rows in (wn.related, wn.senses.rows, wn.by_key.rows):
+        assert isinstance(rows.values, array) and rows.values.itemsize == 4
+    lemma = {w: w for row in wn.lemmas for w in row}
+    shared = [k for k in [*wn.senses, *wn.by_key] if k in lemma]
+    assert shared and all(k is lemma[k] for k in shared)
+
+
+def test_the_lexicon_is_stored_compactly_and_reads_as_parsed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _use_wordnet(tmp_path, monkeypatch)
+    plain = lexicon._read(tmp_path / "wn")
+    assert plain is not None
+    made: list[lexicon.WordNet] = []
+    compact = lexicon._compact
+    monkeypatch.setattr(lexicon, "_compact", lambda *a: made.append(compact(*a)) or made[-1])
+    # parsed, the copy read back from the pickle is kept (its objects packed together)
+    first = lexicon.wordnet()
+    assert first is not None and first == made[0] and first is not made[0]
+    _reads_as_parsed(first, plain)
+    lexicon._load.cache_clear()
+    again = lexicon.wordnet()  # from the cache
+    assert again is not None and len(made) == 1
+    _reads_as_parsed(again, plain)
+    lexicon._load.cache_clear()
+
+
 def _clients_and_customers() -> CoverageIndex:
     """``shop`` has a client table and a customer table, ``crm`` only customers."""
     nodes = _catalog({"shop": {"client": [], "customer": []}, "crm": {"customer": ["city"]}})
@@ -406,6 +444,12 @@ def test_the_shipped_wordnet_is_the_default_and_bridges_other_words(
     wn = lexicon.wordnet()
     assert wn is not None and len(wn.lemmas) == 82115  # every WordNet 3.0 noun synset
     assert wn.is_word("nations") and wn.is_word("mice") and not wn.is_word("fclt")
+    lexicon._load.cache_clear()
+    assert lexicon.wordnet() == wn  # read back from the cache
+    for read in (wn, lexicon.wordnet()):
+        assert read is not None  # one int object per row number, shared by the two tables
+        rows, key_rows = list(read.senses.row_of.values()), list(read.by_key.row_of.values())
+        assert rows[5000] == 5000 and rows[5000] is key_rows[5000]
     nodes = [
         CoverageNode("geo", "group", None, {"name": "geo"}),
         CoverageNode("geo.country", "table", "geo", {"name": "country"}),
@@ -448,6 +492,9 @@ def test_the_build_script_prunes_to_what_is_read_and_is_deterministic(
         assert wn is not None
         parsed[name] = (wn.senses, wn.lemmas, wn.related, wn.by_key)
     assert parsed["a"] == parsed["full"]
+    plain = lexicon._read(tmp_path / "full")
+    assert plain is not None and wn is not None
+    _reads_as_parsed(wn, plain)
     assert parsed["a"][0]["boss"] == (3,) and parsed["a"][2][3] == (2,)  # boss → leader
     lexicon._load.cache_clear()
 

@@ -16,7 +16,11 @@ abbreviation matcher decides what is a word by its own rule.
 
 Only what retrieval needs is kept: each lemma's synsets in WordNet's sense order
 (most frequent first), each synset's lemmas, and its hypernyms and hyponyms
-(the broader and narrower words: ``leader`` is broader than ``head``).
+(the broader and narrower words: ``leader`` is broader than ``head``). A process keeps
+it for later builds, so it is stored compactly (:class:`Rows`, :class:`Senses`): synset
+numbers in 4-byte arrays with row offsets, each distinct string once, and a word's row
+in a dict; a lookup returns a new small tuple. About 24 MiB instead of the 64 MiB of
+plain dicts and tuples (``benchmarks/lexicon.py``).
 """
 
 from __future__ import annotations
@@ -26,30 +30,120 @@ import hashlib
 import logging
 import os
 import pickle
+from array import array
+from collections.abc import Iterable, Iterator, Mapping, MutableSequence, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import IO
+from typing import IO, Any, NamedTuple, TypeVar, overload
 
-__all__ = ["WordNet", "identity", "wordnet", "wordnet_dir"]
+__all__ = ["Rows", "Senses", "WordNet", "identity", "wordnet", "wordnet_dir"]
 
 log = logging.getLogger("layersearch.lexicon")
+T = TypeVar("T")
 
 _POS_FILES = ("noun",)
 #: Pointer symbols read as "broader" or "narrower" (instances included).
 _RELATED = frozenset({"@", "@i", "~", "~i"})
 
 
+class Rows(Sequence[tuple[T, ...]]):
+    """A list of tuples stored flat (compressed sparse rows): row ``i`` is
+    ``values[offsets[i]:offsets[i + 1]]``, a new small tuple on each access. Numbers are
+    an ``array('i')`` (4 bytes each, no Python int per number), words a tuple of shared
+    strings."""
+
+    __slots__ = ("offsets", "values")
+
+    def __init__(self, offsets: array[int], values: Sequence[T]) -> None:
+        self.offsets = offsets
+        self.values = values
+
+    @classmethod
+    def of(cls, rows: Iterable[Iterable[T]], values: MutableSequence[T]) -> Rows[T]:
+        """``rows`` flattened into ``values`` (an empty list or ``array('i')``)."""
+        offsets = array("i", [0])
+        for row in rows:
+            values.extend(row)
+            offsets.append(len(values))
+        return cls(offsets, tuple(values) if isinstance(values, list) else values)
+
+    def __len__(self) -> int:
+        return len(self.offsets) - 1
+
+    @overload
+    def __getitem__(self, i: int) -> tuple[T, ...]: ...
+    @overload
+    def __getitem__(self, i: slice) -> Sequence[tuple[T, ...]]: ...
+    def __getitem__(self, i: int | slice) -> tuple[T, ...] | Sequence[tuple[T, ...]]:
+        off = self.offsets
+        if type(i) is int and 0 <= i < len(off) - 1:  # the readers' case, kept short
+            return tuple(self.values[off[i] : off[i + 1]])
+        if isinstance(i, slice):
+            return [self[k] for k in range(len(self))[i]]
+        if isinstance(i, int) and -len(self) <= i < 0:
+            return self[i + len(self)]
+        raise IndexError(i)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Rows):
+            return self.offsets == other.offsets and self.values == other.values
+        return isinstance(other, Sequence) and list(self) == list(other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+class Senses(Mapping[str, tuple[int, ...]]):
+    """A word → synset numbers table: each word's row in a dict (the row numbers are
+    one set of int objects for both tables of a lexicon), the numbers as :class:`Rows`."""
+
+    __slots__ = ("row_of", "rows")
+
+    def __init__(self, words: Iterable[str], rows: Rows[int], numbers: Iterable[int]) -> None:
+        self.row_of = dict(zip(words, numbers, strict=False))  # numbers may run on
+        self.rows = rows
+
+    @classmethod
+    def of(
+        cls, table: Mapping[str, Sequence[int]], pool: dict[str, str], numbers: Iterable[int]
+    ) -> Senses:
+        """``table`` with its words taken from (or added to) ``pool``."""
+        words = [pool.setdefault(k, k) for k in table]
+        return cls(words, Rows.of(table.values(), array("i")), numbers)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        i = self.row_of.get(key)
+        if i is None:
+            return default
+        off = self.rows.offsets
+        return tuple(self.rows.values[off[i] : off[i + 1]])
+
+    def __getitem__(self, key: str) -> tuple[int, ...]:
+        return self.rows[self.row_of[key]]
+
+    def __contains__(self, key: object) -> bool:
+        return key in self.row_of
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.row_of)
+
+    def __len__(self) -> int:
+        return len(self.row_of)
+
+
 @dataclass(frozen=True, slots=True)
 class WordNet:
+    """The lexicon, stored compactly (:class:`Senses`, :class:`Rows`); it reads like the
+    plain dicts and lists of tuples :func:`_read` parses."""
+
     #: lemma (lowercase, ``_`` between words) → synset numbers, most frequent sense first
-    senses: dict[str, tuple[int, ...]]
+    senses: Senses
     #: synset number → its lemmas
-    lemmas: list[tuple[str, ...]]
+    lemmas: Rows[str]
     #: synset number → its hypernyms and hyponyms
-    related: list[tuple[int, ...]]
+    related: Rows[int]
     #: the senses by analyzer token (:func:`lemma_key`): lemmas that stem alike merged
-    by_key: dict[str, tuple[int, ...]]
+    by_key: Senses
     source: str
 
     def is_word(self, word: str) -> bool:
@@ -57,6 +151,54 @@ class WordNet:
         ``adults``; irregular ones by WordNet's lists: ``mice``)."""
         w = word.lower()
         return w in self.senses or lemma_key(w) in self.by_key
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # the words as lists (their strings shared with the lemmas' by pickle's memo),
+        # the row dicts rebuilt on loading
+        s, k = self.senses, self.by_key
+        return (
+            _unpickle,
+            (list(s), s.rows, self.lemmas, self.related, list(k), k.rows, self.source),
+        )
+
+
+def _unpickle(
+    words: list[str],
+    rows: Rows[int],
+    lemmas: Rows[str],
+    related: Rows[int],
+    keys: list[str],
+    key_rows: Rows[int],
+    source: str,
+) -> WordNet:
+    shared = list(range(max(len(words), len(keys))))
+    return WordNet(
+        Senses(words, rows, shared), lemmas, related, Senses(keys, key_rows, shared), source
+    )
+
+
+class Plain(NamedTuple):
+    """The lexicon as parsed, before :func:`_compact` (the fields of :class:`WordNet`)."""
+
+    senses: dict[str, tuple[int, ...]]
+    lemmas: list[tuple[str, ...]]
+    related: list[tuple[int, ...]]
+    by_key: dict[str, tuple[int, ...]]
+
+
+def _compact(plain: Plain, source: str) -> WordNet:
+    """``plain`` as a :class:`WordNet`: each distinct string once, numbers in arrays."""
+    pool: dict[str, str] = {}
+    words: list[str] = []
+    lemmas = Rows.of(((pool.setdefault(w, w) for w in row) for row in plain.lemmas), words)
+    shared = list(range(max(len(plain.senses), len(plain.by_key))))
+    return WordNet(
+        Senses.of(plain.senses, pool, shared),
+        lemmas,
+        Rows.of(plain.related, array("i")),
+        Senses.of(plain.by_key, pool, shared),
+        source,
+    )
 
 
 def lemma_key(lemma: str) -> str:
@@ -110,7 +252,7 @@ def _open(path: Path) -> IO[str]:
 
 
 #: Bump when what :func:`_parse` keeps changes: cached copies of older versions are ignored.
-_CACHE_VERSION = 2
+_CACHE_VERSION = 3
 
 
 @lru_cache(maxsize=4)
@@ -136,19 +278,30 @@ def _load(directory: str) -> WordNet | None:
     except (OSError, pickle.UnpicklingError, EOFError, AttributeError, TypeError):
         pass
     parsed = _parse(base)
-    if parsed is not None:
-        try:
-            cached.parent.mkdir(parents=True, exist_ok=True)
-            tmp = cached.with_suffix(f".{os.getpid()}.tmp")
-            with tmp.open("wb") as fh:
-                pickle.dump(parsed, fh, protocol=pickle.HIGHEST_PROTOCOL)
-            os.replace(tmp, cached)
-        except OSError as exc:
-            log.debug("WordNet cache %s not written: %s", cached, exc)
-    return parsed
+    if parsed is None:
+        return None
+    blob = pickle.dumps(parsed, protocol=pickle.HIGHEST_PROTOCOL)
+    try:
+        cached.parent.mkdir(parents=True, exist_ok=True)
+        tmp = cached.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_bytes(blob)
+        os.replace(tmp, cached)
+    except OSError as exc:
+        log.debug("WordNet cache %s not written: %s", cached, exc)
+    # The copy read back, not the parsed one: its objects are allocated after the parse's
+    # scratch is freed, packed together, so the process's RSS falls with it (by ~30 MiB).
+    del parsed
+    copy: WordNet = pickle.loads(blob)
+    return copy
 
 
 def _parse(base: Path) -> WordNet | None:
+    plain = _read(base)
+    return None if plain is None else _compact(plain, str(base))
+
+
+def _read(base: Path) -> Plain | None:
+    """The WordNet files at ``base`` as plain dicts and lists (None when unreadable)."""
     number: dict[tuple[str, int], int] = {}
     lemmas: list[tuple[str, ...]] = []
     pointers: list[list[tuple[str, int]]] = []
@@ -201,12 +354,11 @@ def _parse(base: Path) -> WordNet | None:
     for lemma, found in senses.items():
         bucket = merged.setdefault(lemma_key(lemma), [])
         bucket.extend(j for j in found if j not in bucket)
-    return WordNet(
+    return Plain(
         {w: tuple(s) for w, s in senses.items()},
         lemmas,
         related,
         {k: tuple(v) for k, v in merged.items()},
-        str(base),
     )
 
 
