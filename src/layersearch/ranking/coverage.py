@@ -617,7 +617,7 @@ class CoverageIndex:
         top = _top(s_cand, TOP_TABLES)
         best = cand_t[top[np.lexsort((cand_nodes[top], s_cand[top]))]]
         leaves, leaf_mass, leaf_count = self._leaf_level(
-            text, best, query, slots, plain, total, scope, allowed
+            text, best, query, slots, plain, total, scope, allowed, away_g
         )
         return self._rank_pool(
             k, total, cand_t, score_c, town_mass, town_count, leaves, leaf_mass, leaf_count
@@ -666,16 +666,16 @@ class CoverageIndex:
         total: float,
         scope: str | None,
         allowed: Collection[str] | None,
+        away: Sequence[Away] = (),
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The leaves ranked under the ``best`` tables, with their own coverage and term
-        counts: their matched leaves, then the unmatched leaves of the very best (keys first)."""
+        counts: their matched leaves, then the unmatched leaves of the very best (keys first).
+        ``away``: :meth:`_away_groups` of ``text``, per database."""
         under = _gather(self.leaves, self.leaves_ptr, best[:TOP_TABLES])
         extra = _gather(self.children, self.children_ptr, best[:TOP_LEAF_TABLES])
         near = np.concatenate([under, extra])
         near_mass, near_count = (
-            self._own(near, query)
-            if plain
-            else self._own_slots(near, slots, self._away_groups(text))
+            self._own(near, query) if plain else self._own_slots(near, slots, away)
         )
         cues = value_cues(text)
         if cues and VALUE_FIT > 0:
