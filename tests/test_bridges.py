@@ -513,3 +513,33 @@ def test_a_store_built_with_another_lexicon_is_rebuilt(
         out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
         prints[value] = out.stdout.strip()
     assert len(set(prints.values())) == 2 and all(prints.values())
+
+
+def test_a_words_abbreviations_are_kept_beside_the_index(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from layersearch.ranking import coverage
+    from layersearch.ranking.persist import load_object, save_object
+
+    monkeypatch.setenv("LAYERSEARCH_WORDNET", "")
+    idx = _warehouse(bridges=True)
+    fresh = idx._abbreviations_of("facility", -1)
+    assert fresh  # fclt
+    assert idx._abbreviating("facility") == fresh
+    assert ("facility", -1) in coverage._WORDS[idx]
+    # the kept answer is a copy: a caller changing its list changes nothing kept
+    idx._abbreviating("facility").clear()
+    assert idx._abbreviating("facility") == fresh
+    # a full cache starts over instead of growing
+    monkeypatch.setattr(coverage, "_WORDS_KEPT", 2)
+    idx._abbreviating("capacity")
+    idx._abbreviating("rooms")
+    assert len(coverage._WORDS[idx]) == 1
+    # the index is saved without them, and the loaded one reads the same
+    save_object(idx, tmp_path / "idx")
+    loaded = load_object(tmp_path / "idx")
+    assert loaded not in coverage._WORDS
+    assert loaded._abbreviating("facility") == fresh
+    assert loaded.search("capacity of each facility room", 5) == idx.search(
+        "capacity of each facility room", 5
+    )

@@ -43,6 +43,7 @@ import threading
 import weakref
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -352,9 +353,23 @@ class CoverageIndex:
         """The terms of identifier parts that abbreviate or truncate ``word``, with their
         weights. ``known``: the term of ``word`` when the catalog uses it; then only the
         abbreviations (not truncations) that keep the word's start and whose term is more
-        common than ``known``."""
+        common than ``known``. Kept per word (questions share words; the scan is long)."""
         if not len(self.abbr_term) or not word.isascii():
             return []
+        with _QUERIES_LOCK:
+            kept = _WORDS.get(self)
+            found = kept.get((word, known)) if kept is not None else None
+        if found is None:
+            found = tuple(self._abbreviations_of(word, known))
+            with _QUERIES_LOCK:
+                kept = _WORDS.setdefault(self, {})
+                if len(kept) >= _WORDS_KEPT:
+                    kept.clear()
+                kept[(word, known)] = found
+        return list(found)
+
+    def _abbreviations_of(self, word: str, known: int) -> list[tuple[int, float]]:
+        """:meth:`_abbreviating`'s scan of the identifier parts."""
         maybe = np.flatnonzero(
             (self.abbr_first == ord(word[0]))
             & ((self.abbr_mask & ~np.int64(_letters(word))) == 0)
@@ -756,6 +771,9 @@ _QUERIES: weakref.WeakKeyDictionary[CoverageIndex, dict[str, QueryReading]] = (
     weakref.WeakKeyDictionary()
 )
 _QUERIES_LOCK = threading.Lock()
+#: Question words whose abbreviations an index keeps (beside it: a saved index holds none)
+_WORDS: weakref.WeakKeyDictionary[CoverageIndex, dict[Any, Any]] = weakref.WeakKeyDictionary()
+_WORDS_KEPT = 4096
 #: Questions remembered per index: the schema channel and fusion both ask, once per search.
 _QUERIES_KEPT = 8
 

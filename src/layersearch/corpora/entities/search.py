@@ -733,13 +733,19 @@ class CorpusSearch:
     def _table_of_id(self, level: Callable[[str], int]) -> Callable[[str], str | None]:
         """:func:`_table_of` by id, from fusion levels and visibility: nothing is decoded."""
         visible = self.entities.is_visible
+        found: dict[str, str | None] = {}  # per search: the table votes ask ~100 times
 
         def table_of(doc_id: str) -> str | None:
+            if doc_id in found:
+                return found[doc_id]
             at = level(doc_id)
-            if at < 0:  # not a model or a leaf
-                return None
-            table = doc_id if at == 1 else doc_id.rsplit(".", 1)[0]
-            return table if level(table) == 1 and visible(table) else None
+            table = None
+            if at >= 0:  # a model or a leaf
+                table = doc_id if at == 1 else doc_id.rsplit(".", 1)[0]
+                if not (level(table) == 1 and visible(table)):
+                    table = None
+            found[doc_id] = table
+            return table
 
         return table_of
 
