@@ -13,6 +13,8 @@ from layersearch import Layersearch
 from layersearch.errors import ConfigError
 from layersearch.eval.metrics import METRIC_KEYS
 from layersearch.eval.schema_linking import (
+    ChannelSetResult,
+    best_of_sets,
     parse_channel_sets,
     plot_recall,
     ranked_links,
@@ -282,3 +284,44 @@ def test_cli_json_has_the_contract_keys(spider_files: tuple[Path, Path], tmp_pat
     assert len(details.read_text().splitlines()) == 2
     bad = CliRunner().invoke(main, [*args, "--channels", "dense", "--json"])
     assert bad.exit_code == 2 and "unknown channel" in bad.stdout
+    two = CliRunner().invoke(
+        main, [*args, "--channels", "fulltext", "--channels", "bm25", "--json"]
+    )
+    assert two.exit_code == 0, two.output
+    both = json.loads(two.stdout)
+    assert [r["channels"] for r in both["runs"]] == ["fulltext", "bm25"]
+    for key in ("table_recall@5", "column_recall@10"):
+        assert both["best_of_sets"][key] >= max(r[key] for r in both["runs"])
+    text = CliRunner().invoke(main, [*args, "--channels", "fulltext", "--channels", "bm25"])
+    assert text.exit_code == 0 and "best of 2 sets" in text.stdout
+
+
+def test_best_of_sets_takes_each_questions_better_set() -> None:
+    def row(tables: list[str], columns: list[str]) -> dict[str, Any]:
+        return {
+            "gold_tables": ["db.a", "db.b"],
+            "gold_columns": ["db.a.x"],
+            "ranked_tables": tables,
+            "ranked_columns": columns,
+        }
+
+    def run(rows: list[dict[str, Any]]) -> ChannelSetResult:
+        from layersearch.eval.metrics import aggregate
+
+        return ChannelSetResult(["fulltext"], aggregate(rows), rows)
+
+    no_columns = {**row(["db.a"], []), "gold_columns": []}
+    first = run([row(["db.a", "db.b"], []), row([], ["db.a.x"]), no_columns])
+    second = run(
+        [row(["db.b"], ["db.a.x"]), row(["db.a"], []), {**no_columns, "ranked_tables": []}]
+    )
+    assert first.metrics["table_recall@5"] == pytest.approx(1.5 / 3)
+    assert second.metrics["table_recall@5"] == pytest.approx(1.0 / 3)
+    best = best_of_sets([first, second])
+    assert best is not None and best["questions"] == 3
+    # question 1 from the first set (both tables), 2 from the second (one), 3 from the first
+    assert best["table_recall@5"] == pytest.approx((1.0 + 0.5 + 0.5) / 3)
+    # columns over the two questions with gold columns: each found by one set
+    assert best["column_recall@10"] == pytest.approx(1.0)
+    assert first.metrics["column_recall@10"] == pytest.approx(0.5)
+    assert best_of_sets([first]) is None

@@ -92,6 +92,7 @@ def eval_schema_linking(
 ) -> None:
     """Table and column recall of search on labelled questions."""
     from layersearch.eval.schema_linking import (
+        best_of_sets,
         parse_channel_sets,
         plot_recall,
         read_questions,
@@ -111,13 +112,16 @@ def eval_schema_linking(
         write_details(results, details_path)
     if plot_path:
         plot_recall(results, plot_path, title=f"{Path(catalog_path).name}, {mode} mode")
+    best = best_of_sets(results)
     if as_json:
         if len(results) == 1:
             emit_json({**results[0].summary(), "mode": mode})
         else:
-            emit_json({"mode": mode, "runs": [r.summary() for r in results]})
+            emit_json({"mode": mode, "runs": [r.summary() for r in results], "best_of_sets": best})
         return
     _print_eval(results, mode)
+    if best is not None:
+        print_metrics(f"best of {len(results)} sets", best)
 
 
 @eval_group.command("examples")

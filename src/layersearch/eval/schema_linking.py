@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from layersearch.errors import ConfigError
-from layersearch.eval.metrics import aggregate
+from layersearch.eval.metrics import METRIC_KEYS, aggregate
 from layersearch.types import CHANNELS, SearchRequest
 
 __all__ = [
@@ -44,6 +44,7 @@ __all__ = [
     "run_schema_linking",
     "write_details",
     "plot_recall",
+    "best_of_sets",
 ]
 
 log = logging.getLogger("layersearch.eval.schema_linking")
@@ -260,6 +261,24 @@ def run_schema_linking(
         metrics = aggregate(rows)
         results.append(ChannelSetResult(used, metrics, rows, lat, list(warned)))
     return results
+
+
+def best_of_sets(results: Sequence[ChannelSetResult]) -> dict[str, float | int | None] | None:
+    """Per question the best of the channel sets on each metric (an oracle choosing a set
+    per question with the labels), averaged as :func:`aggregate` averages: what any fusion
+    of these sets' lists could reach at most. None for fewer than two sets."""
+    if len(results) < 2:
+        return None
+    per_set = [[aggregate([row]) for row in res.details] for res in results]
+    out: dict[str, float | int | None] = {"questions": len(per_set[0])}
+    for key in METRIC_KEYS[1:]:
+        best = [
+            max(v for m in ms if isinstance(v := m[key], float | int))
+            for ms in zip(*per_set, strict=True)
+            if ms[0][key] is not None
+        ]
+        out[key] = sum(best) / len(best) if best else None
+    return out
 
 
 def write_details(results: Sequence[ChannelSetResult], path: str | Path) -> int:
