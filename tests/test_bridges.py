@@ -543,3 +543,24 @@ def test_a_words_abbreviations_are_kept_beside_the_index(
     assert loaded.search("capacity of each facility room", 5) == idx.search(
         "capacity of each facility room", 5
     )
+
+
+def test_the_code_the_schema_index_is_built_with_stamps_the_snapshot() -> None:
+    """A persisted schema index holds what the ranking modules it imports computed (its
+    bridges, its BM25 statistics): a change to any of them must rebuild the snapshot."""
+    import ast
+
+    import layersearch
+    from layersearch.corpora.snapshot import layout
+
+    package = Path(layersearch.__file__).parent
+    stamped = set(layout._CODE)
+    for rel in ("ranking/coverage", "ranking/coverage_arrays", "ranking/coverage_terms"):
+        tree = ast.parse((package / f"{rel}.py").read_text())
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith(
+                "layersearch.ranking."
+            ):
+                imported = node.module.removeprefix("layersearch.").replace(".", "/")
+                assert imported in stamped, f"{rel} imports {node.module}, not in the fingerprint"
+    assert {"ranking/bridges", "ranking/bm25"} <= stamped

@@ -31,6 +31,8 @@ _CODE = (
     "corpora/snapshot",
     "corpora/entities",
     "ranking/analyzer",
+    "ranking/bm25",
+    "ranking/bridges",
     "ranking/coverage",
     "ranking/coverage_arrays",
     "ranking/coverage_terms",
