@@ -38,6 +38,7 @@ from layersearch.corpora.entities.rank import (
     merge_kinds,
     same_query_order,
     table_votes,
+    unlisted_votes,
     visible_leaves,
 )
 from layersearch.corpora.entities.words import analysed_tokens, plain_share, surface_words
@@ -65,6 +66,10 @@ EVIDENCE_CHANNELS: tuple[str, ...] = ("schema", "vector")
 #: (``rank.table_votes``), weighed by the ``separation`` of the fused table scores: the
 #: tables' evidence counts as far as the fusion could tell its tables apart.
 TABLE_VOTES = True
+#: Channels whose unlisted tables and leaves vote just after their list when another
+#: channel ranked them (``rank.unlisted_votes``): the lexical schema channel, which
+#: cannot read what the catalog does not say. Empty: an unlisted entity gets no vote.
+UNLISTED_CHANNELS: tuple[str, ...] = ("schema",)
 
 #: The vector channel a search is handed: (question, k, datasource, allowed ids,
 #: memories) → ranked ids; ``memories`` asks for memories only, else entities only.
@@ -319,7 +324,8 @@ class CorpusSearch:
         fuse_channels = partial(
             fuse, weights=weights, level=level, by_level=RANK_BY_LEVEL, superseded=superseded
         )
-        fused = fuse_channels(ranks.entity)
+        given = unlisted_votes(ranks.entity, UNLISTED_CHANNELS, level, superseded)
+        fused = fuse_channels(ranks.entity, given=given)
         vector = ranks.entity.get("vector")
         if question is not None and vector and ranks.dense is not None and DENSE_COLUMN_TABLES:
             # the vector channel ranks every leaf of the best fused tables (weights are
@@ -328,7 +334,9 @@ class CorpusSearch:
             filled = dense_columns(fused, level, vector, leaves, ranks.dense)
             if filled is not None:
                 ranks.entity["vector"] = filled
-                fused = fuse_channels(ranks.entity)
+                # (the column fill changed the vector ranking: its ids are read again)
+                given = unlisted_votes(ranks.entity, UNLISTED_CHANNELS, level, superseded)
+                fused = fuse_channels(ranks.entity, given=given)
         table_of = self._table_of_id(level)
         if question is not None and TABLE_VOTES:
             # tables and leaves vote once more, at their table's rank among the fused
@@ -345,7 +353,7 @@ class CorpusSearch:
                     level=level,
                     by_level=RANK_BY_LEVEL,
                     superseded=superseded,
-                    given={TABLE_CHANNEL: votes},
+                    given={**given, TABLE_CHANNEL: votes},
                 )
         lifted = None
         if question is not None and JOIN_KEY_TABLES > 0:
