@@ -523,18 +523,18 @@ def test_a_words_abbreviations_are_kept_beside_the_index(
 
     monkeypatch.setenv("LAYERSEARCH_WORDNET", "")
     idx = _warehouse(bridges=True)
-    fresh = idx._abbreviations_of("facility", -1)
+    fresh = list(idx._abbreviations_of("facility", -1))
     assert fresh  # fclt
     assert idx._abbreviating("facility") == fresh
     assert ("facility", -1) in coverage._WORDS[idx]
     # the kept answer is a copy: a caller changing its list changes nothing kept
     idx._abbreviating("facility").clear()
     assert idx._abbreviating("facility") == fresh
-    # a full cache starts over instead of growing
+    # a full cache pushes out its oldest word instead of growing
     monkeypatch.setattr(coverage, "_WORDS_KEPT", 2)
     idx._abbreviating("capacity")
     idx._abbreviating("rooms")
-    assert len(coverage._WORDS[idx]) == 1
+    assert list(coverage._WORDS[idx]) == [("capacity", -1), ("rooms", -1)]
     # the index is saved without them, and the loaded one reads the same
     save_object(idx, tmp_path / "idx")
     loaded = load_object(tmp_path / "idx")

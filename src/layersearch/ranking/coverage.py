@@ -41,9 +41,10 @@ from __future__ import annotations
 
 import threading
 import weakref
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from functools import partial
+from typing import Any, cast
 
 import numpy as np
 
@@ -356,19 +357,10 @@ class CoverageIndex:
         common than ``known``. Kept per word (questions share words; the scan is long)."""
         if not len(self.abbr_term) or not word.isascii():
             return []
-        with _QUERIES_LOCK:
-            kept = _WORDS.get(self)
-            found = kept.get((word, known)) if kept is not None else None
-        if found is None:
-            found = tuple(self._abbreviations_of(word, known))
-            with _QUERIES_LOCK:
-                kept = _WORDS.setdefault(self, {})
-                if len(kept) >= _WORDS_KEPT:
-                    kept.clear()
-                kept[(word, known)] = found
-        return list(found)
+        scan = partial(self._abbreviations_of, word, known)
+        return list(_kept(_WORDS, self, (word, known), _WORDS_KEPT, scan))
 
-    def _abbreviations_of(self, word: str, known: int) -> list[tuple[int, float]]:
+    def _abbreviations_of(self, word: str, known: int) -> tuple[tuple[int, float], ...]:
         """:meth:`_abbreviating`'s scan of the identifier parts."""
         maybe = np.flatnonzero(
             (self.abbr_first == ord(word[0]))
@@ -386,7 +378,7 @@ class CoverageIndex:
                 continue
             if w > 0:
                 out.append((j, w))
-        return out
+        return tuple(out)
 
     def _table_coverage(
         self,
@@ -767,32 +759,40 @@ class CoverageIndex:
         return [self.ids[i] for i in nodes.tolist()]
 
 
-_QUERIES: weakref.WeakKeyDictionary[CoverageIndex, dict[str, QueryReading]] = (
-    weakref.WeakKeyDictionary()
-)
-_QUERIES_LOCK = threading.Lock()
-#: Question words whose abbreviations an index keeps (beside it: a saved index holds none)
-_WORDS: weakref.WeakKeyDictionary[CoverageIndex, dict[Any, Any]] = weakref.WeakKeyDictionary()
-_WORDS_KEPT = 4096
-#: Questions remembered per index: the schema channel and fusion both ask, once per search.
-_QUERIES_KEPT = 8
+#: Per index, a few recent questions' readings and the abbreviations of the question words
+#: met, each kept beside the index (a saved index holds none, and neither keeps it alive)
+_Kept = weakref.WeakKeyDictionary[CoverageIndex, dict[Any, Any]]
+_QUERIES: _Kept = weakref.WeakKeyDictionary()
+_WORDS: _Kept = weakref.WeakKeyDictionary()
+_KEPT_LOCK = threading.Lock()
+#: Per index: questions remembered (the schema channel and fusion both ask, once per
+#: search), question words whose abbreviations are
+_QUERIES_KEPT, _WORDS_KEPT = 8, 4096
+
+
+def _kept(
+    table: _Kept, index: CoverageIndex, key: Any, limit: int, compute: Callable[[], Any]
+) -> Any:
+    """``compute()`` for ``key`` on ``index``, remembered in ``table`` (at most ``limit``
+    keys per index: a new one pushes out the oldest)."""
+    with _KEPT_LOCK:
+        recent = table.get(index)
+        found = recent.get(key) if recent is not None else None
+    if found is not None:
+        return found
+    found = compute()
+    with _KEPT_LOCK:
+        recent = table.setdefault(index, {})
+        if len(recent) >= limit:
+            recent.pop(next(iter(recent)))
+        recent[key] = found
+    return found
 
 
 def _query_of(index: CoverageIndex, text: str) -> QueryReading:
-    """A question's slots and reach on an index, computed once per search (a few recent
-    questions kept per index; the index is not kept alive by it)."""
-    with _QUERIES_LOCK:
-        recent = _QUERIES.get(index)
-        found = recent.get(text) if recent is not None else None
-    if found is not None:
-        return found
-    found = index._query(text)
-    with _QUERIES_LOCK:
-        recent = _QUERIES.setdefault(index, {})
-        if len(recent) >= _QUERIES_KEPT:
-            recent.pop(next(iter(recent)))
-        recent[text] = found
-    return found
+    """A question's slots and reach on an index, computed once per search."""
+    read = partial(index._query, text)
+    return cast(QueryReading, _kept(_QUERIES, index, text, _QUERIES_KEPT, read))
 
 
 def links_from_edges(edges: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
