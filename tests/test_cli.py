@@ -170,7 +170,8 @@ def test_load_with_an_embedder_computes_the_vectors(tmp_path: Path) -> None:
     s = tmp_path / "s.duckdb"
     first = json.loads(run(s, "--embedder", "fake", "load", str(MINI), "--json").stdout)
     assert first["entities"] > 0
-    (report,) = first["embedded"]
+    report, words = first["embedded"]
+    assert words["corpus"] == "words" and words["embedded"] == words["documents"] > 0
     assert (
         report["embedded"] == report["documents"] == 32
         and report["model"] == "fake/hashing-v1 (256)"

@@ -53,7 +53,7 @@ def test_vector_channel_runs_after_embed(tmp_path: Path) -> None:
     assert [w for w in before.warnings if w.startswith("embedding unavailable:")] == [
         "embedding unavailable: no vectors stored for fake/hashing-v1 (256) in 'entities' yet; run `layersearch embed`"
     ]
-    (report,) = ls.embed()
+    report, _words = ls.embed()
     assert report.embedded == report.documents == 32  # 28 visible entities + 4 memories
     after = ls.search(question="tax on orders", explain=True)
     assert "vector" in channels_of(after) and after.warnings == []
@@ -71,15 +71,15 @@ def test_unchanged_corpus_is_never_embedded_again(tmp_path: Path) -> None:
     emb = Counting(FakeEmbedder())
     ls = Layersearch(tmp_path / "s.duckdb", embedder=emb)  # type: ignore[arg-type]
     ls.load(MINI)
-    ls.embed()
-    assert emb.docs == 32
+    _, words = ls.embed()
+    assert emb.docs == 32 + words.documents and words.corpus == "words"
     emb.docs = emb.calls = 0
-    (again,) = ls.embed()
+    again, _words = ls.embed()
     assert emb.calls == 0 and again.unchanged == 32 and again.embedded == 0
     m = ls.save_memory("Gift cards are not revenue", entities=["orders"])
     assert emb.docs == 1, "a new memory is embedded when saved"
     ls.forget_memory(m.id)
-    (pruned,) = ls.embed()
+    pruned, _words = ls.embed()
     assert pruned.pruned == 1 and pruned.embedded == 0
     ls.close()
 
@@ -96,10 +96,10 @@ def test_interrupted_embedding_resumes(tmp_path: Path) -> None:
         ls.dense().embed(docs, batch_size=8)
     emb.fail_after = None
     emb.docs = 0
-    (report,) = ls.embed()
+    report, words = ls.embed()
     # the two committed batches survived the interruption and are not embedded again
     assert report.unchanged == 16
-    assert report.embedded == emb.docs == report.documents - 16
+    assert report.embedded == emb.docs - words.embedded == report.documents - 16
     ls.close()
 
 
@@ -176,7 +176,7 @@ def test_litellm_path_end_to_end_offline(tmp_path: Path) -> None:
             embedder_config={"api_base": url, "api_key": "test-key"},
         )
         ls.load(MINI)
-        (report,) = ls.embed()
+        report, _words = ls.embed()
         assert report.embedded == 32 and report.model == "openai/fake-embedding (256)"
         resp = ls.search(question="tax on orders", explain=True)
         assert "vector" in channels_of(resp)
@@ -188,7 +188,7 @@ def test_litellm_path_end_to_end_offline(tmp_path: Path) -> None:
 def test_local_model_channel(tmp_path: Path) -> None:
     ls = Layersearch(tmp_path / "s.duckdb", embedder="local")
     ls.load(MINI)
-    (report,) = ls.embed()
+    report, _words = ls.embed()
     assert report.model == "local/all-MiniLM-L6-v2-onnx-int8 (384)"
     resp = ls.search(
         question="levy charged by the government on purchases", explain=True, channels=["vector"]
@@ -260,7 +260,8 @@ def test_a_new_process_reads_its_vectors_in_one_store_call(
         )
     resp = ls.search(question="tax on orders", explain=True)
     assert "vector" in channels_of(resp) and resp.warnings == []
-    assert calls == ["load_vectors"]
+    # one read per dense corpus: the entities' and the catalog words' (ranking.neighbours)
+    assert calls == ["load_vectors", "load_vectors"]
     ls.close()
 
 

@@ -81,6 +81,7 @@ from layersearch.ranking.coverage_terms import (
     VALUE_TEXT,
     VALUE_TIME,
     Abbreviations,
+    Bridges,
     QueryReading,
     _bridges,
     _forward,
@@ -548,22 +549,19 @@ class CoverageIndex:
                 terms.setdefault(j, None)
         return list(terms)
 
-    def query_slots(self, text: str) -> list[list[tuple[int, float]]]:
+    def query_slots(self, text: str, extra: Bridges = ()) -> list[list[tuple[int, float]]]:
         """The question as slots (see :data:`Slot`): each known term of
         :meth:`query_terms` alone at weight 1, then, for each question word the
         catalog does not use, the catalog terms its bridges reach (abbreviations
         and synonyms), a term of the question's own never again, each slot's terms
-        once at their best weight."""
-        return [list(slot) for slot in _query_of(self, text)[0]]
+        once at their best weight. ``extra``: more bridges (``read_query``)."""
+        return [list(slot) for slot in _query_of(self, text, extra)[0]]
 
-    def query_reach(self, text: str) -> float:
+    def query_reach(self, text: str, extra: Bridges = ()) -> float:
         """The share of the question's plain words (:func:`analyzer.query_words`) this
         index can read: 1 for a word it uses, its best bridge weight for one it reaches
         through a bridge, 0 for one it does not know. 1 for a question without words."""
-        return _query_of(self, text)[1]
-
-    def _query(self, text: str) -> QueryReading:
-        return read_query(self, text)
+        return _query_of(self, text, extra)[1]
 
     def tables_by_links(self) -> list[str]:
         """Every table, the most joined first (then by id): the order in which a search
@@ -590,10 +588,11 @@ class CoverageIndex:
         *,
         scope: str | None = None,
         ids: Collection[str] | None = None,
+        extra: Bridges = (),
     ) -> tuple[list[tuple[str, float]], list[int]]:
         """:meth:`search`, and each hit's level (1: table, 2: leaf): a caller need not look
-        up what kind of entity each id is."""
-        slots = self.query_slots(text)
+        up what kind of entity each id is. ``extra``: more bridges (``read_query``)."""
+        slots = self.query_slots(text, extra)
         plain = all(_exact(slot) for slot in slots)
         query = [slot[0][0] for slot in slots] if plain else []
         total = float(sum(max(m * self._slot_idf(slot) for _, m in slot) for slot in slots))
@@ -601,7 +600,7 @@ class CoverageIndex:
             return [], []
         allowed = ids if ids is None or isinstance(ids, set | frozenset) else set(ids)
         # -- table level: every array is per table, filled from per-term table postings
-        away_g = self._away_groups(text)
+        away_g = self._away_groups(text, extra)
         away_t = _away_in(away_g, self.table_group)
         linked_mass, town_mass, town_count = self._table_masses(query, slots, plain, away_t)
         n_tables = len(self.table_nodes)
@@ -630,13 +629,13 @@ class CoverageIndex:
             k, total, cand_t, score_c, town_mass, town_count, leaves, leaf_mass, leaf_count
         )
 
-    def _away_groups(self, text: str) -> list[Away]:
+    def _away_groups(self, text: str, extra: Bridges) -> list[Away]:
         """Per slot of ``text``: its readings that count only in the databases that do not
         use the word itself, and those that do (see ``coverage_terms.read_query``)."""
         n_groups = len(self.group_nodes)
         return [
             None if e is None else (e[0], self.groups.holding(e[1], n_groups))
-            for e in _query_of(self, text).elsewhere
+            for e in _query_of(self, text, extra).elsewhere
         ]
 
     def _table_masses(
@@ -789,10 +788,10 @@ def _kept(
     return found
 
 
-def _query_of(index: CoverageIndex, text: str) -> QueryReading:
+def _query_of(index: CoverageIndex, text: str, extra: Bridges) -> QueryReading:
     """A question's slots and reach on an index, computed once per search."""
-    read = partial(index._query, text)
-    return cast(QueryReading, _kept(_QUERIES, index, text, _QUERIES_KEPT, read))
+    read = partial(read_query, index, text, extra)
+    return cast(QueryReading, _kept(_QUERIES, index, (text, extra), _QUERIES_KEPT, read))
 
 
 def links_from_edges(edges: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:

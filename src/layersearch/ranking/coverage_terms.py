@@ -158,6 +158,11 @@ def _bridges(
     return abbr, synonym_bridges(terms)
 
 
+#: Bridges a search brings for one index (``ranking.neighbours``): per question word
+#: (its stem), the index's terms it also reads as, with their weights
+Bridges = tuple[tuple[str, tuple[tuple[int, float], ...]], ...]
+
+
 class QueryReading(NamedTuple):
     """A question as an index reads it (:func:`read_query`)."""
 
@@ -170,12 +175,14 @@ class QueryReading(NamedTuple):
     elsewhere: tuple[tuple[frozenset[int], int] | None, ...]
 
 
-def read_query(index: CoverageIndex, text: str) -> QueryReading:
+def read_query(index: CoverageIndex, text: str, extra: Bridges = ()) -> QueryReading:
     """The question as slots: each known term of ``index.query_terms`` alone at weight 1,
     then for each question word the catalog does not use, the catalog terms its bridges
     reach (abbreviations and synonyms); a word it uses gets its commoner abbreviations
     (:data:`ABBREVIATE_KNOWN_WORDS`) and its synonyms in the other databases only
-    (:data:`ELSEWHERE_SYNONYMS`). A term of the question's own is never a bridge."""
+    (:data:`ELSEWHERE_SYNONYMS`). A term of the question's own is never a bridge.
+    ``extra``: more synonyms of some words (a search's embedder neighbours), read as
+    WordNet's are; a term reached both ways keeps the better weight."""
     slots: dict[str, dict[int, float]] = {}
     exact: set[int] = set()
     for q in (*analyze_query(text), *query_compounds(text)):
@@ -187,8 +194,9 @@ def read_query(index: CoverageIndex, text: str) -> QueryReading:
     known = {key: next(iter(slot)) for key, slot in slots.items()}
     read: dict[str, float] = {key: 1.0 for _, key in words if key in known}
     away: dict[str, tuple[frozenset[int], int]] = {}
-    if index.has_bridges():
-        keyed = [(key, raw, index._synonyms(key)) for raw, key in words]
+    more = dict(extra)
+    if index.has_bridges() or more:
+        keyed = [(key, raw, _merged(index._synonyms(key), more.get(key))) for raw, key in words]
         for (_, a, _), (_, b, _) in zip(keyed, keyed[1:], strict=False):
             pair = index._synonyms(f"{a}_{b}")
             if pair:  # "family name" → surname: the pair is a slot of its own
@@ -219,3 +227,16 @@ def read_query(index: CoverageIndex, text: str) -> QueryReading:
         tuple(sorted(slot.items(), key=lambda t: (-t[1], t[0]))) for slot in slots.values()
     )
     return QueryReading(ordered, share, tuple(away.get(key) for key in slots))
+
+
+def _merged(
+    bridged: list[tuple[int, float]], more: Sequence[tuple[int, float]] | None
+) -> list[tuple[int, float]]:
+    """Two sets of bridges of one word, each term once at its better weight, by term."""
+    if not more:
+        return bridged
+    best = dict(bridged)
+    for j, w in more:
+        if w > best.get(j, 0.0):
+            best[j] = w
+    return sorted(best.items())

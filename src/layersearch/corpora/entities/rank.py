@@ -7,6 +7,8 @@ import math
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, TypeVar
 
+import numpy as np
+
 from layersearch.ranking.fusion import Fused, FusedList
 from layersearch.semantic.model import EdgeRecord, Entity
 
@@ -15,6 +17,7 @@ if TYPE_CHECKING:
 
     from layersearch.corpora.entities.search import CorpusSearch
     from layersearch.corpora.snapshot import EntityMap
+    from layersearch.ranking.coverage_terms import Bridges
 
 _Key = TypeVar("_Key", bound="SupportsRichComparison")
 
@@ -50,7 +53,7 @@ class _Rankings:
     """The channel rankings of one search, entities and memories apart, and the fusion
     levels of the ids seen (from the channels that know them, else the snapshot)."""
 
-    __slots__ = ("entity", "memory", "levels", "dense", "_corpus", "_kind_of")
+    __slots__ = ("entity", "memory", "levels", "dense", "bridges", "_corpus", "_kind_of")
 
     def __init__(self, corpus: CorpusSearch) -> None:
         self.entity: dict[str, list[tuple[str, float]]] = {}
@@ -59,6 +62,8 @@ class _Rankings:
         self.levels: dict[str, int] = {}
         #: the question's cosine to given entities (the vector channel's, when it ran)
         self.dense: Callable[[Collection[str]], dict[str, float]] | None = None
+        #: the schema channel's bridges from the embedder (``ranking.neighbours``)
+        self.bridges: Bridges = ()
         self._corpus = corpus
         self._kind_of = corpus._kind_lookup()
 
@@ -484,3 +489,25 @@ def _memory_order(memory_id: str) -> int:
 
 def visible_tags(tags: Iterable[str], entities: Mapping[str, Entity]) -> list[str]:
     return [t for t in tags if t in entities and not entities[t].hidden]
+
+
+def ids_by_hash(
+    entities: EntityMap, levels: dict[str, int]
+) -> Callable[[Sequence[int | None]], list[str | None]]:
+    """Full-text hits → entity ids, read from the snapshot by the documents' key hash
+    (None for the others: memories, and documents newer than the snapshot, are read
+    from the index); each id found has its fusion level recorded in ``levels``."""
+    tables = entities.tables
+    kind_level = np.array([_FUSION_LEVEL.get(k, -1) for k in tables.kinds], dtype=np.int64)
+
+    def resolve(hashes: Sequence[int | None]) -> list[str | None]:
+        pos = entities.positions_by_hash(hashes)
+        found = np.flatnonzero(pos >= 0)
+        ids = tables.ids.take(pos[found])
+        levels.update(zip(ids, kind_level[tables.kind_codes[pos[found]]].tolist(), strict=True))
+        out: list[str | None] = [None] * len(pos)
+        for i, doc_id in zip(found.tolist(), ids, strict=True):
+            out[i] = doc_id
+        return out
+
+    return resolve

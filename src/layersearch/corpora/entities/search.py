@@ -3,11 +3,9 @@ fused list, and the hits (the search half of :class:`EntityCorpus`)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Sequence
 from functools import lru_cache, partial
 from typing import TYPE_CHECKING
-
-import numpy as np
 
 from layersearch.corpora.entities.documents import (
     describe_entity,
@@ -21,7 +19,6 @@ from layersearch.corpora.entities.documents import (
 from layersearch.corpora.entities.process import fulltext_pool
 from layersearch.corpora.entities.rank import (
     _COVERAGE_FUSION_LEVEL,
-    _FUSION_LEVEL,
     _LEAF_KINDS,
     CHANNEL_DEPTH,
     DENSE_COLUMN_TABLES,
@@ -34,6 +31,7 @@ from layersearch.corpora.entities.rank import (
     _table_of,
     dense_columns,
     dense_in_context,
+    ids_by_hash,
     join_key_order,
     merge_kinds,
     same_query_order,
@@ -52,6 +50,7 @@ if TYPE_CHECKING:
     from layersearch.corpora.snapshot import EdgeMap, EntityMap
     from layersearch.ranking.bm25 import EntityOverlapIndex
     from layersearch.ranking.coverage import CoverageIndex
+    from layersearch.ranking.coverage_terms import Bridges
     from layersearch.ranking.fulltext import FullTextIndex
     from layersearch.semantic.canonical import Resolver
     from layersearch.types import Memory
@@ -76,6 +75,9 @@ UNLISTED_CHANNELS: tuple[str, ...] = ("schema",)
 VectorChannel = Callable[
     [str, int, str | None, Collection[str] | None, bool], list[tuple[str, float]]
 ]
+#: The question's words read through the embedder (``ranking.neighbours``): (schema
+#: index, question) → the index's bridges
+WordReader = Callable[["CoverageIndex", str], "Bridges"]
 #: Entities whose memories the ``tags`` channel ranks: the entity list this deep.
 TAG_DEPTH = CHANNEL_DEPTH
 #: A memory that only ``tags`` ranks (and perhaps dense retrieval) is merged into
@@ -124,6 +126,7 @@ class CorpusSearch:
         allow: Collection[str] | None = None,
         vector: VectorChannel | None = None,
         warnings: list[str] | None = None,
+        words: WordReader | None = None,
     ) -> SearchResponse:
         """Entities and memories ranked in their own lists, then merged (see
         :func:`merge_kinds`); the buckets a request sizes come from the same two lists.
@@ -159,7 +162,7 @@ class CorpusSearch:
                     ranks.memory["bm25"] = hits
         if question is not None:
             if "fulltext" in channels:
-                self._lexical(question, ds, allow_set, admitted, ranks, warnings)
+                self._lexical(question, ds, allow_set, admitted, ranks, warnings, words)
             if "vector" in channels and vector is not None:
                 self._vector(vector, question, ds, allow_set, admitted, ranks)
         no_input = not req.entities and not req.query and question is None
@@ -246,8 +249,10 @@ class CorpusSearch:
         admitted: Callable[[str], bool],
         ranks: _Rankings,
         warnings: list[str],
+        words: WordReader | None,
     ) -> None:
-        """The schema channel and full text (entities and memories in their own lists)."""
+        """The schema channel and full text (entities and memories in their own lists);
+        ``words``: the question's words read through the embedder, for the schema channel."""
         # Rankings are prefixes of deeper ones: the over-fetch only pays when a filter
         # may drop hits (a scoped search has its datasource's own index).
         depth = CHANNEL_DEPTH if allow_set is None else CHANNEL_DEPTH * 2
@@ -265,7 +270,7 @@ class CorpusSearch:
             scopes=scopes,
             ids=allow_set,
             exclude_kinds=("memory",) if self.memories else (),
-            resolve=self._entity_ids_by_hash(ft_levels),
+            resolve=ids_by_hash(self.entities, ft_levels),
         )
         pending_memories = (
             pool.submit(
@@ -280,7 +285,9 @@ class CorpusSearch:
             else None
         )
         try:
-            ranked, node_levels = self.coverage(ds).search_levels(question, depth)
+            index = self.coverage(ds)
+            ranks.bridges = words(index, question) if words is not None else ()
+            ranked, node_levels = index.search_levels(question, depth, extra=ranks.bridges)
         except BaseException:
             pending.cancel()
             if pending_memories is not None:
@@ -319,7 +326,7 @@ class CorpusSearch:
         # in. Datasources keep their full-text rank as it was (among all entities).
         level = ranks.level
         superseded = {"fulltext": lambda i: level(i) >= 0} if "schema" in ranks.entity else None
-        weighed = self._evidence(ranks.entity, question, ds, level)
+        weighed = self._evidence(ranks, question, ds, level)
         weights = {c: w for c, (w, _, _) in weighed.items()}
         fuse_channels = partial(
             fuse, weights=weights, level=level, by_level=RANK_BY_LEVEL, superseded=superseded
@@ -366,7 +373,7 @@ class CorpusSearch:
 
     def _evidence(
         self,
-        rankings: Mapping[str, Sequence[tuple[str, float]]],
+        ranks: _Rankings,
         question: str | None,
         ds: str | None,
         level: Callable[[str], int],
@@ -377,7 +384,12 @@ class CorpusSearch:
         to; the vector channel reads them all."""
         if question is None or not EVIDENCE_CHANNELS:
             return {}
-        reach = {"schema": self.coverage(ds).query_reach(question)} if "schema" in rankings else {}
+        rankings = ranks.entity
+        reach = (
+            {"schema": self.coverage(ds).query_reach(question, ranks.bridges)}
+            if "schema" in rankings
+            else {}
+        )
         return evidence_weights(
             rankings, EVIDENCE_CHANNELS, keep=lambda i: level(i) == 1, reach=reach
         )
@@ -715,28 +727,6 @@ class CorpusSearch:
             if table not in seen and admitted(table):
                 out.append((table, 0.0))
         return out
-
-    def _entity_ids_by_hash(
-        self, levels: dict[str, int]
-    ) -> Callable[[Sequence[int | None]], list[str | None]]:
-        """Full-text hits → entity ids, read from the snapshot by the documents' key hash
-        (None for the others: memories, and documents newer than the snapshot, are read
-        from the index); each id found has its fusion level recorded in ``levels``."""
-        entities = self.entities
-        tables = entities.tables
-        kind_level = np.array([_FUSION_LEVEL.get(k, -1) for k in tables.kinds], dtype=np.int64)
-
-        def resolve(hashes: Sequence[int | None]) -> list[str | None]:
-            pos = entities.positions_by_hash(hashes)
-            found = np.flatnonzero(pos >= 0)
-            ids = tables.ids.take(pos[found])
-            levels.update(zip(ids, kind_level[tables.kind_codes[pos[found]]].tolist(), strict=True))
-            out: list[str | None] = [None] * len(pos)
-            for i, doc_id in zip(found.tolist(), ids, strict=True):
-                out[i] = doc_id
-            return out
-
-        return resolve
 
     def _table_of_id(self, level: Callable[[str], int]) -> Callable[[str], str | None]:
         """:func:`_table_of` by id, from fusion levels and visibility: nothing is decoded."""

@@ -413,6 +413,7 @@ class EntityService:
         channels = corpus.check_request(request)
         vector_warnings: list[str] = []
         vector = self.vectors.channel(corpus, request, vector_warnings)
+        words = self.vectors.words(request, vector_warnings)
         allow = None
         if request.cypher_filter is not None and request.cypher_filter.strip():
             allow = self.filter_ids(request.cypher_filter, request.params)
@@ -420,7 +421,7 @@ class EntityService:
                 warnings.append("the cypher filter matched no entities or memories: no results")
                 return SearchResponse(results=[], warnings=warnings)
         resp = corpus.search(
-            request, channels=channels, allow=allow, warnings=warnings, vector=vector
+            request, channels=channels, allow=allow, warnings=warnings, vector=vector, words=words
         )
         resp.warnings.extend(vector_warnings)
         return resp
@@ -452,13 +453,19 @@ class EntityService:
         return problems
 
     def embed(self, progress: Any = None) -> list[EmbedReport]:
-        """Compute the stored vectors of the semantic layer and memories (incremental, resumable)."""
+        """Compute the stored vectors of the semantic layer and memories, and of the
+        catalog's words (``ranking.neighbours``); incremental, resumable."""
         from layersearch.corpora.dense import DenseDoc, entity_docs, memory_text
+        from layersearch.corpora.entities.neighbours import WORDS_CORPUS, word_docs
 
         corpus = self.corpus()
         docs = entity_docs(corpus.entities.values())
         docs += [DenseDoc(m.id, memory_text(m)) for m in corpus.memories.values()]
-        return [self.vectors.dense(ENTITY_CORPUS).embed(docs, progress=progress)]
+        words = word_docs(corpus.entities.values())
+        return [
+            self.vectors.dense(ENTITY_CORPUS).embed(docs, progress=progress),
+            self.vectors.dense(WORDS_CORPUS).embed(words, progress=progress),
+        ]
 
     def _take_pending(self) -> list[str]:
         with self._lock:

@@ -10,6 +10,7 @@ from collections.abc import Callable, Collection
 from functools import partial
 from typing import TYPE_CHECKING
 
+from layersearch.corpora.entities.neighbours import QuestionWords
 from layersearch.errors import LayersearchError
 from layersearch.store.base import Store
 from layersearch.types import SearchRequest
@@ -17,7 +18,7 @@ from layersearch.types import SearchRequest
 if TYPE_CHECKING:
     from layersearch.corpora.dense import DenseCorpus
     from layersearch.corpora.entities.corpus import EntityCorpus
-    from layersearch.corpora.entities.search import VectorChannel
+    from layersearch.corpora.entities.search import VectorChannel, WordReader
     from layersearch.embed.base import Embedder
 
 #: the dense corpus of entities and memories (``layersearch.corpora.dense.ENTITY_CORPUS``)
@@ -45,14 +46,14 @@ class VectorSearch:
         self._lock = threading.Lock()
         #: ((store generation, model key), entities and memories with a vector, all of them)
         self._coverage: tuple[tuple[int, str], int, int] | None = None
+        self._words = QuestionWords(dense)
 
     def channel(
         self, corpus: EntityCorpus, request: SearchRequest, warnings: list[str]
     ) -> VectorChannel | None:
         """The channel for one search of ``corpus`` (None when the request does not use it);
         its problems are added to ``warnings``."""
-        wanted = request.channels is None or "vector" in request.channels
-        if not wanted or not (request.question and request.question.strip()):
+        if not self._wanted(request) or request.question is None:
             return None
         if self.embedder() is None:
             if request.channels is not None:
@@ -66,6 +67,18 @@ class VectorSearch:
             if dense.confirmed:
                 dense.prefetch(request.question)
         return partial(self._ranked, corpus, warnings)
+
+    def words(self, request: SearchRequest, warnings: list[str]) -> WordReader | None:
+        """The question's words read through the embedder for the schema channel, when
+        the vector channel runs (``ranking.neighbours``); problems go to ``warnings``."""
+        if not self._wanted(request) or self.embedder() is None:
+            return None
+        return self._words.reader(warnings)
+
+    @staticmethod
+    def _wanted(request: SearchRequest) -> bool:
+        wanted = request.channels is None or "vector" in request.channels
+        return wanted and bool(request.question and request.question.strip())
 
     def _ranked(
         self,

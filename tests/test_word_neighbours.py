@@ -1,0 +1,191 @@
+"""Question words read through the embedder: the catalog words nearest each question
+word bridge to it in the schema channel (``ranking.neighbours``)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from layersearch import Layersearch
+from layersearch.embed import FakeEmbedder
+from layersearch.ranking import neighbours
+from layersearch.ranking.bridges import SYNONYM_WEIGHT
+from layersearch.ranking.coverage import CoverageIndex, CoverageNode
+from layersearch.ranking.neighbours import WordSpace, catalog_words
+
+
+def _unit(*xs: float) -> np.ndarray:
+    v = np.array(xs, dtype=np.float32)
+    return v / np.linalg.norm(v)
+
+
+def test_catalog_words_are_the_name_parts_that_are_words() -> None:
+    names = ["Dept_Head", "budgetInBillions", "id", "no", "FCLT_ROOM_NO", None, "the_name", "2019"]
+    assert catalog_words(names) == [
+        "billions",
+        "budget",
+        "dept",
+        "fclt",
+        "head",
+        "name",
+        "room",
+    ]
+
+
+def test_a_word_reads_as_its_nearest_catalog_words_at_a_synonyms_weight() -> None:
+    vocab = {"depart": 0, "head": 1, "budget": 2, "divis": 3}
+    words = ["department", "departments", "division", "head", "budget"]
+    matrix = np.stack(
+        [_unit(1, 0, 0), _unit(1, 0.1, 0), _unit(1, 0.3, 0), _unit(0, 1, 0), _unit(0, 0, 1)]
+    )
+    space = WordSpace(words, matrix, vocab)
+    assert len(space) == 5
+    q = np.stack([_unit(1, 0.2, 0), _unit(0, 0, -1)])
+    found = dict(space.bridges(["divis", "deficit"], q, k=2))
+    # its own term (division) never; department and departments are one term, at the
+    # better cosine; a word whose neighbours all point away bridges to nothing
+    assert set(found) == {"divis"}
+    (depart, head) = found["divis"]
+    assert depart[0] == 0 and head[0] == 1
+    assert depart[1] == pytest.approx(SYNONYM_WEIGHT * float(_unit(1, 0.2, 0) @ _unit(1, 0.1, 0)))
+    assert head[1] == pytest.approx(SYNONYM_WEIGHT * float(_unit(1, 0.2, 0) @ _unit(0, 1, 0)))
+    assert space.bridges(["divis"], q[:1], k=0) == ()
+
+
+def test_words_an_index_does_not_hold_are_left_out() -> None:
+    space = WordSpace(["department", "planet"], np.stack([_unit(1, 0), _unit(0, 1)]), {"depart": 7})
+    assert len(space) == 1
+    assert space.bridges(["divis"], np.stack([_unit(0.2, 1)])) == (("divis", ((7, pytest.approx(SYNONYM_WEIGHT * float(_unit(0.2, 1) @ _unit(1, 0)))),)),)  # fmt: skip
+
+
+def _index() -> CoverageIndex:
+    nodes = [
+        CoverageNode("hr", "group", None, {"name": "hr"}),
+        CoverageNode("hr.department", "table", "hr", {"name": "department"}),
+        CoverageNode("hr.department.budget", "leaf", "hr.department", {"name": "budget"}),
+        CoverageNode("zoo", "group", None, {"name": "zoo"}),
+        CoverageNode("zoo.animal", "table", "zoo", {"name": "animal"}),
+        CoverageNode("zoo.animal.division", "leaf", "zoo.animal", {"name": "division"}),
+    ]
+    return CoverageIndex(nodes, {"name": 1.0})
+
+
+def test_extra_bridges_reach_what_the_words_alone_do_not() -> None:
+    index = _index()
+    depart = index.vocab["depart"]
+    extra = (("sector", ((depart, 0.4),)),)
+    assert (
+        index.search_levels("sector budgets", 5)[0]
+        != index.search_levels("sector budgets", 5, extra=extra)[0]
+    )
+    assert index.search_levels("sector budgets", 5, extra=extra)[0][0][0].startswith(
+        "hr.department"
+    )
+    # the reading is remembered per question and bridges: neither answers for the other
+    assert index.query_reach("sector", extra) == pytest.approx(0.4)
+    assert index.query_reach("sector") == 0.0
+    # a word the catalog uses (division, in zoo) reads its bridges only in the other
+    # databases: the department table gains it, the animal table keeps its own term
+    divis = (("divis", ((depart, 0.4),)),)
+    ranked = [i for i, _ in index.search_levels("division", 10, extra=divis)[0]]
+    assert "zoo.animal.division" in ranked and "hr.department" in ranked
+
+
+class Synonyms:
+    """An embedder that knows a few synonyms: a text's vector sums its words' concepts
+    (unknown words hash to concepts of their own)."""
+
+    CONCEPTS = {"xdivs": 0, "department": 0, "bosses": 1, "head": 1}
+
+    def __init__(self) -> None:
+        self.inner = FakeEmbedder()
+        self.words: list[str] = []
+
+    @property
+    def fingerprint(self):  # type: ignore[no-untyped-def]
+        return self.inner.fingerprint.model_copy(update={"model": "synonyms-v1"})
+
+    def _vec(self, text: str) -> np.ndarray:
+        v = np.zeros(64, dtype=np.float32)
+        for w in text.lower().replace("_", " ").split():
+            c = self.CONCEPTS.get(w.strip(".,?:"))
+            v[c if c is not None else 2 + hash(w) % 62] += 1.0
+        return v / (np.linalg.norm(v) or 1.0)
+
+    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        self.words.extend(texts)
+        return np.stack([self._vec(t) for t in texts])
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return self._vec(text)
+
+
+def _catalog(tmp_path: Path) -> Path:
+    layer = tmp_path / "layer"
+    layer.mkdir()
+    (layer / "datasource.yaml").write_text("datasource:\n  name: hr\n")
+    (layer / "department.yaml").write_text(
+        "model: department\ncolumns:\n  - {name: department_id, type: INTEGER}\n"
+        "  - {name: budget, type: INTEGER}\n"
+    )
+    (layer / "head.yaml").write_text(
+        "model: head\ncolumns:\n  - {name: head_id, type: INTEGER}\n"
+        "  - {name: age, type: INTEGER}\n"
+    )
+    return layer
+
+
+def test_search_reads_question_words_in_their_catalog_synonyms(tmp_path: Path) -> None:
+    emb = Synonyms()
+    with Layersearch(tmp_path / "s.duckdb", embedder=emb) as ls:  # type: ignore[arg-type]
+        ls.load(_catalog(tmp_path))
+        entities, words = ls.embed()
+        assert words.corpus == "words" and words.documents == len(
+            catalog_words(["hr", "department", "department_id", "budget", "head", "head_id", "age"])
+        )
+        asked = "how many xdivs are there"
+        lexical = ls.search(question=asked, channels=["fulltext"], explain=True)
+        dense = ls.search(question=asked, explain=True)
+        schema = {
+            h.id: c.rank
+            for h in dense.results
+            for c in h.explanation or []
+            if c.channel == "schema"
+        }
+        lexical_schema = {
+            h.id: c.rank
+            for h in lexical.results
+            for c in h.explanation or []
+            if c.channel == "schema"
+        }
+        # xdivs is no catalog word, nor WordNet's; the embedder reads it as department
+        assert schema.get("hr.department") == 1, (schema, lexical_schema)
+        assert "hr.department" not in lexical_schema
+        assert "xdivs" in emb.words, "the question's words were embedded"
+        embedded = len(emb.words)
+        ls.search(question=asked)
+        assert len(emb.words) == embedded, "a question word is embedded once"
+
+
+def test_a_store_embedded_without_word_vectors_warns_and_still_searches(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from layersearch.corpora.dense import entity_docs
+
+    with Layersearch(tmp_path / "s.duckdb", embedder="fake") as ls:
+        ls.load(_catalog(tmp_path))
+        ls.dense().embed(entity_docs(ls.corpus().entities.values()))
+        resp = ls.search(question="budget of the departments")
+        assert resp.results
+        assert [w for w in resp.warnings if w.startswith("question words")] == [
+            "question words not read through the embedder: no vectors stored for "
+            "fake/hashing-v1 (256) in 'words' yet; run `layersearch embed`"
+        ]
+        ls.embed()
+        assert ls.search(question="budget of the departments").warnings == []
+        # lexical search never reads the words through the embedder
+        monkeypatch.setattr(neighbours.WordSpace, "bridges", None)
+        assert ls.search(question="budget", channels=["fulltext"]).results
