@@ -20,7 +20,6 @@ from __future__ import annotations
 import math
 import re
 import threading
-from collections import OrderedDict
 from collections.abc import Collection, Iterable, Mapping, Sequence
 
 import numpy as np
@@ -37,8 +36,6 @@ __all__ = ["WORDS_CORPUS", "MessageWords", "added", "turn_words", "with_feedback
 
 #: The dense corpus of the conversations' words (one document per word, its text the word).
 WORDS_CORPUS = "message-words"
-#: Question words' vectors kept across searches.
-WORD_CACHE = 4096
 #: Rankings are cut at this depth (message search's ``DEPTH``).
 DEPTH = 100
 #: Words shorter than this are not embedded.
@@ -115,7 +112,6 @@ class MessageWords:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._vectors: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
         #: (stored index, conversations) → (their words' analysed keys, their vectors)
         self._spaces: dict[tuple[int, tuple[str, ...]], tuple[list[str], np.ndarray]] = {}
         self._space_of: VectorIndex | None = None
@@ -139,7 +135,7 @@ class MessageWords:
         keys, matrix = self._space(dense.index(), turns, scope)
         if not keys:
             return ranked
-        q = self._embedded(dense, [raw for raw, _ in words])
+        q = dense.document_vectors([raw for raw, _ in words])
         own = {key for _, key in words}
         chosen: set[str] = set()
         for row in q @ matrix.T:
@@ -176,18 +172,3 @@ class MessageWords:
         with self._lock:
             self._spaces[(id(stored), name)] = (keys, matrix)
         return keys, matrix
-
-    def _embedded(self, dense: DenseCorpus, words: list[str]) -> np.ndarray:
-        model = dense.fingerprint.key()
-        with self._lock:
-            known = {w: self._vectors.get((model, w)) for w in words}
-        missing = [w for w, v in known.items() if v is None]
-        if missing:
-            fresh = dense.embedder.embed_documents(missing)
-            with self._lock:
-                for w, v in zip(missing, fresh, strict=True):
-                    known[w] = v
-                    self._vectors[(model, w)] = v
-                while len(self._vectors) > WORD_CACHE:
-                    self._vectors.popitem(last=False)
-        return np.stack([v for w in words if (v := known[w]) is not None])
