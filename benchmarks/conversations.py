@@ -31,6 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
+from layersearch.corpora.conversations.expansion import WORDS_CORPUS, turn_words
 from layersearch.corpora.conversations.records import Conversation, Message, message_id
 from layersearch.corpora.conversations.search import (
     MESSAGE_CORPUS,
@@ -220,14 +221,22 @@ def main() -> None:
         ]
         store_random_vectors(store, TURN_CORPUS, turn_docs, seed=1)
         store_random_vectors(store, SUMMARY_CORPUS, [(s.id, summary_dense_text(s)) for s in sums])
+        words = turn_words(snap.messages.values())
+        store_random_vectors(store, WORDS_CORPUS, [(w, w) for w in words], seed=2)
         flipped = ConversationService(
             store,
             lambda c: dense.setdefault(c, DenseCorpus(store, c, embedder)),
             config=replace(config, turn_vector=not config.turn_vector),
         )
         by_switch = {config.turn_vector: svc, not config.turn_vector: flipped}
+        narrow = ConversationService(
+            store,
+            lambda c: dense.setdefault(c, DenseCorpus(store, c, embedder)),
+            config=replace(config, word_neighbours=0),
+        )
         for q in QUERIES:
             flipped.search_messages(q, 10)
+            narrow.search_messages(q, 10)
         for q in QUERIES:  # warm: snapshot, vector indexes, cached query vectors
             svc.semantic_search(q, 10)
             svc.search_summaries(q, limit=10)
@@ -274,6 +283,19 @@ def main() -> None:
         result.update(pair)
         p50 = [v["p50_ms"] for v in pair.values()]
         result["search_messages p50 ratio turn_vector on/off"] = round(p50[1] / p50[0], 2)
+        widening = interleaved(
+            {
+                f"search_messages word_neighbours={k}": (
+                    lambda i, s=svc_k: s.search_messages(QUERIES[i % n], 10)
+                )
+                for k, svc_k in ((0, narrow), (config.word_neighbours, svc))
+            },
+            args.runs,
+        )
+        result.update(widening)
+        p50 = [v["p50_ms"] for v in widening.values()]
+        result["search_messages p50 ratio word_neighbours on/off"] = round(p50[1] / p50[0], 2)
+        result["conversation words"] = len(words)
     text = json.dumps(result, indent=2)
     print(text)
     if args.out:

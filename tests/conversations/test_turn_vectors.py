@@ -61,15 +61,16 @@ def test_max_cosines_keeps_each_ids_larger_cosine() -> None:
 
 def test_embed_fills_the_turn_corpus_only_when_switched_on(tmp_path: Path) -> None:
     off, _ = _service(tmp_path / "off.duckdb", OFF)
-    assert [r.corpus for r in off.embed()] == [MESSAGE_CORPUS]
+    # (and the conversations' words, for the full-text query's widening: expansion.py)
+    assert [r.corpus for r in off.embed()] == [MESSAGE_CORPUS, "message-words"]
     assert not off.store.vector_fingerprints(TURN_CORPUS)
     on, _ = _service(tmp_path / "on.duckdb", ON)
     reports = on.embed()
-    assert [r.corpus for r in reports] == [MESSAGE_CORPUS, TURN_CORPUS]
+    assert [r.corpus for r in reports] == [MESSAGE_CORPUS, TURN_CORPUS, "message-words"]
     assert reports[0].documents == reports[1].documents > 0
     assert on.store.vector_fingerprints(TURN_CORPUS)
     again = on.embed()  # incremental: nothing changed, nothing embedded
-    assert [r.embedded for r in again] == [0, 0]
+    assert [r.embedded for r in again] == [0, 0, 0]
 
 
 def test_the_vector_channel_ranks_by_the_larger_cosine(tmp_path: Path) -> None:

@@ -46,6 +46,8 @@ BATCH = 64
 #: The ids of memories in the entity corpus (``memory:<n>``).
 MEMORY_PREFIX = "memory:"
 QUERY_CACHE = 256
+#: Short texts embedded as documents at search time (a question's words), kept per corpus.
+TEXT_CACHE = 4096
 #: Query embeddings started ahead of the search that needs them (see ``prefetch``). Two
 #: workers: concurrent searches each get one, as they would embedding inline.
 PREFETCH_WORKERS = 2
@@ -132,6 +134,7 @@ class DenseCorpus:
         self._parts: tuple[VectorIndex, dict[bool, VectorIndex]] | None = None
         self._checked_gen = -1
         self._queries: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._texts: OrderedDict[str, np.ndarray] = OrderedDict()
         self._pending: dict[str, Future[np.ndarray]] = {}
         self._pool: ThreadPoolExecutor | None = None
         self._lock = threading.Lock()
@@ -320,6 +323,25 @@ class DenseCorpus:
         with self._lock:
             self._remember(text, vec)
         return vec
+
+    def document_vectors(self, texts: Sequence[str]) -> np.ndarray:
+        """Unit vectors of ``texts`` (rows), embedded as this corpus's documents are (a
+        question's words, to compare with stored words), each text once: the last
+        :data:`TEXT_CACHE` are kept."""
+        with self._lock:
+            known = {t: self._texts.get(t) for t in texts}
+            for t, v in known.items():
+                if v is not None:
+                    self._texts.move_to_end(t)
+        missing = [t for t, v in known.items() if v is None]
+        if missing:
+            fresh = self.embedder.embed_documents(missing)
+            with self._lock:
+                for t, v in zip(missing, fresh, strict=True):
+                    known[t] = self._texts[t] = v
+                while len(self._texts) > TEXT_CACHE:
+                    self._texts.popitem(last=False)
+        return np.stack([v for t in texts if (v := known[t]) is not None])
 
     def close(self) -> None:
         """Stop the prefetch workers (a running embedding finishes first)."""

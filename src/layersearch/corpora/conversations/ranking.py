@@ -194,6 +194,14 @@ class MessageSearchConfig:
     #: ``semantic_search`` keeps the context vectors only. A store embedded without them
     #: searches with the context vectors and a warning until the next embed
     turn_vector: bool = True
+    #: with the vector channel on, the full-text query is widened by each question word's
+    #: ``word_neighbours`` nearest words of the searched conversations (by the embedder's
+    #: cosine of the single words, at least ``neighbour_min_cosine``), one more BM25 query
+    #: at ``neighbour_weight`` of the field boosts whose scores add to the turns' (see
+    #: ``conversations.neighbours``); the words' vectors are the ``message-words`` corpus
+    word_neighbours: int = 3
+    neighbour_weight: float = 0.3
+    neighbour_min_cosine: float = 0.6
 
     def document_shape(self) -> str:
         """What the full-text documents depend on besides the messages (part of the index stamp)."""

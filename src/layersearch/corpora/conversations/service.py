@@ -11,7 +11,6 @@ exact ``markdown`` (:mod:`.render`). How turns become documents is in
 
 from __future__ import annotations
 
-import math
 import re
 import threading
 from collections.abc import Callable, Sequence
@@ -54,6 +53,7 @@ from .documents import (
     summary_dense_text,
     summary_doc,
 )
+from .expansion import WORDS_CORPUS, MessageWords, with_feedback
 from .facts import FACTS_FORMAT, FactsReport, extract_facts, session_groups, turn_facts
 from .importers import import_conversations
 from .mirror import build_mirror
@@ -63,7 +63,6 @@ from .ranking import (
     answers_follow_questions,
     asks_list,
     demote,
-    feedback_terms,
     keep_channel_tops,
     prefer_times,
     query_text,
@@ -257,6 +256,7 @@ class ConversationService:
         self._lock = threading.RLock()
         #: corpus → (store generation, fingerprint) at which its vectors were last checked
         self._checked: dict[str, tuple[int, str]] = {}
+        self._words = MessageWords()
 
     # -- import -------------------------------------------------------------------------------------
 
@@ -510,6 +510,8 @@ class ConversationService:
                 )
                 text = self._dense_query(snap, query, scope)
                 rankings["vector"] = vector_ranking(dense, turn, text, DEPTH, allow, warnings)
+                if "fulltext" in rankings:
+                    rankings["fulltext"] = self._widened(snap, query, scope, rankings, warnings)
             except LayersearchError as exc:
                 if channels is not None:
                     raise
@@ -611,42 +613,31 @@ class ConversationService:
             return ranked
         if cfg.feedback_lists_only and not asks_list(query):
             return ranked
-        return self._with_feedback(snap, query, scope, ranked)
+        names = self._names(snap, scope)
+        return with_feedback(snap.messages_ft, snap.messages, query, ranked, names, scope, cfg)
 
-    def _with_feedback(
+    def _widened(
         self,
         snap: _Snapshot,
         query: str,
         scope: list[str] | None,
-        ranked: list[tuple[str, float]],
+        rankings: dict[str, list[tuple[str, float]]],
+        warnings: list[str],
     ) -> list[tuple[str, float]]:
-        """``ranked`` with the scores of a second query made of the best turns' words
-        (see :func:`feedback_terms`) added at ``feedback_weight`` of the field boosts."""
-        cfg = self.config
-        if not ranked:
+        """The full-text ranking widened by the question words' neighbours (see
+        ``expansion``), or as it was when the conversations' words have no vectors."""
+        ranked, cfg = rankings["fulltext"], self.config
+        if cfg.word_neighbours < 1 or cfg.neighbour_weight <= 0:
             return ranked
-        ft = snap.messages_ft
-        n_docs = max(ft.num_docs, 1)
-
-        def idf(word: str) -> float:
-            df = ft.doc_freq("text", word)
-            return math.log(1.0 + (n_docs - df + 0.5) / (df + 0.5))
-
-        names = self._names(snap, scope)
-        exclude = set(analyze_query(query)) | set(analyze_query(" ".join(names)))
-        docs = [
-            (analyze_query(query_text(snap.messages[mid].content, cfg)), score)
-            for mid, score in ranked[: cfg.feedback_docs]
-        ]
-        words = feedback_terms(docs, idf, exclude, cfg.feedback_terms)
-        if not words:
+        try:
+            dense = self._checked_dense(WORDS_CORPUS)
+        except LayersearchError as exc:
+            why = str(exc).removeprefix("embedding unavailable: ")
+            warnings.append(f"question words not read through the embedder: {why}")
             return ranked
-        boosts = {f: b * cfg.feedback_weight for f, b in ft.boosts.items() if f != "speaker"}
-        extra = ft.search(" ".join(words), DEPTH, scopes=scope, boosts=boosts, analysed=True)
-        scores = dict(ranked)
-        for doc_id, score in extra:
-            scores[doc_id] = scores.get(doc_id, 0.0) + score
-        return sorted(scores.items(), key=lambda h: (-h[1], h[0]))[:DEPTH]
+        content = query_text(strip_names(query, self._names(snap, scope)), cfg)
+        turns = snap.turns.get(scope[0], []) if scope else list(snap.messages.values())
+        return self._words.widened(ranked, content, turns, scope, dense, snap.messages_ft, cfg)
 
     def _fulltext_pass(
         self, snap: _Snapshot, query: str, scope: list[str] | None

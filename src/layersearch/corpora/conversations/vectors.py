@@ -25,14 +25,19 @@ from .store import MessageRow
 MESSAGE_CORPUS = "messages"
 TURN_CORPUS = "message-turns"
 SUMMARY_CORPUS = "summaries"
-_WHAT = {MESSAGE_CORPUS: "message", TURN_CORPUS: "turn", SUMMARY_CORPUS: "summary"}
+_WHAT = {
+    MESSAGE_CORPUS: "message",
+    TURN_CORPUS: "turn",
+    SUMMARY_CORPUS: "summary",
+    "message-words": "word",
+}
 
 
 def message_dense_docs(
     turns: Iterable[Sequence[MessageRow]], config: MessageSearchConfig
 ) -> dict[str, list[DenseDoc]]:
-    """Corpus → its documents: the turns with context, and with ``turn_vector`` the
-    turns alone too."""
+    """Corpus → its documents: the turns with context, with ``turn_vector`` the turns
+    alone too, and with ``word_neighbours`` the conversations' words."""
     convs = list(turns)
     out = {
         MESSAGE_CORPUS: [
@@ -45,6 +50,10 @@ def message_dense_docs(
             for ts in convs
             for i, m in enumerate(ts)
         ]
+    if config.word_neighbours > 0 and config.neighbour_weight > 0:
+        from .expansion import WORDS_CORPUS, word_docs
+
+        out[WORDS_CORPUS] = word_docs(m for ts in convs for m in ts)
     return out
 
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import threading
 import weakref
-from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from functools import partial
 from typing import TYPE_CHECKING
@@ -25,12 +24,10 @@ if TYPE_CHECKING:
     from layersearch.ranking.vector import VectorIndex
     from layersearch.semantic.model import Entity
 
-__all__ = ["QUESTION_WORDS", "WORDS_CORPUS", "WORD_CACHE", "QuestionWords", "word_docs"]
+__all__ = ["QUESTION_WORDS", "WORDS_CORPUS", "QuestionWords", "word_docs"]
 
 #: The dense corpus of the catalog's words (one document per word, its text the word).
 WORDS_CORPUS = "words"
-#: Question words' vectors kept across searches (questions share most of their words).
-WORD_CACHE = 4096
 #: A question's first words read through the embedder (a pasted paragraph is not).
 QUESTION_WORDS = 32
 
@@ -46,13 +43,12 @@ def word_docs(entities: Iterable[Entity]) -> list[DenseDoc]:
 
 class QuestionWords:
     """One store's reader of question words: their vectors from the configured embedder
-    (cached per model), and per schema index the catalog words it holds (a
+    (cached by the dense corpus), and per schema index the catalog words it holds (a
     :class:`WordSpace`, rebuilt when the stored word vectors change)."""
 
     def __init__(self, dense: Callable[[str], DenseCorpus]) -> None:
         self._dense = dense
         self._lock = threading.Lock()
-        self._vectors: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
         self._spaces: weakref.WeakKeyDictionary[CoverageIndex, tuple[VectorIndex, WordSpace]] = (
             weakref.WeakKeyDictionary()
         )
@@ -92,7 +88,7 @@ class QuestionWords:
         if not len(space) or not words:
             return ()
         try:
-            vectors = self._embedded(dense, [raw for raw, _ in words])
+            vectors = dense.document_vectors([raw for raw, _ in words])
         except LayersearchError as exc:
             warnings.append(f"question words not read through the embedder: {exc}")
             return ()
@@ -109,22 +105,3 @@ class QuestionWords:
         with self._lock:
             self._spaces[index] = (stored, space)
         return space
-
-    def _embedded(self, dense: DenseCorpus, words: list[str]) -> np.ndarray:
-        """The unit vectors of ``words`` (rows), embedded as the catalog's words were."""
-        model = dense.fingerprint.key()
-        with self._lock:
-            known = {w: self._vectors.get((model, w)) for w in words}
-            for w, v in known.items():
-                if v is not None:
-                    self._vectors.move_to_end((model, w))
-        missing = [w for w, v in known.items() if v is None]
-        if missing:
-            fresh = dense.embedder.embed_documents(missing)
-            with self._lock:
-                for w, v in zip(missing, fresh, strict=True):
-                    known[w] = v
-                    self._vectors[(model, w)] = v
-                while len(self._vectors) > WORD_CACHE:
-                    self._vectors.popitem(last=False)
-        return np.stack([v for w in words if (v := known[w]) is not None])
