@@ -13,8 +13,11 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 MINI = ROOT / "fixtures" / "mini"
@@ -89,3 +92,42 @@ def turn_row(i: int, speaker: str, text: str) -> Any:
         speaker=speaker,
         turn_id=f"D1:{i}",
     )
+
+
+class ConceptEmbedder:
+    """An embedder that reads some words as one meaning: a text's vector sums its words'
+    concepts (``concepts``: word → concept number, from 0), every other word a concept of
+    its own chosen by its letters (deterministic across runs). Records the texts it
+    embeds as documents in ``documents``."""
+
+    DIMS = 64
+    _PUNCTUATION = ".,?!:;'\"()[]"
+
+    def __init__(self, concepts: Mapping[str, int], model: str) -> None:
+        from layersearch.embed.fake import FakeEmbedder
+
+        self.concepts = dict(concepts)
+        self._first_free = max(self.concepts.values(), default=-1) + 1
+        self._fingerprint = FakeEmbedder(self.DIMS).fingerprint.model_copy(update={"model": model})
+        self.documents: list[str] = []
+
+    @property
+    def fingerprint(self) -> Any:
+        return self._fingerprint
+
+    def _vec(self, text: str) -> np.ndarray:
+        v = np.zeros(self.DIMS, dtype=np.float32)
+        for w in text.lower().replace("_", " ").split():
+            w = w.strip(self._PUNCTUATION)
+            c = self.concepts.get(w)
+            if c is None:
+                c = self._first_free + sum(map(ord, w)) % (self.DIMS - self._first_free)
+            v[c] += 1.0
+        return v / (np.linalg.norm(v) or 1.0)
+
+    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        self.documents.extend(texts)
+        return np.stack([self._vec(t) for t in texts])
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return self._vec(text)

@@ -3,18 +3,17 @@ word bridge to it in the schema channel (``ranking.neighbours``)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from layersearch import Layersearch
-from layersearch.embed import FakeEmbedder
 from layersearch.ranking import neighbours
 from layersearch.ranking.bridges import SYNONYM_WEIGHT
 from layersearch.ranking.coverage import CoverageIndex, CoverageNode
 from layersearch.ranking.neighbours import WordSpace, catalog_words
+from tests.support import ConceptEmbedder
 
 
 def _unit(*xs: float) -> np.ndarray:
@@ -94,33 +93,9 @@ def test_extra_bridges_reach_what_the_words_alone_do_not() -> None:
     assert "zoo.animal.division" in ranked and "hr.department" in ranked
 
 
-class Synonyms:
-    """An embedder that knows a few synonyms: a text's vector sums its words' concepts
-    (unknown words hash to concepts of their own)."""
-
-    CONCEPTS = {"xdivs": 0, "department": 0, "bosses": 1, "head": 1}
-
-    def __init__(self) -> None:
-        self.inner = FakeEmbedder()
-        self.words: list[str] = []
-
-    @property
-    def fingerprint(self):  # type: ignore[no-untyped-def]
-        return self.inner.fingerprint.model_copy(update={"model": "synonyms-v1"})
-
-    def _vec(self, text: str) -> np.ndarray:
-        v = np.zeros(64, dtype=np.float32)
-        for w in text.lower().replace("_", " ").split():
-            c = self.CONCEPTS.get(w.strip(".,?:"))
-            v[c if c is not None else 2 + hash(w) % 62] += 1.0
-        return v / (np.linalg.norm(v) or 1.0)
-
-    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
-        self.words.extend(texts)
-        return np.stack([self._vec(t) for t in texts])
-
-    def embed_query(self, text: str) -> np.ndarray:
-        return self._vec(text)
+def synonyms() -> ConceptEmbedder:
+    """xdivs reads as department, bosses as head."""
+    return ConceptEmbedder({"xdivs": 0, "department": 0, "bosses": 1, "head": 1}, "synonyms-v1")
 
 
 def _catalog(tmp_path: Path) -> Path:
@@ -139,7 +114,7 @@ def _catalog(tmp_path: Path) -> Path:
 
 
 def test_search_reads_question_words_in_their_catalog_synonyms(tmp_path: Path) -> None:
-    emb = Synonyms()
+    emb = synonyms()
     with Layersearch(tmp_path / "s.duckdb", embedder=emb) as ls:  # type: ignore[arg-type]
         ls.load(_catalog(tmp_path))
         entities, words = ls.embed()
@@ -164,10 +139,10 @@ def test_search_reads_question_words_in_their_catalog_synonyms(tmp_path: Path) -
         # xdivs is no catalog word, nor WordNet's; the embedder reads it as department
         assert schema.get("hr.department") == 1, (schema, lexical_schema)
         assert "hr.department" not in lexical_schema
-        assert "xdivs" in emb.words, "the question's words were embedded"
-        embedded = len(emb.words)
+        assert "xdivs" in emb.documents, "the question's words were embedded"
+        embedded = len(emb.documents)
         ls.search(question=asked)
-        assert len(emb.words) == embedded, "a question word is embedded once"
+        assert len(emb.documents) == embedded, "a question word is embedded once"
 
 
 def test_a_store_embedded_without_word_vectors_warns_and_still_searches(

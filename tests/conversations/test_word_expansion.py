@@ -4,53 +4,26 @@ word, when the vector channel runs (``conversations.expansion``)."""
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
-
-import numpy as np
 
 from layersearch.corpora.conversations.expansion import WORDS_CORPUS, added, turn_words
 from layersearch.corpora.conversations.search import ConversationService, MessageSearchConfig
 from layersearch.corpora.dense import DenseCorpus
-from layersearch.embed.fake import FakeEmbedder
 from layersearch.store.duckdb import DuckDBStore
-from tests.support import turn_row
+from tests.support import ConceptEmbedder, turn_row
 
 C1 = "generic:c1"
 
 
-class Kinds:
-    """An embedder that reads a violin as an instrument: a text's vector sums its words'
-    concepts; every other word hashes to a concept of its own."""
-
-    CONCEPTS = {"instruments": 0, "instrument": 0, "violin": 0}
-
-    def __init__(self) -> None:
-        self.inner = FakeEmbedder(64)
-        self.queries: list[str] = []
-
-    @property
-    def fingerprint(self):  # type: ignore[no-untyped-def]
-        return self.inner.fingerprint.model_copy(update={"model": "kinds-v1"})
-
-    def _vec(self, text: str) -> np.ndarray:
-        v = np.zeros(64, dtype=np.float32)
-        for w in text.lower().split():
-            w = w.strip(".,?!:;'\"()[]")
-            c = self.CONCEPTS.get(w)
-            v[c if c is not None else 1 + sum(map(ord, w)) % 63] += 1.0
-        return v / (np.linalg.norm(v) or 1.0)
-
-    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
-        self.queries.extend(texts)
-        return np.stack([self._vec(t) for t in texts])
-
-    def embed_query(self, text: str) -> np.ndarray:
-        return self._vec(text)
+def kinds() -> ConceptEmbedder:
+    """Reads a violin as an instrument."""
+    return ConceptEmbedder({"instruments": 0, "instrument": 0, "violin": 0}, "kinds-v1")
 
 
-def _service(tmp_path: Path, config: MessageSearchConfig, embedder: Kinds) -> ConversationService:
+def _service(
+    tmp_path: Path, config: MessageSearchConfig, embedder: ConceptEmbedder
+) -> ConversationService:
     store = DuckDBStore(tmp_path / "s.duckdb")
     cache: dict[str, DenseCorpus] = {}
 
@@ -89,7 +62,7 @@ def test_added_sums_scores_and_orders_by_score_then_id() -> None:
 
 
 def test_a_question_word_finds_the_turn_that_names_a_kind_of_it(tmp_path: Path) -> None:
-    emb = Kinds()
+    emb = kinds()
     svc = _service(tmp_path, MessageSearchConfig(), emb)
     (report,) = [r for r in svc.embed() if r.corpus == WORDS_CORPUS]
     assert report.documents > 0
@@ -102,17 +75,17 @@ def test_a_question_word_finds_the_turn_that_names_a_kind_of_it(tmp_path: Path) 
     assert violin.message_id not in [h.message_id for h in lexical.hits]
     assert both.hits[0].message_id == violin.message_id and both.warnings == []
     assert violin.channels.get("fulltext") == 1, "its full-text rank comes from the widening"
-    assert "instruments" in emb.queries
-    seen = len(emb.queries)
+    assert "instruments" in emb.documents
+    seen = len(emb.documents)
     svc.search_messages(asked, conversation_id=C1)
-    assert len(emb.queries) == seen, "a question word is embedded once"
+    assert len(emb.documents) == seen, "a question word is embedded once"
     (tmp_path / "off").mkdir()
-    off = _service(tmp_path / "off", replace(MessageSearchConfig(), word_neighbours=0), Kinds())
+    off = _service(tmp_path / "off", replace(MessageSearchConfig(), word_neighbours=0), kinds())
     assert WORDS_CORPUS not in {r.corpus for r in off.embed()}
 
 
 def test_a_store_embedded_without_word_vectors_says_so(tmp_path: Path) -> None:
-    emb = Kinds()
+    emb = kinds()
     svc = _service(tmp_path, replace(MessageSearchConfig(), word_neighbours=0), emb)
     svc.embed()
     svc.config = MessageSearchConfig()

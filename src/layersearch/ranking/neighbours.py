@@ -27,7 +27,7 @@ from layersearch.ranking.analyzer import STOP_WORDS, analyze, split_identifier
 from layersearch.ranking.bridges import SYNONYM_WEIGHT
 from layersearch.ranking.coverage_terms import Bridges
 
-__all__ = ["MIN_WORD", "NEIGHBOURS", "WordSpace", "catalog_words"]
+__all__ = ["MIN_WORD", "NEIGHBOURS", "WordSpace", "catalog_words", "word_key"]
 
 #: Catalog words each question word is also read as (0: none).
 NEIGHBOURS = 3
@@ -46,7 +46,9 @@ def catalog_words(names: Iterable[str | None]) -> list[str]:
     return sorted(out)
 
 
-def _term(word: str) -> str | None:
+def word_key(word: str) -> str | None:
+    """A single word's analysed token (its stem), or None when analysis drops it or
+    splits it: the key a stored word's vector is compared under."""
     tokens = analyze(word)
     return tokens[0] if len(tokens) == 1 else None
 
@@ -59,7 +61,7 @@ class WordSpace:
     def __init__(self, words: Sequence[str], matrix: np.ndarray, vocab: Mapping[str, int]):
         rows, terms, keys = [], [], []
         for i, word in enumerate(words):
-            key = _term(word)
+            key = word_key(word)
             j = vocab.get(key) if key is not None else None
             if key is not None and j is not None:
                 rows.append(i)

@@ -2,9 +2,9 @@
 feedback, :func:`with_feedback`, off by default) and, with the vector channel, by the
 conversations' words nearest each question word (:class:`MessageWords`).
 
-For the second, ``MessageSearchConfig.word_neighbours``: a question asks "what instruments does she play" and the turn says "my violin";
-BM25 sees no shared word, and the dense channel, which reads the whole turn, may
-rank it among many. So every word the conversations use (letters only, three or
+For the second (``MessageSearchConfig.word_neighbours``): a question asks "what
+instruments does she play" and the turn says "my violin"; BM25 sees no shared word,
+and the dense channel, which reads the whole turn, may rank it among many. So every word the conversations use (letters only, three or
 more, not a stop word) has a vector, stored as the dense corpus
 :data:`WORDS_CORPUS` by ``conversations embed``, and each content word of the
 question (names taken out, as the full-text query takes them out) is embedded
@@ -20,13 +20,14 @@ from __future__ import annotations
 import math
 import re
 import threading
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping
 
 import numpy as np
 
 from layersearch.corpora.dense import DenseCorpus, DenseDoc
-from layersearch.ranking.analyzer import STOP_WORDS, analyze, analyze_query, query_words
+from layersearch.ranking.analyzer import STOP_WORDS, analyze_query, query_words
 from layersearch.ranking.fulltext import FullTextIndex
+from layersearch.ranking.neighbours import word_key
 from layersearch.ranking.vector import VectorIndex
 
 from .ranking import MessageSearchConfig, feedback_terms, query_text
@@ -43,18 +44,13 @@ MIN_WORD = 3
 _WORD = re.compile(r"[^\W\d_]+")
 
 
-def _key(word: str) -> str | None:
-    tokens = analyze(word)
-    return tokens[0] if len(tokens) == 1 else None
-
-
 def turn_words(turns: Iterable[MessageRow]) -> list[str]:
     """The words of turns (lower case, letters only, :data:`MIN_WORD` or more, no stop
     words, one analysed token each), each once, sorted."""
     out: set[str] = set()
     for m in turns:
         for w in _WORD.findall(m.content.lower()):
-            if len(w) >= MIN_WORD and w not in STOP_WORDS and w not in out and _key(w):
+            if len(w) >= MIN_WORD and w not in STOP_WORDS and w not in out and word_key(w):
                 out.add(w)
     return sorted(out)
 
@@ -112,15 +108,16 @@ class MessageWords:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        #: (stored index, conversations) → (their words' analysed keys, their vectors)
-        self._spaces: dict[tuple[int, tuple[str, ...]], tuple[list[str], np.ndarray]] = {}
+        #: the stored word vectors read last, and per searched conversations (() for all)
+        #: their words' analysed keys and vectors
         self._space_of: VectorIndex | None = None
+        self._spaces: dict[tuple[str, ...], tuple[list[str], np.ndarray]] = {}
 
     def widened(
         self,
         ranked: list[tuple[str, float]],
         query: str,
-        turns: Sequence[MessageRow],
+        turns: Callable[[], Iterable[MessageRow]],
         scope: list[str] | None,
         dense: DenseCorpus,
         ft: FullTextIndex,
@@ -128,9 +125,10 @@ class MessageWords:
         depth: int = DEPTH,
     ) -> list[tuple[str, float]]:
         """``ranked`` (the full-text ranking of ``query``, names already out of it) with
-        the scores of the neighbour query added; ``turns``: the searched turns."""
+        the scores of the neighbour query added; ``turns`` gives the searched turns (read
+        once per stored word vectors and ``scope``)."""
         words = query_words(query)
-        if config.word_neighbours < 1 or config.neighbour_weight <= 0 or not words:
+        if not words:
             return ranked
         keys, matrix = self._space(dense.index(), turns, scope)
         if not keys:
@@ -156,19 +154,23 @@ class MessageWords:
         return added(ranked, extra, depth)
 
     def _space(
-        self, stored: VectorIndex, turns: Sequence[MessageRow], scope: list[str] | None
+        self,
+        stored: VectorIndex,
+        turns: Callable[[], Iterable[MessageRow]],
+        scope: list[str] | None,
     ) -> tuple[list[str], np.ndarray]:
         """The searched conversations' words that have vectors: analysed keys, vectors."""
         name = tuple(scope) if scope is not None else ()
         with self._lock:
             if self._space_of is not stored:
                 self._spaces, self._space_of = {}, stored
-            found = self._spaces.get((id(stored), name))
+            found = self._spaces.get(name)
         if found is not None:
             return found
-        words = [w for w in turn_words(turns) if w in stored]
-        keys = [k for w in words if (k := _key(w)) is not None]
+        words = [w for w in turn_words(turns()) if w in stored]
+        keys = [k for w in words if (k := word_key(w)) is not None]
         matrix = np.stack([stored.vector(w) for w in words]) if words else np.zeros((0, 1))
         with self._lock:
-            self._spaces[(id(stored), name)] = (keys, matrix)
+            if self._space_of is stored:
+                self._spaces[name] = (keys, matrix)
         return keys, matrix

@@ -198,7 +198,7 @@ class MessageSearchConfig:
     #: ``word_neighbours`` nearest words of the searched conversations (by the embedder's
     #: cosine of the single words, at least ``neighbour_min_cosine``), one more BM25 query
     #: at ``neighbour_weight`` of the field boosts whose scores add to the turns' (see
-    #: ``conversations.neighbours``); the words' vectors are the ``message-words`` corpus
+    #: ``conversations.expansion``); the words' vectors are the ``message-words`` corpus
     word_neighbours: int = 3
     neighbour_weight: float = 0.3
     neighbour_min_cosine: float = 0.6

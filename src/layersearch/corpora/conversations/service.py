@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -636,7 +636,10 @@ class ConversationService:
             warnings.append(f"question words not read through the embedder: {why}")
             return ranked
         content = query_text(strip_names(query, self._names(snap, scope)), cfg)
-        turns = snap.turns.get(scope[0], []) if scope else list(snap.messages.values())
+
+        def turns() -> Iterable[MessageRow]:
+            return snap.turns.get(scope[0], []) if scope else snap.messages.values()
+
         return self._words.widened(ranked, content, turns, scope, dense, snap.messages_ft, cfg)
 
     def _fulltext_pass(

@@ -19,6 +19,7 @@ from layersearch.errors import EmbeddingUnavailable, ModelMismatch
 from layersearch.store.base import Store
 
 from .documents import dense_text
+from .expansion import WORDS_CORPUS, word_docs
 from .ranking import MessageSearchConfig
 from .store import MessageRow
 
@@ -29,7 +30,7 @@ _WHAT = {
     MESSAGE_CORPUS: "message",
     TURN_CORPUS: "turn",
     SUMMARY_CORPUS: "summary",
-    "message-words": "word",
+    WORDS_CORPUS: "word",
 }
 
 
@@ -51,8 +52,6 @@ def message_dense_docs(
             for i, m in enumerate(ts)
         ]
     if config.word_neighbours > 0 and config.neighbour_weight > 0:
-        from .expansion import WORDS_CORPUS, word_docs
-
         out[WORDS_CORPUS] = word_docs(m for ts in convs for m in ts)
     return out
 

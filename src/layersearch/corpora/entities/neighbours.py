@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from layersearch.corpora.dense import ENTITY_CORPUS
 from layersearch.errors import LayersearchError
 from layersearch.ranking.analyzer import query_words
 from layersearch.ranking.neighbours import WordSpace, catalog_words
@@ -62,9 +63,9 @@ class QuestionWords:
             stored = dense.index()
         except LayersearchError as exc:
             try:
-                entities = self._dense("entities")
+                entities = self._dense(ENTITY_CORPUS)
                 has_entities = entities.fingerprint.key() in entities.store.vector_fingerprints(
-                    "entities"
+                    ENTITY_CORPUS
                 )
             except LayersearchError:
                 has_entities = False
