@@ -24,7 +24,7 @@ import logging
 import os
 import threading
 import weakref
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -64,9 +64,12 @@ class StaticWords:
         second)."""
         if len(words) != len(matrix):
             raise ValueError(f"{len(words)} words for {len(matrix)} vectors")
-        norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+        # kept as given (int8 from the shipped file: 8 MB, not 34 as float32), each row
+        # scaled to unit length when read (:meth:`unit`)
+        self._raw = matrix
+        norms = np.linalg.norm(matrix.astype(np.float32), axis=1)
         norms[norms == 0] = 1.0
-        self.matrix = np.ascontiguousarray(matrix / norms, dtype=np.float32)
+        self._scale = (1.0 / norms).astype(np.float32)
         self.rows = {w: i for i, w in enumerate(words)}
         if keys is None:
             keys = [word_key(w) for w in words]
@@ -79,7 +82,7 @@ class StaticWords:
                 by_key[key] = i
         self.by_key = by_key
         self.words = words
-        self.floor = chance_cosine(self.matrix)
+        self.floor = chance_cosine(self.unit, len(words))
         self._lock = threading.Lock()
         self._spaces: weakref.WeakKeyDictionary[CoverageIndex, WordSpace] = (
             weakref.WeakKeyDictionary()
@@ -87,6 +90,11 @@ class StaticWords:
 
     def __len__(self) -> int:
         return len(self.words)
+
+    def unit(self, rows: Sequence[int] | np.ndarray) -> np.ndarray:
+        """The unit vectors of ``rows`` (float32, a row each)."""
+        at = np.asarray(rows, dtype=np.int64)
+        return self._raw[at].astype(np.float32) * self._scale[at, None]
 
     def row(self, raw: str, key: str) -> int | None:
         """The vector row of a question word: as written, else by its analysed term."""
@@ -108,7 +116,7 @@ class StaticWords:
             if i is not None:
                 words.append(word)
                 rows.append(i)
-        space = WordSpace(words, self.matrix[rows], index.vocab)
+        space = WordSpace(words, self.unit(rows), index.vocab)
         with self._lock:
             self._spaces[index] = space
         return space
@@ -128,21 +136,24 @@ class StaticWords:
         space = self.space(index, names)
         if not len(space):
             return ()
-        vectors = self.matrix[[i for _, i in found]]
+        vectors = self.unit([i for _, i in found])
         return space.bridges([k for k, _ in found], vectors, floor=self.floor)
 
 
-def chance_cosine(matrix: np.ndarray, pairs: int = CHANCE_PAIRS) -> float:
-    """The cosine that :data:`CHANCE_QUANTILE` of random pairs of the vocabulary's words
-    stay below (pairs drawn with a fixed seed): a neighbour no closer than this is as
-    close as two words chosen at random, and is not read."""
-    if len(matrix) < 2:
+def chance_cosine(
+    unit: Callable[[np.ndarray], np.ndarray], n: int, pairs: int = CHANCE_PAIRS
+) -> float:
+    """The cosine that :data:`CHANCE_QUANTILE` of random pairs of ``n`` words stay below
+    (pairs drawn with a fixed seed; ``unit`` gives the unit vectors of some rows): a
+    neighbour no closer than this is as close as two words chosen at random, and is
+    not read."""
+    if n < 2:
         return 0.0
     rng = np.random.default_rng(0)
-    a = rng.integers(0, len(matrix), pairs)
-    b = rng.integers(0, len(matrix), pairs)
+    a = rng.integers(0, n, pairs)
+    b = rng.integers(0, n, pairs)
     keep = a != b
-    cos = np.einsum("ij,ij->i", matrix[a[keep]], matrix[b[keep]])
+    cos = np.einsum("ij,ij->i", unit(a[keep]), unit(b[keep]))
     return float(np.quantile(cos, CHANCE_QUANTILE))
 
 
@@ -171,7 +182,7 @@ def read_vectors(base: Path) -> StaticWords:
         raise ValueError(
             f"{base}: {rows.dtype} vectors of shape {rows.shape} for {len(words)} words"
         )
-    return StaticWords(words, rows.astype(np.float32), keys)
+    return StaticWords(words, rows, keys)
 
 
 @lru_cache(maxsize=4)
