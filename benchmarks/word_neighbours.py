@@ -3,8 +3,9 @@
 Loads the Spider catalog (166 databases) into an in-memory store with the local
 embedder, embeds it, then asks Spider dev questions with the dense channel, each
 question twice in alternation: with the question words read through the embedder
-(the default) and without them (the schema channel's bridges from WordNet alone),
-so both run on the same host at the same moment. A question's own vector is
+(the default) and without them (the schema channel's bridges from WordNet alone; the
+shipped word vectors of lexical search are off too), so both run on the same host at
+the same moment. A question's own vector is
 cached by the first of its two searches, so both searches of a pair reuse it and
 the difference is the words' embedding and their bridges; which mode goes first
 alternates. Prints a table; writes ``benchmarks/results/word_neighbours.json``.
@@ -35,8 +36,12 @@ def main() -> None:
     parser.add_argument("--questions", type=int, default=200)
     args = parser.parse_args()
 
+    import layersearch.corpora.entities.search as entity_search
     from layersearch import Layersearch
     from layersearch.corpora.entities.vector import VectorSearch
+
+    # "without" is WordNet's bridges alone: not the shipped word vectors either
+    entity_search.static_bridges = lambda index, question, names: ()
 
     questions = [q["question"] for q in json.loads((SPIDER / "dev.json").read_text())]
     questions = questions[: args.questions]

@@ -17,7 +17,8 @@ from tests.test_cli import run
 
 CHATS = ROOT / "fixtures" / "conversations" / "generic" / "messages.jsonl"
 GOLDEN = Path(__file__).parent / "golden" / "search_unscoped.json"
-#: the unscoped searches whose output is pinned (made by the code before ``scope``)
+#: the unscoped searches whose output is pinned (made by the code before ``scope``;
+#: remade only with a deliberate ranking change, named in its commit)
 GOLDEN_REQUESTS: list[dict[str, object]] = [
     {"question": "monthly revenue by store"},
     {"question": "customers", "explain": True, "max_results": 5},

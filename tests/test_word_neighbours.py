@@ -9,7 +9,6 @@ import numpy as np
 import pytest
 
 from layersearch import Layersearch
-from layersearch.ranking import neighbours
 from layersearch.ranking.bridges import SYNONYM_WEIGHT
 from layersearch.ranking.coverage import CoverageIndex, CoverageNode
 from layersearch.ranking.neighbours import WordSpace, catalog_words
@@ -161,6 +160,9 @@ def test_a_store_embedded_without_word_vectors_warns_and_still_searches(
         ]
         ls.embed()
         assert ls.search(question="budget of the departments").warnings == []
-        # lexical search never reads the words through the embedder
-        monkeypatch.setattr(neighbours.WordSpace, "bridges", None)
+        # lexical search never reads the words through the embedder (its word readings
+        # come from the shipped vectors, ``ranking.static_words``)
+        from layersearch.corpora.dense import DenseCorpus
+
+        monkeypatch.setattr(DenseCorpus, "document_vectors", None)
         assert ls.search(question="budget", channels=["fulltext"]).results

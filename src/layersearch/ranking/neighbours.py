@@ -74,11 +74,13 @@ class WordSpace:
     def __len__(self) -> int:
         return len(self.keys)
 
-    def bridges(self, keys: Sequence[str], vectors: np.ndarray, k: int | None = None) -> Bridges:
+    def bridges(
+        self, keys: Sequence[str], vectors: np.ndarray, k: int | None = None, floor: float = 0.0
+    ) -> Bridges:
         """Per question word (its analysed ``keys``, their unit ``vectors`` in rows): the
-        terms of its ``k`` (:data:`NEIGHBOURS`) nearest words by cosine, its own term
-        never, each term once at ``SYNONYM_WEIGHT`` × its best cosine; ties go to the
-        lower term id."""
+        terms of its ``k`` (:data:`NEIGHBOURS`) nearest words by cosine, of those above
+        ``floor``, its own term never, each term once at ``SYNONYM_WEIGHT`` × its best
+        cosine; ties go to the lower term id."""
         k = NEIGHBOURS if k is None else k
         if not len(self) or not len(keys) or k < 1:
             return ()
@@ -94,7 +96,7 @@ class WordSpace:
             for i in pick.tolist():
                 cos = float(row[i])
                 j = int(self.terms[i])
-                if cos <= 0 or len(best) >= k:
+                if cos <= floor or len(best) >= k:
                     break
                 if self.keys[i] != key and j not in best:
                     best[j] = round(SYNONYM_WEIGHT * cos, 6)

@@ -3,7 +3,7 @@ fused list, and the hits (the search half of :class:`EntityCorpus`)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from functools import lru_cache, partial
 from typing import TYPE_CHECKING
 
@@ -42,6 +42,7 @@ from layersearch.corpora.entities.rank import (
 from layersearch.corpora.entities.words import analysed_tokens, plain_share, surface_words
 from layersearch.ranking.explain import explain
 from layersearch.ranking.fusion import evidence_weights, fuse, separation
+from layersearch.ranking.static_words import static_bridges
 from layersearch.semantic.canonical import in_scope
 from layersearch.semantic.model import Entity
 from layersearch.types import ChannelScore, Hit, SearchRequest, SearchResponse
@@ -286,7 +287,11 @@ class CorpusSearch:
         )
         try:
             index = self.coverage(ds)
-            ranks.bridges = words(index, question) if words is not None else ()
+            ranks.bridges = (
+                words(index, question)
+                if words is not None
+                else static_bridges(index, question, self._entity_names)
+            )
             ranked, node_levels = index.search_levels(question, depth, extra=ranks.bridges)
         except BaseException:
             pending.cancel()
@@ -746,6 +751,10 @@ class CorpusSearch:
             return table
 
         return table_of
+
+    def _entity_names(self) -> Iterator[str]:
+        """Every entity's own name, the last part of its id (read without decoding)."""
+        return (i.rsplit(".", 1)[-1] for i in self.entities)
 
     @staticmethod
     @lru_cache(maxsize=1024)
