@@ -1,16 +1,18 @@
-"""Cost of reading question words through the embedder (``ranking.neighbours``).
+"""Cost of reading question words as their nearest catalog words: through the
+embedder (``ranking.neighbours``, dense search) or, with ``--lexical``, through the
+word vectors shipped for lexical search (``ranking.static_words``).
 
-Loads the Spider catalog (166 databases) into an in-memory store with the local
-embedder, embeds it, then asks Spider dev questions with the dense channel, each
-question twice in alternation: with the question words read through the embedder
-(the default) and without them (the schema channel's bridges from WordNet alone; the
-shipped word vectors of lexical search are off too), so both run on the same host at
-the same moment. A question's own vector is
-cached by the first of its two searches, so both searches of a pair reuse it and
-the difference is the words' embedding and their bridges; which mode goes first
-alternates. Prints a table; writes ``benchmarks/results/word_neighbours.json``.
+Loads the Spider catalog (166 databases) into an in-memory store (dense: with the
+local embedder, embedded first; lexical: no embedder), then asks Spider dev
+questions, each twice in alternation: with the question's words read (the
+default) and without them (the schema channel's bridges from WordNet alone; in
+dense mode the shipped vectors are off for the whole run too), so both run on
+the same host at the same moment; which mode goes first alternates. In dense
+mode a question's own vector is cached by the first of its two searches, so the
+difference is the words' embedding and their bridges. Prints a table; writes
+``benchmarks/results/word_neighbours.json`` (``word_neighbours_lexical.json``).
 
-    PYTHONPATH=src python benchmarks/word_neighbours.py [--questions 200]
+    PYTHONPATH=src python benchmarks/word_neighbours.py [--lexical] [--questions 200]
 """
 
 from __future__ import annotations
@@ -20,10 +22,12 @@ import json
 import os
 import statistics
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 SPIDER = Path(os.environ.get("SPIDER_DIR", "/work/shared/data/spider"))
-OUT = Path(__file__).parent / "results" / "word_neighbours.json"
+RESULTS = Path(__file__).parent / "results"
 
 
 def _pct(xs: list[float], q: float) -> float:
@@ -31,20 +35,17 @@ def _pct(xs: list[float], q: float) -> float:
     return xs[min(len(xs) - 1, int(q * len(xs)))]
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--questions", type=int, default=200)
-    args = parser.parse_args()
+def _no_static(index, question, names):  # type: ignore[no-untyped-def]
+    return ()
 
+
+def _dense() -> tuple[Any, Callable[[bool], None], dict[str, float]]:
+    """The store and the switch of the embedder's readings."""
     import layersearch.corpora.entities.search as entity_search
     from layersearch import Layersearch
     from layersearch.corpora.entities.vector import VectorSearch
 
-    # "without" is WordNet's bridges alone: not the shipped word vectors either
-    entity_search.static_bridges = lambda index, question, names: ()
-
-    questions = [q["question"] for q in json.loads((SPIDER / "dev.json").read_text())]
-    questions = questions[: args.questions]
+    entity_search.static_bridges = _no_static
     ls = Layersearch(":memory:", embedder="local")
     ls.load(SPIDER / "tables.json")
     t = time.perf_counter()
@@ -55,16 +56,52 @@ def main() -> None:
     def off(self, request, warnings):  # type: ignore[no-untyped-def]
         return None
 
+    def switch(on: bool) -> None:
+        VectorSearch.words = with_words if on else off  # type: ignore[method-assign]
+
+    return ls, switch, {"embed_s": round(embed_s, 1)}
+
+
+def _lexical() -> tuple[Any, Callable[[bool], None], dict[str, float]]:
+    """The store and the switch of the shipped vectors' readings."""
+    import layersearch.corpora.entities.search as entity_search
+    from layersearch import Layersearch
+    from layersearch.ranking.static_words import static_words
+
+    ls = Layersearch(":memory:")
+    ls.load(SPIDER / "tables.json")
+    t = time.perf_counter()
+    words = static_words()
+    read_s = time.perf_counter() - t
+    if words is None:
+        raise SystemExit("no word vectors (LAYERSEARCH_WORD_VECTORS is empty or unreadable)")
+    with_words = entity_search.static_bridges
+
+    def switch(on: bool) -> None:
+        entity_search.static_bridges = with_words if on else _no_static
+
+    return ls, switch, {"read_ms": round(read_s * 1000, 1), "vectors": len(words)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--lexical", action="store_true", help="the shipped word vectors")
+    parser.add_argument("--questions", type=int, default=200)
+    args = parser.parse_args()
+
+    questions = [q["question"] for q in json.loads((SPIDER / "dev.json").read_text())]
+    questions = questions[: args.questions]
+    ls, switch, extra = _lexical() if args.lexical else _dense()
     times: dict[str, list[float]] = {"with words": [], "without": []}
     ls.search(question="warm up the search path")
     for i, q in enumerate(questions):
         modes = ["with words", "without"] if i % 2 == 0 else ["without", "with words"]
         for mode in modes:
-            VectorSearch.words = with_words if mode == "with words" else off  # type: ignore[method-assign]
+            switch(mode == "with words")
             t = time.perf_counter()
             ls.search(question=q, max_results=20)
             times[mode].append((time.perf_counter() - t) * 1000)
-    VectorSearch.words = with_words  # type: ignore[method-assign]
+    switch(True)
     rows = {
         mode: {
             "p50_ms": round(statistics.median(xs), 3),
@@ -74,16 +111,17 @@ def main() -> None:
         for mode, xs in times.items()
     }
     ratio = round(rows["with words"]["p50_ms"] / rows["without"]["p50_ms"], 3)
-    print(f"Spider catalog, {len(questions)} dev questions, local embedder, dense search")
+    kind = "no embedder, lexical search" if args.lexical else "local embedder, dense search"
+    print(f"Spider catalog, {len(questions)} dev questions, {kind}")
     print(f"{'mode':<12} {'p50 ms':>8} {'p95 ms':>8} {'mean ms':>8}")
     for mode, r in rows.items():
         print(f"{mode:<12} {r['p50_ms']:>8.2f} {r['p95_ms']:>8.2f} {r['mean_ms']:>8.2f}")
-    print(f"p50 ratio with/without: {ratio}   (embed of the catalog: {embed_s:.1f} s)")
-    OUT.parent.mkdir(exist_ok=True)
-    OUT.write_text(
+    print(f"p50 ratio with/without: {ratio}   ({extra})")
+    out = RESULTS / ("word_neighbours_lexical.json" if args.lexical else "word_neighbours.json")
+    RESULTS.mkdir(exist_ok=True)
+    out.write_text(
         json.dumps(
-            {"questions": len(questions), "rows": rows, "p50_ratio": ratio, "embed_s": embed_s},
-            indent=2,
+            {"questions": len(questions), "rows": rows, "p50_ratio": ratio, **extra}, indent=2
         )
         + "\n"
     )

@@ -69,6 +69,23 @@ def wait_for_port(port: int, proc: subprocess.Popen[bytes], timeout: float = 30.
     raise AssertionError(f"nothing listening on port {port} after {timeout}s")
 
 
+def hr_layer(tmp_path: Path) -> Path:
+    """A one-datasource layer (``hr``: ``department`` with its budget, ``head`` with
+    its age) in ``tmp_path/layer``."""
+    layer = tmp_path / "layer"
+    layer.mkdir()
+    (layer / "datasource.yaml").write_text("datasource:\n  name: hr\n")
+    (layer / "department.yaml").write_text(
+        "model: department\ncolumns:\n  - {name: department_id, type: INTEGER}\n"
+        "  - {name: budget, type: INTEGER}\n"
+    )
+    (layer / "head.yaml").write_text(
+        "model: head\ncolumns:\n  - {name: head_id, type: INTEGER}\n"
+        "  - {name: age, type: INTEGER}\n"
+    )
+    return layer
+
+
 def layersearch_cmd(*args: str) -> list[str]:
     return [sys.executable, "-m", "layersearch", *args]
 

@@ -16,6 +16,7 @@ from layersearch.ranking.bridges import SYNONYM_WEIGHT
 from layersearch.ranking.coverage import CoverageIndex, CoverageNode
 from layersearch.ranking.neighbours import word_key
 from layersearch.ranking.static_words import StaticWords, chance_cosine, read_vectors
+from tests.support import hr_layer
 
 
 def _unit(*xs: float) -> np.ndarray:
@@ -164,19 +165,8 @@ def test_turned_off_or_unreadable_vectors_read_nothing(
 def test_lexical_search_finds_a_table_by_a_word_wordnet_does_not_relate(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    models = tmp_path / "models"
-    models.mkdir()
-    (models / "datasource.yaml").write_text("datasource:\n  name: hr\n")
-    (models / "department.yaml").write_text(
-        "model: department\ncolumns:\n  - {name: budget, type: INTEGER}\n"
-        "  - {name: head_id, type: INTEGER}\n"
-    )
-    (models / "planet.yaml").write_text(
-        "model: planet\ncolumns:\n  - {name: orbit, type: INTEGER}\n"
-        "  - {name: mass, type: INTEGER}\n"
-    )
     with Layersearch(tmp_path / "s.duckdb") as ls:
-        ls.load(models)
+        ls.load(hr_layer(tmp_path))
         question = "which divisions are there"
         monkeypatch.setenv("LAYERSEARCH_WORD_VECTORS", "")
         without = [h.id for h in ls.search(question=question, channels=["fulltext"]).results]

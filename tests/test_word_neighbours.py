@@ -12,7 +12,7 @@ from layersearch import Layersearch
 from layersearch.ranking.bridges import SYNONYM_WEIGHT
 from layersearch.ranking.coverage import CoverageIndex, CoverageNode
 from layersearch.ranking.neighbours import WordSpace, catalog_words
-from tests.support import ConceptEmbedder
+from tests.support import ConceptEmbedder, hr_layer
 
 
 def _unit(*xs: float) -> np.ndarray:
@@ -97,25 +97,10 @@ def synonyms() -> ConceptEmbedder:
     return ConceptEmbedder({"xdivs": 0, "department": 0, "bosses": 1, "head": 1}, "synonyms-v1")
 
 
-def _catalog(tmp_path: Path) -> Path:
-    layer = tmp_path / "layer"
-    layer.mkdir()
-    (layer / "datasource.yaml").write_text("datasource:\n  name: hr\n")
-    (layer / "department.yaml").write_text(
-        "model: department\ncolumns:\n  - {name: department_id, type: INTEGER}\n"
-        "  - {name: budget, type: INTEGER}\n"
-    )
-    (layer / "head.yaml").write_text(
-        "model: head\ncolumns:\n  - {name: head_id, type: INTEGER}\n"
-        "  - {name: age, type: INTEGER}\n"
-    )
-    return layer
-
-
 def test_search_reads_question_words_in_their_catalog_synonyms(tmp_path: Path) -> None:
     emb = synonyms()
     with Layersearch(tmp_path / "s.duckdb", embedder=emb) as ls:  # type: ignore[arg-type]
-        ls.load(_catalog(tmp_path))
+        ls.load(hr_layer(tmp_path))
         entities, words = ls.embed()
         assert words.corpus == "words" and words.documents == len(
             catalog_words(["hr", "department", "department_id", "budget", "head", "head_id", "age"])
@@ -150,7 +135,7 @@ def test_a_store_embedded_without_word_vectors_warns_and_still_searches(
     from layersearch.corpora.dense import entity_docs
 
     with Layersearch(tmp_path / "s.duckdb", embedder="fake") as ls:
-        ls.load(_catalog(tmp_path))
+        ls.load(hr_layer(tmp_path))
         ls.dense().embed(entity_docs(ls.corpus().entities.values()))
         resp = ls.search(question="budget of the departments")
         assert resp.results

@@ -76,10 +76,11 @@ class StaticWords:
         # an analysed term's word: the shortest word of the vocabulary with that term
         # (``division`` for ``divis``), ties by spelling
         by_key: dict[str, int] = {}
-        for i in sorted(range(len(words)), key=lambda i: (len(words[i]), words[i])):
-            key = keys[i]
-            if key is not None and key not in by_key:
-                by_key[key] = i
+        for i, key in enumerate(keys):
+            if key is not None:
+                j = by_key.get(key)
+                if j is None or (len(words[i]), words[i]) < (len(words[j]), words[j]):
+                    by_key[key] = i
         self.by_key = by_key
         self.words = words
         self.floor = chance_cosine(self.unit, len(words))
