@@ -8,10 +8,11 @@ words (``wordvec/``: all-MiniLM-L6-v2's embedding of each word alone, reduced by
 PCA and stored as int8; ``scripts/build_word_vectors.py`` makes them), so a
 lexical search reads its question's words the same way: each of
 :data:`neighbours.NEIGHBOURS` nearest catalog words at ``SYNONYM_WEIGHT`` ×
-cosine, merged with WordNet's bridges. A word is looked up as written (lower
-case), else by its analysed term; a catalog term by its analysed term. Words
-outside the shipped vocabulary (codes, abbreviations, misspellings) get no
-reading.
+cosine, merged with WordNet's bridges. A word, of the question or of the catalog's
+entity names, is looked up as written (lower case), else by its analysed term;
+words outside the shipped vocabulary (codes, abbreviations, misspellings) get no
+reading, and a neighbour no closer than two random words of the vocabulary usually
+are (:func:`chance_cosine`) is not read.
 
 ``$LAYERSEARCH_WORD_VECTORS`` names another directory holding ``words.txt.gz``
 and ``vectors.npy``; set to the empty string it turns the readings off.
