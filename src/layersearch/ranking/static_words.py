@@ -112,7 +112,8 @@ class StaticWords:
         if found is not None:
             return found
         words, rows = [], []
-        for word in catalog_words(names()):
+        # (names repeat: ``id``, ``name``, ``created_at`` in every table)
+        for word in catalog_words(set(names())):
             key = word_key(word)
             i = self.row(word, key) if key is not None else None
             if i is not None:
