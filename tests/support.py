@@ -69,6 +69,12 @@ def wait_for_port(port: int, proc: subprocess.Popen[bytes], timeout: float = 30.
     raise AssertionError(f"nothing listening on port {port} after {timeout}s")
 
 
+def unit(*xs: float) -> np.ndarray:
+    """The float32 unit vector along ``xs``."""
+    v = np.array(xs, dtype=np.float32)
+    return v / np.linalg.norm(v)
+
+
 def hr_layer(tmp_path: Path) -> Path:
     """A one-datasource layer (``hr``: ``department`` with its budget, ``head`` with
     its age) in ``tmp_path/layer``."""

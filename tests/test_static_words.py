@@ -16,12 +16,7 @@ from layersearch.ranking.bridges import SYNONYM_WEIGHT
 from layersearch.ranking.coverage import CoverageIndex, CoverageNode
 from layersearch.ranking.neighbours import word_key
 from layersearch.ranking.static_words import StaticWords, chance_cosine, read_vectors
-from tests.support import hr_layer
-
-
-def _unit(*xs: float) -> np.ndarray:
-    v = np.array(xs, dtype=np.float32)
-    return v / np.linalg.norm(v)
+from tests.support import hr_layer, unit
 
 
 def _index() -> CoverageIndex:
@@ -54,12 +49,12 @@ def _words(floor: float = 0.0) -> StaticWords:
     words = ["animal", "budget", "department", "departments", "divisions", "spending"]
     matrix = np.stack(
         [
-            _unit(0, 0, 1),
-            _unit(0, 1, 0),
-            _unit(1, 0, 0),
-            _unit(1, 0.05, 0),
-            _unit(1, 0.3, 0.1),
-            _unit(0.1, 1, 0),
+            unit(0, 0, 1),
+            unit(0, 1, 0),
+            unit(1, 0, 0),
+            unit(1, 0.05, 0),
+            unit(1, 0.3, 0.1),
+            unit(0.1, 1, 0),
         ]
     )
     sw = StaticWords(words, matrix)
@@ -75,7 +70,7 @@ def test_a_question_word_reads_as_its_nearest_catalog_words() -> None:
     # divisions (not a catalog word) reads as department, by the catalog word's own
     # vector ("department", not "departments")
     reach = dict(found["divis"])
-    expected = SYNONYM_WEIGHT * float(_unit(1, 0.3, 0.1) @ _unit(1, 0, 0))
+    expected = SYNONYM_WEIGHT * float(unit(1, 0.3, 0.1) @ unit(1, 0, 0))
     assert reach[depart] == pytest.approx(expected, abs=1e-5)
     assert dict(found["spend"])[budget] > dict(found["spend"]).get(depart, 0.0)
     # an unknown word has no vector and no reading

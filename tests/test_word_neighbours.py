@@ -12,12 +12,7 @@ from layersearch import Layersearch
 from layersearch.ranking.bridges import SYNONYM_WEIGHT
 from layersearch.ranking.coverage import CoverageIndex, CoverageNode
 from layersearch.ranking.neighbours import WordSpace, catalog_words
-from tests.support import ConceptEmbedder, hr_layer
-
-
-def _unit(*xs: float) -> np.ndarray:
-    v = np.array(xs, dtype=np.float32)
-    return v / np.linalg.norm(v)
+from tests.support import ConceptEmbedder, hr_layer, unit
 
 
 def test_catalog_words_are_the_name_parts_that_are_words() -> None:
@@ -37,26 +32,26 @@ def test_a_word_reads_as_its_nearest_catalog_words_at_a_synonyms_weight() -> Non
     vocab = {"depart": 0, "head": 1, "budget": 2, "divis": 3}
     words = ["department", "departments", "division", "head", "budget"]
     matrix = np.stack(
-        [_unit(1, 0, 0), _unit(1, 0.1, 0), _unit(1, 0.3, 0), _unit(0, 1, 0), _unit(0, 0, 1)]
+        [unit(1, 0, 0), unit(1, 0.1, 0), unit(1, 0.3, 0), unit(0, 1, 0), unit(0, 0, 1)]
     )
     space = WordSpace(words, matrix, vocab)
     assert len(space) == 5
-    q = np.stack([_unit(1, 0.2, 0), _unit(0, 0, -1)])
+    q = np.stack([unit(1, 0.2, 0), unit(0, 0, -1)])
     found = dict(space.bridges(["divis", "deficit"], q, k=2))
     # its own term (division) never; department and departments are one term, at the
     # better cosine; a word whose neighbours all point away bridges to nothing
     assert set(found) == {"divis"}
     (depart, head) = found["divis"]
     assert depart[0] == 0 and head[0] == 1
-    assert depart[1] == pytest.approx(SYNONYM_WEIGHT * float(_unit(1, 0.2, 0) @ _unit(1, 0.1, 0)))
-    assert head[1] == pytest.approx(SYNONYM_WEIGHT * float(_unit(1, 0.2, 0) @ _unit(0, 1, 0)))
+    assert depart[1] == pytest.approx(SYNONYM_WEIGHT * float(unit(1, 0.2, 0) @ unit(1, 0.1, 0)))
+    assert head[1] == pytest.approx(SYNONYM_WEIGHT * float(unit(1, 0.2, 0) @ unit(0, 1, 0)))
     assert space.bridges(["divis"], q[:1], k=0) == ()
 
 
 def test_words_an_index_does_not_hold_are_left_out() -> None:
-    space = WordSpace(["department", "planet"], np.stack([_unit(1, 0), _unit(0, 1)]), {"depart": 7})
+    space = WordSpace(["department", "planet"], np.stack([unit(1, 0), unit(0, 1)]), {"depart": 7})
     assert len(space) == 1
-    assert space.bridges(["divis"], np.stack([_unit(0.2, 1)])) == (("divis", ((7, pytest.approx(SYNONYM_WEIGHT * float(_unit(0.2, 1) @ _unit(1, 0)))),)),)  # fmt: skip
+    assert space.bridges(["divis"], np.stack([unit(0.2, 1)])) == (("divis", ((7, pytest.approx(SYNONYM_WEIGHT * float(unit(0.2, 1) @ unit(1, 0)))),)),)  # fmt: skip
 
 
 def _index() -> CoverageIndex:

@@ -27,12 +27,14 @@ from layersearch.ranking.analyzer import STOP_WORDS, analyze, split_identifier
 from layersearch.ranking.bridges import SYNONYM_WEIGHT
 from layersearch.ranking.coverage_terms import Bridges
 
-__all__ = ["MIN_WORD", "NEIGHBOURS", "WordSpace", "catalog_words", "word_key"]
+__all__ = ["MIN_WORD", "NEIGHBOURS", "QUESTION_WORDS", "WordSpace", "catalog_words", "word_key"]
 
 #: Catalog words each question word is also read as (0: none).
 NEIGHBOURS = 3
 #: Shorter identifier parts are not embedded (``id``, ``no``: codes, not words).
 MIN_WORD = 3
+#: A question's first words read as their neighbours (a pasted paragraph is not).
+QUESTION_WORDS = 32
 
 
 def catalog_words(names: Iterable[str | None]) -> list[str]:

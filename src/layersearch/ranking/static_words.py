@@ -33,20 +33,18 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from layersearch.ranking.analyzer import query_words
-from layersearch.ranking.neighbours import WordSpace, catalog_words, word_key
+from layersearch.ranking.neighbours import QUESTION_WORDS, WordSpace, catalog_words, word_key
 
 if TYPE_CHECKING:
     from layersearch.ranking.coverage import CoverageIndex
     from layersearch.ranking.coverage_terms import Bridges
 
-__all__ = ["BUNDLED", "QUESTION_WORDS", "StaticWords", "static_bridges", "static_words"]
+__all__ = ["BUNDLED", "StaticWords", "static_bridges", "static_words"]
 
 log = logging.getLogger(__name__)
 
 #: the word vectors shipped in the package
 BUNDLED = Path(__file__).parent / "wordvec"
-#: A question's first words read (a pasted paragraph is not), as with an embedder.
-QUESTION_WORDS = 32
 #: A neighbour is read only when closer than this share of random word pairs are.
 CHANCE_QUANTILE = 0.99
 #: Random pairs drawn to find that cosine.
@@ -98,10 +96,14 @@ class StaticWords:
         at = np.asarray(rows, dtype=np.int64)
         return self._raw[at].astype(np.float32) * self._scale[at, None]
 
-    def row(self, raw: str, key: str) -> int | None:
-        """The vector row of a question word: as written, else by its analysed term."""
+    def row(self, raw: str, key: str | None = None) -> int | None:
+        """The vector row of a word: as written, else by its analysed term (``key``,
+        analysed here when not given and needed)."""
         i = self.rows.get(raw.lower())
-        return self.by_key.get(key) if i is None else i
+        if i is not None:
+            return i
+        key = word_key(raw) if key is None else key
+        return self.by_key.get(key) if key is not None else None
 
     def space(self, index: CoverageIndex, names: Callable[[], Iterable[str]]) -> WordSpace:
         """The catalog words of ``names`` (``neighbours.catalog_words``) that this
@@ -114,8 +116,7 @@ class StaticWords:
         words, rows = [], []
         # (names repeat: ``id``, ``name``, ``created_at`` in every table)
         for word in catalog_words(set(names())):
-            key = word_key(word)
-            i = self.row(word, key) if key is not None else None
+            i = self.row(word)
             if i is not None:
                 words.append(word)
                 rows.append(i)
@@ -137,8 +138,6 @@ class StaticWords:
         if not found:
             return ()
         space = self.space(index, names)
-        if not len(space):
-            return ()
         vectors = self.unit([i for _, i in found])
         return space.bridges([k for k, _ in found], vectors, floor=self.floor)
 

@@ -16,7 +16,7 @@ import numpy as np
 from layersearch.corpora.dense import ENTITY_CORPUS
 from layersearch.errors import LayersearchError
 from layersearch.ranking.analyzer import query_words
-from layersearch.ranking.neighbours import WordSpace, catalog_words
+from layersearch.ranking.neighbours import QUESTION_WORDS, WordSpace, catalog_words
 
 if TYPE_CHECKING:
     from layersearch.corpora.dense import DenseCorpus, DenseDoc
@@ -25,12 +25,10 @@ if TYPE_CHECKING:
     from layersearch.ranking.vector import VectorIndex
     from layersearch.semantic.model import Entity
 
-__all__ = ["QUESTION_WORDS", "WORDS_CORPUS", "QuestionWords", "word_docs"]
+__all__ = ["WORDS_CORPUS", "QuestionWords", "word_docs"]
 
 #: The dense corpus of the catalog's words (one document per word, its text the word).
 WORDS_CORPUS = "words"
-#: A question's first words read through the embedder (a pasted paragraph is not).
-QUESTION_WORDS = 32
 
 
 def word_docs(entities: Iterable[Entity]) -> list[DenseDoc]:
