@@ -34,6 +34,7 @@ from layersearch.corpora.entities.rank import (
     ids_by_hash,
     join_key_order,
     merge_kinds,
+    name_joins,
     same_query_order,
     table_votes,
     unlisted_votes,
@@ -371,7 +372,8 @@ class CorpusSearch:
         if question is not None and JOIN_KEY_TABLES > 0:
             # (a snapshot decodes only the JOINS edges, not its CONTAINS)
             joins_of = partial(self.edges_out.of_type, edge_type="JOINS")
-            lifted = join_key_order(fused.ids, table_of, joins_of, JOIN_KEY_TABLES)
+            infer = name_joins(self.entities)
+            lifted = join_key_order(fused.ids, table_of, joins_of, JOIN_KEY_TABLES, infer)
         # (position in the fused ranking, position whose score it takes)
         order = [(i, i) for i in range(len(fused))] if lifted is None else lifted
         return _Ordered(fused, order, weighed=weighed)
