@@ -102,7 +102,7 @@ class _Ordered:
     """One kind's ranking: fused positions in their final order as (position, position
     whose score it takes), and which positions may be merged into ``results``."""
 
-    __slots__ = ("fused", "order", "_matched", "weighed")
+    __slots__ = ("fused", "order", "_matched", "weighed", "words")
 
     def __init__(
         self,
@@ -110,12 +110,15 @@ class _Ordered:
         order: list[tuple[int, int]],
         matched: Callable[[int], bool] | None = None,
         weighed: Mapping[str, tuple[float, float, float]] | None = None,
+        words: Mapping[str, Callable[[str], list[str]]] | None = None,
     ) -> None:
         self.fused = fused
         self.order = order
         self._matched = matched
         #: channel → (weight, separation, reach) of the channels fusion weighed
         self.weighed = weighed
+        #: channel → the question words an id matched in it (for explanations)
+        self.words = words
 
     def ids(self, n: int) -> list[str]:
         return [self.fused.ids[i] for i, _ in self.order[:n]]
