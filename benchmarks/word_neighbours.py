@@ -9,10 +9,14 @@ default) and without them (the schema channel's bridges from WordNet alone; in
 dense mode the shipped vectors are off for the whole run too), so both run on
 the same host at the same moment; which mode goes first alternates. In dense
 mode a question's own vector is cached by the first of its two searches, so the
-difference is the words' embedding and their bridges. Prints a table; writes
-``benchmarks/results/word_neighbours.json`` (``word_neighbours_lexical.json``).
+difference is the words' embedding and their bridges. With ``--joins``, the same
+alternation on a lexical store measures the joins inferred from names between the
+best tables (``corpora.entities.rank.inferred_joins``) instead. Prints a table;
+writes ``benchmarks/results/word_neighbours.json`` (``word_neighbours_lexical.json``,
+``inferred_joins.json``).
 
-    PYTHONPATH=src python benchmarks/word_neighbours.py [--lexical] [--questions 200]
+    PYTHONPATH=src python benchmarks/word_neighbours.py [--lexical|--joins [--size N]]
+        [--questions 200]
 """
 
 from __future__ import annotations
@@ -83,21 +87,53 @@ def _lexical() -> tuple[Any, Callable[[bool], None], dict[str, float]]:
     return ls, switch, {"read_ms": round(read_s * 1000, 1), "vectors": len(words)}
 
 
+def _joins(catalog: Any) -> tuple[Any, Callable[[bool], None], dict[str, float]]:
+    """A lexical store (Spider, or the synthetic ``catalog``) and the switch of the
+    joins inferred from names."""
+    import layersearch.corpora.entities.rank as rank
+    from layersearch import Layersearch
+
+    ls = Layersearch(":memory:")
+    if catalog is not None:
+        ls.load_catalog(catalog)
+    else:
+        ls.load(SPIDER / "tables.json")
+
+    def switch(on: bool) -> None:
+        rank.INFER_JOINS = on
+
+    return ls, switch, {}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--lexical", action="store_true", help="the shipped word vectors")
+    parser.add_argument("--joins", action="store_true", help="joins inferred from names")
+    parser.add_argument(
+        "--size", type=int, default=0, help="with --joins: a synthetic catalog of N entities"
+    )
     parser.add_argument("--questions", type=int, default=200)
     args = parser.parse_args()
 
-    questions = [q["question"] for q in json.loads((SPIDER / "dev.json").read_text())]
-    questions = questions[: args.questions]
-    ls, switch, extra = _lexical() if args.lexical else _dense()
-    times: dict[str, list[float]] = {"with words": [], "without": []}
+    if args.size and not args.joins:
+        parser.error("--size needs --joins")
+    catalog = None
+    if args.size:
+        from synthetic import generate_catalog, generate_queries
+
+        catalog = generate_catalog(args.size, 0, seed=0)
+        questions = generate_queries(catalog, args.questions, seed=1).questions
+    else:
+        questions = [q["question"] for q in json.loads((SPIDER / "dev.json").read_text())]
+        questions = questions[: args.questions]
+    ls, switch, extra = _joins(catalog) if args.joins else _lexical() if args.lexical else _dense()
+    on = "with joins" if args.joins else "with words"
+    times: dict[str, list[float]] = {on: [], "without": []}
     ls.search(question="warm up the search path")
     for i, q in enumerate(questions):
-        modes = ["with words", "without"] if i % 2 == 0 else ["without", "with words"]
+        modes = [on, "without"] if i % 2 == 0 else ["without", on]
         for mode in modes:
-            switch(mode == "with words")
+            switch(mode == on)
             t = time.perf_counter()
             ls.search(question=q, max_results=20)
             times[mode].append((time.perf_counter() - t) * 1000)
@@ -110,14 +146,18 @@ def main() -> None:
         }
         for mode, xs in times.items()
     }
-    ratio = round(rows["with words"]["p50_ms"] / rows["without"]["p50_ms"], 3)
-    kind = "no embedder, lexical search" if args.lexical else "local embedder, dense search"
-    print(f"Spider catalog, {len(questions)} dev questions, {kind}")
+    ratio = round(rows[on]["p50_ms"] / rows["without"]["p50_ms"], 3)
+    dense = not (args.lexical or args.joins)
+    kind = "local embedder, dense search" if dense else "no embedder, lexical search"
+    where = f"{args.size:,} synthetic entities" if args.size else "Spider catalog"
+    print(f"{where}, {len(questions)} questions, {kind}")
     print(f"{'mode':<12} {'p50 ms':>8} {'p95 ms':>8} {'mean ms':>8}")
     for mode, r in rows.items():
         print(f"{mode:<12} {r['p50_ms']:>8.2f} {r['p95_ms']:>8.2f} {r['mean_ms']:>8.2f}")
-    print(f"p50 ratio with/without: {ratio}   ({extra})")
-    out = RESULTS / ("word_neighbours_lexical.json" if args.lexical else "word_neighbours.json")
+    print(f"p50 ratio with/without: {ratio}" + (f"   ({extra})" if extra else ""))
+    name = "inferred_joins" if args.joins else "word_neighbours"
+    name += f"_{args.size}" if args.size else ""
+    out = RESULTS / (f"{name}_lexical.json" if args.lexical else f"{name}.json")
     RESULTS.mkdir(exist_ok=True)
     out.write_text(
         json.dumps(

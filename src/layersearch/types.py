@@ -61,6 +61,13 @@ class ChannelScore(BaseModel):
         description="for a channel weighed by its evidence: the share of the question's words "
         "it could read (schema: words the catalog uses, or bridges to; vector: 1)",
     )
+    matched: list[str] | None = Field(
+        default=None,
+        exclude_if=lambda v: v is None,
+        description="schema channel: the question words the hit's own name, label and "
+        "description matched, in question order: the word for an exact match, "
+        "'word→term weight' through a bridge (abbreviation, synonym, nearest word)",
+    )
 
 
 def _absent(value: object) -> bool:

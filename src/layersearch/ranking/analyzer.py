@@ -267,6 +267,20 @@ def query_words(text: str | None) -> list[tuple[str, str]]:
     return list(seen.items())
 
 
+def token_words(text: str | None) -> dict[str, str]:
+    """Each token a text analyses to → the word (identifier part) it comes from, the
+    first one: ``dept`` gives ``dept`` and ``depart`` (its expansion), both → dept."""
+    out: dict[str, str] = {}
+    for raw in _WORD.findall(normalize(text or "")):
+        parts = split_identifier(raw)
+        if len(parts) > 1:
+            out.setdefault(raw.lower(), raw)
+        for part in parts:
+            for t in _part_tokens(part):
+                out.setdefault(t, part)
+    return out
+
+
 def query_compounds(text: str | None) -> list[str]:
     """Closed compounds a question writes open: ``high schoolers`` → ``highschool``.
 

@@ -173,6 +173,9 @@ class QueryReading(NamedTuple):
     #: per slot: the readings that count only in the databases that do not hold the
     #: word's own term, and that term (None: every reading counts everywhere)
     elsewhere: tuple[tuple[frozenset[int], int] | None, ...]
+    #: per slot: the question's word it reads (its stem, a compound, or two stems
+    #: joined by ``_`` for a pair read as one synonym)
+    keys: tuple[str, ...] = ()
 
 
 def read_query(index: CoverageIndex, text: str, extra: Bridges = ()) -> QueryReading:
@@ -226,7 +229,7 @@ def read_query(index: CoverageIndex, text: str, extra: Bridges = ()) -> QueryRea
     ordered = tuple(
         tuple(sorted(slot.items(), key=lambda t: (-t[1], t[0]))) for slot in slots.values()
     )
-    return QueryReading(ordered, share, tuple(away.get(key) for key in slots))
+    return QueryReading(ordered, share, tuple(away.get(key) for key in slots), tuple(slots))
 
 
 def _merged(

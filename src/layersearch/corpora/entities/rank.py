@@ -4,11 +4,14 @@ the ordered entity and memory lists, and their merge into ``results``."""
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
+from functools import lru_cache, partial
 from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
 
+from layersearch.ranking.analyzer import stem
 from layersearch.ranking.fusion import Fused, FusedList
 from layersearch.semantic.model import EdgeRecord, Entity
 
@@ -99,7 +102,7 @@ class _Ordered:
     """One kind's ranking: fused positions in their final order as (position, position
     whose score it takes), and which positions may be merged into ``results``."""
 
-    __slots__ = ("fused", "order", "_matched", "weighed")
+    __slots__ = ("fused", "order", "_matched", "weighed", "words")
 
     def __init__(
         self,
@@ -107,12 +110,15 @@ class _Ordered:
         order: list[tuple[int, int]],
         matched: Callable[[int], bool] | None = None,
         weighed: Mapping[str, tuple[float, float, float]] | None = None,
+        words: Mapping[str, Callable[[str], list[str]]] | None = None,
     ) -> None:
         self.fused = fused
         self.order = order
         self._matched = matched
         #: channel → (weight, separation, reach) of the channels fusion weighed
         self.weighed = weighed
+        #: channel → the question words an id matched in it (for explanations)
+        self.words = words
 
     def ids(self, n: int) -> list[str]:
         return [self.fused.ids[i] for i, _ in self.order[:n]]
@@ -431,10 +437,13 @@ def join_key_order(
     table_of: Callable[[str], str | None],
     joins_of: Callable[[str], Iterable[EdgeRecord]],
     top: int,
+    infer: InferJoins | None = None,
 ) -> list[tuple[int, int]] | None:
     """:func:`join_keys_in_context` on a ranking given as ids (``joins_of``: the JOINS
-    edges out of a table): the new order as (position, position whose score it takes),
-    or None when nothing moves."""
+    edges out of a table; ``infer``: the joins inferred between the first tables, given
+    them, their declared joins and the ranked leaves of theirs, see
+    :func:`inferred_joins`): the new order as (position, position whose score it
+    takes), or None when nothing moves."""
     first: dict[str, int] = {}
     for i, doc_id in enumerate(ids):
         t = table_of(doc_id)
@@ -442,20 +451,22 @@ def join_key_order(
             first[t] = i
             if len(first) >= top:
                 break
+    edges = [e for t in first for e in joins_of(t) if e.dst != t and e.dst in first]
+    if infer is not None and len(first) > 1:
+        ranked = [i for i in ids if i not in first and table_of(i) in first]
+        edges += infer(list(first), edges, ranked)
     pos: dict[str, int] | None = None
     moving: dict[str, int] = {}
-    for t in first:
-        for edge in joins_of(t):
-            if edge.dst == t or edge.dst not in first:
-                continue
-            at = max(first[t], first[edge.dst])
-            keys = [f"{t}.{c}" for c in edge.props.get("source_columns") or []]
-            keys += [f"{edge.dst}.{c}" for c in edge.props.get("target_columns") or []]
-            if pos is None:
-                pos = {doc_id: i for i, doc_id in enumerate(ids)}
-            for c in keys:
-                if pos.get(c, -1) > at:
-                    moving[c] = min(moving.get(c, at), at)
+    for edge in edges:
+        t = edge.src
+        at = max(first[t], first[edge.dst])
+        keys = [f"{t}.{c}" for c in edge.props.get("source_columns") or []]
+        keys += [f"{edge.dst}.{c}" for c in edge.props.get("target_columns") or []]
+        if pos is None:
+            pos = {doc_id: i for i, doc_id in enumerate(ids)}
+        for c in keys:
+            if pos.get(c, -1) > at:
+                moving[c] = min(moving.get(c, at), at)
     if not moving:
         return None
     assert pos is not None
@@ -469,6 +480,129 @@ def join_key_order(
             if moving[c] == i:
                 out.append((pos[c], i))
     return out
+
+
+#: Whether the join keys of two best tables that no declared join links are inferred
+#: from their names (see :func:`inferred_joins`).
+INFER_JOINS = True
+
+_NUMERIC_TYPE = re.compile(r"int|num|dec|float|double|real|money", re.IGNORECASE)
+_TEXT_TYPE = re.compile(r"char|text|string|clob", re.IGNORECASE)
+_TIME_TYPE = re.compile(r"date|time", re.IGNORECASE)
+
+
+def _type_class(data_type: str | None) -> str | None:
+    """A column type's class for comparing join keys: number, text, time, or None."""
+    if not data_type:
+        return None
+    for name, pattern in (("time", _TIME_TYPE), ("number", _NUMERIC_TYPE), ("text", _TEXT_TYPE)):
+        if pattern.search(data_type):
+            return name
+    return None
+
+
+@lru_cache(maxsize=100_000)
+def _name_keys(name: str) -> tuple[str, ...]:
+    """An identifier as one stemmed word (``Time_Slots`` and ``timeslot`` read alike),
+    and, when it ends in ``id``, the same less that ending (``RESTAURANT_ID``)."""
+    lowered = re.sub(r"[^0-9a-z]", "", name.lower())
+    if lowered.endswith("id") and len(lowered) > 2:
+        return (stem(lowered), stem(lowered[:-2]))
+    return (stem(lowered),)
+
+
+def inferred_joins(
+    tables: Sequence[str],
+    declared: Sequence[EdgeRecord],
+    ranked: Sequence[str],
+    leaves_of: Callable[[str], Sequence[str]],
+    entity_of: Callable[[str], Entity | None],
+) -> list[EdgeRecord]:
+    """The joins between two of ``tables`` (same datasource) that no declared join links,
+    inferred from the names of their ``ranked`` leaves (a key no channel ranked does not
+    move, so only those are read), as JOINS edges marked ``inferred``.
+
+    Warehouses often declare no foreign keys, and Spider's catalogs miss some
+    (``flights.Airline`` holds ``airlines.uid``, undeclared), so the join a question
+    needs is invisible to :func:`join_key_order`. The naming convention is
+    the rule: a column of T whose name, or its name less a trailing ``id``, is U's
+    name (``Airline`` for ``airlines``, ``RESTAURANT_ID`` for ``RESTAURANT``, by
+    stem) joins U's single primary-key column, when the two columns' types are of
+    one class (number, text, time) or unknown. No name list, no sampled values.
+    """
+    linked = {frozenset((e.src, e.dst)) for e in declared}
+    keys: dict[str, list[str] | None] = {}
+
+    def primary_key(table: str) -> list[str] | None:
+        if table not in keys:
+            found = []
+            for c in leaves_of(table):
+                e = entity_of(c)
+                if e is not None and e.kind == "column" and e.primary_key:
+                    found.append(c)
+            keys[table] = found if len(found) == 1 else None
+        return keys[table]
+
+    out: list[EdgeRecord] = []
+    names = {u: _name_keys(u.rsplit(".", 1)[-1])[0] for u in tables}
+    by_table: dict[str, list[str]] = {}
+    for c in ranked:
+        by_table.setdefault(c.rsplit(".", 1)[0], []).append(c)
+    for t in tables:
+        ds = t.rsplit(".", 1)[0]
+        others = {
+            names[u]: u
+            for u in tables
+            if u != t and u.rsplit(".", 1)[0] == ds and frozenset((t, u)) not in linked
+        }
+        if not others:
+            continue
+        for c in by_table.get(t, ()):
+            name = c.rsplit(".", 1)[-1]
+            u = next((others[k] for k in _name_keys(name) if k in others), None)
+            if u is None:
+                continue
+            col = entity_of(c)
+            if col is None or col.kind != "column":
+                continue
+            pk = primary_key(u)
+            if pk is None:
+                continue
+            target = entity_of(pk[0])
+            a, b = _type_class(col.data_type), _type_class(target.data_type if target else None)
+            if a is not None and b is not None and a != b:
+                continue
+            out.append(
+                EdgeRecord(
+                    src=t,
+                    dst=u,
+                    type="JOINS",
+                    props={
+                        "source_columns": [name],
+                        "target_columns": [pk[0].rsplit(".", 1)[-1]],
+                        "inferred": True,
+                    },
+                )
+            )
+    return out
+
+
+#: ``inferred_joins`` with its entity lookups bound: (tables, declared joins, ranked
+#: leaves) → inferred joins.
+InferJoins = Callable[[Sequence[str], Sequence[EdgeRecord], Sequence[str]], list[EdgeRecord]]
+
+
+def name_joins(entities: EntityMap) -> InferJoins | None:
+    """:func:`inferred_joins` over a snapshot's entities, for ``join_key_order``'s
+    ``infer``; None when INFER_JOINS is off."""
+    if not INFER_JOINS:
+        return None
+
+    def leaves_of(table: str) -> list[str]:
+        # (the ids one level under the table: its leaves; kinds are read on a match)
+        return [i for i in entities.visible_in_scope(table) if i.rsplit(".", 1)[0] == table]
+
+    return partial(inferred_joins, leaves_of=leaves_of, entity_of=entities.get)
 
 
 def _table_of(e: Entity | None, entities: Mapping[str, Entity]) -> str | None:

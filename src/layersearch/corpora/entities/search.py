@@ -16,6 +16,7 @@ from layersearch.corpora.entities.documents import (
     render_entity,
     render_memory,
 )
+from layersearch.corpora.entities.matched import schema_words
 from layersearch.corpora.entities.process import fulltext_pool
 from layersearch.corpora.entities.rank import (
     _COVERAGE_FUSION_LEVEL,
@@ -34,6 +35,7 @@ from layersearch.corpora.entities.rank import (
     ids_by_hash,
     join_key_order,
     merge_kinds,
+    name_joins,
     same_query_order,
     table_votes,
     unlisted_votes,
@@ -371,10 +373,13 @@ class CorpusSearch:
         if question is not None and JOIN_KEY_TABLES > 0:
             # (a snapshot decodes only the JOINS edges, not its CONTAINS)
             joins_of = partial(self.edges_out.of_type, edge_type="JOINS")
-            lifted = join_key_order(fused.ids, table_of, joins_of, JOIN_KEY_TABLES)
+            infer = name_joins(self.entities)
+            lifted = join_key_order(fused.ids, table_of, joins_of, JOIN_KEY_TABLES, infer)
         # (position in the fused ranking, position whose score it takes)
         order = [(i, i) for i in range(len(fused))] if lifted is None else lifted
-        return _Ordered(fused, order, weighed=weighed)
+        return _Ordered(
+            fused, order, weighed=weighed, words=schema_words(self, ranks, question, ds)
+        )
 
     def _evidence(
         self,
@@ -698,15 +703,11 @@ class CorpusSearch:
     def _hits(self, picked: Sequence[tuple[_Ordered, int, int]], req: SearchRequest) -> list[Hit]:
         out = []
         for lst, i, src in picked:
-            explanation = explain(lst.fused.fused(i), lst.weighed) if req.explain else None
-            out.append(
-                self.hit(
-                    lst.fused.ids[i],
-                    lst.fused.scores[src],
-                    compact=req.compact,
-                    explanation=explanation,
-                )
+            why = explain(lst.fused.fused(i), lst.weighed, lst.words) if req.explain else None
+            hit = self.hit(
+                lst.fused.ids[i], lst.fused.scores[src], compact=req.compact, explanation=why
             )
+            out.append(hit)
         return out
 
     def _unreached_tables(

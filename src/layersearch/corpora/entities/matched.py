@@ -1,0 +1,81 @@
+"""Which question words a hit's own text matched in the schema channel, for ``explain``.
+
+The schema channel scores an entity by the question's words its text holds, exactly
+or through a bridge (an abbreviation, a WordNet synonym, a nearest word by vectors).
+``explain`` lists them per hit: ``name`` for an exact match, ``divisions→department
+0.31`` for a bridge at its weight. Computed only when an explanation is asked for.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from layersearch.ranking.analyzer import query_words, token_words
+from layersearch.ranking.coverage_terms import read_query
+
+if TYPE_CHECKING:
+    from layersearch.corpora.entities.rank import _Rankings
+    from layersearch.corpora.entities.search import CorpusSearch
+    from layersearch.ranking.coverage import CoverageIndex
+    from layersearch.ranking.coverage_terms import Bridges, QueryReading
+    from layersearch.semantic.model import Entity
+
+
+def own_terms(index: CoverageIndex, e: Entity) -> dict[int, str]:
+    """The index's terms in an entity's own name, label and description → the word of
+    the entity's that gives each (an identifier part, or the whole identifier)."""
+    out: dict[int, str] = {}
+    for text in (e.name, e.label, e.description):
+        for token, word in token_words(text).items():
+            j = index.vocab.get(token)
+            if j is not None:
+                out.setdefault(j, word)
+    return out
+
+
+def matched_words(reading: QueryReading, question: str, terms: dict[int, str]) -> list[str]:
+    """Per question word, in question order, its best reading among ``terms``: the word
+    alone when matched exactly, ``word→term weight`` through a bridge."""
+    raw_of = {key: raw for raw, key in query_words(question)}
+    for token, word in token_words(question).items():
+        raw_of.setdefault(token, word.lower())
+    out: list[str] = []
+    for key, slot in zip(reading.keys, reading.slots, strict=True):
+        for j, w in slot:  # (the best weight first)
+            if j in terms:
+                word = raw_of.get(key) or key.replace("_", " ")
+                out.append(word if w >= 1.0 else f"{word}→{terms[j]} {w:.2f}")
+                break
+    return out
+
+
+def matched_reader(
+    index: CoverageIndex,
+    question: str,
+    bridges: Bridges,
+    entity_of: Callable[[str], Entity | None],
+) -> Callable[[str], list[str]]:
+    """id → :func:`matched_words` of that entity, the question read once (on first use)."""
+    kept: list[QueryReading] = []
+
+    def matched(entity_id: str) -> list[str]:
+        e = entity_of(entity_id)
+        if e is None:
+            return []
+        if not kept:
+            kept.append(read_query(index, question, bridges))
+        return matched_words(kept[0], question, own_terms(index, e))
+
+    return matched
+
+
+def schema_words(
+    corpus: CorpusSearch, ranks: _Rankings, question: str | None, ds: str | None
+) -> dict[str, Callable[[str], list[str]]] | None:
+    """The schema channel's :func:`matched_reader` for a search's explanations; None
+    when the channel did not rank (no question, or a layer without a schema index)."""
+    if question is None or "schema" not in ranks.entity:
+        return None
+    index = corpus.coverage(ds)
+    return {"schema": matched_reader(index, question, ranks.bridges, corpus.entities.get)}
