@@ -564,3 +564,31 @@ def test_the_code_the_schema_index_is_built_with_stamps_the_snapshot() -> None:
                 imported = node.module.removeprefix("layersearch.").replace(".", "/")
                 assert imported in stamped, f"{rel} imports {node.module}, not in the fingerprint"
     assert {"ranking/bridges", "ranking/bm25"} <= stamped
+
+
+def test_a_catalog_word_reads_its_own_senses_not_those_of_its_stem_mates(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # the shipped WordNet: customer stems to custom, whose first senses are custom's
+    # (usage, tradition, customs duty); customer's own sense (customer, client) is 5th
+    from layersearch.ranking.bridges import _term_senses
+
+    monkeypatch.delenv("LAYERSEARCH_WORDNET", raising=False)
+    lexicon._load.cache_clear()
+    try:
+        wn = lexicon.wordnet()
+        assert wn is not None
+        (client,) = [s for s in wn.senses["customer"] if "client" in wn.lemmas[s]]
+        assert client not in _term_senses(wn, "custom", ())
+        assert client in _term_senses(wn, "custom", {"customer"})
+        assert client in _term_senses(wn, "custom", {"customers"})  # a plural's singular
+        nodes = [
+            CoverageNode("shop", "group", None, {"name": "shop"}),
+            CoverageNode("shop.customer", "table", "shop", {"name": "customer"}),
+            CoverageNode("shop.customer.city", "leaf", "shop.customer", {"name": "city"}),
+            CoverageNode("shop.store", "table", "shop", {"name": "store"}),
+        ]
+        idx = CoverageIndex(nodes, ENTITY_BOOSTS, bridges=True)
+        assert idx.search("How many clients?", 1)[0][0] == "shop.customer"
+    finally:
+        lexicon._load.cache_clear()

@@ -45,7 +45,8 @@ an entity gets the best of them (a slot is counted once, see
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
+from typing import TYPE_CHECKING
 
 __all__ = [
     "ABBREVIATION_WEIGHT",
@@ -62,6 +63,9 @@ __all__ = [
     "skeleton",
     "synonym_bridges",
 ]
+
+if TYPE_CHECKING:
+    from layersearch.ranking.lexicon import WordNet
 
 #: An abbreviation's weight when it keeps the whole consonant skeleton of the word.
 ABBREVIATION_WEIGHT = 1.0
@@ -172,12 +176,17 @@ def truncation_weight(part: str, word: str) -> float:
     return ABBREVIATION_WEIGHT * len(part) / len(single)
 
 
-def synonym_bridges(catalog_terms: Mapping[str, int]) -> dict[str, list[tuple[int, float]]]:
+def synonym_bridges(
+    catalog_terms: Mapping[str, int], surfaces: Mapping[str, Collection[str]] | None = None
+) -> dict[str, list[tuple[int, float]]]:
     """Question-side token → [(catalog term id, weight)], from WordNet (empty without it).
 
     ``catalog_terms``: the catalog's terms (analysed tokens) → ids. WordNet's lemmas are
     read as the analyzer's tokens (``lexicon.lemma_key``: a stem for one word, the
     lowercased identifier for ``last_name``). A token never bridges to its own term.
+    ``surfaces``: a term → the catalog's own words that analyse to it (``custom`` →
+    *customer*); such a term's senses are its words' most frequent ones, not those of
+    every lemma that stems alike (*custom*, *customs* would take customer's place).
     """
     from layersearch.ranking.lexicon import lemma_key as key
     from layersearch.ranking.lexicon import wordnet
@@ -188,7 +197,7 @@ def synonym_bridges(catalog_terms: Mapping[str, int]) -> dict[str, list[tuple[in
     by_key = wn.by_key
     best: dict[str, dict[int, float]] = {}
     for term, j in catalog_terms.items():
-        for sid in by_key.get(term, ())[:MAX_SENSES]:
+        for sid in _term_senses(wn, term, (surfaces or {}).get(term, ())):
             lent: list[tuple[int, float]] = [(sid, SYNONYM_WEIGHT)]
             if len(wn.related[sid]) <= MAX_RELATED:
                 lent += [(r, RELATED_WEIGHT) for r in wn.related[sid]]
@@ -201,3 +210,15 @@ def synonym_bridges(catalog_terms: Mapping[str, int]) -> dict[str, list[tuple[in
                     if slot.get(j, 0.0) < w:
                         slot[j] = w
     return {k: sorted(v.items()) for k, v in sorted(best.items())}
+
+
+def _term_senses(wn: WordNet, term: str, words: Collection[str]) -> list[int]:
+    """A catalog term's senses: the most frequent of each of its own words (a plural
+    read as its singular), else of every lemma that analyses to the term."""
+    own: dict[int, None] = {}
+    for w in sorted(words):
+        for form in (w, _singular(w)):
+            if form in wn.senses:
+                own.update(dict.fromkeys(wn.senses[form][:MAX_SENSES]))
+                break
+    return list(own) if own else list(wn.by_key.get(term, ())[:MAX_SENSES])

@@ -155,7 +155,10 @@ def _bridges(
     found = [(p, vocab[stem(p)]) for p in candidates if stem(p) in vocab]
     terms = {t: j for t, j in vocab.items() if t.replace("_", "").isalpha()}
     abbr = ([p for p, _ in found], [j for _, j in found], [p not in shortened for p, _ in found])
-    return abbr, synonym_bridges(terms)
+    surfaces: dict[str, set[str]] = {}
+    for p in parts:
+        surfaces.setdefault(stem(p), set()).add(p)
+    return abbr, synonym_bridges(terms, surfaces)
 
 
 #: Bridges a search brings for one index (``ranking.neighbours``): per question word
