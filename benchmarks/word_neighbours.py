@@ -107,8 +107,9 @@ def _joins(catalog: Any) -> tuple[Any, Callable[[bool], None], dict[str, float]]
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--lexical", action="store_true", help="the shipped word vectors")
-    parser.add_argument("--joins", action="store_true", help="joins inferred from names")
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--lexical", action="store_true", help="the shipped word vectors")
+    mode.add_argument("--joins", action="store_true", help="joins inferred from names")
     parser.add_argument(
         "--size", type=int, default=0, help="with --joins: a synthetic catalog of N entities"
     )

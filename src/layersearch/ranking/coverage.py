@@ -555,13 +555,13 @@ class CoverageIndex:
         catalog does not use, the catalog terms its bridges reach (abbreviations
         and synonyms), a term of the question's own never again, each slot's terms
         once at their best weight. ``extra``: more bridges (``read_query``)."""
-        return [list(slot) for slot in _query_of(self, text, extra)[0]]
+        return [list(slot) for slot in query_reading(self, text, extra)[0]]
 
     def query_reach(self, text: str, extra: Bridges = ()) -> float:
         """The share of the question's plain words (:func:`analyzer.query_words`) this
         index can read: 1 for a word it uses, its best bridge weight for one it reaches
         through a bridge, 0 for one it does not know. 1 for a question without words."""
-        return _query_of(self, text, extra)[1]
+        return query_reading(self, text, extra)[1]
 
     def tables_by_links(self) -> list[str]:
         """Every table, the most joined first (then by id): the order in which a search
@@ -635,7 +635,7 @@ class CoverageIndex:
         n_groups = len(self.group_nodes)
         return [
             None if e is None else (e[0], self.groups.holding(e[1], n_groups))
-            for e in _query_of(self, text, extra).elsewhere
+            for e in query_reading(self, text, extra).elsewhere
         ]
 
     def _table_masses(
@@ -788,8 +788,9 @@ def _kept(
     return found
 
 
-def _query_of(index: CoverageIndex, text: str, extra: Bridges) -> QueryReading:
-    """A question's slots and reach on an index, computed once per search."""
+def query_reading(index: CoverageIndex, text: str, extra: Bridges) -> QueryReading:
+    """A question's reading on an index (:func:`read_query`), kept for a few questions:
+    the schema channel, fusion and explanations each ask, once per search."""
     read = partial(read_query, index, text, extra)
     return cast(QueryReading, _kept(_QUERIES, index, (text, extra), _QUERIES_KEPT, read))
 

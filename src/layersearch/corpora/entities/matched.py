@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from layersearch.ranking.analyzer import query_words, token_words
-from layersearch.ranking.coverage_terms import read_query
+from layersearch.ranking.coverage import query_reading
 
 if TYPE_CHECKING:
     from layersearch.corpora.entities.rank import _Rankings
@@ -56,16 +56,15 @@ def matched_reader(
     bridges: Bridges,
     entity_of: Callable[[str], Entity | None],
 ) -> Callable[[str], list[str]]:
-    """id → :func:`matched_words` of that entity, the question read once (on first use)."""
-    kept: list[QueryReading] = []
+    """id → :func:`matched_words` of that entity, from the reading the schema channel
+    scored (kept by the index: the question is not read again)."""
 
     def matched(entity_id: str) -> list[str]:
         e = entity_of(entity_id)
         if e is None:
             return []
-        if not kept:
-            kept.append(read_query(index, question, bridges))
-        return matched_words(kept[0], question, own_terms(index, e))
+        reading = query_reading(index, question, bridges)
+        return matched_words(reading, question, own_terms(index, e))
 
     return matched
 

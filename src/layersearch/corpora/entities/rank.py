@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, TypeVar
 import numpy as np
 
 from layersearch.ranking.analyzer import stem
+from layersearch.ranking.coverage_terms import VALUE_NONE, value_kind
 from layersearch.ranking.fusion import Fused, FusedList
 from layersearch.semantic.model import EdgeRecord, Entity
 
@@ -486,20 +487,6 @@ def join_key_order(
 #: from their names (see :func:`inferred_joins`).
 INFER_JOINS = True
 
-_NUMERIC_TYPE = re.compile(r"int|num|dec|float|double|real|money", re.IGNORECASE)
-_TEXT_TYPE = re.compile(r"char|text|string|clob", re.IGNORECASE)
-_TIME_TYPE = re.compile(r"date|time", re.IGNORECASE)
-
-
-def _type_class(data_type: str | None) -> str | None:
-    """A column type's class for comparing join keys: number, text, time, or None."""
-    if not data_type:
-        return None
-    for name, pattern in (("time", _TIME_TYPE), ("number", _NUMERIC_TYPE), ("text", _TEXT_TYPE)):
-        if pattern.search(data_type):
-            return name
-    return None
-
 
 @lru_cache(maxsize=100_000)
 def _name_keys(name: str) -> tuple[str, ...]:
@@ -569,8 +556,10 @@ def inferred_joins(
             if pk is None:
                 continue
             target = entity_of(pk[0])
-            a, b = _type_class(col.data_type), _type_class(target.data_type if target else None)
-            if a is not None and b is not None and a != b:
+            # (the types' value kinds, names aside: VALUE_NONE when a type is unknown)
+            a = value_kind(col.data_type, None)
+            b = value_kind(target.data_type if target else None, None)
+            if a != VALUE_NONE and b != VALUE_NONE and a != b:
                 continue
             out.append(
                 EdgeRecord(
