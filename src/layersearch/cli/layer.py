@@ -42,7 +42,8 @@ def init(obj: Ctx, as_json: bool) -> None:
     default=0,
     show_default=True,
     type=click.IntRange(0, 10_000),
-    help="Databases: sample up to N distinct values per text column.",
+    help="Databases, and Spider/BIRD catalogs from the SQLite files beside them: sample up "
+    "to N distinct values per text column.",
 )
 @no_embed_option
 @json_option

@@ -135,7 +135,7 @@ def load_catalog(
     themselves (slayer, dbt, dbt-manifest, cube, lookml, osi, database) and
     overrides the name they would use;
     ``sample_values`` reads up to that many distinct values per text column
-    (database only).
+    (database, and spider from the SQLite files beside its tables.json).
     """
     if fmt not in ("auto", *FORMATS):
         raise ConfigError(f"unknown format '{fmt}'; use auto or one of {', '.join(FORMATS)}")
@@ -157,12 +157,13 @@ def load_catalog(
         if kind == "native":
             catalog = load_native(path)
         elif kind == "spider":
-            catalog = load_spider(path)
+            catalog = load_spider(path, sample_values=sample_values)
         else:
             catalog = _NAMING_LOADERS[kind](path, datasource=datasource)
-        if sample_values:
+        if sample_values and kind != "spider":
             catalog.skipped.append(
                 f"sampling {sample_values} values per column (--sample-values): values are "
-                "sampled only from databases; the catalog is imported without them"
+                "sampled only from databases (and Spider/BIRD SQLite files); the catalog is "
+                "imported without them"
             )
     return catalog

@@ -19,6 +19,7 @@ from typing import Any
 from layersearch.errors import ModelLoadError
 from layersearch.semantic.importers._common import safe_name, unique_name
 from layersearch.semantic.importers.native import check_catalog, read_text
+from layersearch.semantic.importers.spider_files import Table, read_beside
 from layersearch.semantic.model import Catalog, Column, Datasource, Join, Model
 
 REQUIRED = (
@@ -149,18 +150,22 @@ def _sqlite_internal(table: str) -> bool:
     return table.lower().startswith("sqlite_")
 
 
-def load_spider(path: str | Path) -> Catalog:
+def load_spider(path: str | Path, *, sample_values: int = 0) -> Catalog:
+    """A Spider (or BIRD) ``tables.json``, with what each database's folder beside it
+    holds (:mod:`.spider_files`): BIRD's column descriptions, and with
+    ``sample_values`` the values of text columns from the SQLite files."""
     p = Path(path)
     if not p.is_file():
         raise ModelLoadError(f"{p}: no such file (expected a Spider tables.json)")
     catalog = Catalog()
     for db in read_spider_tables(p):
-        _add_database(db, str(p), catalog)
+        tables = _add_database(db, str(p), catalog)
+        read_beside(p, db["db_id"], tables, catalog, sample_values=sample_values)
     check_catalog(catalog)
     return catalog
 
 
-def _add_database(db: dict[str, Any], source: str, catalog: Catalog) -> None:
+def _add_database(db: dict[str, Any], source: str, catalog: Catalog) -> list[Table]:
     ids = spider_ids(db)
     where = f"{source} (db_id {db['db_id']})"
     catalog.datasources.append(Datasource(name=ids.datasource, dialect="sqlite", source=where))
@@ -176,18 +181,19 @@ def _add_database(db: dict[str, Any], source: str, catalog: Catalog) -> None:
         for i, name in enumerate(ids.tables)
     ]
     pks = set(_flat_ints(db["primary_keys"], where))
+    tables: list[Table] = [(m, []) for m in models]
     for k, ref in enumerate(ids.columns):
         if ref is None:
             continue
-        table_index = db["column_names_original"][k][0]
-        models[table_index].columns.append(
-            Column(
-                name=ref[1],
-                label=db["column_names"][k][1],
-                data_type=db["column_types"][k],
-                primary_key=k in pks,
-            )
+        table_index, original = db["column_names_original"][k]
+        col = Column(
+            name=ref[1],
+            label=db["column_names"][k][1],
+            data_type=db["column_types"][k],
+            primary_key=k in pks,
         )
+        models[table_index].columns.append(col)
+        tables[table_index][1].append((original, col))
     seen: set[tuple[int, int]] = set()
     for pair in db["foreign_keys"]:
         if not (isinstance(pair, list) and len(pair) == 2):
@@ -209,3 +215,4 @@ def _add_database(db: dict[str, Any], source: str, catalog: Catalog) -> None:
             Join(target=dst[0], on=[(src[1], dst[1])], cardinality="many_to_one")
         )
     catalog.models.extend(models)
+    return tables
