@@ -13,7 +13,9 @@ query embedding is excluded), hybrid ``search_summaries`` and message search
 month named in the query) over warm snapshots. ``--set`` overrides a
 ``MessageSearchConfig`` field as ``eval conversations --set`` does. Message search
 with its second vector per turn (``turn_vector``) on and off is timed interleaved
-on two warm services over the same store, with the ratio of their p50s.
+on two warm services over the same store, with the ratio of their p50s; likewise
+the question words' neighbours (``word_neighbours``) and sessions as documents
+(``session_weight``), whose index is built once per snapshot (timed apart).
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ from layersearch.corpora.conversations.search import (
     dense_text,
     summary_dense_text,
 )
+from layersearch.corpora.conversations.sessions import SessionIndex
 from layersearch.corpora.conversations.store import save_summaries
 from layersearch.corpora.conversations.summaries import Summary
 from layersearch.corpora.dense import DenseCorpus, content_hash
@@ -234,9 +237,18 @@ def main() -> None:
             lambda c: dense.setdefault(c, DenseCorpus(store, c, embedder)),
             config=replace(config, word_neighbours=0),
         )
+        sessionless = ConversationService(
+            store,
+            lambda c: dense.setdefault(c, DenseCorpus(store, c, embedder)),
+            config=replace(config, session_weight=0.0),
+        )
+        t = time.perf_counter()
+        sessions = SessionIndex.build(snap.turns, snap.session)
+        sessions_s = time.perf_counter() - t
         for q in QUERIES:
             flipped.search_messages(q, 10)
             narrow.search_messages(q, 10)
+            sessionless.search_messages(q, 10)
         for q in QUERIES:  # warm: snapshot, vector indexes, cached query vectors
             svc.semantic_search(q, 10)
             svc.search_summaries(q, limit=10)
@@ -296,6 +308,20 @@ def main() -> None:
         p50 = [v["p50_ms"] for v in widening.values()]
         result["search_messages p50 ratio word_neighbours on/off"] = round(p50[1] / p50[0], 2)
         result["conversation words"] = len(words)
+        by_sessions = interleaved(
+            {
+                f"search_messages session_weight={w}": (
+                    lambda i, s=svc_w: s.search_messages(QUERIES[i % n], 10)
+                )
+                for w, svc_w in ((0.0, sessionless), (config.session_weight, svc))
+            },
+            args.runs,
+        )
+        result.update(by_sessions)
+        p50 = [v["p50_ms"] for v in by_sessions.values()]
+        result["search_messages p50 ratio session_weight on/off"] = round(p50[1] / p50[0], 2)
+        result["sessions as documents: build_s (once per snapshot)"] = round(sessions_s, 2)
+        result["sessions"] = len(sessions.lengths)
     text = json.dumps(result, indent=2)
     print(text)
     if args.out:

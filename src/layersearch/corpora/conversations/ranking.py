@@ -165,6 +165,12 @@ class MessageSearchConfig:
     #: ``two_stage_sessions`` sessions, fused with the flat ranking at this weight
     #: (see :func:`two_stage`). 0 turns it off: measured neutral to negative
     two_stage_weight: float = 0.0
+    #: each session scored as one document (BM25 over its turns' words, against the
+    #: full-text query), and each fused turn moved by this many standard deviations of the
+    #: fused scores times its session's standard score among the sessions searched (see
+    #: ``sessions``): the words of a question are often spread over the exchange that
+    #: answers it. 0 turns it off
+    session_weight: float = 0.2
     #: how many sessions the second stage ranks turns in
     two_stage_sessions: int = 3
     #: how many of a session's best turns make its score (their sum)

@@ -74,6 +74,7 @@ from .ranking import (
 )
 from .records import Conversation, has_question
 from .render import render_conversations, render_semantic, render_summaries
+from .sessions import SessionIndex, session_lift
 from .store import ConversationRow, ImportReport, MessageRow, SummaryImportReport
 from .summaries import IMPORTANCE, THINKING_STAGES, Summary, import_summaries
 from .vectors import (
@@ -229,6 +230,8 @@ class _Snapshot:
     session: dict[str, int]
     #: question turn → the analysed words of its question sentences, filled on demand
     asked: dict[str, frozenset[str]]
+    #: the sessions as documents (``sessions``), built on the first search that needs them
+    session_docs: SessionIndex | None
     #: an in-memory DuckDB copy of messages and conversations: keyword search runs the
     #: same bound SQL as on the store, without opening the store file per query
     mirror: Any
@@ -377,6 +380,7 @@ class ConversationService:
             periods={},
             session=_sessions(turns, gap),
             asked={},
+            session_docs=None,
         )
 
     def _dense_corpus(self, corpus: str) -> DenseCorpus:
@@ -542,8 +546,16 @@ class ConversationService:
     def _after_fusion(
         self, fused: list[Fused], snap: _Snapshot, query: str, scope: list[str] | None
     ) -> list[Fused]:
-        """The rules applied to the fused turns, each switched in the config: two stages,
-        answers after their questions, the dates a question names, turns that state a time."""
+        """The rules applied to the fused turns, each switched in the config: sessions as
+        documents, two stages, answers after their questions, the dates a question names,
+        turns that state a time."""
+        # the full-text query's words (names out), as the full-text channel reads them
+        words = analyze_query(query_text(strip_names(query, self._names(snap, scope)), self.config))
+        if self.config.session_weight > 0:
+            if snap.session_docs is None:  # built on the first search that reads it
+                snap.session_docs = SessionIndex.build(snap.turns, snap.session)
+            lift = self.config.session_weight
+            fused = session_lift(fused, snap.session_docs, snap.session.get, words, scope, lift)
         if self.config.two_stage_weight > 0:
             fused = two_stage(
                 fused,
@@ -556,14 +568,10 @@ class ConversationService:
             is_question: Callable[[str], bool] = snap.questions.__contains__
             below: Callable[[str], bool] | None = None
             if self.config.answers_need_question_words:
-                words = frozenset(
-                    analyze_query(
-                        query_text(strip_names(query, self._names(snap, scope)), self.config)
-                    )
-                )
+                content = frozenset(words)
 
                 def below(mid: str) -> bool:
-                    return words.isdisjoint(_asked(snap, mid))
+                    return content.isdisjoint(_asked(snap, mid))
 
             fused = answers_follow_questions(fused, snap.next_turn.get, is_question, below)
             if self.config.answered_question_penalty > 0:
