@@ -147,6 +147,19 @@ def test_spider_layout_and_the_notes_when_there_is_nothing_to_sample(tmp_path: P
     assert cols["district.City"].values == ["Fresno"]
 
 
+def test_a_description_file_of_another_shape_is_noted(tmp_path: Path) -> None:
+    path = write_catalog(tmp_path)
+    folder = tmp_path / "schools" / "database_description"
+    folder.mkdir(parents=True)
+    (folder / "DISTRICT.CSV").write_text("name,description\nA11,salary\n", encoding="utf-8")
+    (folder / "Free Meals.csv").write_bytes(b"original_column_name\x00,x\n")
+    cat = load_catalog(path)
+    assert all(c.description is None for c in columns(cat).values())
+    notes = "\n".join(cat.skipped)
+    assert "DISTRICT.CSV: no original_column_name column; not read" in notes
+    assert "Free Meals.csv: no original_column_name column; not read" in notes
+
+
 def test_a_damaged_database_file_is_noted_and_the_load_goes_on(tmp_path: Path) -> None:
     path = write_catalog(tmp_path)
     (tmp_path / "schools").mkdir()

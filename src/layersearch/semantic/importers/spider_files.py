@@ -95,7 +95,8 @@ def _one_line(text: str | None) -> str:
 def _read_descriptions(folder: Path, tables: list[Table], catalog: Catalog) -> int:
     by_table = {(t[0].sql_table or t[0].name).strip().casefold(): t for t in tables}
     described = 0
-    for path in sorted(folder.glob("*.csv")):
+    files = sorted(p for p in folder.iterdir() if p.suffix.lower() == ".csv" and p.is_file())
+    for path in files:
         table = by_table.get(path.stem.strip().casefold())
         if table is None:
             catalog.skipped.append(f"{path}: names no table of its database; not read")
@@ -104,9 +105,14 @@ def _read_descriptions(folder: Path, tables: list[Table], catalog: Catalog) -> i
             if path.stat().st_size > MAX_CSV_BYTES:
                 catalog.skipped.append(f"{path}: over {MAX_CSV_BYTES} bytes; not read")
                 continue
-            rows = list(csv.DictReader(io.StringIO(_decode(path.read_bytes()), newline="")))
+            reader = csv.DictReader(io.StringIO(_decode(path.read_bytes()), newline=""))
+            header = {_one_line(h).lower() for h in reader.fieldnames or ()}
+            rows = list(reader)
         except (OSError, csv.Error) as exc:
             catalog.skipped.append(f"{path}: cannot read: {exc}")
+            continue
+        if "original_column_name" not in header:
+            catalog.skipped.append(f"{path}: no original_column_name column; not read")
             continue
         described += _describe(path, table, rows, catalog)
     return described
