@@ -176,6 +176,28 @@ def interleaved(fns: dict[str, object], runs: int) -> dict[str, dict[str, float]
     return out
 
 
+def on_off(
+    field: str,
+    off: tuple[object, ConversationService],
+    on: tuple[object, ConversationService],
+    runs: int,
+) -> dict[str, object]:
+    """Message search with a config ``field`` off and on (value, service each),
+    interleaved on two warm services of one store, and the ratio of their p50s."""
+    n = len(QUERIES)
+    pair = interleaved(
+        {
+            f"search_messages {field}={value}": (
+                lambda i, s=svc: s.search_messages(QUERIES[i % n], 10)
+            )
+            for value, svc in (off, on)
+        },
+        runs,
+    )
+    p50 = [v["p50_ms"] for v in pair.values()]
+    return {**pair, f"search_messages p50 ratio {field} on/off": round(p50[1] / p50[0], 2)}
+
+
 def store_random_vectors(
     store: DuckDBStore, corpus: str, docs: list[tuple[str, str]], seed: int = 0
 ) -> None:
@@ -283,43 +305,16 @@ def main() -> None:
                 lambda i: svc.search_messages(f"{QUERIES[i % n]} in March 2023", 10), args.runs
             ),
         }
-        pair = interleaved(
-            {
-                f"search_messages turn_vector={on}": (
-                    lambda i, s=by_switch[on]: s.search_messages(QUERIES[i % n], 10)
-                )
-                for on in (False, True)
-            },
-            args.runs,
+        result.update(
+            on_off("turn_vector", (False, by_switch[False]), (True, by_switch[True]), args.runs)
         )
-        result.update(pair)
-        p50 = [v["p50_ms"] for v in pair.values()]
-        result["search_messages p50 ratio turn_vector on/off"] = round(p50[1] / p50[0], 2)
-        widening = interleaved(
-            {
-                f"search_messages word_neighbours={k}": (
-                    lambda i, s=svc_k: s.search_messages(QUERIES[i % n], 10)
-                )
-                for k, svc_k in ((0, narrow), (config.word_neighbours, svc))
-            },
-            args.runs,
+        result.update(
+            on_off("word_neighbours", (0, narrow), (config.word_neighbours, svc), args.runs)
         )
-        result.update(widening)
-        p50 = [v["p50_ms"] for v in widening.values()]
-        result["search_messages p50 ratio word_neighbours on/off"] = round(p50[1] / p50[0], 2)
         result["conversation words"] = len(words)
-        by_sessions = interleaved(
-            {
-                f"search_messages session_weight={w}": (
-                    lambda i, s=svc_w: s.search_messages(QUERIES[i % n], 10)
-                )
-                for w, svc_w in ((0.0, sessionless), (config.session_weight, svc))
-            },
-            args.runs,
+        result.update(
+            on_off("session_weight", (0.0, sessionless), (config.session_weight, svc), args.runs)
         )
-        result.update(by_sessions)
-        p50 = [v["p50_ms"] for v in by_sessions.values()]
-        result["search_messages p50 ratio session_weight on/off"] = round(p50[1] / p50[0], 2)
         result["sessions as documents: build_s (once per snapshot)"] = round(sessions_s, 2)
         result["sessions"] = len(sessions.lengths)
     text = json.dumps(result, indent=2)
