@@ -514,17 +514,28 @@ def _shift(
     fused: Sequence[Fused], chosen: Callable[[str], bool], weight: float, label: str
 ) -> list[Fused]:
     """Move the ``chosen`` turns by ``weight`` (signed) standard deviations of the fused
-    scores, recording each one's rank before under ``label``; re-sorted as in fusion."""
+    scores (see :func:`shift_turns`)."""
+    return shift_turns(fused, lambda mid: 1.0 if chosen(mid) else 0.0, weight, label)
+
+
+def shift_turns(
+    fused: Sequence[Fused], amount: Callable[[str], float], weight: float, label: str
+) -> list[Fused]:
+    """Move each turn by ``weight`` (signed) standard deviations of the fused scores times
+    its ``amount`` (0: it stays), recording a moved turn's (rank before, amount, shift)
+    under ``label``; re-sorted as in fusion."""
     if not fused:
         return []
     scores = [f.score for f in fused]
     mean = sum(scores) / len(scores)
-    shift = weight * ((sum((x - mean) ** 2 for x in scores) / len(scores)) ** 0.5 or 1.0)
+    step = weight * ((sum((x - mean) ** 2 for x in scores) / len(scores)) ** 0.5 or 1.0)
     out = []
     for rank, f in enumerate(fused, start=1):
-        if chosen(f.id):
+        times = amount(f.id)
+        if times != 0.0:
+            shift = step * times
             f = Fused(f.id, f.score + shift, f.best_rank, {**f.channels})
-            f.channels[label] = (rank, shift, shift)
+            f.channels[label] = (rank, times, shift)
         out.append(f)
     return sorted(out, key=lambda f: (-f.score, f.best_rank, f.id))
 

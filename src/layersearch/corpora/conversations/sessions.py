@@ -29,6 +29,7 @@ import numpy as np
 from layersearch.ranking.analyzer import analyze
 from layersearch.ranking.fusion import Fused
 
+from .ranking import shift_turns
 from .store import MessageRow
 
 K1 = 1.2
@@ -136,21 +137,14 @@ def lift_sessions(
     """Each fused turn moved by ``weight`` standard deviations of the fused scores times
     its session's standard score ``z``; re-sorted as in fusion. A turn whose session
     moved it records ``LABEL`` → (its rank before, the session's z, the shift)."""
-    if not fused or weight <= 0:
+    if weight <= 0:
         return list(fused)
-    scores = [f.score for f in fused]
-    mean = sum(scores) / len(scores)
-    spread = math.sqrt(sum((x - mean) ** 2 for x in scores) / len(scores)) or 1.0
-    out = []
-    for rank, f in enumerate(fused, start=1):
-        s = session_of(f.id)
-        zs = z(s) if s is not None else 0.0
-        if zs != 0.0:
-            shift = weight * spread * zs
-            f = Fused(f.id, f.score + shift, f.best_rank, {**f.channels})
-            f.channels[LABEL] = (rank, zs, shift)
-        out.append(f)
-    return sorted(out, key=lambda f: (-f.score, f.best_rank, f.id))
+
+    def amount(mid: str) -> float:
+        s = session_of(mid)
+        return 0.0 if s is None else z(s)
+
+    return shift_turns(fused, amount, weight, LABEL)
 
 
 def session_lift(
