@@ -13,6 +13,7 @@ from click.testing import CliRunner
 
 from layersearch import Layersearch
 from layersearch.cli import main
+from layersearch.errors import ModelLoadError
 from layersearch.semantic.importers import load_catalog
 from layersearch.semantic.importers.spider_files import database_dir
 from layersearch.semantic.model import Catalog, Column
@@ -174,6 +175,13 @@ def test_a_description_word_finds_its_column(bird: Path, tmp_path: Path) -> None
         ls.load(bird)
         hits = ls.search(question="average salary of each district", max_results=3).results
     assert hits[0].id == "schools.district.A11"
+
+
+def test_loading_the_folder_names_the_catalog_file_to_pass(bird: Path) -> None:
+    with pytest.raises(
+        ModelLoadError, match=r"for a Spider or BIRD catalog, pass the file: .*dev_tables\.json"
+    ):
+        load_catalog(bird.parent)
 
 
 def test_cli_load_samples_and_reports_the_notes(bird: Path, tmp_path: Path) -> None:

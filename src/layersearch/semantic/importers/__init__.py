@@ -98,9 +98,11 @@ def detect_format(path: str | Path) -> str:
         return "cube"
     files = yaml_files(p)
     if not files:
+        catalogs = sorted(p.glob("*tables.json")) if p.is_dir() else []
+        hint = f" (for a Spider or BIRD catalog, pass the file: {catalogs[0]})" if catalogs else ""
         raise ModelLoadError(
             f"{p}: no YAML, LookML or Cube files and not a database, Spider or dbt manifest "
-            f"file; {_FORCE_HINT}"
+            f"file{hint}; {_FORCE_HINT}"
         )
     kinds: Counter[str] = Counter()
     examples: dict[str, Path] = {}
