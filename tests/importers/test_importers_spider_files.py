@@ -198,3 +198,28 @@ def test_cli_load_samples_and_reports_the_notes(bird: Path, tmp_path: Path) -> N
     with Layersearch(store) as ls:
         city = ls.inspect(["schools.district.City"]).entities[0]
     assert city.values == ["Fresno", "Oakland"]
+
+
+def test_eval_schema_linking_samples_values_and_names_the_channel_that_ran(
+    bird: Path, tmp_path: Path
+) -> None:
+    questions = tmp_path / "q.jsonl"
+    row = {
+        "question": "How many districts are in Fresno?",
+        "db_id": "schools",
+        "gold_tables": ["schools.district"],
+        "gold_columns": ["schools.district.City"],
+    }
+    questions.write_text(json.dumps(row) + "\n")
+    args = ["--embedder", "none", "eval", "schema-linking", "--catalog", str(bird)]
+    args += ["--questions", str(questions), "--limit", "1", "--json"]
+    plain = CliRunner().invoke(main, args)
+    assert plain.exit_code == 0, plain.output
+    # the schema channel alone answered: the set that ran is named by what asks for it
+    assert json.loads(plain.stdout)["channels"] == "fulltext"
+    assert "skipped:" not in plain.stderr
+    sampled = CliRunner().invoke(main, [*args, "--sample-values", "5"])
+    assert sampled.exit_code == 0, sampled.output
+    assert json.loads(sampled.stdout)["questions"] == 1
+    # what could not be read beside the catalog is said on stderr, as load says it
+    assert "skipped: " in sampled.stderr and "budget.csv" in sampled.stderr

@@ -24,15 +24,20 @@ def eval_group() -> None:
 
 
 @contextlib.contextmanager
-def _catalog_store(obj: Ctx, catalog_path: str, as_json: bool) -> Iterator[Any]:
+def _catalog_store(
+    obj: Ctx, catalog_path: str, as_json: bool, sample_values: int = 0
+) -> Iterator[Any]:
     """A throwaway in-memory store holding the catalog (and, with an embedder, its
-    vectors), for an evaluation."""
+    vectors), for an evaluation; ``sample_values`` as ``load --sample-values``."""
     from layersearch.api import Layersearch
 
     obj.settings()
     with Layersearch(":memory:", embedder=obj.embedder, embedder_config=obj.embedder_options) as ls:
         with status(f"loading {catalog_path}", as_json):
-            ls.load(catalog_path)
+            report = ls.load(catalog_path, sample_values=sample_values)
+            if sample_values:  # what could not be sampled, as load says it
+                for note in report.skipped:
+                    click.echo(f"skipped: {note}", err=True)
             ls.corpus()
         if ls.embedder is not None:
             with Progress("embedding the catalog", as_json) as progress:
@@ -75,6 +80,14 @@ def _catalog_store(obj: Ctx, catalog_path: str, as_json: bool) -> Iterator[Any]:
 )
 @click.option("--details", "details_path", default=None, help="Write per-question JSONL here.")
 @click.option("--plot", "plot_path", default=None, help="Draw recall@k curves to this PNG.")
+@click.option(
+    "--sample-values",
+    default=0,
+    show_default=True,
+    type=click.IntRange(0, 1000),
+    help="Sample up to N values per text column from the SQLite files beside a Spider/BIRD "
+    "catalog (as load --sample-values).",
+)
 @json_option
 @click.pass_obj
 @handle_errors
@@ -88,6 +101,7 @@ def eval_schema_linking(
     limit: int | None,
     details_path: str | None,
     plot_path: str | None,
+    sample_values: int,
     as_json: bool,
 ) -> None:
     """Table and column recall of search on labelled questions."""
@@ -104,7 +118,7 @@ def eval_schema_linking(
     sets = parse_channel_sets(channel_sets)
     questions = select_half(read_questions(questions_path, catalog_path), half)[:limit]
     with (
-        _catalog_store(obj, catalog_path, as_json) as ls,
+        _catalog_store(obj, catalog_path, as_json, sample_values) as ls,
         Progress("asking questions", as_json, total=len(questions) * len(sets)) as advance,
     ):
         results = run_schema_linking(ls, questions, mode=mode, channel_sets=sets, progress=advance)

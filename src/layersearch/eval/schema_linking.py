@@ -190,6 +190,10 @@ def _question_text(q: dict[str, Any]) -> str:
     return f"{q['question']} {ev}" if ev else q["question"]
 
 
+#: explanation channels → the request channel that runs them
+_REQUESTED_BY = {"schema": "fulltext"}
+
+
 def run_schema_linking(
     ls: Any,
     questions: Sequence[dict[str, Any]],
@@ -242,7 +246,12 @@ def run_schema_linking(
                 if w.startswith("embedding unavailable") or "could not run" in w:
                     warned.setdefault(w, None)
             if channels is None:
-                ran.update(c.channel for h in resp.results for c in h.explanation or [])
+                # the schema channel is what "fulltext" asks for
+                ran.update(
+                    _REQUESTED_BY.get(c.channel, c.channel)
+                    for h in resp.results
+                    for c in h.explanation or []
+                )
             tables, columns = ranked_links(resp.results)
             rows.append(
                 {
