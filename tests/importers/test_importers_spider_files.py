@@ -223,3 +223,20 @@ def test_eval_schema_linking_samples_values_and_names_the_channel_that_ran(
     assert json.loads(sampled.stdout)["questions"] == 1
     # what could not be read beside the catalog is said on stderr, as load says it
     assert "skipped: " in sampled.stderr and "budget.csv" in sampled.stderr
+
+
+def test_one_bound_on_sampled_values_for_every_path(bird: Path) -> None:
+    from layersearch.cli.options import MOST_SAMPLE_VALUES
+    from layersearch.errors import ConfigError
+    from layersearch.semantic.importers.database import MAX_SAMPLE_VALUES
+    from layersearch.semantic.importers.spider import load_spider
+
+    assert MOST_SAMPLE_VALUES == MAX_SAMPLE_VALUES
+    for n in (-1, MAX_SAMPLE_VALUES + 1):
+        with pytest.raises(ConfigError, match="sample_values must be between 0 and 1000"):
+            load_catalog(bird, sample_values=n)
+        with pytest.raises(ConfigError, match="sample_values must be between 0 and 1000"):
+            load_spider(bird, sample_values=n)
+    for command in (["load", str(bird)], ["eval", "schema-linking", "--catalog", str(bird)]):
+        out = CliRunner().invoke(main, [*command, "--sample-values", "1001"])
+        assert out.exit_code == 2 and "0<=x<=1000" in out.output

@@ -12,8 +12,13 @@ import click
 
 from layersearch.cli.context import Ctx
 from layersearch.cli.errors import handle_errors
-from layersearch.cli.options import catalog_option, channels_option, json_option
-from layersearch.cli.output import console, emit_json, print_metrics
+from layersearch.cli.options import (
+    catalog_option,
+    channels_option,
+    json_option,
+    sample_values_option,
+)
+from layersearch.cli.output import console, emit_json, print_metrics, print_skipped
 from layersearch.cli.progress import Progress, status
 from layersearch.errors import ConfigError
 
@@ -36,8 +41,7 @@ def _catalog_store(
         with status(f"loading {catalog_path}", as_json):
             report = ls.load(catalog_path, sample_values=sample_values)
             if sample_values:  # what could not be sampled, as load says it
-                for note in report.skipped:
-                    click.echo(f"skipped: {note}", err=True)
+                print_skipped(report.skipped)
             ls.corpus()
         if ls.embedder is not None:
             with Progress("embedding the catalog", as_json) as progress:
@@ -80,14 +84,7 @@ def _catalog_store(
 )
 @click.option("--details", "details_path", default=None, help="Write per-question JSONL here.")
 @click.option("--plot", "plot_path", default=None, help="Draw recall@k curves to this PNG.")
-@click.option(
-    "--sample-values",
-    default=0,
-    show_default=True,
-    type=click.IntRange(0, 1000),
-    help="Sample up to N values per text column from the SQLite files beside a Spider/BIRD "
-    "catalog (as load --sample-values).",
-)
+@sample_values_option
 @json_option
 @click.pass_obj
 @handle_errors

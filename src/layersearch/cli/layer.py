@@ -11,8 +11,9 @@ from layersearch.cli.options import (
     json_option,
     layer_format_choice,
     no_embed_option,
+    sample_values_option,
 )
-from layersearch.cli.output import emit_json, print_vectors
+from layersearch.cli.output import emit_json, print_skipped, print_vectors
 from layersearch.cli.progress import Progress, status
 
 
@@ -37,14 +38,7 @@ def init(obj: Ctx, as_json: bool) -> None:
 @click.option(
     "--datasource", default=None, help="Datasource name for formats that do not carry one."
 )
-@click.option(
-    "--sample-values",
-    default=0,
-    show_default=True,
-    type=click.IntRange(0, 10_000),
-    help="Databases, and Spider/BIRD catalogs from the SQLite files beside them: sample up "
-    "to N distinct values per text column.",
-)
+@sample_values_option
 @no_embed_option
 @json_option
 @click.pass_obj
@@ -79,8 +73,7 @@ def load(
     )
     for r in embedded or []:
         print_vectors(r, r.corpus)
-    for s in report.skipped:
-        click.echo(f"skipped: {s}", err=True)
+    print_skipped(report.skipped)
     for t in report.unresolved_tags:
         click.echo(f"tag no longer resolves: {t}", err=True)
 

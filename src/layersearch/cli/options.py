@@ -22,6 +22,21 @@ catalog_option = click.option(
     "--catalog", "catalog_path", required=True, help="Catalog in any format `load` reads."
 )
 
+#: The most values sampled per column: ``importers.database.MAX_SAMPLE_VALUES`` (not
+#: imported, so that starting the CLI does not load the importers; a test keeps the two
+#: equal).
+MOST_SAMPLE_VALUES = 1000
+
+#: ``--sample-values N``: ``load`` and ``eval schema-linking`` read catalogs alike.
+sample_values_option = click.option(
+    "--sample-values",
+    default=0,
+    show_default=True,
+    type=click.IntRange(0, MOST_SAMPLE_VALUES),
+    help="Sample up to N distinct values per text column: from a database, or from the "
+    "SQLite files beside a Spider/BIRD catalog.",
+)
+
 #: One channel set for an evaluation (``eval examples``, ``eval layers``).
 channels_option = click.option(
     "--channels", default=None, help="Comma list of bm25,fulltext,vector (default: all that run)."

@@ -182,6 +182,12 @@ def print_memory(m: Any) -> None:
         detail(con, "  query: " + json.dumps(m.query, sort_keys=True))
 
 
+def print_skipped(notes: list[str]) -> None:
+    """What a load skipped and why, one ``skipped:`` line each on stderr."""
+    for note in notes:
+        click.echo(f"skipped: {note}", err=True)
+
+
 def print_vectors(report: Any, label: str, unchanged: str = "unchanged") -> None:
     """One embedding report (``layersearch embed``, ``load``, ``vault index``): the counts
     on stdout, each document that failed on stderr."""

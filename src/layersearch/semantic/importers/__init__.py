@@ -13,7 +13,12 @@ from typing import Any
 
 from layersearch.errors import ConfigError, ModelLoadError
 from layersearch.semantic.importers.cube import cube_files, is_cube_js, is_cube_yaml, load_cube
-from layersearch.semantic.importers.database import is_database_file, is_dsn, load_database
+from layersearch.semantic.importers.database import (
+    check_sample_values,
+    is_database_file,
+    is_dsn,
+    load_database,
+)
 from layersearch.semantic.importers.dbt import is_dbt, load_dbt
 from layersearch.semantic.importers.dbt_manifest import (
     is_dbt_manifest,
@@ -141,8 +146,7 @@ def load_catalog(
     """
     if fmt not in ("auto", *FORMATS):
         raise ConfigError(f"unknown format '{fmt}'; use auto or one of {', '.join(FORMATS)}")
-    if sample_values < 0:
-        raise ConfigError("sample_values must be 0 or more")
+    check_sample_values(sample_values)
     kind = detect_format(path) if fmt == "auto" else fmt
     if datasource is not None and kind in ("native", "spider"):
         raise ConfigError(

@@ -68,11 +68,16 @@ def is_database_file(path: Path) -> bool:
     return path.is_file() and path.suffix.lower() in DB_SUFFIXES
 
 
+def check_sample_values(n: int) -> None:
+    """``sample_values`` within 0 … :data:`MAX_SAMPLE_VALUES`, else a ConfigError."""
+    if n < 0 or n > MAX_SAMPLE_VALUES:
+        raise ConfigError(f"sample_values must be between 0 and {MAX_SAMPLE_VALUES}")
+
+
 def load_database(
     path: str | Path, *, sample_values: int = 0, datasource: str | None = None
 ) -> Catalog:
-    if sample_values < 0 or sample_values > MAX_SAMPLE_VALUES:
-        raise ConfigError(f"sample_values must be between 0 and {MAX_SAMPLE_VALUES}")
+    check_sample_values(sample_values)
     if is_dsn(path):
         dsn = str(path)
         name = datasource or slug(urlsplit(dsn).path.lstrip("/") or "postgres")

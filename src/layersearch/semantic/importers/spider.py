@@ -18,6 +18,7 @@ from typing import Any
 
 from layersearch.errors import ModelLoadError
 from layersearch.semantic.importers._common import safe_name, unique_name
+from layersearch.semantic.importers.database import check_sample_values
 from layersearch.semantic.importers.native import check_catalog, read_text
 from layersearch.semantic.importers.spider_files import Table, read_beside
 from layersearch.semantic.model import Catalog, Column, Datasource, Join, Model
@@ -154,6 +155,7 @@ def load_spider(path: str | Path, *, sample_values: int = 0) -> Catalog:
     """A Spider (or BIRD) ``tables.json``, with what each database's folder beside it
     holds (:mod:`.spider_files`): BIRD's column descriptions, and with
     ``sample_values`` the values of text columns from the SQLite files."""
+    check_sample_values(sample_values)
     p = Path(path)
     if not p.is_file():
         raise ModelLoadError(f"{p}: no such file (expected a Spider tables.json)")

@@ -22,7 +22,6 @@ from typing import Any
 
 from layersearch.errors import ModelLoadError
 from layersearch.semantic.importers.database import (
-    MAX_SAMPLE_VALUES,
     _is_text,
     _sample,
     _sqlite,
@@ -166,7 +165,6 @@ def _sample_sqlite(path: Path, tables: list[Table], catalog: Catalog, n: int) ->
     if not path.is_file():
         catalog.skipped.append(f"{path}: no such SQLite file; values not sampled")
         return
-    n = min(n, MAX_SAMPLE_VALUES)
     try:
         with _sqlite(path) as (_tables, sampler):
             for model, originals in tables:
