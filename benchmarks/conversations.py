@@ -15,7 +15,8 @@ month named in the query) over warm snapshots. ``--set`` overrides a
 with its second vector per turn (``turn_vector``) on and off is timed interleaved
 on two warm services over the same store, with the ratio of their p50s; likewise
 the question words' neighbours (``word_neighbours``) and sessions as documents
-(``session_weight``), whose index is built once per snapshot (timed apart).
+(``session_weight``), whose index is built once per snapshot (timed apart), and the
+answer types (``answer_type_bonus``) on "How many …?" questions.
 """
 
 from __future__ import annotations
@@ -181,14 +182,16 @@ def on_off(
     off: tuple[object, ConversationService],
     on: tuple[object, ConversationService],
     runs: int,
+    ask: str = "{}",
 ) -> dict[str, object]:
     """Message search with a config ``field`` off and on (value, service each),
-    interleaved on two warm services of one store, and the ratio of their p50s."""
+    interleaved on two warm services of one store, and the ratio of their p50s; ``ask``
+    shapes each query ("How many {}?")."""
     n = len(QUERIES)
     pair = interleaved(
         {
             f"search_messages {field}={value}": (
-                lambda i, s=svc: s.search_messages(QUERIES[i % n], 10)
+                lambda i, s=svc: s.search_messages(ask.format(QUERIES[i % n]), 10)
             )
             for value, svc in (off, on)
         },
@@ -264,6 +267,11 @@ def main() -> None:
             lambda c: dense.setdefault(c, DenseCorpus(store, c, embedder)),
             config=replace(config, session_weight=0.0),
         )
+        untyped = ConversationService(
+            store,
+            lambda c: dense.setdefault(c, DenseCorpus(store, c, embedder)),
+            config=replace(config, answer_type_bonus=0.0),
+        )
         t = time.perf_counter()
         sessions = SessionIndex.build(snap.turns, snap.session)
         sessions_s = time.perf_counter() - t
@@ -271,6 +279,8 @@ def main() -> None:
             flipped.search_messages(q, 10)
             narrow.search_messages(q, 10)
             sessionless.search_messages(q, 10)
+            untyped.search_messages(f"How many {q}?", 10)
+            svc.search_messages(f"How many {q}?", 10)
         for q in QUERIES:  # warm: snapshot, vector indexes, cached query vectors
             svc.semantic_search(q, 10)
             svc.search_summaries(q, limit=10)
@@ -316,6 +326,8 @@ def main() -> None:
             on_off("session_weight", (0.0, sessionless), (config.session_weight, svc), args.runs)
         )
         result["sessions as documents: build_s (once per snapshot)"] = round(sessions_s, 2)
+        typed = (config.answer_type_bonus, svc)
+        result.update(on_off("answer_type_bonus", (0.0, untyped), typed, args.runs, "How many {}?"))
         result["sessions"] = len(sessions.lengths)
     text = json.dumps(result, indent=2)
     print(text)

@@ -9,18 +9,26 @@ from pathlib import Path
 import pytest
 
 from layersearch.corpora.conversations.search import (
+    ASKS_AMOUNT,
+    ASKS_NAME,
+    ASKS_PLACE,
     ASKS_WHEN,
     ConversationService,
     MessageSearchConfig,
+    answer_type,
     answers_follow_questions,
     asks_list,
     demote,
     dense_text,
     feedback_terms,
+    holds_answer,
     keep_channel_tops,
     message_doc,
+    names_something,
+    prefer_answer_types,
     prefer_times,
     question_sentences,
+    states_amount,
     states_time,
     strip_names,
     two_stage,
@@ -436,3 +444,47 @@ def test_feedback_finds_a_turn_by_the_words_of_the_best_match(tmp_path: Path) ->
     # lists only: a single-answer question is not expanded
     svc.config = MessageSearchConfig(feedback_weight=0.5, feedback_docs=1, feedback_lists_only=True)
     assert [h.turn_id for h in svc.search_messages("camping lake", 5, **ask).hits] == base
+
+
+def test_questions_read_for_the_answer_type_they_ask() -> None:
+    for q in ("How many kids does Ann have?", "how long has Bo been painting?", "How much?"):
+        assert ASKS_AMOUNT.match(q), q
+    for q in ("Where did Ann move from?", "What country is Bo from?", "In which city is it?"):
+        assert ASKS_PLACE.match(q), q
+    for q in ("What is the name of Ann's dog?", "What book did Bo read?", "Which songs help?"):
+        assert ASKS_NAME.match(q), q
+    for q in ("What did Ann paint?", "Why did Bo move?", "What does Ann think of books?"):
+        assert not (ASKS_AMOUNT.match(q) or ASKS_PLACE.match(q) or ASKS_NAME.match(q)), q
+    assert states_amount("We have two kids") and states_amount("it took 3 hours")
+    assert not states_amount("We love our kids")
+    speakers = {"ann", "bo"}
+    for text in ("We went to Paris last year", 'I read "Becoming Nicole"', "Our dog Max is 3"):
+        assert names_something(text, speakers), text
+    # a sentence's first word, "I" and the speakers' own names are not names of an answer
+    for text in ("Thanks, Ann! I love it.", "Great. Bo's garden is lovely", "I did. It was fun"):
+        assert not names_something(text, speakers), text
+
+
+def test_an_answer_type_question_prefers_turns_that_hold_that_type() -> None:
+    fused = [Fused("a", 2.0, 1), Fused("b", 1.9, 2), Fused("c", 0.0, 3)]
+    text = {"a": "we have kids, Ann", "b": "we have two kids", "c": "We moved to Rome"}
+
+    def holds(mid: str, kind: str) -> bool:
+        return holds_answer(kind, text[mid], {"Ann"})
+
+    on, off = MessageSearchConfig(), MessageSearchConfig(answer_type_bonus=0.0)
+    assert answer_type("How many kids?") == "amount" and answer_type("When?") == "when"
+    assert answer_type("Where to?") == "name" and answer_type("Why kids?") is None
+    out = prefer_answer_types(fused, "How many kids?", holds, on)
+    assert [f.id for f in out] == ["b", "a", "c"] and out[0].channels["amount"][0] == 2
+    out = prefer_answer_types(fused, "Where did they move?", holds, on)
+    assert [f.id for f in out][0] == "a" and "name" in out[2].channels  # c lifted, not past a
+    unmoved = ["a", "b", "c"]
+    assert [f.id for f in prefer_answer_types(fused, "How many kids?", holds, off)] == unmoved
+    # a question with no answer type read leaves the order alone
+    assert [f.id for f in prefer_answer_types(fused, "Why kids?", holds, on)] == unmoved
+    # "When …" keeps its own weight, time_answer_bonus
+    when = MessageSearchConfig(time_answer_bonus=0.0)
+    text["b"] = "we had kids last year"
+    assert [f.id for f in prefer_answer_types(fused, "When kids?", holds, when)] == unmoved
+    assert [f.id for f in prefer_answer_types(fused, "When kids?", holds, on)][0] == "b"

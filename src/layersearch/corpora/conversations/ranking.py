@@ -143,6 +143,10 @@ class MessageSearchConfig:
     #: event relative to the day it was written. Enough to reorder close turns, not to
     #: lift an unrelated turn over a clear match. 0 turns it off
     time_answer_bonus: float = 0.5
+    #: the same for the other answer types a question's first words ask for (see
+    #: :func:`prefer_answer_types`): an amount for "How many …", a name or title for
+    #: "Where …", "What city …", "What book …". 0 turns it off
+    answer_type_bonus: float = 0.5
     #: index each turn's relative times ("last Friday") resolved against its date
     #: ("5 May 2023") in a ``resolved`` field, so a question naming a day, month or year
     #: matches the turn that dates an event relative to the day it was written
@@ -493,6 +497,94 @@ def question_sentences(text: str) -> str:
 def states_time(text: str) -> bool:
     """Whether ``text`` places something in time ("last Fri", "two days ago", "in 2022")."""
     return TIME_EXPRESSION.search(text) is not None
+
+
+#: questions whose answer is an amount: "How many …", "How much …", "How long has …"
+#: ("how long ago" asks when, and ASKS_WHEN is read first)
+ASKS_AMOUNT = re.compile(r"^\W*how (?:many|much|old|long|far|often)\b", re.IGNORECASE)
+#: questions whose answer is a place: "Where …", "What city …", "In which country …"
+ASKS_PLACE = re.compile(
+    r"^\W*(?:where|(?:in |to |from )?(?:what|which) (?:city|cities|country|countries|state"
+    r"|states|town|towns|place|places|location|locations))\b",
+    re.IGNORECASE,
+)
+#: questions whose answer is a name or a title: "What is the name of …", "What book …",
+#: "Which songs …" (a name or title noun within the first words after the wh-word)
+ASKS_NAME = re.compile(
+    r"^\W*(?:what|which)(?: is| was| are| were)?(?:\s+\S+){0,2}?\s+(?:names?|books?|movies?"
+    r"|films?|songs?|bands?|games?|shows?|novels?|authors?|artists?|titles?)\b",
+    re.IGNORECASE,
+)
+_NUMBER_TEXT = (
+    "one two three four five six seven eight nine ten eleven twelve fifteen twenty thirty "
+    "forty fifty hundred thousand dozen couple few several once twice"
+)
+_NUMBER_WORDS = frozenset(_NUMBER_TEXT.split())
+_LOWER_WORD = re.compile(r"[a-z]+|\d")
+_SENTENCE_WORDS = re.compile(r"[A-Za-z][\w'’-]*")
+_FIRST_PERSON = frozenset({"I", "I'm", "I've", "I'll", "I'd", "I’m", "I’ve", "I’ll", "I’d"})
+
+
+def states_amount(text: str) -> bool:
+    """Whether ``text`` states an amount: a number in digits or words ("two", "a dozen",
+    "twice")."""
+    return any(w in _NUMBER_WORDS or w.isdigit() for w in _LOWER_WORD.findall(text.lower()))
+
+
+def names_something(text: str, speakers: Collection[str] = ()) -> bool:
+    """Whether ``text`` names something: a quoted phrase, or a capitalised word that does
+    not open its sentence and is not "I" or one of the ``speakers``, as a place, a person,
+    a book or a band is written ("we went to Paris", "I read 'Becoming Nicole'")."""
+    if '"' in text or "“" in text:
+        return True
+    own_names = {s.lower() for s in speakers}
+    for sentence in _SENTENCE.findall(text):
+        for word in _SENTENCE_WORDS.findall(sentence)[1:]:
+            own = word.lower().removesuffix("'s").removesuffix("’s")
+            if word[0].isupper() and word not in _FIRST_PERSON and own not in own_names:
+                return True
+    return False
+
+
+def answer_type(query: str) -> str | None:
+    """What a question's first words ask for: ``when`` (a time), ``amount`` ("How many
+    …"), ``name`` ("Where …", "What city …", "What book …"), or None."""
+    if ASKS_WHEN.match(query):
+        return "when"
+    if ASKS_AMOUNT.match(query):
+        return "amount"
+    if ASKS_PLACE.match(query) or ASKS_NAME.match(query):
+        return "name"
+    return None
+
+
+def holds_answer(kind: str, text: str, speakers: Collection[str]) -> bool:
+    """Whether a turn's ``text`` holds an answer of ``kind`` (see :func:`answer_type`);
+    ``speakers``: its conversation's, which are not names an answer gives."""
+    if kind == "when":
+        return states_time(text)
+    if kind == "amount":
+        return states_amount(text)
+    return names_something(text, speakers)
+
+
+def prefer_answer_types(
+    fused: Sequence[Fused],
+    query: str,
+    holds: Callable[[str, str], bool],
+    config: MessageSearchConfig,
+) -> list[Fused]:
+    """The turns that hold what the question asks for (``holds(turn, kind)``, see
+    :func:`holds_answer`), moved up by :func:`prefer_times`: a time for "When …" at
+    ``time_answer_bonus``, an amount or a name at ``answer_type_bonus``, in standard
+    deviations of the fused scores. The expected answer type read from the question's
+    first words is the classic cue of question answering; ``channels`` of a moved turn
+    records it under ``when``, ``amount`` or ``name``."""
+    kind = answer_type(query)
+    if kind is None:
+        return list(fused)
+    weight = config.time_answer_bonus if kind == "when" else config.answer_type_bonus
+    return prefer_times(fused, lambda mid: holds(mid, kind), weight, kind)
 
 
 def demote(fused: Sequence[Fused], demoted: Callable[[str], bool], weight: float) -> list[Fused]:

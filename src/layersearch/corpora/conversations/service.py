@@ -16,6 +16,7 @@ import threading
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -58,16 +59,16 @@ from .facts import FACTS_FORMAT, FactsReport, extract_facts, session_groups, tur
 from .importers import import_conversations
 from .mirror import build_mirror
 from .ranking import (
-    ASKS_WHEN,
     MessageSearchConfig,
     answers_follow_questions,
     asks_list,
     demote,
+    holds_answer,
     keep_channel_tops,
+    prefer_answer_types,
     prefer_times,
     query_text,
     question_sentences,
-    states_time,
     strip_names,
     two_stage,
     zscore_fusion,
@@ -183,6 +184,15 @@ def _asked(snap: _Snapshot, mid: str) -> frozenset[str]:
     return found
 
 
+def _holds(snap: _Snapshot, mid: str, kind: str) -> bool:
+    """:func:`holds_answer` for a turn, remembered in the snapshot."""
+    if (mid, kind) not in snap.answers:
+        m = snap.messages[mid]
+        who = snap.speakers.get(m.conversation_id, frozenset())
+        snap.answers[mid, kind] = holds_answer(kind, m.content, who)
+    return snap.answers[mid, kind]
+
+
 def _turns(messages: Sequence[MessageRow]) -> dict[str, list[MessageRow]]:
     """The searchable turns of each conversation, in order."""
     turns: dict[str, list[MessageRow]] = {}
@@ -230,6 +240,8 @@ class _Snapshot:
     session: dict[str, int]
     #: question turn → the analysed words of its question sentences, filled on demand
     asked: dict[str, frozenset[str]]
+    #: (turn, answer type) → whether the turn holds one (see :func:`_holds`), on demand
+    answers: dict[tuple[str, str], bool]
     #: the sessions as documents (``sessions``), built on the first search that needs them
     session_docs: SessionIndex | None
     #: an in-memory DuckDB copy of messages and conversations: keyword search runs the
@@ -380,6 +392,7 @@ class ConversationService:
             periods={},
             session=_sessions(turns, gap),
             asked={},
+            answers={},
             session_docs=None,
         )
 
@@ -548,7 +561,7 @@ class ConversationService:
     ) -> list[Fused]:
         """The rules applied to the fused turns, each switched in the config: sessions as
         documents, two stages, answers after their questions, the dates a question names,
-        turns that state a time."""
+        turns that hold the type of answer it asks for."""
         # the full-text query's words (names out), as the full-text channel reads them
         words = analyze_query(query_text(strip_names(query, self._names(snap, scope)), self.config))
         if self.config.session_weight > 0:
@@ -596,13 +609,7 @@ class ConversationService:
                 self.config.date_match_bonus,
                 label="date",
             )
-        if self.config.time_answer_bonus > 0 and ASKS_WHEN.match(query):
-            fused = prefer_times(
-                fused,
-                lambda mid: states_time(snap.messages[mid].content),
-                self.config.time_answer_bonus,
-            )
-        return fused
+        return prefer_answer_types(fused, query, partial(_holds, snap), self.config)
 
     def _fulltext(
         self, snap: _Snapshot, query: str, scope: list[str] | None
