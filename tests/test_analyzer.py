@@ -1,7 +1,13 @@
 from hypothesis import given
 from hypothesis import strategies as st
 
-from layersearch.ranking.analyzer import analyze, analyze_query, normalize, split_identifier
+from layersearch.ranking.analyzer import (
+    analyze,
+    analyze_query,
+    normalize,
+    query_words,
+    split_identifier,
+)
 
 
 def test_identifiers_split_and_kept_whole() -> None:
@@ -85,3 +91,21 @@ def test_counting_phrases_ask_how_many() -> None:
     assert "count" in analyze_query("stations by dock count")
     assert "number" in analyze("number of products")
     assert analyze_query("number_of_orders") == ["number_of_orders", "number", "order"]
+
+
+def test_aggregate_words_before_what_they_aggregate_are_not_schema_words() -> None:
+    # AVG, MAX and MIN named before a noun say which aggregate, as "the number of" does
+    def schema(text: str) -> list[str]:
+        return analyze_query(text, aggregates=False)
+
+    assert schema("What is the average age?") == ["age"]
+    assert schema("the minimum, average, and maximum weight") == ["weight"]
+    assert schema("the mean of the prices") == ["price"]
+    assert schema("max speed") == ["speed"]
+    assert query_words("the average age", aggregates=False) == [("age", "age")]
+    # alone, last, or in a document (a column named Average) they stay
+    assert schema("average") == ["averag"] and schema("which maximum") == ["maximum"]
+    assert schema("highest average attendance") == ["highest", "attend"]
+    assert "averag" in analyze("average attendance")
+    # text matched against text (a saved example) keeps them: they tell examples apart
+    assert analyze_query("What is the average age?") == ["averag", "age"]

@@ -221,37 +221,51 @@ def _short_field(text: str) -> tuple[str, ...]:
     return tuple(_tokens(text, drop_stop=False))
 
 
-def analyze_query(text: str | None) -> list[str]:
+def analyze_query(text: str | None, *, aggregates: bool = True) -> list[str]:
     """Tokens for a query: stop words dropped, duplicates kept in order once.
 
     The counting phrases of a question ("the number of X", "the total number of
     X", "count the X", "a count of X") ask *how many*, like "how many" itself
     (whose words are stop words): their head words name an aggregate, not a
     column, and are dropped. "number" and "count" elsewhere ("flight number",
-    "room count", a query that is just "count") stay.
+    "room count", a query that is just "count") stay. With ``aggregates=False`` (the
+    schema channel) so are the names of the other aggregates, SQL's AVG, MAX and MIN,
+    before what they aggregate ("the average age", "maximum and minimum weight", "the
+    mean of the prices"): they say which aggregate, not which column; alone or last
+    ("which average") they stay. Text matched against text that says the same (a
+    saved example, a note) keeps them: there "average" tells "the average age" from
+    "the maximum age".
     """
     seen: dict[str, None] = {}
     words = _WORD.findall(normalize(text or ""))
     for i, raw in enumerate(words):
-        if _counting(words, i):
+        if _counting(words, i, aggregates):
             continue
         for t in _word_tokens(raw, True):
             seen.setdefault(t, None)
     return list(seen)
 
 
-def _counting(words: list[str], i: int) -> bool:
+#: the names of SQL's AVG, MAX and MIN (see :func:`analyze_query`)
+AGGREGATE_WORDS = frozenset({"average", "avg", "mean", "maximum", "max", "minimum", "min"})
+
+
+def _counting(words: list[str], i: int, aggregates: bool = True) -> bool:
+    """Whether ``words[i]`` heads a counting phrase, or without ``aggregates`` an
+    aggregate's (see :func:`analyze_query`)."""
     w = words[i].lower()
     nxt = words[i + 1].lower() if i + 1 < len(words) else ""
+    after = words[i + 2].lower() if i + 2 < len(words) else ""
+    if w in AGGREGATE_WORDS and not aggregates:  # before a word, "and", or "of" and a word
+        return nxt != "" and (nxt not in STOP_WORDS or (nxt in ("of", "and") and after != ""))
     if w == "total":  # "the total number of X" is the same phrase
         return nxt == "number" and _counting(words, i + 1)
     if w not in ("number", "count"):
         return False
-    after = words[i + 2].lower() if i + 2 < len(words) else ""
     return (nxt == "of" and after != "") or (w == "count" and i == 0 and nxt != "")
 
 
-def query_words(text: str | None) -> list[tuple[str, str]]:
+def query_words(text: str | None, *, aggregates: bool = True) -> list[tuple[str, str]]:
     """The question's plain words as (lowercase word, stem), in order, each once: the
     parts of its identifiers, without stop words, counting phrases or numbers. What
     vocabulary bridges start from (an abbreviation is matched against the word, a
@@ -259,7 +273,7 @@ def query_words(text: str | None) -> list[tuple[str, str]]:
     words = _WORD.findall(normalize(text or ""))
     seen: dict[str, str] = {}
     for i, raw in enumerate(words):
-        if _counting(words, i):
+        if _counting(words, i, aggregates):
             continue
         for part in split_identifier(raw):
             if part.isalpha() and part not in STOP_WORDS:
