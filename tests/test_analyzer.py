@@ -109,3 +109,24 @@ def test_aggregate_words_before_what_they_aggregate_are_not_schema_words() -> No
     assert "averag" in analyze("average attendance")
     # text matched against text (a saved example) keeps them: they tell examples apart
     assert analyze_query("What is the average age?") == ["averag", "age"]
+
+
+def test_order_by_phrases_are_not_schema_words() -> None:
+    def schema(text: str) -> list[str]:
+        return analyze_query(text, aggregates=False)
+
+    assert schema("List the names in descending order of age.") == ["name", "age"]
+    assert schema("Sort the services in alphabetical order.") == ["servic"]
+    assert schema("names sorted alphabetically") == ["name"]
+    assert schema("customers ordered by date") == ["custom", "date"]
+    # "order" that is not ORDER BY stays: a schema's orders
+    assert schema("the total of each order") == ["total", "order"]
+    assert schema("How many orders are there?") == ["order"]
+    assert schema("increasing population") == ["increas", "popul"]
+    # a question of nothing but the phrase keeps its words rather than none
+    assert schema("in descending order") == ["descend", "order"]
+    assert query_words("in descending order", aggregates=False) == [
+        ("descending", "descend"),
+        ("order", "order"),
+    ]
+    assert analyze_query("in descending order of age") == ["descend", "order", "age"]

@@ -231,8 +231,10 @@ def analyze_query(text: str | None, *, aggregates: bool = True) -> list[str]:
     "room count", a query that is just "count") stay. With ``aggregates=False`` (the
     schema channel) so are the names of the other aggregates, SQL's AVG, MAX and MIN,
     before what they aggregate ("the average age", "maximum and minimum weight", "the
-    mean of the prices"): they say which aggregate, not which column; alone or last
-    ("which average") they stay. Text matched against text that says the same (a
+    mean of the prices"), and the words of ORDER BY ("in descending order of age",
+    "sorted alphabetically", "ordered by date"): they say which aggregate or which
+    order, not which column; an aggregate name alone or last ("which average"), and
+    "order" elsewhere ("each order"), stay. Text matched against text that says the same (a
     saved example, a note) keeps them: there "average" tells "the average age" from
     "the maximum age".
     """
@@ -243,11 +245,41 @@ def analyze_query(text: str | None, *, aggregates: bool = True) -> list[str]:
             continue
         for t in _word_tokens(raw, True):
             seen.setdefault(t, None)
+    if not seen and not aggregates:  # nothing but phrases ("in descending order")
+        return analyze_query(text)
     return list(seen)
 
 
 #: the names of SQL's AVG, MAX and MIN (see :func:`analyze_query`)
 AGGREGATE_WORDS = frozenset({"average", "avg", "mean", "maximum", "max", "minimum", "min"})
+#: the words of ORDER BY: its directions, said anywhere ("sorted alphabetically") …
+ORDER_DIRECTIONS = frozenset(
+    {
+        "ascending",
+        "descending",
+        "alphabetic",
+        "alphabetical",
+        "alphabetically",
+        "lexicographic",
+        "lexicographical",
+        "lexicographically",
+    }
+)
+#: … the words that say an order before "order" ("in reverse order") …
+_ORDER_KINDS = ORDER_DIRECTIONS | {
+    "increasing",
+    "decreasing",
+    "reverse",
+    "reversed",
+    "chronological",
+    "numerical",
+    "numeric",
+}
+#: … its head words, before "by" or "of" or a direction, or after one of those
+#: ("ordered by age", "in descending order of size") …
+_ORDER_HEADS = frozenset({"order", "ordered", "sort", "sorted"})
+#: … of which these name nothing else ("Sort the names")
+_SORTING = frozenset({"sort", "sorted", "sorting"})
 
 
 def _counting(words: list[str], i: int, aggregates: bool = True) -> bool:
@@ -256,8 +288,18 @@ def _counting(words: list[str], i: int, aggregates: bool = True) -> bool:
     w = words[i].lower()
     nxt = words[i + 1].lower() if i + 1 < len(words) else ""
     after = words[i + 2].lower() if i + 2 < len(words) else ""
-    if w in AGGREGATE_WORDS and not aggregates:  # before a word, "and", or "of" and a word
-        return nxt != "" and (nxt not in STOP_WORDS or (nxt in ("of", "and") and after != ""))
+    if not aggregates:
+        if w in AGGREGATE_WORDS:  # before a word, "and", or "of" and a word
+            return nxt != "" and (nxt not in STOP_WORDS or (nxt in ("of", "and") and after != ""))
+        if (
+            w in _SORTING
+            or w in ORDER_DIRECTIONS
+            or (w in _ORDER_KINDS and nxt in _ORDER_KINDS | _ORDER_HEADS)
+        ):
+            return True
+        if w in _ORDER_HEADS:
+            prev = words[i - 1].lower() if i > 0 else ""
+            return nxt in ("by", "of") or nxt in ORDER_DIRECTIONS or prev in _ORDER_KINDS
     if w == "total":  # "the total number of X" is the same phrase
         return nxt == "number" and _counting(words, i + 1)
     if w not in ("number", "count"):
@@ -278,6 +320,8 @@ def query_words(text: str | None, *, aggregates: bool = True) -> list[tuple[str,
         for part in split_identifier(raw):
             if part.isalpha() and part not in STOP_WORDS:
                 seen.setdefault(part, _stem(part))
+    if not seen and not aggregates:
+        return query_words(text)
     return list(seen.items())
 
 
