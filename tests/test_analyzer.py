@@ -96,13 +96,13 @@ def test_counting_phrases_ask_how_many() -> None:
 def test_aggregate_words_before_what_they_aggregate_are_not_schema_words() -> None:
     # AVG, MAX and MIN named before a noun say which aggregate, as "the number of" does
     def schema(text: str) -> list[str]:
-        return analyze_query(text, aggregates=False)
+        return analyze_query(text, sql_words=False)
 
     assert schema("What is the average age?") == ["age"]
     assert schema("the minimum, average, and maximum weight") == ["weight"]
     assert schema("the mean of the prices") == ["price"]
     assert schema("max speed") == ["speed"]
-    assert query_words("the average age", aggregates=False) == [("age", "age")]
+    assert query_words("the average age", sql_words=False) == [("age", "age")]
     # alone, last, or in a document (a column named Average) they stay
     assert schema("average") == ["averag"] and schema("which maximum") == ["maximum"]
     assert schema("highest average attendance") == ["highest", "attend"]
@@ -113,7 +113,7 @@ def test_aggregate_words_before_what_they_aggregate_are_not_schema_words() -> No
 
 def test_order_by_phrases_are_not_schema_words() -> None:
     def schema(text: str) -> list[str]:
-        return analyze_query(text, aggregates=False)
+        return analyze_query(text, sql_words=False)
 
     assert schema("List the names in descending order of age.") == ["name", "age"]
     assert schema("Sort the services in alphabetical order.") == ["servic"]
@@ -125,7 +125,7 @@ def test_order_by_phrases_are_not_schema_words() -> None:
     assert schema("increasing population") == ["increas", "popul"]
     # a question of nothing but the phrase keeps its words rather than none
     assert schema("in descending order") == ["descend", "order"]
-    assert query_words("in descending order", aggregates=False) == [
+    assert query_words("in descending order", sql_words=False) == [
         ("descending", "descend"),
         ("order", "order"),
     ]

@@ -183,7 +183,7 @@ class CoverageIndex:
         # the question's words, then the closed compounds of adjacent words, each once
         query = [
             q
-            for q in dict.fromkeys([*analyze_query(text, aggregates=False), *query_compounds(text)])
+            for q in dict.fromkeys([*analyze_query(text, sql_words=False), *query_compounds(text)])
             if q in self.idf
         ]
         total = sum(self.idf[q] for q in query)

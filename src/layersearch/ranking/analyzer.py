@@ -221,14 +221,14 @@ def _short_field(text: str) -> tuple[str, ...]:
     return tuple(_tokens(text, drop_stop=False))
 
 
-def analyze_query(text: str | None, *, aggregates: bool = True) -> list[str]:
+def analyze_query(text: str | None, *, sql_words: bool = True) -> list[str]:
     """Tokens for a query: stop words dropped, duplicates kept in order once.
 
     The counting phrases of a question ("the number of X", "the total number of
     X", "count the X", "a count of X") ask *how many*, like "how many" itself
     (whose words are stop words): their head words name an aggregate, not a
     column, and are dropped. "number" and "count" elsewhere ("flight number",
-    "room count", a query that is just "count") stay. With ``aggregates=False`` (the
+    "room count", a query that is just "count") stay. With ``sql_words=False`` (the
     schema channel) so are the names of the other aggregates, SQL's AVG, MAX and MIN,
     before what they aggregate ("the average age", "maximum and minimum weight", "the
     mean of the prices"), and the words of ORDER BY ("in descending order of age",
@@ -241,11 +241,11 @@ def analyze_query(text: str | None, *, aggregates: bool = True) -> list[str]:
     seen: dict[str, None] = {}
     words = _WORD.findall(normalize(text or ""))
     for i, raw in enumerate(words):
-        if _counting(words, i, aggregates):
+        if _counting(words, i, sql_words):
             continue
         for t in _word_tokens(raw, True):
             seen.setdefault(t, None)
-    if not seen and not aggregates:  # nothing but phrases ("in descending order")
+    if not seen and not sql_words:  # nothing but phrases ("in descending order")
         return analyze_query(text)
     return list(seen)
 
@@ -280,22 +280,19 @@ _ORDER_KINDS = ORDER_DIRECTIONS | {
 _ORDER_HEADS = frozenset({"order", "ordered", "sort", "sorted"})
 #: … of which these name nothing else ("Sort the names")
 _SORTING = frozenset({"sort", "sorted", "sorting"})
+_ORDER_WORDS = _ORDER_KINDS | _ORDER_HEADS
 
 
-def _counting(words: list[str], i: int, aggregates: bool = True) -> bool:
-    """Whether ``words[i]`` heads a counting phrase, or without ``aggregates`` an
-    aggregate's (see :func:`analyze_query`)."""
+def _counting(words: list[str], i: int, sql_words: bool = True) -> bool:
+    """Whether ``words[i]`` is a word of a counting phrase, or without ``sql_words`` of
+    another aggregate's or of ORDER BY (see :func:`analyze_query`)."""
     w = words[i].lower()
     nxt = words[i + 1].lower() if i + 1 < len(words) else ""
     after = words[i + 2].lower() if i + 2 < len(words) else ""
-    if not aggregates:
+    if not sql_words:
         if w in AGGREGATE_WORDS:  # before a word, "and", or "of" and a word
             return nxt != "" and (nxt not in STOP_WORDS or (nxt in ("of", "and") and after != ""))
-        if (
-            w in _SORTING
-            or w in ORDER_DIRECTIONS
-            or (w in _ORDER_KINDS and nxt in _ORDER_KINDS | _ORDER_HEADS)
-        ):
+        if w in _SORTING or w in ORDER_DIRECTIONS or (w in _ORDER_KINDS and nxt in _ORDER_WORDS):
             return True
         if w in _ORDER_HEADS:
             prev = words[i - 1].lower() if i > 0 else ""
@@ -307,7 +304,7 @@ def _counting(words: list[str], i: int, aggregates: bool = True) -> bool:
     return (nxt == "of" and after != "") or (w == "count" and i == 0 and nxt != "")
 
 
-def query_words(text: str | None, *, aggregates: bool = True) -> list[tuple[str, str]]:
+def query_words(text: str | None, *, sql_words: bool = True) -> list[tuple[str, str]]:
     """The question's plain words as (lowercase word, stem), in order, each once: the
     parts of its identifiers, without stop words, counting phrases or numbers. What
     vocabulary bridges start from (an abbreviation is matched against the word, a
@@ -315,12 +312,12 @@ def query_words(text: str | None, *, aggregates: bool = True) -> list[tuple[str,
     words = _WORD.findall(normalize(text or ""))
     seen: dict[str, str] = {}
     for i, raw in enumerate(words):
-        if _counting(words, i, aggregates):
+        if _counting(words, i, sql_words):
             continue
         for part in split_identifier(raw):
             if part.isalpha() and part not in STOP_WORDS:
                 seen.setdefault(part, _stem(part))
-    if not seen and not aggregates:
+    if not seen and not sql_words:
         return query_words(text)
     return list(seen.items())
 

@@ -543,7 +543,7 @@ class CoverageIndex:
         """The question's terms the index knows: its words, then the closed compounds
         of adjacent words (``high schoolers`` → ``highschool``), each once."""
         terms: dict[int, None] = {}
-        for q in (*analyze_query(text, aggregates=False), *query_compounds(text)):
+        for q in (*analyze_query(text, sql_words=False), *query_compounds(text)):
             j = self.vocab.get(q)
             if j is not None:
                 terms.setdefault(j, None)

@@ -191,12 +191,12 @@ def read_query(index: CoverageIndex, text: str, extra: Bridges = ()) -> QueryRea
     WordNet's are; a term reached both ways keeps the better weight."""
     slots: dict[str, dict[int, float]] = {}
     exact: set[int] = set()
-    for q in (*analyze_query(text, aggregates=False), *query_compounds(text)):
+    for q in (*analyze_query(text, sql_words=False), *query_compounds(text)):
         j = index.vocab.get(q)
         if j is not None and j not in exact:
             exact.add(j)
             slots[q] = {j: 1.0}
-    words = query_words(text, aggregates=False)
+    words = query_words(text, sql_words=False)
     known = {key: next(iter(slot)) for key, slot in slots.items()}
     read: dict[str, float] = {key: 1.0 for _, key in words if key in known}
     away: dict[str, tuple[frozenset[int], int]] = {}

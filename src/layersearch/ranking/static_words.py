@@ -132,7 +132,7 @@ class StaticWords:
         words of ``names`` (the catalog's entity names) it holds."""
         found = [
             (key, i)
-            for raw, key in query_words(question, aggregates=False)[:QUESTION_WORDS]
+            for raw, key in query_words(question, sql_words=False)[:QUESTION_WORDS]
             if (i := self.row(raw, key)) is not None
         ]
         if not found:

@@ -37,7 +37,7 @@ def own_terms(index: CoverageIndex, e: Entity) -> dict[int, str]:
 def matched_words(reading: QueryReading, question: str, terms: dict[int, str]) -> list[str]:
     """Per question word, in question order, its best reading among ``terms``: the word
     alone when matched exactly, ``word→term weight`` through a bridge."""
-    raw_of = {key: raw for raw, key in query_words(question, aggregates=False)}
+    raw_of = {key: raw for raw, key in query_words(question, sql_words=False)}
     for token, word in token_words(question).items():
         raw_of.setdefault(token, word.lower())
     out: list[str] = []

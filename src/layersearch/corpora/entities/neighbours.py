@@ -83,7 +83,7 @@ class QuestionWords:
         question: str,
     ) -> Bridges:
         space = self._space(index, stored)
-        words = query_words(question, aggregates=False)[:QUESTION_WORDS]
+        words = query_words(question, sql_words=False)[:QUESTION_WORDS]
         if not len(space) or not words:
             return ()
         try:
