@@ -13,6 +13,7 @@ import pytest
 
 from layersearch.corpora.entities import ENTITY_BOOSTS
 from layersearch.ranking import lexicon
+from layersearch.ranking.analyzer import FUNCTION_WORDS, STOP_WORDS, read_words
 from layersearch.ranking.bridges import (
     abbreviation_candidates,
     abbreviation_weight,
@@ -592,3 +593,47 @@ def test_a_catalog_word_reads_its_own_senses_not_those_of_its_stem_mates(
         assert idx.search("How many clients?", 1)[0][0] == "shop.customer"
     finally:
         lexicon._load.cache_clear()
+
+
+def _rooms_and_trips() -> CoverageIndex:
+    """``dst`` and ``lst`` abbreviate *destination* and *list*, but their consonants are
+    also those of "distinct" and "least"; ``most_used`` spells a function word."""
+    return CoverageIndex(
+        _catalog(
+            {
+                "ops": {"fclt_room": ["cpct", "most_used"]},
+                "trv": {"trip": ["dst", "lst"]},
+            }
+        ),
+        ENTITY_BOOSTS,
+        bridges=True,
+    )
+
+
+def test_function_words_are_read_as_written_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LAYERSEARCH_WORDNET", "")
+    idx = _rooms_and_trips()
+    terms = {j: t for t, j in idx.vocab.items()}
+
+    def slots(question: str) -> list[list[str]]:
+        return [[terms[j] for j, _ in slot] for slot in idx.query_slots(question)]
+
+    # "distinct" and "least" reach no look-alike; the content words keep their readings
+    assert slots("distinct facility rooms") == [["room"], ["fclt"]]
+    assert slots("least capacity") == [["cpct"]]
+    # the same abbreviations still read the words they shorten
+    assert slots("destination of each trip") == [["trip"], ["dst"]]
+    # a function word the catalog spells is matched as written
+    assert slots("the most used rooms") == [["most"], ["use"], ["room"]]
+    # an unread function word counts against the share of the question read
+    assert idx.query_reach("distinct facility rooms") == pytest.approx((1.0 + 0.8 + 0) / 3)
+    hits = [i for i, _ in idx.search("distinct facility rooms", 10)]
+    assert "trv.trip.dst" not in hits[:3]
+
+
+def test_bridges_start_from_the_questions_content_words() -> None:
+    assert [raw for raw, _ in read_words("Show the distinct names of the other clients")] == [
+        "names",
+        "clients",
+    ]
+    assert set(FUNCTION_WORDS).isdisjoint(STOP_WORDS)

@@ -77,6 +77,15 @@ def test_a_question_word_reads_as_its_nearest_catalog_words() -> None:
     assert sw.bridges(index, "wombats", _names) == ()
 
 
+def test_function_words_are_not_read_through_the_vectors() -> None:
+    # "several" lies as near department as "divisions" does: a quantifier has no
+    # synonym in a schema, so it is not looked up at all
+    sw = StaticWords(["department", "divisions", "several"], np.stack([unit(1, 0, 0)] * 3))
+    sw.floor = 0.0
+    found = dict(sw.bridges(_index(), "several divisions", _names))
+    assert set(found) == {"divis"}
+
+
 def test_a_neighbour_no_closer_than_chance_is_not_read() -> None:
     index = _index()
     loose = dict(_words(floor=0.0).bridges(index, "divisions", _names))

@@ -18,12 +18,14 @@ import snowballstemmer
 
 __all__ = [
     "ABBREVIATIONS",
+    "FUNCTION_WORDS",
     "STOP_WORDS",
     "analyze",
     "analyze_query",
     "normalize",
     "query_compounds",
     "query_words",
+    "read_words",
     "split_identifier",
     "stem",
 ]
@@ -76,7 +78,6 @@ STOP_WORDS = frozenset(
         "please",
         "show",
         "so",
-        "than",
         "that",
         "the",
         "their",
@@ -115,6 +116,43 @@ STOP_WORDS = frozenset(
         "just",
         "many",
         "much",
+    ]
+)
+
+# Closed-class words a question uses to quantify, determine or compare (English
+# grammar's determiners and quantifiers that are not already stop words, and the
+# adjectives SQL spells as keywords: "different", "distinct", "same", "only"). A
+# schema that uses one is matched on it as written (``most_popular_in``), but it
+# has no synonym in a schema: read through a vocabulary bridge, such a word reaches
+# look-alikes ("distinct" → ``dst``, "least" → *last*, "some" → *most*).
+FUNCTION_WORDS = frozenset(
+    [
+        "another",
+        "any",
+        "both",
+        "different",
+        "distinct",
+        "either",
+        "enough",
+        "few",
+        "fewer",
+        "fewest",
+        "half",
+        "least",
+        "less",
+        "little",
+        "more",
+        "most",
+        "neither",
+        "no",
+        "only",
+        "other",
+        "others",
+        "same",
+        "several",
+        "some",
+        "such",
+        "than",
     ]
 )
 
@@ -320,6 +358,12 @@ def query_words(text: str | None, *, sql_words: bool = True) -> list[tuple[str, 
     if not seen and not sql_words:
         return query_words(text)
     return list(seen.items())
+
+
+def read_words(text: str | None) -> list[tuple[str, str]]:
+    """The question's words that vocabulary bridges read (:func:`query_words` of the
+    schema reading, ``sql_words=False``), without :data:`FUNCTION_WORDS`."""
+    return [w for w in query_words(text, sql_words=False) if w[0] not in FUNCTION_WORDS]
 
 
 def token_words(text: str | None) -> dict[str, str]:

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, NamedTuple
 import numpy as np
 
 from layersearch.ranking.analyzer import (
+    FUNCTION_WORDS,
     analyze,
     analyze_query,
     query_compounds,
@@ -208,6 +209,8 @@ def read_query(index: CoverageIndex, text: str, extra: Bridges = ()) -> QueryRea
             if pair:  # "family name" → surname: the pair is a slot of its own
                 keyed.append((f"{a}_{b}", "", pair))
         for key, raw, bridged in keyed:
+            if raw in FUNCTION_WORDS:
+                continue  # read as written only
             # the word's own term, when the catalog uses it (-1: a word it does not use)
             own = known.get(key, -1) if not BRIDGE_KNOWN_WORDS else -1
             reach: dict[int, float] = dict(bridged) if own < 0 else {}

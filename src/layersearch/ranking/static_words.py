@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from layersearch.ranking.analyzer import query_words
+from layersearch.ranking.analyzer import read_words
 from layersearch.ranking.neighbours import QUESTION_WORDS, WordSpace, catalog_words, word_key
 
 if TYPE_CHECKING:
@@ -132,7 +132,7 @@ class StaticWords:
         words of ``names`` (the catalog's entity names) it holds."""
         found = [
             (key, i)
-            for raw, key in query_words(question, sql_words=False)[:QUESTION_WORDS]
+            for raw, key in read_words(question)[:QUESTION_WORDS]
             if (i := self.row(raw, key)) is not None
         ]
         if not found:

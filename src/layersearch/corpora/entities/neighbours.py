@@ -15,7 +15,7 @@ import numpy as np
 
 from layersearch.corpora.dense import ENTITY_CORPUS
 from layersearch.errors import LayersearchError
-from layersearch.ranking.analyzer import query_words
+from layersearch.ranking.analyzer import read_words
 from layersearch.ranking.neighbours import QUESTION_WORDS, WordSpace, catalog_words
 
 if TYPE_CHECKING:
@@ -83,7 +83,7 @@ class QuestionWords:
         question: str,
     ) -> Bridges:
         space = self._space(index, stored)
-        words = query_words(question, sql_words=False)[:QUESTION_WORDS]
+        words = read_words(question)[:QUESTION_WORDS]
         if not len(space) or not words:
             return ()
         try:
