@@ -183,6 +183,29 @@ def test_wide_terminal_keeps_score_and_text_not_markup(store: Path) -> None:
     assert "[decimal(18,2)]" in proc.stdout
 
 
+@pytest.mark.parametrize("columns", [125, 160])
+def test_explained_hits_in_a_wide_terminal_keep_their_descriptions_readable(
+    store: Path, columns: int
+) -> None:
+    """With --explain at 120 columns or more (160 is the width with no terminal at all),
+    the channels column wraps beside the description instead of squeezing it to a word
+    a line."""
+    proc = cli(
+        "--store", str(store), "search", "--entity", "orders.order_total", "tax", "--explain",
+        "-n", "3", columns=columns,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert "why" in lines[0] and "score" in lines[0]
+    assert max(len(line) for line in lines) <= columns
+    start = lines[0].index("description")
+    width = lines[0].index("why") - start
+    assert width >= 40
+    # the description's first line is filled, not one word
+    first = lines[1][start : start + width].strip()
+    assert len(first) >= 30, proc.stdout
+
+
 def test_a_pipe_takes_the_width_of_the_terminal_on_stderr(store: Path) -> None:
     """`layersearch search … | head` in an 80-column terminal: stdout is a pipe, stderr
     the terminal, and the table fits the terminal rather than a 160-column fallback."""
@@ -450,3 +473,29 @@ def test_spider_duplicate_foreign_key_note_says_what_was_kept(tmp_path: Path) ->
     assert note.startswith("skipped: ") and "the second listing" in note
     assert "imported once" in note
     assert "kept once" not in note
+
+
+def test_explained_hits_with_long_ids_go_under_each_hit(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A scoped search's message ids leave a wide table no room for its description and
+    "why" columns: the channels go on the line under each hit, as on a narrow terminal."""
+    from layersearch.cli.output import print_hits
+    from layersearch.types import ChannelScore, Hit, SearchResponse
+
+    why = [ChannelScore(channel="conversation", rank=1, score=1.5, contribution=0.0164)]
+    long_id = "conversation:claude_code:cc-test-001:claude_code:cc-test-001#1-bb003f931773"
+    hits = [
+        Hit(kind="conversation", id=long_id, score=0.0164, description="x " * 60, explanation=why),
+        Hit(kind="memory", id="memory:24", score=0.0161, description="y " * 60, explanation=why),
+    ]
+    monkeypatch.setenv("COLUMNS", "160")
+    print_hits(SearchResponse(results=hits), full=False, explain=True)
+    lines = capsys.readouterr().out.splitlines()
+    assert max(len(line) for line in lines) <= 160
+    assert [line.strip().startswith("why: ") for line in lines[1:]] == [False, True] * 2
+    # a short id keeps the wide table, its "why" column beside the description
+    hits[0] = hits[0].model_copy(update={"id": "conversation:c1:m1"})
+    print_hits(SearchResponse(results=hits), full=False, explain=True)
+    lines = capsys.readouterr().out.splitlines()
+    assert "why" in lines[0] and not any(line.strip().startswith("why: ") for line in lines)

@@ -78,7 +78,7 @@ def print_hits(resp: Any, *, full: bool, explain: bool, empty: str | None = None
             con.print(h.text or h.description, markup=False)
             con.print()
         return
-    if con.width < WIDE:
+    if con.width < WIDE or (explain and _cramped(con.width, resp.results)):
         _print_narrow_hits(con, resp.results, explain=explain)
         return
     table = Table(show_edge=False, pad_edge=False, box=None)
@@ -86,9 +86,11 @@ def print_hits(resp: Any, *, full: bool, explain: bool, empty: str | None = None
     table.add_column("kind", no_wrap=True)
     table.add_column("id", no_wrap=True)
     table.add_column("score", justify="right", no_wrap=True)
-    table.add_column("description")
+    # with ``explain`` the two long columns share the width: the channels that ranked a
+    # hit wrap in theirs rather than squeeze the description to a word a line
+    table.add_column("description", min_width=40 if explain else None, ratio=1)
     if explain:
-        table.add_column("why", no_wrap=True)
+        table.add_column("why", ratio=1)
     for i, h in enumerate(resp.results, 1):
         row = [str(i), h.kind, h.id, f"{h.score:.4f}", one_line(h.description)]
         if explain:
@@ -96,6 +98,23 @@ def print_hits(resp: Any, *, full: bool, explain: bool, empty: str | None = None
         # Text, not markup: a description's "[decimal(18,2)]" is not a style tag.
         table.add_row(*(Text(cell) for cell in row))
     con.print(table)
+
+
+#: The least a wide table gives its description and "why" columns together; below it,
+#: explained hits are printed as on a narrow terminal (the channels under each hit).
+EXPLAIN_MIN = 70
+
+
+def _cramped(width: int, hits: list[Any]) -> bool:
+    """Whether the fixed columns (#, kind, id, score) leave the description and "why"
+    columns less than :data:`EXPLAIN_MIN` cells (long ids: a scoped search's messages)."""
+    fixed = [
+        len(str(len(hits))),
+        max(len(h.kind) for h in hits),
+        max(len(h.id) for h in hits),
+        max(len(f"{h.score:.4f}") for h in hits),
+    ]
+    return width - sum(fixed) - 2 * len(fixed) < EXPLAIN_MIN
 
 
 def _print_narrow_hits(con: Any, hits: list[Any], *, explain: bool) -> None:
