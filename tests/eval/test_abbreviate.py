@@ -10,7 +10,12 @@ import pytest
 
 from layersearch import Layersearch
 from layersearch.errors import ConfigError
-from layersearch.eval.abbreviate import abbreviate_spider, abbreviate_text, abbreviate_word
+from layersearch.eval.abbreviate import (
+    STYLES,
+    abbreviate_spider,
+    abbreviate_text,
+    abbreviate_word,
+)
 from layersearch.eval.schema_linking import read_questions, run_schema_linking, select_half
 
 TABLES = [
@@ -79,6 +84,45 @@ def test_identifiers_and_phrases_are_abbreviated_part_by_part() -> None:
     assert abbreviate_text("Room2Capacity") == "Room2Cpct"
 
 
+@pytest.mark.parametrize(
+    ("word", "style", "short"),
+    [
+        ("location", "truncate", "loca"),
+        ("Customer", "truncate", "Cust"),  # case kept
+        ("name", "truncate", "name"),  # 4 letters or fewer: kept in every style
+        ("concert", "short", "cnc"),
+        ("stadium", "short", "std"),
+        ("state", "short", "sta"),  # skeleton "st" is too short: the first 3 letters
+        ("people", "short", "peo"),
+    ],
+)
+def test_other_conventions_word_by_word(word: str, style: str, short: str) -> None:
+    assert abbreviate_word(word, style) == short
+
+
+def test_mixed_picks_one_convention_per_word_the_same_every_time() -> None:
+    import zlib
+
+    words = ["facility", "location", "concert", "stadium", "customer", "department"]
+    mixed = [abbreviate_word(w, "mixed") for w in words]
+    # each word in the style its CRC-32 names, whatever its case
+    for w, got in zip(words, mixed, strict=True):
+        style = STYLES[zlib.crc32(w.encode()) % 3]
+        assert got == abbreviate_word(w, style)
+        assert abbreviate_word(w.upper(), "mixed") == abbreviate_word(w.upper(), style)
+    assert len({STYLES[zlib.crc32(w.encode()) % 3] for w in words}) == 3  # all three used
+    assert abbreviate_text("facility_location", "mixed") == "_".join(mixed[:2])
+    with pytest.raises(ConfigError, match="unknown abbreviation style 'vowelless'"):
+        abbreviate_word("facility", "vowelless")
+
+
+def test_a_style_applies_to_every_name_and_keeps_the_gold_ids() -> None:
+    dbs, qs = abbreviate_spider(TABLES, QUESTIONS, style="truncate")
+    assert [d["db_id"] for d in dbs] == ["musi", "pets"]
+    assert dbs[0]["table_names_original"] == ["sing", "conc", "sing_in_conc"]
+    assert qs[0]["gold_tables"] == ["musi.sing"] and qs[0]["gold_columns"] == ["musi.sing.Coun"]
+
+
 def test_gold_ids_are_mapped_by_position() -> None:
     dbs, qs = abbreviate_spider(TABLES, QUESTIONS)
     assert [d["db_id"] for d in dbs] == ["msc", "pets"]
@@ -137,6 +181,14 @@ def test_the_copy_loads_and_evaluates(tmp_path: Path) -> None:
         (r,) = run_schema_linking(ls, questions, channel_sets=[["fulltext"]])
     assert r.metrics["questions"] == 2
     assert "msc.sngr" in ls_ids(out_t)
+    res = CliRunner().invoke(
+        main,
+        ["eval", "abbreviate-catalog", "--catalog", str(tables), "--style", "short"]
+        + ["--out-catalog", str(out_t), "--json"],
+    )
+    assert res.exit_code == 0, res.output
+    assert json.loads(res.output)["style"] == "short"
+    assert "msc.sng" in ls_ids(out_t)
 
 
 def ls_ids(path: Path) -> set[str]:

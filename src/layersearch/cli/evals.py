@@ -210,6 +210,14 @@ def eval_examples(
 )
 @click.option("--out-catalog", required=True, help="Where to write the abbreviated tables.json.")
 @click.option("--out-questions", default=None, help="Where to write the mapped questions (JSONL).")
+@click.option(
+    "--style",
+    type=click.Choice(["skeleton", "truncate", "short", "mixed"]),
+    default="skeleton",
+    show_default=True,
+    help="skeleton: facility -> fclt; truncate: location -> loca; short: concert -> cnc; "
+    "mixed: each word one of the three.",
+)
 @json_option
 @click.pass_obj
 @handle_errors
@@ -219,19 +227,24 @@ def eval_abbreviate_catalog(
     questions_path: str | None,
     out_catalog: str,
     out_questions: str | None,
+    style: str,
     as_json: bool,
 ) -> None:
     """Write an abbreviated copy of a Spider catalog.
 
-    Every word over 4 letters keeps its first letter, then its consonants, at most 4
-    (facility -> fclt); the rule is in layersearch.eval.abbreviate."""
+    By default every word over 4 letters keeps its first letter, then its consonants,
+    at most 4 (facility -> fclt); --style picks another convention. The rules are in
+    layersearch.eval.abbreviate."""
     from layersearch.eval.abbreviate import write_abbreviated
 
-    n_db, n_q = write_abbreviated(catalog_path, questions_path, out_catalog, out_questions)
+    n_db, n_q = write_abbreviated(
+        catalog_path, questions_path, out_catalog, out_questions, style=style
+    )
     if as_json:
         emit_json(
             {
                 "databases": n_db,
+                "style": style,
                 "catalog": out_catalog,
                 "questions": n_q if out_questions else None,
                 "questions_file": out_questions,

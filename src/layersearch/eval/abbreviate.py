@@ -18,6 +18,18 @@ and of every natural-language name, database names included:
 4. if fewer than 3 letters are left (``state`` → ``st``, ``queue`` → ``q``),
    the word's first 4 letters are used instead (``stat``, ``queu``).
 
+Warehouses follow other conventions too, and a copy made by the rule the
+retrieval's own abbreviation reading was built around would flatter it; the other
+styles (``style``, :data:`STYLES`) shorten a word over 4 letters differently:
+
+- ``truncate``: its first 4 letters (``location`` → ``loca``, ``customer`` →
+  ``cust``);
+- ``short``: the skeleton of rule 2 cut to 3 letters (``concert`` → ``cnc``,
+  ``stadium`` → ``std``; fewer than 3, the first 3 letters);
+- ``mixed``: each distinct word (compared without case) in one of ``skeleton``,
+  ``truncate`` and ``short``, chosen by its CRC-32 (the same on every run and
+  machine), as a warehouse named by several teams would be.
+
 Case is kept letter by letter (``FirstName`` → ``FrstName``). The natural-
 language names (Spider's labels) are rewritten by the same rule, so the copy
 has no unabbreviated words left. Ids can collide after abbreviation; they are
@@ -30,6 +42,7 @@ from __future__ import annotations
 
 import json
 import re
+import zlib
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -37,7 +50,7 @@ from typing import Any
 from layersearch.errors import ConfigError
 from layersearch.semantic.importers.spider import read_spider_tables, spider_ids
 
-__all__ = ["abbreviate_word", "abbreviate_text", "abbreviate_spider", "write_abbreviated"]
+__all__ = ["STYLES", "abbreviate_word", "abbreviate_text", "abbreviate_spider", "write_abbreviated"]
 
 #: Words longer than this are abbreviated.
 KEEP_UP_TO = 4
@@ -50,10 +63,23 @@ _VOWELS = frozenset("aeiouAEIOU")
 _WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+")
 
 
-def abbreviate_word(word: str) -> str:
+#: The abbreviation conventions (see the module doc); ``skeleton`` is the default.
+STYLES = ("skeleton", "truncate", "short", "mixed")
+#: ``short`` cuts the skeleton to this many letters.
+SHORT_CUT = 3
+
+
+def abbreviate_word(word: str, style: str = "skeleton") -> str:
     """The rule above for one alphabetic word (anything else is returned unchanged)."""
+    if style not in STYLES:
+        raise ConfigError(f"unknown abbreviation style '{style}': use {', '.join(STYLES)}")
     if len(word) <= KEEP_UP_TO or not word.isalpha() or not word.isascii():
         return word
+    if style == "mixed":
+        style = STYLES[zlib.crc32(word.lower().encode()) % 3]
+    if style == "truncate":
+        return word[:CUT_TO]
+    cut = SHORT_CUT if style == "short" else CUT_TO
     kept = [word[0]]
     for ch in word[1:]:
         if ch in _VOWELS:
@@ -62,27 +88,32 @@ def abbreviate_word(word: str) -> str:
             continue
         kept.append(ch)
     if len(kept) < MIN_SKELETON:
-        return word[:CUT_TO]
-    return "".join(kept[:CUT_TO])
+        return word[:cut]
+    return "".join(kept[:cut])
 
 
-def abbreviate_text(text: str) -> str:
+def abbreviate_text(text: str, style: str = "skeleton") -> str:
     """Every alphabetic word of an identifier or a phrase abbreviated, the rest kept."""
-    return _WORD.sub(lambda m: abbreviate_word(m.group(0)), text)
+    return _WORD.sub(lambda m: abbreviate_word(m.group(0), style), text)
 
 
-def _abbreviate_db(db: dict[str, Any]) -> dict[str, Any]:
+def _abbreviate_db(db: dict[str, Any], style: str) -> dict[str, Any]:
+    def short(text: str) -> str:
+        return abbreviate_text(text, style)
+
     out = dict(db)
-    out["db_id"] = abbreviate_text(db["db_id"])
-    out["table_names"] = [abbreviate_text(t) for t in db["table_names"]]
-    out["table_names_original"] = [abbreviate_text(t) for t in db["table_names_original"]]
-    out["column_names"] = [[t, abbreviate_text(c)] for t, c in db["column_names"]]
-    out["column_names_original"] = [[t, abbreviate_text(c)] for t, c in db["column_names_original"]]
+    out["db_id"] = short(db["db_id"])
+    out["table_names"] = [short(t) for t in db["table_names"]]
+    out["table_names_original"] = [short(t) for t in db["table_names_original"]]
+    out["column_names"] = [[t, short(c)] for t, c in db["column_names"]]
+    out["column_names_original"] = [[t, short(c)] for t, c in db["column_names_original"]]
     return out
 
 
 def abbreviate_spider(
-    tables: Sequence[dict[str, Any]], questions: Sequence[dict[str, Any]] = ()
+    tables: Sequence[dict[str, Any]],
+    questions: Sequence[dict[str, Any]] = (),
+    style: str = "skeleton",
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """The abbreviated databases, and the questions with ``db_id`` and gold ids mapped.
 
@@ -96,7 +127,7 @@ def abbreviate_spider(
     db_map: dict[str, str] = {}
     taken_db: set[str] = set()
     for db in tables:
-        short = _abbreviate_db(db)
+        short = _abbreviate_db(db, style)
         # two databases whose names abbreviate alike stay apart
         base, n = short["db_id"], 2
         while short["db_id"].lower() in taken_db:
@@ -137,6 +168,7 @@ def write_abbreviated(
     questions: str | Path | None,
     out_catalog: str | Path,
     out_questions: str | Path | None,
+    style: str = "skeleton",
 ) -> tuple[int, int]:
     """Read a Spider ``tables.json`` (and questions: a Spider ``dev.json`` or JSONL),
     write their abbreviated copies; returns (databases, questions) written."""
@@ -146,7 +178,7 @@ def write_abbreviated(
     records = read_questions(questions, catalog) if questions is not None else []
     if records and out_questions is None:
         raise ConfigError("--questions given without --out-questions")
-    dbs, mapped = abbreviate_spider(tables, records)
+    dbs, mapped = abbreviate_spider(tables, records, style)
     try:
         Path(out_catalog).write_text(json.dumps(dbs, ensure_ascii=False), encoding="utf-8")
         if out_questions is not None and questions is not None:
