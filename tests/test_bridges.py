@@ -636,4 +636,27 @@ def test_bridges_start_from_the_questions_content_words() -> None:
         "names",
         "clients",
     ]
+    # light verbs say a relation, not a topic ("use" would read WordNet's role)
+    assert [raw for raw, _ in read_words("documents that use templates made by staff")] == [
+        "documents",
+        "templates",
+        "staff",
+    ]
     assert set(FUNCTION_WORDS).isdisjoint(STOP_WORDS)
+
+
+def test_a_light_verb_reads_no_noun_sense(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("LAYERSEARCH_WORDNET", raising=False)  # the shipped WordNet
+    idx = CoverageIndex(
+        _catalog({"docs": {"role": ["role_code"], "template": ["template_id"]}}),
+        ENTITY_BOOSTS,
+        bridges=True,
+    )
+    terms = {j: t for t, j in idx.vocab.items()}
+
+    def read(question: str) -> set[str]:
+        return {terms[j] for slot in idx.query_slots(question) for j, _ in slot}
+
+    # WordNet's noun "use" is a synonym of "role"; the verb of the question is not
+    assert "role" in read("the purpose of each template")
+    assert read("templates people use") == {"templat"}

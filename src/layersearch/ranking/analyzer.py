@@ -119,12 +119,14 @@ STOP_WORDS = frozenset(
     ]
 )
 
-# Closed-class words a question uses to quantify, determine or compare (English
-# grammar's determiners and quantifiers that are not already stop words, and the
-# adjectives SQL spells as keywords: "different", "distinct", "same", "only"). A
-# schema that uses one is matched on it as written (``most_popular_in``), but it
-# has no synonym in a schema: read through a vocabulary bridge, such a word reaches
-# look-alikes ("distinct" → ``dst``, "least" → *last*, "some" → *most*).
+# Words a question uses to quantify, determine, compare or relate rather than to name:
+# English grammar's determiners and quantifiers that are not already stop words, the
+# adjectives SQL spells as keywords ("different", "distinct", "same", "only"), and the
+# light verbs that say a relation ("documents that use templates", "makes", "took",
+# "get"). A schema that uses one is matched on it as written (``most_popular_in``,
+# ``Make``), but it has no synonym in a schema: read through a vocabulary bridge, such a
+# word reaches look-alikes ("distinct" → ``dst``, "least" → *last*, "some" → *most*,
+# "use" → ``role``, WordNet's noun sense).
 FUNCTION_WORDS = frozenset(
     [
         "another",
@@ -137,10 +139,19 @@ FUNCTION_WORDS = frozenset(
         "few",
         "fewer",
         "fewest",
+        "get",
+        "gets",
+        "getting",
+        "got",
+        "gotten",
         "half",
         "least",
         "less",
         "little",
+        "made",
+        "make",
+        "makes",
+        "making",
         "more",
         "most",
         "neither",
@@ -152,7 +163,16 @@ FUNCTION_WORDS = frozenset(
         "several",
         "some",
         "such",
+        "take",
+        "taken",
+        "takes",
+        "taking",
         "than",
+        "took",
+        "use",
+        "used",
+        "uses",
+        "using",
     ]
 )
 
