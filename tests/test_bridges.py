@@ -660,3 +660,21 @@ def test_a_light_verb_reads_no_noun_sense(monkeypatch: pytest.MonkeyPatch) -> No
     # WordNet's noun "use" is a synonym of "role"; the verb of the question is not
     assert "role" in read("the purpose of each template")
     assert read("templates people use") == {"templat"}
+
+
+def test_a_request_verb_reads_no_abbreviation(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LAYERSEARCH_WORDNET", "")
+    idx = CoverageIndex(
+        _catalog({"it": {"cmpt": ["cmpt_id", "rtrn"], "stdn": ["stdn_id", "name"]}}),
+        ENTITY_BOOSTS,
+        bridges=True,
+    )
+    terms = {j: t for t, j in idx.vocab.items()}
+
+    def read(question: str) -> set[str]:
+        return {terms[j] for slot in idx.query_slots(question) for j, _ in slot}
+
+    # "Compute the number of students": the request is not a computer
+    assert read("Compute the names of the students") == {"name", "stdn"}
+    # the same parts still read the words they shorten
+    assert {"cmpt", "rtrn"} <= read("computer returns")

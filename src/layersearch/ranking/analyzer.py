@@ -121,18 +121,22 @@ STOP_WORDS = frozenset(
 
 # Words a question uses to quantify, determine, compare or relate rather than to name:
 # English grammar's determiners and quantifiers that are not already stop words, the
-# adjectives SQL spells as keywords ("different", "distinct", "same", "only"), and the
+# adjectives SQL spells as keywords ("different", "distinct", "same", "only"), the
 # light verbs that say a relation ("documents that use templates", "makes", "took",
-# "get"). A schema that uses one is matched on it as written (``most_popular_in``,
-# ``Make``), but it has no synonym in a schema: read through a vocabulary bridge, such a
-# word reaches look-alikes ("distinct" → ``dst``, "least" → *last*, "some" → *most*,
-# "use" → ``role``, WordNet's noun sense).
+# "get"), and the request verbs that say what to do with the answer ("Return the
+# names", "Display", "Compute"; "show", "list", "find" are stop words). A schema that
+# uses one is matched on it as written (``most_popular_in``, ``Make``, ``returns``),
+# but it has no synonym in a schema: read through a vocabulary bridge, such a word
+# reaches look-alikes ("distinct" → ``dst``, "least" → *last*, "some" → *most*, "use"
+# → ``role``, WordNet's noun sense; "compute" → ``cmpt``, a computer).
 FUNCTION_WORDS = frozenset(
     [
         "another",
         "any",
         "both",
+        "compute",
         "different",
+        "display",
         "distinct",
         "either",
         "enough",
@@ -159,6 +163,10 @@ FUNCTION_WORDS = frozenset(
         "only",
         "other",
         "others",
+        "provide",
+        "report",
+        "retrieve",
+        "return",
         "same",
         "several",
         "some",
