@@ -25,6 +25,9 @@ def test_stemming_and_case() -> None:
 def test_query_drops_stop_words_and_dedupes() -> None:
     assert analyze_query("How many singers do we have? singers") == ["singer"]
     assert analyze("how many") == ["how", "mani"]
+    # a comparison's "than" is a stop word like "that": no query token of its own
+    assert analyze_query("stadiums with more than 100 seats") == ["stadium", "more", "100", "seat"]
+    assert [w for w, _ in query_words("older than 20")] == ["older"]
 
 
 def test_hostile_strings_give_tokens_or_nothing() -> None:
