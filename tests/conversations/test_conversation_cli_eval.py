@@ -62,7 +62,20 @@ def test_eval_json_keys_on_a_small_locomo_file() -> None:
     assert data["questions"] == 3
     assert set(data["channel_sets"]) == {"fulltext", "vector", "fulltext+vector"}
     assert 0.0 <= data["evidence_recall@10"] <= 1.0
+    # the bounds: the oracle choice of a set per question is at least every set; the
+    # union of the single channels' top ks holds at least what each of them holds
+    best, union = data["best_of_sets"], data["channel_union"]
+    assert best["sets"] == ["fulltext", "vector", "fulltext+vector"]
+    assert union["channels"] == ["fulltext", "vector"] and "mrr" not in union
+    for key in ("recall_any@5", "recall_all@10", "evidence_recall@20"):
+        assert best[key] >= max(r[key] for r in data["channel_sets"].values())
+        assert union[key] >= max(data["channel_sets"][s][key] for s in ("fulltext", "vector"))
+    assert sum(c["questions"] for c in union["per_category"].values()) == 3
     code, out = run("eval", "conversations", "--locomo", locomo, "--channels", "fulltext", "--json")
     assert code == 0 and set(json.loads(out)["channel_sets"]) == {"fulltext"}
+    assert json.loads(out)["best_of_sets"] is None and json.loads(out)["channel_union"] is None
+    code, out = run("--embedder", "fake", "eval", "conversations", "--locomo", locomo)
+    assert code == 0 and "| best of the sets (oracle) |" in out
+    assert "| fulltext ∪ vector, top k each |" in out
     code, out = run("eval", "conversations", "--locomo", locomo, "--channels", "bm25")
     assert code == 2 and "unknown channel set" in out

@@ -10,9 +10,12 @@ import pytest
 from click.testing import CliRunner
 
 from layersearch.cli import main
+from layersearch.corpora.conversations.locomo import LocomoQuestion
 from layersearch.errors import ConfigError
 from layersearch.eval.conversations import (
     METRIC_KEYS,
+    best_of_sets,
+    channel_union,
     parse_conversations,
     score_question,
     summarise,
@@ -59,6 +62,36 @@ def test_summarise_macro_averages() -> None:
     assert out["evidence_recall@10"] == round((1 + 0 + 0.5) / 3, 4)
     assert out["mrr"] == round((1 / 3 + 0 + 1 / 3) / 3, 4)
     assert summarise([]) == {"questions": 0, **dict.fromkeys(METRIC_KEYS)}
+
+
+def _q(evidence: tuple[str, ...], category: int = 1) -> LocomoQuestion:
+    return LocomoQuestion("c", "q?", "a", evidence, category)
+
+
+def test_channel_union_holds_what_either_channel_holds() -> None:
+    questions = [_q(("D1:3", "D2:1")), _q(("D9:9",), 2)]
+    full = [RANKED, RANKED]
+    other = [["D2:1", *[f"Y{i}" for i in range(19)]], ["D9:9"]]
+    union = channel_union(questions, {"fulltext": full, "vector": other})
+    assert union is not None and union["channels"] == ["fulltext", "vector"]
+    # q1: D1:3 (full text, 3rd) and D2:1 (vector, 1st) both in the top 5s; q2: vector 1st
+    assert union["recall_all@5"] == 1.0 and union["recall_any@5"] == 1.0
+    assert union["per_category"]["1"]["evidence_recall@5"] == 1.0
+    # each channel alone holds less: full text finds neither of q2, vector only half of q1
+    assert score_question(RANKED, ["D9:9"])["recall_any@20"] == 0.0
+    assert channel_union(questions, {"fulltext": full}) is None
+    assert channel_union(questions, {"fulltext": full, "fulltext+vector": full}) is None
+
+
+def test_best_of_sets_takes_each_questions_best_set() -> None:
+    questions = [_q(("D1:3",)), _q(("D9:9",))]
+    one = [RANKED, RANKED]  # q1: rank 3 (MRR 1/3); q2: missed
+    two = [["D1:3"], ["X1", "D9:9"]]  # q1: rank 1; q2: rank 2
+    best = best_of_sets(questions, {"a": one, "b": two})
+    assert best is not None and best["sets"] == ["a", "b"] and best["questions"] == 2
+    assert best["mrr"] == round((1.0 + 0.5) / 2, 4)
+    assert best["recall_any@5"] == 1.0
+    assert best_of_sets(questions, {"a": one}) is None
 
 
 def test_parse_conversations() -> None:

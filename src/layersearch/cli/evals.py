@@ -437,6 +437,17 @@ def _print_locomo(result: dict[str, Any]) -> None:
     click.echo("|---" * (len(columns) + 1) + "|")
     for name, r in result["channel_sets"].items():
         click.echo(f"| {name} | " + " | ".join(f"{r[c]:.3f}" for c in columns) + " |")
+    bounds = (
+        ("best of the sets (oracle)", result.get("best_of_sets")),
+        ("fulltext ∪ vector, top k each", result.get("channel_union")),
+    )
+    for label, r in bounds:
+        if r is not None:
+            click.echo(
+                f"| {label} | "
+                + " | ".join(f"{r[c]:.3f}" if c in r else "—" for c in columns)
+                + " |"
+            )
     top = result["channel_sets"].get(result["channel_set"])
     if top:
         click.echo(f"\nper category ({result['channel_set']}):")

@@ -26,7 +26,9 @@ from pathlib import Path
 from typing import Any
 
 from layersearch.corpora.conversations.locomo import (
+    ImportResult,
     LocomoQuestion,
+    LocomoQuestions,
     import_locomo,
     read_locomo_questions,
 )
@@ -48,6 +50,8 @@ __all__ = [
     "DEFAULT_SET",
     "KS",
     "METRIC_KEYS",
+    "best_of_sets",
+    "channel_union",
     "evaluate_locomo",
     "parse_channel_sets",
     "parse_config",
@@ -195,16 +199,7 @@ def evaluate_locomo(
     parse_channel_sets(",".join(sets))
     found = read_locomo_questions(path)
     imported = import_locomo(path)
-    available = [c.id for c in imported.conversations]
-    chosen = parse_conversations(conversations, available)
-    if len(chosen) < len(available):
-        keep = set(chosen)
-        imported.conversations[:] = [c for c in imported.conversations if c.id in keep]
-        questions = [q for q in found.questions if q.conversation_id in keep]
-    else:
-        questions = list(found.questions)
-    if not questions:
-        raise ConfigError(f"{path}: no LoCoMo questions with evidence found")
+    questions = _chosen(path, imported, found, conversations)
     tmp: tempfile.TemporaryDirectory[str] | None = None
     if store_dir is None:
         tmp = tempfile.TemporaryDirectory(prefix="layersearch-locomo-")
@@ -228,10 +223,12 @@ def evaluate_locomo(
         needs_vectors = any("vector" in CHANNEL_SETS[s] for s in sets)
         if needs_vectors:
             sets = _embedded_sets(service, sets, embedder is not None, progress, warnings)
-        results = {
-            name: _run_set(service, questions, CHANNEL_SETS[name], name, progress, details)
-            for name in sets
-        }
+        rankings: dict[str, list[list[str]]] = {}
+        results = {}
+        for name in sets:
+            results[name], rankings[name] = _run_set(
+                service, questions, CHANNEL_SETS[name], name, progress, details
+            )
     finally:
         if tmp is not None:
             tmp.cleanup()
@@ -246,10 +243,86 @@ def evaluate_locomo(
     for key in METRIC_KEYS:
         out[key] = top[key] if top else None
     out["channel_sets"] = results
+    out["best_of_sets"] = best_of_sets(questions, rankings)
+    out["channel_union"] = channel_union(questions, rankings)
     out["warnings"] = warnings
     if facts is not None:
         out["facts"] = facts.model_dump()
     return out
+
+
+def _chosen(
+    path: str | Path,
+    imported: ImportResult,
+    found: LocomoQuestions,
+    conversations: str | Sequence[str] | None,
+) -> list[LocomoQuestion]:
+    """The questions of the chosen conversations; the other conversations are dropped
+    from ``imported``. No question with evidence is a ConfigError."""
+    available = [c.id for c in imported.conversations]
+    chosen = parse_conversations(conversations, available)
+    if len(chosen) < len(available):
+        keep = set(chosen)
+        imported.conversations[:] = [c for c in imported.conversations if c.id in keep]
+        questions = [q for q in found.questions if q.conversation_id in keep]
+    else:
+        questions = list(found.questions)
+    if not questions:
+        raise ConfigError(f"{path}: no LoCoMo questions with evidence found")
+    return questions
+
+
+def best_of_sets(
+    questions: Sequence[LocomoQuestion], rankings: dict[str, list[list[str]]]
+) -> dict[str, Any] | None:
+    """Per question the best of the channel sets on each metric (an oracle choosing a set
+    per question with the labels), averaged: what choosing among these sets' lists could
+    reach at most. None for fewer than two sets."""
+    if len(rankings) < 2:
+        return None
+    per_question = []
+    for i, q in enumerate(questions):
+        scored = [score_question(ranked[i], q.evidence) for ranked in rankings.values()]
+        per_question.append({key: max(s[key] for s in scored) for key in METRIC_KEYS})
+    return {"sets": list(rankings), **summarise(per_question)}
+
+
+def channel_union(
+    questions: Sequence[LocomoQuestion], rankings: dict[str, list[list[str]]]
+) -> dict[str, Any] | None:
+    """What the channels hold between them: per question, each recall at k of the union
+    of the single channels' top k (up to k turns per channel), averaged overall and per
+    category. A fused top k holds at most what the channels' top ks hold unless fusion
+    lifts a turn from below every channel's k; it says how far fusion is from what its
+    inputs offer. None unless full text and vector both ran alone."""
+    singles = [s for s in ("fulltext", "vector") if s in rankings]
+    if len(singles) < 2:
+        return None
+    every: list[dict[str, float]] = []
+    per_cat: dict[str, list[dict[str, float]]] = {}
+    for i, q in enumerate(questions):
+        scores: dict[str, float] = {}
+        for k in KS:
+            held = list(dict.fromkeys(t for s in singles for t in rankings[s][i][:k]))
+            depth = max(1, len(held))
+            scores[f"evidence_recall@{k}"] = recall_at_k(held, q.evidence, depth)
+            scores[f"recall_any@{k}"] = float(any_found_at_k(held, q.evidence, depth))
+            scores[f"recall_all@{k}"] = float(all_found_at_k(held, q.evidence, depth))
+        every.append(scores)
+        per_cat.setdefault(str(q.category), []).append(scores)
+    keys = [key for key in METRIC_KEYS if key != "mrr"]
+
+    def mean(rows: Sequence[dict[str, float]]) -> dict[str, Any]:
+        return {
+            "questions": len(rows),
+            **{k: round(sum(r[k] for r in rows) / len(rows), 4) for k in keys},
+        }
+
+    return {
+        "channels": singles,
+        **mean(every),
+        "per_category": {k: mean(v) for k, v in sorted(per_cat.items())},
+    }
 
 
 def _embedded_sets(
@@ -281,8 +354,11 @@ def _run_set(
     name: str,
     progress: Callable[[str, int, int], None] | None,
     details: Callable[[dict[str, Any]], None] | None,
-) -> dict[str, Any]:
+) -> tuple[dict[str, Any], list[list[str]]]:
+    """The set's metrics (overall, per conversation, per category) and each question's
+    ranked turn ids, in question order."""
     every: list[dict[str, float]] = []
+    rankings: list[list[str]] = []
     per_conv: dict[str, list[dict[str, float]]] = {}
     per_cat: dict[str, list[dict[str, float]]] = {}
     for i, q in enumerate(questions, start=1):
@@ -290,6 +366,7 @@ def _run_set(
             q.question, RANK_DEPTH, conversation_id=q.conversation_id, channels=channels
         )
         ranked = [h.turn_id or h.message_id for h in res.hits]
+        rankings.append(ranked)
         scores = score_question(ranked, q.evidence)
         every.append(scores)
         per_conv.setdefault(q.conversation_id, []).append(scores)
@@ -315,4 +392,4 @@ def _run_set(
         **summarise(every),
         "per_conversation": {k: summarise(v) for k, v in sorted(per_conv.items())},
         "per_category": {k: summarise(v) for k, v in sorted(per_cat.items())},
-    }
+    }, rankings
