@@ -15,6 +15,7 @@ from layersearch.eval.metrics import METRIC_KEYS
 from layersearch.eval.schema_linking import (
     ChannelSetResult,
     best_of_sets,
+    channel_union,
     parse_channel_sets,
     plot_recall,
     ranked_links,
@@ -325,3 +326,35 @@ def test_best_of_sets_takes_each_questions_better_set() -> None:
     assert best["column_recall@10"] == pytest.approx(1.0)
     assert first.metrics["column_recall@10"] == pytest.approx(0.5)
     assert best_of_sets([first]) is None
+
+
+def test_channel_union_counts_what_either_channel_holds_at_k() -> None:
+    from layersearch.eval.metrics import aggregate
+
+    def row(tables: list[str], columns: list[str]) -> dict[str, Any]:
+        return {
+            "gold_tables": ["db.a", "db.b"],
+            "gold_columns": ["db.a.x", "db.b.y"],
+            "ranked_tables": tables,
+            "ranked_columns": columns,
+        }
+
+    deep = ["db.z1", "db.z2", "db.z3", "db.z4", "db.z5"]
+    full = [row(["db.a", *deep], ["db.a.x"]), row(deep + ["db.b"], [])]
+    vec = [row(["DB.B", "db.a"], ["db.b.y"]), row([], ["db.b.y"])]
+    runs = [
+        ChannelSetResult(["fulltext"], aggregate(full), full),
+        ChannelSetResult(["vector"], aggregate(vec), vec),
+    ]
+    union = channel_union(runs)
+    assert union is not None and union["questions"] == 2
+    # q1: a from full text and b from vector (case-insensitive) at 1; q2: b at 6, beyond 5
+    assert union["table_recall@1"] == pytest.approx((1.0 + 0.0) / 2)
+    assert union["table_recall@5"] == pytest.approx((1.0 + 0.0) / 2)
+    assert union["table_recall@10"] == pytest.approx((1.0 + 0.5) / 2)
+    assert union["column_recall@5"] == pytest.approx((1.0 + 0.5) / 2)
+    for key in ("table_recall@5", "column_recall@10"):
+        assert union[key] >= max(r.metrics[key] or 0 for r in runs)
+    assert channel_union(runs[:1]) is None
+    fused = ChannelSetResult(["fulltext", "vector"], aggregate(vec), vec)
+    assert channel_union([runs[0], fused]) is None

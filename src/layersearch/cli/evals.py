@@ -104,6 +104,7 @@ def eval_schema_linking(
     """Table and column recall of search on labelled questions."""
     from layersearch.eval.schema_linking import (
         best_of_sets,
+        channel_union,
         parse_channel_sets,
         plot_recall,
         read_questions,
@@ -123,16 +124,19 @@ def eval_schema_linking(
         write_details(results, details_path)
     if plot_path:
         plot_recall(results, plot_path, title=f"{Path(catalog_path).name}, {mode} mode")
-    best = best_of_sets(results)
+    best, union = best_of_sets(results), channel_union(results)
     if as_json:
         if len(results) == 1:
             emit_json({**results[0].summary(), "mode": mode})
         else:
-            emit_json({"mode": mode, "runs": [r.summary() for r in results], "best_of_sets": best})
+            runs = [r.summary() for r in results]
+            emit_json({"mode": mode, "runs": runs, "best_of_sets": best, "channel_union": union})
         return
     _print_eval(results, mode)
     if best is not None:
         print_metrics(f"best of {len(results)} sets", best)
+    if union is not None:
+        print_metrics("fulltext ∪ vector, top k each", union)
 
 
 @eval_group.command("examples")

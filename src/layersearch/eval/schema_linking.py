@@ -29,7 +29,13 @@ from pathlib import Path
 from typing import Any
 
 from layersearch.errors import ConfigError
-from layersearch.eval.metrics import METRIC_KEYS, aggregate
+from layersearch.eval.metrics import (
+    COLUMN_RECALL_KS,
+    METRIC_KEYS,
+    TABLE_RECALL_KS,
+    aggregate,
+    recall_at_k,
+)
 from layersearch.types import CHANNELS, SearchRequest
 
 __all__ = [
@@ -45,6 +51,7 @@ __all__ = [
     "write_details",
     "plot_recall",
     "best_of_sets",
+    "channel_union",
 ]
 
 log = logging.getLogger("layersearch.eval.schema_linking")
@@ -287,6 +294,29 @@ def best_of_sets(results: Sequence[ChannelSetResult]) -> dict[str, float | int |
             if ms[0][key] is not None
         ]
         out[key] = sum(best) / len(best) if best else None
+    return out
+
+
+def channel_union(results: Sequence[ChannelSetResult]) -> dict[str, float | int | None] | None:
+    """What the full-text and vector channels hold between them: per question, table
+    recall at k of the union of the two runs' top k tables (up to 2k), and column recall
+    at k likewise, averaged as :func:`aggregate` averages. A fused top k holds more only
+    by lifting an entity from below both channels' k. None unless ``fulltext`` and
+    ``vector`` each ran alone."""
+    alone = {tuple(r.channels): r for r in results}
+    pair = [alone.get(("fulltext",)), alone.get(("vector",))]
+    if pair[0] is None or pair[1] is None:
+        return None
+    rows = list(zip(pair[0].details, pair[1].details, strict=True))
+    out: dict[str, float | int | None] = {"questions": len(rows)}
+    for kind, ks in (("table", TABLE_RECALL_KS), ("column", COLUMN_RECALL_KS)):
+        scored = [(a, b) for a, b in rows if a[f"gold_{kind}s"]]
+        for k in ks:
+            values = []
+            for a, b in scored:
+                held = a[f"ranked_{kind}s"][:k] + b[f"ranked_{kind}s"][:k]
+                values.append(recall_at_k(held, a[f"gold_{kind}s"], max(1, len(held))))
+            out[f"{kind}_recall@{k}"] = sum(values) / len(values) if values else None
     return out
 
 
