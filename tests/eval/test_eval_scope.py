@@ -284,5 +284,39 @@ def test_the_table_says_scope_all_was_not_measured(
         main, ["eval", "scope", "--locomo", str(shared_data() / "locomo"), "--limit", "4"]
     )
     assert res.exit_code == 0, res.output
-    assert "| overall | 4 |" in res.stdout and res.stdout.rstrip().endswith("| n/a |")
+    overall = next(line for line in res.stdout.splitlines() if line.startswith("| overall |"))
+    assert overall.startswith("| overall | 4 |") and overall.endswith("| n/a | n/a |")
     assert "scope=all not measured: search does not take scope yet" in res.stderr
+
+
+def test_the_best_split_gives_the_places_where_the_gold_is() -> None:
+    from layersearch.eval.scope import best_split
+
+    gold = {"semantic": {"a", "b"}, "memory": {"memory:3"}, "vault": {"vault:N"}}
+    lists = {
+        "semantic": ["a", "x1", "x2", "b"],
+        "memory": ["memory:1", "memory:2", "memory:3"],
+        "conversation": ["conversation:c:1"],
+        "vault": ["vault:N"],
+    }
+    # ten places hold everything: 4 + 3 + 1; the conversation list gets none
+    full = best_split(gold, lists)
+    assert full["recall"] == 1.0 and full["places"] == {"semantic": 4, "memory": 3, "vault": 1}
+    # five places: the vault note (1 place) and "a" (1) first; "b" needs 4, memory:3 needs 3
+    five = best_split(gold, lists, places=5)
+    assert five["recall"] == 0.75 and five["missing"] == ["memory:3"]
+    assert five["places"] == {"semantic": 4, "vault": 1}
+    two = best_split(gold, lists, places=2)
+    assert two["recall"] == 0.5 and two["places"] == {"semantic": 1, "vault": 1}
+    # a repeated key counts once; a source with no list gets no place
+    assert best_split({"semantic": {"a"}}, {"semantic": ["a", "a"]}, places=1)["recall"] == 1.0
+    assert best_split({"vault": {"vault:N"}}, {}, places=3)["places"] == {}
+
+
+def test_the_best_split_is_reported_beside_scope_all(tmp_path: Path) -> None:
+    out, rows = _scope_json(tmp_path, "--limit", "4")
+    split = out["best_split"]
+    assert set(split["per_source"]) == set(SOURCES) and 0.0 <= split["recall@10"] <= 1.0
+    for r in rows:
+        assert sum(r["best_split"]["places"].values()) <= 10
+        assert r["best_split"]["recall"] >= 0.0

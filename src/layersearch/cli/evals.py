@@ -578,20 +578,23 @@ def _print_scope(result: dict[str, Any]) -> None:
         f"{counts['conversations']} conversations, {counts['vault_notes']} vault notes; "
         f"dense: {result['embedder']}"
     )
-    base, scoped = result["baseline"], result["scope_all"]
-    click.echo("| source | queries | baseline recall@10 | scope=all recall@10 |")
-    click.echo("|---|---|---|---|")
+    base, scoped, split = result["baseline"], result["scope_all"], result.get("best_split")
+    click.echo("| source | queries | baseline | scope=all | best split (oracle) |")
+    click.echo("|---|---|---|---|---|")
 
-    def cell(value: float | None) -> str:
+    def cell(run: dict[str, Any] | None, source: str | None = None) -> str:
+        if run is None:
+            return "n/a"
+        value = run["recall@10"] if source is None else run["per_source"][source]["recall@10"]
         return "n/a" if value is None else f"{value:.3f}"
 
     for source, row in base["per_source"].items():
-        other = scoped["per_source"][source]["recall@10"] if scoped else None
-        click.echo(f"| {source} | {row['queries']} | {cell(row['recall@10'])} | {cell(other)} |")
-    click.echo(
-        f"| overall | {result['queries']} | {cell(base['recall@10'])} | "
-        f"{cell(scoped['recall@10'] if scoped else None)} |"
-    )
+        click.echo(
+            f"| {source} | {row['queries']} | {cell(base, source)} | {cell(scoped, source)} "
+            f"| {cell(split, source)} |"
+        )
+    click.echo(f"| overall | {result['queries']} | {cell(base)} | {cell(scoped)} | {cell(split)} |")
+    click.echo("(recall@10; the baseline reads up to 30 items, the others 10)")
     if result["scope_unsupported"]:
         click.echo(f"scope=all not measured: {result['scope_unsupported']}", err=True)
     for w in result["warnings"]:

@@ -24,6 +24,11 @@ Two runs are scored with recall@10, per source and overall (macro over queries):
 - ``scope_all``: ``search(question=…, scope="all", max_results=10)``. When the
   installed search does not take ``scope`` yet, the run is reported as
   unsupported, with the reason, and only the baseline is scored.
+
+Beside them, ``best_split`` (with ``scope_all``): per query, the ten places split
+among the best single-source calls' own top 10s so as to hold the most relevant
+items, chosen with the labels (:func:`best_split`); what ten places drawn from the
+tops of those lists could hold at most. A diagnostic, never a ranking input.
 """
 
 from __future__ import annotations
@@ -54,6 +59,7 @@ __all__ = [
     "SOURCES",
     "MixedStore",
     "ScopeQuery",
+    "best_split",
     "build_mixed_store",
     "default_locomo",
     "evaluate_scope",
@@ -62,6 +68,7 @@ __all__ = [
     "read_scope_queries",
     "run_baseline",
     "run_scope_all",
+    "run_single_sources",
     "score",
     "scope_supported",
     "select_half",
@@ -378,6 +385,61 @@ def run_scope_all(ls: Layersearch, question: str) -> list[str]:
     return [_hit_key(h) for h in res.results]
 
 
+def run_single_sources(ls: Layersearch, question: str) -> dict[str, list[str]]:
+    """Each source's own top :data:`DEPTH` as keys, from ``search`` scoped to it (the
+    best single-source call): entities (``scope="semantic"``, up to :data:`DEPTH` of
+    them), memories, conversation messages, vault notes. A source with nothing loaded
+    has an empty list."""
+    found = ls.search(
+        question=question, scope="semantic", max_results=2 * DEPTH, max_per_source=DEPTH
+    )
+    out = {"semantic": [_hit_key(h) for h in found.results if h.source == "semantic"]}
+    for source, scope in (("memory", "memory"), ("conversation", "conversations")):
+        out[source] = _scoped_keys(ls, question, scope)
+    out["vault"] = _scoped_keys(ls, question, "vault")
+    return out
+
+
+def _scoped_keys(ls: Layersearch, question: str, scope: str) -> list[str]:
+    try:
+        res = ls.search(question=question, scope=scope, max_results=DEPTH)
+    except NotFound:  # nothing of this corpus in the store
+        return []
+    return [_hit_key(h) for h in res.results]
+
+
+def best_split(
+    gold: Mapping[str, set[str]], lists: Mapping[str, Sequence[str]], places: int = DEPTH
+) -> dict[str, Any]:
+    """The split of ``places`` among the sources' lists (each source's top n, the ns
+    summing to at most ``places``) that holds the most of ``gold``, chosen with the
+    labels: what a fused list of ``places`` drawn from the tops of these lists could
+    hold at most. Scored as :func:`score`, with ``places`` per source. Among splits
+    holding as much, the one using fewer places, then the one giving more places to the
+    earlier sources of :data:`SOURCES`."""
+    wanted = set().union(*gold.values()) if gold else set()
+    # best[c]: (gold held, places per source) using c places over the sources so far
+    best: dict[int, tuple[int, tuple[int, ...]]] = {0: (0, ())}
+    for source in SOURCES:
+        ranked = list(dict.fromkeys(lists.get(source, ())))[:places]
+        held = [0]
+        for key in ranked:
+            held.append(held[-1] + (key in wanted))
+        nxt: dict[int, tuple[int, tuple[int, ...]]] = {}
+        for used, (got, split) in sorted(best.items()):
+            for n in range(min(len(ranked), places - used) + 1):
+                cand = (got + held[n], (*split, n))
+                # the same places used: the suffix of the remaining sources is the same,
+                # so the larger (gold held, split) here stays the larger at the end
+                if used + n not in nxt or cand > nxt[used + n]:
+                    nxt[used + n] = cand
+        best = nxt
+    _used, (_got, split) = max(best.items(), key=lambda kv: (kv[1][0], -kv[0], kv[1][1]))
+    taken = dict(zip(SOURCES, split, strict=True))
+    found = [k for s in SOURCES for k in list(dict.fromkeys(lists.get(s, ())))[: taken[s]]]
+    return {**score(gold, found), "places": {s: n for s, n in taken.items() if n}}
+
+
 def _hit_key(hit: Any) -> str:
     source = getattr(hit, "source", None)
     if source == "conversation":
@@ -433,6 +495,7 @@ def _score_query(
         "baseline": {**score(gold, union), "tools": tools},
     }
     if scope:
+        record["best_split"] = best_split(gold, run_single_sources(ls, q.query))
         ranked = run_scope_all(ls, q.query)
         scored = score(gold, ranked)
         record["scope_all"] = {
@@ -535,11 +598,13 @@ def evaluate_scope(
             warnings.append(f"scope=all not run: {unsupported}; baseline only")
         base_scores: list[dict[str, Any]] = []
         scope_scores: list[dict[str, Any]] = []
+        split_scores: list[dict[str, Any]] = []
         for i, q in enumerate(items, start=1):
             record = _score_query(ls, q, store, warnings, scope=not unsupported)
             base_scores.append(record["baseline"])
             if "scope_all" in record:
                 scope_scores.append(record["scope_all"])
+                split_scores.append(record["best_split"])
             if details is not None:
                 details(record)
             if progress is not None:
@@ -551,6 +616,7 @@ def evaluate_scope(
         "embedder": model,
         "baseline": _summarise(base_scores),
         "scope_all": _summarise(scope_scores) if scope_scores else None,
+        "best_split": _summarise(split_scores) if split_scores else None,
         "scope_unsupported": unsupported,
         "warnings": warnings,
     }
