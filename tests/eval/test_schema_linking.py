@@ -295,6 +295,17 @@ def test_cli_json_has_the_contract_keys(spider_files: tuple[Path, Path], tmp_pat
         assert both["best_of_sets"][key] >= max(r[key] for r in both["runs"])
     text = CliRunner().invoke(main, [*args, "--channels", "fulltext", "--channels", "bm25"])
     assert text.exit_code == 0 and "best of 2 sets" in text.stdout
+    assert "fulltext ∪ vector" not in text.stdout and both["channel_union"] is None
+    # with the vector channel alone beside full text, the union of their top ks too
+    pair = ["--embedder", "fake", *args, "--channels", "fulltext", "--channels", "vector"]
+    res = CliRunner().invoke(main, [*pair, "--json"])
+    assert res.exit_code == 0, res.output
+    union = json.loads(res.stdout)["channel_union"]
+    assert union["questions"] == 2 and union["table_recall@5"] >= max(
+        r["table_recall@5"] for r in json.loads(res.stdout)["runs"]
+    )
+    text = CliRunner().invoke(main, pair)
+    assert text.exit_code == 0 and "fulltext ∪ vector" in text.stdout
 
 
 def test_best_of_sets_takes_each_questions_better_set() -> None:

@@ -136,7 +136,7 @@ def eval_schema_linking(
     if best is not None:
         print_metrics(f"best of {len(results)} sets", best)
     if union is not None:
-        print_metrics("fulltext ∪ vector, top k each", union)
+        print_metrics("fulltext ∪ vector", union)
 
 
 @eval_group.command("examples")
