@@ -204,3 +204,12 @@ def test_halves() -> None:
     assert select_half(qs, None) == qs
     with pytest.raises(ConfigError, match="half 'C'"):
         select_half(qs, "C")
+
+
+def test_the_command_offers_every_style() -> None:
+    # the CLI spells the styles out (importing the module at start-up costs the CLI);
+    # they must stay the module's
+    from layersearch.cli.evals import eval_abbreviate_catalog
+
+    (option,) = [p for p in eval_abbreviate_catalog.params if p.name == "style"]
+    assert tuple(option.type.choices) == STYLES  # type: ignore[attr-defined]

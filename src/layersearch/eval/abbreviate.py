@@ -67,6 +67,8 @@ _WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+")
 STYLES = ("skeleton", "truncate", "short", "mixed")
 #: ``short`` cuts the skeleton to this many letters.
 SHORT_CUT = 3
+#: the styles ``mixed`` chooses among, by a word's CRC-32
+_MIXED = STYLES[:3]
 
 
 def abbreviate_word(word: str, style: str = "skeleton") -> str:
@@ -76,7 +78,7 @@ def abbreviate_word(word: str, style: str = "skeleton") -> str:
     if len(word) <= KEEP_UP_TO or not word.isalpha() or not word.isascii():
         return word
     if style == "mixed":
-        style = STYLES[zlib.crc32(word.lower().encode()) % 3]
+        style = _MIXED[zlib.crc32(word.lower().encode()) % len(_MIXED)]
     if style == "truncate":
         return word[:CUT_TO]
     cut = SHORT_CUT if style == "short" else CUT_TO

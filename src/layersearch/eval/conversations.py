@@ -165,11 +165,14 @@ def score_question(ranked: Sequence[str], evidence: Sequence[str]) -> dict[str, 
     return scores
 
 
-def summarise(per_question: Sequence[dict[str, float]]) -> dict[str, Any]:
-    """``questions`` and the mean of each metric (rounded to 4 places; None for none)."""
+def summarise(
+    per_question: Sequence[dict[str, float]], keys: Sequence[str] = METRIC_KEYS
+) -> dict[str, Any]:
+    """``questions`` and the mean of each metric of ``keys`` (rounded to 4 places; None
+    for none)."""
     n = len(per_question)
     out: dict[str, Any] = {"questions": n}
-    for key in METRIC_KEYS:
+    for key in keys:
         out[key] = round(sum(q[key] for q in per_question) / n, 4) if n else None
     return out
 
@@ -311,17 +314,10 @@ def channel_union(
         every.append(scores)
         per_cat.setdefault(str(q.category), []).append(scores)
     keys = [key for key in METRIC_KEYS if key != "mrr"]
-
-    def mean(rows: Sequence[dict[str, float]]) -> dict[str, Any]:
-        return {
-            "questions": len(rows),
-            **{k: round(sum(r[k] for r in rows) / len(rows), 4) for k in keys},
-        }
-
     return {
         "channels": singles,
-        **mean(every),
-        "per_category": {k: mean(v) for k, v in sorted(per_cat.items())},
+        **summarise(every, keys),
+        "per_category": {k: summarise(v, keys) for k, v in sorted(per_cat.items())},
     }
 
 

@@ -394,9 +394,12 @@ def run_single_sources(ls: Layersearch, question: str) -> dict[str, list[str]]:
         question=question, scope="semantic", max_results=2 * DEPTH, max_per_source=DEPTH
     )
     out = {"semantic": [_hit_key(h) for h in found.results if h.source == "semantic"]}
-    for source, scope in (("memory", "memory"), ("conversation", "conversations")):
+    for source, scope in (
+        ("memory", "memory"),
+        ("conversation", "conversations"),
+        ("vault", "vault"),
+    ):
         out[source] = _scoped_keys(ls, question, scope)
-    out["vault"] = _scoped_keys(ls, question, "vault")
     return out
 
 
@@ -418,10 +421,11 @@ def best_split(
     holding as much, the one using fewer places, then the one giving more places to the
     earlier sources of :data:`SOURCES`."""
     wanted = set().union(*gold.values()) if gold else set()
+    tops = {s: list(dict.fromkeys(lists.get(s, ())))[:places] for s in SOURCES}
     # best[c]: (gold held, places per source) using c places over the sources so far
     best: dict[int, tuple[int, tuple[int, ...]]] = {0: (0, ())}
     for source in SOURCES:
-        ranked = list(dict.fromkeys(lists.get(source, ())))[:places]
+        ranked = tops[source]
         held = [0]
         for key in ranked:
             held.append(held[-1] + (key in wanted))
@@ -436,7 +440,7 @@ def best_split(
         best = nxt
     _used, (_got, split) = max(best.items(), key=lambda kv: (kv[1][0], -kv[0], kv[1][1]))
     taken = dict(zip(SOURCES, split, strict=True))
-    found = [k for s in SOURCES for k in list(dict.fromkeys(lists.get(s, ())))[: taken[s]]]
+    found = [k for s in SOURCES for k in tops[s][: taken[s]]]
     return {**score(gold, found), "places": {s: n for s, n in taken.items() if n}}
 
 
