@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -226,6 +227,106 @@ def test_entities_the_best_memory_is_tagged_with_come_first(tmp_path: Path) -> N
         # scope=semantic stays the entity search's own list
         scoped = ls.search(question=question, scope="semantic", max_results=40)
         assert [h.id for h in scoped.results] == plain
+
+
+def _lists(
+    ls: Layersearch, entities: list[str], memories: list[str], notes: tuple[str, ...] = ()
+) -> dict[str, Any]:
+    """Hand-made source lists for :meth:`ScopeService._tagged_first`."""
+    from layersearch.corpora.scope import _Ranked
+
+    corpus = ls.corpus()
+
+    def hits(ids: list[str], source: str) -> list[Hit]:
+        return [corpus.hit(i, 1.0, compact=True).model_copy(update={"source": source}) for i in ids]
+
+    vault = [Hit(kind="vault", id=f"vault:{n}", score=1.0, source="vault", slug=n) for n in notes]
+    ranked = {
+        "semantic": _Ranked(hits=hits(entities, "semantic")),
+        "memory": _Ranked(hits=hits(memories, "memory")),
+    }
+    if notes:
+        ranked["vault"] = _Ranked(hits=vault)
+    return ranked
+
+
+def test_a_memory_reading_the_question_better_brings_its_entities(tmp_path: Path) -> None:
+    from layersearch.types import SearchRequest
+
+    with Layersearch(tmp_path / "s.duckdb") as ls:
+        ls.load(MINI)
+        ls.vault.index(VAULT)
+        (memory,) = ls.save_memories(
+            [
+                {
+                    "learning": "Merchants who left a salaried job to start a business are "
+                    "first-time sellers",
+                    "entities": ["shop.stores.opened_at", "crm.deals.amount", "shop.orders"],
+                }
+            ]
+        )
+        question = "merchants who left a salaried job to start a business"
+        given = ["shop.orders.customer_id", "shop.orders"]
+
+        def lifted(**kw: object) -> list[str]:
+            req = SearchRequest(question=question, scope="all", **kw)
+            out = ls.scope._tagged_first(_lists(ls, given, [memory.id]), req)
+            ids = [h.id for h in out.hits]
+            assert out.lifted == set(ids[: len(out.lifted)]) - {"shop.orders.customer_id"}
+            return ids
+
+        # the memory holds the whole question, the entity list none of it: the entities the
+        # memory is tagged with that the entity search did not return join, after the
+        # tagged one it did return, the rest keep their order
+        assert lifted() == [
+            "shop.orders",
+            "shop.stores.opened_at",
+            "crm.deals.amount",
+            "shop.orders.customer_id",
+        ]
+        # only those of the asked datasource; none under a cypher filter
+        assert lifted(datasource="shop")[:2] == ["shop.orders", "shop.stores.opened_at"]
+        assert "crm.deals.amount" not in lifted(datasource="shop")
+        cypher = "MATCH (n) WHERE n.id STARTS WITH 'shop' RETURN n"
+        assert lifted(cypher_filter=cypher) == ["shop.orders", "shop.orders.customer_id"]
+        # with explain, the joined entities say which memory brought them
+        req = SearchRequest(question=question, scope="all", explain=True)
+        out = ls.scope._tagged_first(_lists(ls, given, [memory.id]), req)
+        assert out.hits[1].explanation[0].channel == f"tagged by {memory.id}"
+        assert out.hits[1].source == "semantic"
+
+
+def test_a_memory_reading_the_question_no_better_brings_none(tmp_path: Path) -> None:
+    from layersearch.types import SearchRequest
+
+    with Layersearch(tmp_path / "s.duckdb") as ls:
+        ls.load(MINI)
+        ls.vault.index(VAULT)
+        tax, value = ls.save_memories(
+            [
+                {
+                    "learning": "The tax paid on an order follows the store",
+                    "entities": ["crm.deals.pipeline_value"],
+                },
+                {"learning": "Salaried merchants value", "entities": ["crm.deals.amount"]},
+            ]
+        )
+        # the entity list's best (tax_paid) holds as much of the question as the memory
+        req = SearchRequest(question="tax paid on an order", scope="all")
+        out = ls.scope._tagged_first(_lists(ls, ["shop.orders.tax_paid"], [tax.id]), req)
+        assert [h.id for h in out.hits] == ["shop.orders.tax_paid"] and not out.lifted
+        # the memory holds more than the entities, but under half of what the best-matched
+        # source (a vault note holding the whole question) holds: no real match
+        req = SearchRequest(question="customer lifetime value", scope="all")
+        ranked = _lists(
+            ls, ["shop.stores.store_name"], [value.id], ("Metrics/Customer lifetime value",)
+        )
+        out = ls.scope._tagged_first(ranked, req)
+        assert [h.id for h in out.hits] == ["shop.stores.store_name"] and not out.lifted
+        # without that note the memory is the best-matched source: its entity joins
+        del ranked["vault"]
+        out = ls.scope._tagged_first(ranked, req)
+        assert [h.id for h in out.hits] == ["crm.deals.amount", "shop.stores.store_name"]
 
 
 def test_memories_with_little_of_the_question_wait_after_every_source(tmp_path: Path) -> None:

@@ -19,7 +19,8 @@ the hits close to it. A source's hits holding the top share (the largest share a
 holds) take its first turns (:func:`_leading`). Hits at the same place (the same turn,
 or the same tier and rank when waiting) go by their share, then by source. The entities
 the best memory is tagged with go first in the entity list and never wait (two corpora
-agree on them).
+agree on them); when that memory reads the question better than the entity list, those
+the entity search did not return join them.
 
 Hit ids: an entity's id, ``memory:N``, ``conversation:<conv_id>:<message_id>``,
 ``vault:<slug>``; :meth:`ScopeService.inspect` opens any of them.
@@ -172,7 +173,7 @@ class ScopeService:
             results = _capped(semantic, req)
         else:
             if "semantic" in ranked and "memory" in ranked:
-                ranked["semantic"] = self._tagged_first(ranked["semantic"], ranked["memory"])
+                ranked["semantic"] = self._tagged_first(ranked, req)
             results = self._fuse(ranked, req)
         resp = SearchResponse(results=results, warnings=warnings)
         if semantic is not None and "semantic" in sources:
@@ -280,16 +281,31 @@ class ScopeService:
             out.append(frozenset(analyze(m.content)) if m is not None else frozenset())
         return out
 
-    def _tagged_first(self, semantic: _Ranked, memory: _Ranked) -> _Ranked:
+    def _tagged_first(self, ranked: dict[str, _Ranked], req: SearchRequest) -> _Ranked:
         """The entity list with the entities the best memory is tagged with first (in their
         own order), the rest after: two corpora agreeing on an entity is evidence neither
-        ranking has alone. The hits' order within each part is kept."""
+        ranking has alone. The hits' order within each part is kept. When the best memory
+        reads the question better than the entity list (:meth:`_memory_reads_better`), the
+        entities it is tagged with that the entity search did not return join them, after
+        the returned ones: the memory was saved against them."""
+        semantic, memory = ranked["semantic"], ranked["memory"]
         if not memory.hits or not semantic.hits:
             return semantic
         best = memory.hits[0].id
-        found = self._entities.corpus().memories.get(best)
-        tags = set(found.entities) if found is not None else set()
+        corpus = self._entities.corpus()
+        found = corpus.memories.get(best)
+        tagged = list(dict.fromkeys(found.entities)) if found is not None else []
+        tags = set(tagged)
         first = [h for h in semantic.hits if h.id in tags]
+        have = {h.id for h in first}
+        missing = [t for t in tagged if t not in have and self._joinable(t, req)]
+        if missing and self._memory_reads_better(ranked, req):
+            first.extend(
+                corpus.hit(
+                    t, 0.0, compact=req.compact, explanation=[] if req.explain else None
+                ).model_copy(update={"source": "semantic"})
+                for t in missing
+            )
         if not first:
             return semantic
         note = ChannelScore(channel=f"tagged by {best}", rank=1, score=0.0, contribution=0.0)
@@ -306,6 +322,32 @@ class ScopeService:
             empty=semantic.empty,
             lifted=frozenset(h.id for h in first),
         )
+
+    def _joinable(self, entity_id: str, req: SearchRequest) -> bool:
+        """Whether a memory's tagged entity may join the entity list: a visible entity of
+        the asked datasource. Never under a cypher filter, whose ids the entity search
+        alone knows."""
+        from layersearch.semantic.canonical import in_scope
+
+        corpus = self._entities.corpus()
+        if req.cypher_filter is not None and req.cypher_filter.strip():
+            return False
+        if entity_id not in corpus.entities or not corpus.entities.is_visible(entity_id):
+            return False
+        return req.datasource is None or in_scope(entity_id, req.datasource)
+
+    def _memory_reads_better(self, ranked: dict[str, _Ranked], req: SearchRequest) -> bool:
+        """Whether the best memory holds more of the question than the entity list's best
+        hit, in a memory list with a real match (its best share at least
+        :data:`UNMATCHED_SHARE` of the best-matched source's)."""
+        cap = req.max_per_source or req.max_results
+        shares = self._shares(ranked, req, cap)
+        if "memory" not in shares:
+            return False
+        top = max(best for best, _values in shares.values())
+        memory_best, values = shares["memory"]
+        entity_best = shares["semantic"][0] if "semantic" in shares else 0.0
+        return memory_best >= UNMATCHED_SHARE * top and values[0] > entity_best
 
     # -- the sources ----------------------------------------------------------------------------
 
