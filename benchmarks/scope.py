@@ -113,7 +113,9 @@ def time_shares(ls: Any, runs: int) -> dict[str, Any]:
         for i in range(2 * runs):
             mode = "with shares" if i % 2 == 0 else "without shares"
             scope_module.ScopeService._shares = (  # type: ignore[method-assign]
-                real if mode == "with shares" else (lambda _self, _ranked, _req, _cap: {})
+                real
+                if mode == "with shares"
+                else (lambda _self, _ranked, _req, _cap, _memo=None: {})
             )
             t = time.perf_counter()
             ls.search(question=QUERIES[(i // 2) % len(QUERIES)], scope="all")

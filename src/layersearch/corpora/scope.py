@@ -122,6 +122,10 @@ class _Ranked:
     lifted: frozenset[str] = frozenset()
 
 
+#: per source, the kept hits' ids and their shares of the question, within one search
+_Memo = dict[str, tuple[tuple[str, ...], list[float]]]
+
+
 class ScopeService:
     """The cross-corpus search of one store; the facade hands it out as ``scope``."""
 
@@ -172,9 +176,10 @@ class ScopeService:
             # scope=semantic: today's list (entities and memories interleaved), tagged
             results = _capped(semantic, req)
         else:
+            memo: _Memo = {}  # the shares, read once for the lists the lift leaves alone
             if "semantic" in ranked and "memory" in ranked:
-                ranked["semantic"] = self._tagged_first(ranked, req)
-            results = self._fuse(ranked, req)
+                ranked["semantic"] = self._tagged_first(ranked, req, memo)
+            results = self._fuse(ranked, req, memo)
         resp = SearchResponse(results=results, warnings=warnings)
         if semantic is not None and "semantic" in sources:
             resp.entities = semantic.entities
@@ -182,7 +187,9 @@ class ScopeService:
             resp.example_queries = semantic.example_queries
         return resp
 
-    def _fuse(self, ranked: dict[str, _Ranked], req: SearchRequest) -> list[Hit]:
+    def _fuse(
+        self, ranked: dict[str, _Ranked], req: SearchRequest, memo: _Memo | None = None
+    ) -> list[Hit]:
         """The sources' lists fused by RRF, each capped at ``max_per_source``; with two or
         more sources, the hits :func:`_leading` names first in their source's turns and
         the hits :func:`_waiting` names after every other hit."""
@@ -190,7 +197,7 @@ class ScopeService:
         by_id: dict[str, tuple[str, Hit]] = {}
         channels: dict[str, list[tuple[str, float]]] = {}
         late: list[tuple[int, int, int, str]] = []  # (tier, rank in its source, tie, id)
-        shares = self._shares(ranked, req, cap)
+        shares = self._shares(ranked, req, cap, memo)
         waiting = _waiting(ranked, shares, cap)
         tie = _tie_order(ranked, shares, cap)
         leading = _leading(ranked, shares, cap)
@@ -240,14 +247,15 @@ class ScopeService:
         return out
 
     def _shares(
-        self, ranked: dict[str, _Ranked], req: SearchRequest, cap: int
+        self, ranked: dict[str, _Ranked], req: SearchRequest, cap: int, memo: _Memo | None = None
     ) -> dict[str, tuple[float, list[float]]]:
         """Per source with hits, (its best share, each kept hit's share): the idf-weighted
         share of the question's analysed words (idf of the schema index, a word it does not
         know counting as its rarest) that the hit's full-text document holds: an entity's
         or memory's document, a message's content, a note's title, tags, headings and
         body. None of it when fewer than two sources have hits (a source alone keeps its
-        own order) or there is no question."""
+        own order) or there is no question. ``memo`` keeps each source's values for its
+        kept ids across the calls of one search."""
         question = _question(req)
         present = [s for s, r in ranked.items() if r.hits]
         if question is None or len(present) < 2:
@@ -260,6 +268,10 @@ class ScopeService:
         out: dict[str, tuple[float, list[float]]] = {}
         for source in present:
             kept = ranked[source].hits[:cap]
+            ids = tuple(h.id for h in kept)
+            if memo is not None and source in memo and memo[source][0] == ids:
+                out[source] = (max(memo[source][1]), memo[source][1])
+                continue
             if source in ("semantic", "memory"):
                 words = [corpus.document_words(h.id) for h in kept]
             elif source == "vault":
@@ -269,6 +281,8 @@ class ScopeService:
                 words = self._message_words(kept)
             values = [share(w) for w in words]
             out[source] = (max(values), values)
+            if memo is not None:
+                memo[source] = (ids, values)
         return out
 
     def _message_words(self, hits: Sequence[Hit]) -> list[frozenset[str]]:
@@ -281,7 +295,9 @@ class ScopeService:
             out.append(frozenset(analyze(m.content)) if m is not None else frozenset())
         return out
 
-    def _tagged_first(self, ranked: dict[str, _Ranked], req: SearchRequest) -> _Ranked:
+    def _tagged_first(
+        self, ranked: dict[str, _Ranked], req: SearchRequest, memo: _Memo | None = None
+    ) -> _Ranked:
         """The entity list with the entities the best memory is tagged with first (in their
         own order), the rest after: two corpora agreeing on an entity is evidence neither
         ranking has alone. The hits' order within each part is kept. When the best memory
@@ -299,7 +315,7 @@ class ScopeService:
         first = [h for h in semantic.hits if h.id in tags]
         have = {h.id for h in first}
         missing = [t for t in tagged if t not in have and self._joinable(t, req)]
-        if missing and self._memory_reads_better(ranked, req):
+        if missing and self._memory_reads_better(ranked, req, memo):
             first.extend(
                 corpus.hit(
                     t, 0.0, compact=req.compact, explanation=[] if req.explain else None
@@ -336,12 +352,14 @@ class ScopeService:
             return False
         return req.datasource is None or in_scope(entity_id, req.datasource)
 
-    def _memory_reads_better(self, ranked: dict[str, _Ranked], req: SearchRequest) -> bool:
+    def _memory_reads_better(
+        self, ranked: dict[str, _Ranked], req: SearchRequest, memo: _Memo | None = None
+    ) -> bool:
         """Whether the best memory holds more of the question than the entity list's best
         hit, in a memory list with a real match (its best share at least
         :data:`UNMATCHED_SHARE` of the best-matched source's)."""
         cap = req.max_per_source or req.max_results
-        shares = self._shares(ranked, req, cap)
+        shares = self._shares(ranked, req, cap, memo)
         if "memory" not in shares:
             return False
         top = max(best for best, _values in shares.values())
