@@ -238,7 +238,10 @@ def _lists(
     corpus = ls.corpus()
 
     def hits(ids: list[str], source: str) -> list[Hit]:
-        return [corpus.hit(i, 1.0, compact=True).model_copy(update={"source": source}) for i in ids]
+        return [
+            corpus.hit(i, 1.0, compact=True, explanation=[]).model_copy(update={"source": source})
+            for i in ids
+        ]
 
     vault = [Hit(kind="vault", id=f"vault:{n}", score=1.0, source="vault", slug=n) for n in notes]
     ranked = {
@@ -292,7 +295,9 @@ def test_a_memory_reading_the_question_better_brings_its_entities(tmp_path: Path
         # with explain, the joined entities say which memory brought them
         req = SearchRequest(question=question, scope="all", explain=True)
         out = ls.scope._tagged_first(_lists(ls, given, [memory.id]), req)
-        assert out.hits[1].explanation[0].channel == f"tagged by {memory.id}"
+        assert out.hits[0].explanation[0].channel == f"tagged by {memory.id}"
+        assert out.hits[1].explanation == out.hits[2].explanation
+        assert out.hits[1].explanation[0].channel == f"tagged by {memory.id} (joined)"
         assert out.hits[1].source == "semantic"
 
 

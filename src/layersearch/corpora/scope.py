@@ -315,15 +315,6 @@ class ScopeService:
         first = [h for h in semantic.hits if h.id in tags]
         have = {h.id for h in first}
         missing = [t for t in tagged if t not in have and self._joinable(t, req)]
-        if missing and self._memory_reads_better(ranked, req, memo):
-            first.extend(
-                corpus.hit(
-                    t, 0.0, compact=req.compact, explanation=[] if req.explain else None
-                ).model_copy(update={"source": "semantic"})
-                for t in missing
-            )
-        if not first:
-            return semantic
         note = ChannelScore(channel=f"tagged by {best}", rank=1, score=0.0, contribution=0.0)
         first = [
             h.model_copy(update={"explanation": [note, *h.explanation]})
@@ -331,6 +322,17 @@ class ScopeService:
             else h
             for h in first
         ]
+        if missing and self._memory_reads_better(ranked, req, memo):
+            # said apart: the entity search did not return them
+            joined = note.model_copy(update={"channel": f"{note.channel} (joined)"})
+            first.extend(
+                corpus.hit(
+                    t, 0.0, compact=req.compact, explanation=[joined] if req.explain else None
+                ).model_copy(update={"source": "semantic"})
+                for t in missing
+            )
+        if not first:
+            return semantic
         rest = [h for h in semantic.hits if h.id not in tags]
         return _Ranked(
             hits=first + rest,
