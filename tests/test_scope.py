@@ -52,6 +52,15 @@ def mini(tmp_path: Path) -> Iterator[Layersearch]:
     ls.close()
 
 
+@pytest.fixture
+def layer_and_vault(tmp_path: Path) -> Iterator[Layersearch]:
+    """The mini layer and the vault fixture; a test saves the memories it needs."""
+    with Layersearch(tmp_path / "s.duckdb") as ls:
+        ls.load(MINI)
+        ls.vault.index(VAULT)
+        yield ls
+
+
 # -- unscoped search is unchanged ---------------------------------------------------------------
 
 
@@ -191,42 +200,40 @@ def _waits(hit: Hit) -> bool:
     return _tier(hit) >= 0
 
 
-def test_entities_the_best_memory_is_tagged_with_come_first(tmp_path: Path) -> None:
-    with Layersearch(tmp_path / "s.duckdb") as ls:
-        ls.load(MINI)
-        ls.vault.index(VAULT)
-        (memory,) = ls.save_memories(
-            [
-                {
-                    "learning": "Deal status and order status: a deal counts once its shop "
-                    "order is paid",
-                    "entities": ["shop.orders.customer_id"],
-                }
-            ]
-        )
-        question = "deal status order status"
-        plain = [h.id for h in ls.search(question=question, max_results=40).results]
-        entities = [i for i in plain if not i.startswith("memory:")]
-        assert plain[0] == memory.id
-        assert entities.index("shop.orders.customer_id") >= 6  # deep in the entity ranking
-        resp = ls.search(question=question, scope=["semantic", "vault"], explain=True)
-        semantic = [h for h in resp.results if h.source == "semantic"]
-        assert semantic[0].id == "shop.orders.customer_id"
-        assert semantic[0].explanation[1].channel == f"semantic/tagged by {memory.id}"
-        # the untagged entities keep the entity search's order after it, those in turn
-        # first, then those that wait (holding less of the question than the first)
-        rest = [h for h in semantic[1:] if not _waits(h)] + [h for h in semantic if _waits(h)]
-        order = [i for i in entities if i != "shop.orders.customer_id"]
-        in_turn = [h.id for h in rest if not _waits(h)]
-        assert in_turn == [i for i in order if i in in_turn]
-        assert [h.id for h in semantic[1:]] == [h.id for h in rest]
-        # it takes the semantic source's first turn: one place of the first three (one
-        # turn of each source: entities, memories, the vault)
-        assert "shop.orders.customer_id" in [h.id for h in resp.results[:3]]
-        assert {h.source for h in resp.results[:3]} == {"semantic", "memory", "vault"}
-        # scope=semantic stays the entity search's own list
-        scoped = ls.search(question=question, scope="semantic", max_results=40)
-        assert [h.id for h in scoped.results] == plain
+def test_entities_the_best_memory_is_tagged_with_come_first(layer_and_vault: Layersearch) -> None:
+    ls = layer_and_vault
+    (memory,) = ls.save_memories(
+        [
+            {
+                "learning": "Deal status and order status: a deal counts once its shop "
+                "order is paid",
+                "entities": ["shop.orders.customer_id"],
+            }
+        ]
+    )
+    question = "deal status order status"
+    plain = [h.id for h in ls.search(question=question, max_results=40).results]
+    entities = [i for i in plain if not i.startswith("memory:")]
+    assert plain[0] == memory.id
+    assert entities.index("shop.orders.customer_id") >= 6  # deep in the entity ranking
+    resp = ls.search(question=question, scope=["semantic", "vault"], explain=True)
+    semantic = [h for h in resp.results if h.source == "semantic"]
+    assert semantic[0].id == "shop.orders.customer_id"
+    assert semantic[0].explanation[1].channel == f"semantic/tagged by {memory.id}"
+    # the untagged entities keep the entity search's order after it, those in turn
+    # first, then those that wait (holding less of the question than the first)
+    rest = [h for h in semantic[1:] if not _waits(h)] + [h for h in semantic if _waits(h)]
+    order = [i for i in entities if i != "shop.orders.customer_id"]
+    in_turn = [h.id for h in rest if not _waits(h)]
+    assert in_turn == [i for i in order if i in in_turn]
+    assert [h.id for h in semantic[1:]] == [h.id for h in rest]
+    # it takes the semantic source's first turn: one place of the first three (one
+    # turn of each source: entities, memories, the vault)
+    assert "shop.orders.customer_id" in [h.id for h in resp.results[:3]]
+    assert {h.source for h in resp.results[:3]} == {"semantic", "memory", "vault"}
+    # scope=semantic stays the entity search's own list
+    scoped = ls.search(question=question, scope="semantic", max_results=40)
+    assert [h.id for h in scoped.results] == plain
 
 
 def _lists(
@@ -253,133 +260,131 @@ def _lists(
     return ranked
 
 
-def test_a_memory_reading_the_question_better_brings_its_entities(tmp_path: Path) -> None:
+def test_a_memory_reading_the_question_better_brings_its_entities(
+    layer_and_vault: Layersearch,
+) -> None:
     from layersearch.types import SearchRequest
 
-    with Layersearch(tmp_path / "s.duckdb") as ls:
-        ls.load(MINI)
-        ls.vault.index(VAULT)
-        (memory,) = ls.save_memories(
-            [
-                {
-                    "learning": "Merchants who left a salaried job to start a business are "
-                    "first-time sellers",
-                    "entities": ["shop.stores.opened_at", "crm.deals.amount", "shop.orders"],
-                }
-            ]
-        )
-        question = "merchants who left a salaried job to start a business"
-        given = ["shop.orders.customer_id", "shop.orders"]
-
-        def lifted(**kw: object) -> list[str]:
-            req = SearchRequest(question=question, scope="all", **kw)
-            out = ls.scope._tagged_first(_lists(ls, given, [memory.id]), req)
-            ids = [h.id for h in out.hits]
-            assert out.lifted == set(ids[: len(out.lifted)]) - {"shop.orders.customer_id"}
-            return ids
-
-        # the memory holds the whole question, the entity list none of it: the entities the
-        # memory is tagged with that the entity search did not return join, after the
-        # tagged one it did return, the rest keep their order
-        assert lifted() == [
-            "shop.orders",
-            "shop.stores.opened_at",
-            "crm.deals.amount",
-            "shop.orders.customer_id",
+    ls = layer_and_vault
+    (memory,) = ls.save_memories(
+        [
+            {
+                "learning": "Merchants who left a salaried job to start a business are "
+                "first-time sellers",
+                "entities": ["shop.stores.opened_at", "crm.deals.amount", "shop.orders"],
+            }
         ]
-        # only those of the asked datasource; none under a cypher filter
-        assert lifted(datasource="shop")[:2] == ["shop.orders", "shop.stores.opened_at"]
-        assert "crm.deals.amount" not in lifted(datasource="shop")
-        cypher = "MATCH (n) WHERE n.id STARTS WITH 'shop' RETURN n"
-        assert lifted(cypher_filter=cypher) == ["shop.orders", "shop.orders.customer_id"]
-        # with explain, the joined entities say which memory brought them
-        req = SearchRequest(question=question, scope="all", explain=True)
+    )
+    question = "merchants who left a salaried job to start a business"
+    given = ["shop.orders.customer_id", "shop.orders"]
+
+    def lifted(**kw: object) -> list[str]:
+        req = SearchRequest(question=question, scope="all", **kw)
         out = ls.scope._tagged_first(_lists(ls, given, [memory.id]), req)
-        assert out.hits[0].explanation[0].channel == f"tagged by {memory.id}"
-        assert out.hits[1].explanation == out.hits[2].explanation
-        assert out.hits[1].explanation[0].channel == f"tagged by {memory.id} (joined)"
-        assert out.hits[1].source == "semantic"
+        ids = [h.id for h in out.hits]
+        assert out.lifted == set(ids[: len(out.lifted)]) - {"shop.orders.customer_id"}
+        return ids
+
+    # the memory holds the whole question, the entity list none of it: the entities the
+    # memory is tagged with that the entity search did not return join, after the
+    # tagged one it did return, the rest keep their order
+    assert lifted() == [
+        "shop.orders",
+        "shop.stores.opened_at",
+        "crm.deals.amount",
+        "shop.orders.customer_id",
+    ]
+    # only those of the asked datasource; none under a cypher filter
+    assert lifted(datasource="shop")[:2] == ["shop.orders", "shop.stores.opened_at"]
+    assert "crm.deals.amount" not in lifted(datasource="shop")
+    cypher = "MATCH (n) WHERE n.id STARTS WITH 'shop' RETURN n"
+    assert lifted(cypher_filter=cypher) == ["shop.orders", "shop.orders.customer_id"]
+    # with explain, the joined entities say which memory brought them
+    req = SearchRequest(question=question, scope="all", explain=True)
+    out = ls.scope._tagged_first(_lists(ls, given, [memory.id]), req)
+    assert out.hits[0].explanation[0].channel == f"tagged by {memory.id}"
+    assert out.hits[1].explanation == out.hits[2].explanation
+    assert out.hits[1].explanation[0].channel == f"tagged by {memory.id} (joined)"
+    assert out.hits[1].source == "semantic"
 
 
-def test_a_memory_reading_the_question_no_better_brings_none(tmp_path: Path) -> None:
+def test_a_memory_reading_the_question_no_better_brings_none(layer_and_vault: Layersearch) -> None:
     from layersearch.types import SearchRequest
 
-    with Layersearch(tmp_path / "s.duckdb") as ls:
-        ls.load(MINI)
-        ls.vault.index(VAULT)
-        tax, value = ls.save_memories(
-            [
-                {
-                    "learning": "The tax paid on an order follows the store",
-                    "entities": ["crm.deals.pipeline_value"],
-                },
-                {"learning": "Salaried merchants value", "entities": ["crm.deals.amount"]},
-            ]
-        )
-        # the entity list's best (tax_paid) holds as much of the question as the memory
-        req = SearchRequest(question="tax paid on an order", scope="all")
-        out = ls.scope._tagged_first(_lists(ls, ["shop.orders.tax_paid"], [tax.id]), req)
-        assert [h.id for h in out.hits] == ["shop.orders.tax_paid"] and not out.lifted
-        # the memory holds more than the entities, but under half of what the best-matched
-        # source (a vault note holding the whole question) holds: no real match
-        req = SearchRequest(question="customer lifetime value", scope="all")
-        ranked = _lists(
-            ls, ["shop.stores.store_name"], [value.id], ("Metrics/Customer lifetime value",)
-        )
-        out = ls.scope._tagged_first(ranked, req)
-        assert [h.id for h in out.hits] == ["shop.stores.store_name"] and not out.lifted
-        # without that note the memory is the best-matched source: its entity joins
-        del ranked["vault"]
-        out = ls.scope._tagged_first(ranked, req)
-        assert [h.id for h in out.hits] == ["crm.deals.amount", "shop.stores.store_name"]
+    ls = layer_and_vault
+    tax, value = ls.save_memories(
+        [
+            {
+                "learning": "The tax paid on an order follows the store",
+                "entities": ["crm.deals.pipeline_value"],
+            },
+            {"learning": "Salaried merchants value", "entities": ["crm.deals.amount"]},
+        ]
+    )
+    # the entity list's best (tax_paid) holds as much of the question as the memory
+    req = SearchRequest(question="tax paid on an order", scope="all")
+    out = ls.scope._tagged_first(_lists(ls, ["shop.orders.tax_paid"], [tax.id]), req)
+    assert [h.id for h in out.hits] == ["shop.orders.tax_paid"] and not out.lifted
+    # the memory holds more than the entities, but under half of what the best-matched
+    # source (a vault note holding the whole question) holds: no real match
+    req = SearchRequest(question="customer lifetime value", scope="all")
+    ranked = _lists(
+        ls, ["shop.stores.store_name"], [value.id], ("Metrics/Customer lifetime value",)
+    )
+    out = ls.scope._tagged_first(ranked, req)
+    assert [h.id for h in out.hits] == ["shop.stores.store_name"] and not out.lifted
+    # without that note the memory is the best-matched source: its entity joins
+    del ranked["vault"]
+    out = ls.scope._tagged_first(ranked, req)
+    assert [h.id for h in out.hits] == ["crm.deals.amount", "shop.stores.store_name"]
 
 
-def test_memories_with_little_of_the_question_wait_after_every_source(tmp_path: Path) -> None:
-    with Layersearch(tmp_path / "s.duckdb") as ls:
-        ls.load(MINI)
-        ls.vault.index(VAULT)
-        best, partial = ls.save_memories(
-            [
-                {
-                    "learning": "Pipeline value of open deals is summed in euros before the "
-                    "weekly forecast",
-                    "entities": ["crm.deals.pipeline_value"],
-                },
-                {"learning": "The weekly forecast export runs on Mondays", "entities": ["crm"]},
-            ]
-        )
-        question = "pipeline value of open deals in euros weekly forecast"
-        alone = ls.search(question=question, scope="memory", max_results=10, explain=True)
-        memories = [h.id for h in alone.results]
-        assert memories[0] == best.id and partial.id in memories[1:]
-        # memories alone keep the memory ranking of today's search
-        unscoped = ls.search(question=question, max_results=100).results
-        assert memories == [h.id for h in unscoped if h.kind == "memory"][:10]
-        words = {
-            h.id: next(c.score for c in h.explanation if c.channel == "memory/words")
-            for h in alone.results[:3]
-        }
-        assert words[best.id] == 1.0 and words[partial.id] < 0.7
+def test_memories_with_little_of_the_question_wait_after_every_source(
+    layer_and_vault: Layersearch,
+) -> None:
+    ls = layer_and_vault
+    best, partial = ls.save_memories(
+        [
+            {
+                "learning": "Pipeline value of open deals is summed in euros before the "
+                "weekly forecast",
+                "entities": ["crm.deals.pipeline_value"],
+            },
+            {"learning": "The weekly forecast export runs on Mondays", "entities": ["crm"]},
+        ]
+    )
+    question = "pipeline value of open deals in euros weekly forecast"
+    alone = ls.search(question=question, scope="memory", max_results=10, explain=True)
+    memories = [h.id for h in alone.results]
+    assert memories[0] == best.id and partial.id in memories[1:]
+    # memories alone keep the memory ranking of today's search
+    unscoped = ls.search(question=question, max_results=100).results
+    assert memories == [h.id for h in unscoped if h.kind == "memory"][:10]
+    words = {
+        h.id: next(c.score for c in h.explanation if c.channel == "memory/words")
+        for h in alone.results[:3]
+    }
+    assert words[best.id] == 1.0 and words[partial.id] < 0.7
 
-        args = {"question": question, "scope": ["semantic", "vault"], "max_per_source": 5}
-        resp = ls.search(**args, max_results=40, explain=True)
-        ids = [h.id for h in resp.results]
-        # the memory source keeps its own order, its weak tail after every hit in turn
-        assert [i for i in ids if i.startswith("memory:")] == memories
-        in_turn = [n for n, h in enumerate(resp.results) if not _waits(h)]
-        assert ids.index(best.id) < 3
-        assert _waits(resp.results[ids.index(partial.id)])
-        assert ids.index(partial.id) > max(in_turn)
-        head = resp.results[ids.index(partial.id)].explanation[0]
-        assert (head.channel, head.rank) == ("memory", memories.index(partial.id) + 1)
-        notes = {c.channel: c.score for c in resp.results[ids.index(partial.id)].explanation}
-        assert notes["share/source best"] < 0.7  # what made it wait, in its explanation
-        scores = [h.score for h in resp.results]
-        assert scores == sorted(scores, reverse=True)
-        # without explain the hits carry none (the words share is read internally)
-        plain = ls.search(**args, max_results=40)
-        assert [h.id for h in plain.results] == ids
-        assert all(h.explanation is None for h in plain.results)
+    args = {"question": question, "scope": ["semantic", "vault"], "max_per_source": 5}
+    resp = ls.search(**args, max_results=40, explain=True)
+    ids = [h.id for h in resp.results]
+    # the memory source keeps its own order, its weak tail after every hit in turn
+    assert [i for i in ids if i.startswith("memory:")] == memories
+    in_turn = [n for n, h in enumerate(resp.results) if not _waits(h)]
+    assert ids.index(best.id) < 3
+    assert _waits(resp.results[ids.index(partial.id)])
+    assert ids.index(partial.id) > max(in_turn)
+    head = resp.results[ids.index(partial.id)].explanation[0]
+    assert (head.channel, head.rank) == ("memory", memories.index(partial.id) + 1)
+    notes = {c.channel: c.score for c in resp.results[ids.index(partial.id)].explanation}
+    assert notes["share/source best"] < 0.7  # what made it wait, in its explanation
+    scores = [h.score for h in resp.results]
+    assert scores == sorted(scores, reverse=True)
+    # without explain the hits carry none (the words share is read internally)
+    plain = ls.search(**args, max_results=40)
+    assert [h.id for h in plain.results] == ids
+    assert all(h.explanation is None for h in plain.results)
 
 
 def test_a_source_with_no_real_match_keeps_one_turn(full: Layersearch) -> None:
