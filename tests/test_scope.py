@@ -339,6 +339,33 @@ def test_a_memory_reading_the_question_no_better_brings_none(layer_and_vault: La
     assert [h.id for h in out.hits] == ["crm.deals.amount", "shop.stores.store_name"]
 
 
+def test_a_first_memory_weak_in_its_own_list_lifts_nothing(
+    layer_and_vault: Layersearch,
+) -> None:
+    from layersearch.types import SearchRequest
+
+    ls = layer_and_vault
+    weak, strong = ls.save_memories(
+        [
+            {"learning": "Open items of the weekly sync", "entities": ["crm.deals.amount"]},
+            {
+                "learning": "Pipeline value of open deals is summed in euros",
+                "entities": ["crm.deals.pipeline_value"],
+            },
+        ]
+    )
+    req = SearchRequest(question="pipeline value of open deals", scope="all")
+    given = ["shop.orders", "crm.deals.amount"]
+    # ranked first (by vectors, say) while holding a fraction of what the list's best
+    # holds: its tags are no evidence, the entity list stays as it was
+    out = ls.scope._tagged_first(_lists(ls, given, [weak.id, strong.id]), req)
+    assert [h.id for h in out.hits] == given and not out.lifted
+    # the same memory first of a list it leads: its tagged entity goes first
+    out = ls.scope._tagged_first(_lists(ls, given, [weak.id]), req)
+    assert [h.id for h in out.hits] == ["crm.deals.amount", "shop.orders"]
+    assert out.lifted == {"crm.deals.amount"}
+
+
 def test_memories_with_little_of_the_question_wait_after_every_source(
     layer_and_vault: Layersearch,
 ) -> None:

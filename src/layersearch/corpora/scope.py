@@ -301,11 +301,17 @@ class ScopeService:
         """The entity list with the entities the best memory is tagged with first (in their
         own order), the rest after: two corpora agreeing on an entity is evidence neither
         ranking has alone. The hits' order within each part is kept. When the best memory
-        reads the question better than the entity list (:meth:`_memory_reads_better`), the
+        reads the question better than the entity list (:func:`_memory_reads_better`), the
         entities it is tagged with that the entity search did not return join them, after
-        the returned ones: the memory was saved against them."""
+        the returned ones: the memory was saved against them. A best memory that is weak in
+        its own list (holding less than :data:`WEAK_SHARE` of the share its list's best
+        holds: ranked first by vectors, say) lifts nothing."""
         semantic, memory = ranked["semantic"], ranked["memory"]
         if not memory.hits or not semantic.hits:
+            return semantic
+        cap = req.max_per_source or req.max_results
+        shares = self._shares(ranked, req, cap, memo)
+        if "memory" in shares and shares["memory"][1][0] < WEAK_SHARE * shares["memory"][0]:
             return semantic
         best = memory.hits[0].id
         corpus = self._entities.corpus()
@@ -322,7 +328,7 @@ class ScopeService:
             else h
             for h in first
         ]
-        if missing and self._memory_reads_better(ranked, req, memo):
+        if missing and _memory_reads_better(shares):
             # said apart: the entity search did not return them
             joined = note.model_copy(update={"channel": f"{note.channel} (joined)"})
             first.extend(
@@ -353,21 +359,6 @@ class ScopeService:
         if entity_id not in corpus.entities or not corpus.entities.is_visible(entity_id):
             return False
         return req.datasource is None or in_scope(entity_id, req.datasource)
-
-    def _memory_reads_better(
-        self, ranked: dict[str, _Ranked], req: SearchRequest, memo: _Memo | None = None
-    ) -> bool:
-        """Whether the best memory holds more of the question than the entity list's best
-        hit, in a memory list with a real match (its best share at least
-        :data:`UNMATCHED_SHARE` of the best-matched source's)."""
-        cap = req.max_per_source or req.max_results
-        shares = self._shares(ranked, req, cap, memo)
-        if "memory" not in shares:
-            return False
-        top = max(best for best, _values in shares.values())
-        memory_best, values = shares["memory"]
-        entity_best = shares["semantic"][0] if "semantic" in shares else 0.0
-        return memory_best >= UNMATCHED_SHARE * top and values[0] > entity_best
 
     # -- the sources ----------------------------------------------------------------------------
 
@@ -638,6 +629,19 @@ def _inner_depth(req: SearchRequest, sources: Sequence[str], depth: int) -> int:
     if "semantic" in sources and "memory" not in sources:
         return min(_MAX_RESULTS, 2 * depth)
     return _MAX_RESULTS
+
+
+def _memory_reads_better(shares: dict[str, tuple[float, list[float]]]) -> bool:
+    """Whether the best memory holds more of the question than the entity list's best
+    hit, in a memory list with a real match (its best share at least
+    :data:`UNMATCHED_SHARE` of the best-matched source's). False without shares (one
+    source with hits, no question)."""
+    if "memory" not in shares:
+        return False
+    top = max(best for best, _values in shares.values())
+    memory_best, values = shares["memory"]
+    entity_best = shares["semantic"][0] if "semantic" in shares else 0.0
+    return memory_best >= UNMATCHED_SHARE * top and values[0] > entity_best
 
 
 def _waiting(
