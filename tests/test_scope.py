@@ -240,7 +240,7 @@ def _lists(
     ls: Layersearch, entities: list[str], memories: list[str], notes: tuple[str, ...] = ()
 ) -> dict[str, Any]:
     """Hand-made source lists for :meth:`ScopeService._tagged_first`."""
-    from layersearch.corpora.scope import _Ranked
+    from layersearch.corpora.scope_places import Ranked
 
     corpus = ls.corpus()
 
@@ -252,11 +252,11 @@ def _lists(
 
     vault = [Hit(kind="vault", id=f"vault:{n}", score=1.0, source="vault", slug=n) for n in notes]
     ranked = {
-        "semantic": _Ranked(hits=hits(entities, "semantic")),
-        "memory": _Ranked(hits=hits(memories, "memory")),
+        "semantic": Ranked(hits=hits(entities, "semantic")),
+        "memory": Ranked(hits=hits(memories, "memory")),
     }
     if notes:
-        ranked["vault"] = _Ranked(hits=vault)
+        ranked["vault"] = Ranked(hits=vault)
     return ranked
 
 
@@ -437,14 +437,14 @@ def test_a_source_with_no_real_match_keeps_one_turn(full: Layersearch) -> None:
 
 
 def test_waiting_tiers_from_shares() -> None:
-    from layersearch.corpora.scope import _Ranked, _waiting
+    from layersearch.corpora.scope_places import Ranked, waiting_tiers
 
     def hits(source: str, n: int) -> list[Hit]:
         return [Hit(kind="vault", id=f"{source}{i}", score=0.0) for i in range(n)]
 
     ranked = {
-        "vault": _Ranked(hits=hits("v", 3)),
-        "semantic": _Ranked(hits=hits("s", 4), lifted=frozenset({"s2"})),
+        "vault": Ranked(hits=hits("v", 3)),
+        "semantic": Ranked(hits=hits("s", 4), lifted=frozenset({"s2"})),
     }
     shares = {
         "vault": (1.0, [1.0, 0.7, 0.69]),  # 0.69 < 0.7 of its best: weak
@@ -454,17 +454,17 @@ def test_waiting_tiers_from_shares() -> None:
     # weak hit is weak even in an unmatched source; an entity the best memory is tagged
     # with (s2) never waits, even in an unmatched source
     shares["semantic"] = (0.49, [0.245, 0.49, 0.1, 0.3])
-    assert _waiting(ranked, shares, 10) == {"v2": 1, "s1": 0, "s3": 1}
+    assert waiting_tiers(ranked, shares, 10) == {"v2": 1, "s1": 0, "s3": 1}
     shares["semantic"] = (0.5, [0.25, 0.5, 0.1, 0.3])  # half the vault's: matched
-    assert _waiting(ranked, shares, 10) == {"v2": 1, "s3": 1}
-    assert _waiting(ranked, shares, 2) == {}  # the cap: only the first two are read
-    assert _waiting(ranked, {}, 10) == {}
+    assert waiting_tiers(ranked, shares, 10) == {"v2": 1, "s3": 1}
+    assert waiting_tiers(ranked, shares, 2) == {}  # the cap: only the first two are read
+    assert waiting_tiers(ranked, {}, 10) == {}
     # a first hit holding less than half of its source's best is no real match: it waits
     # with the unmatched, and its source's turns go to its next hits; a tagged one keeps it
     shares["semantic"] = (0.5, [0.24, 0.5, 0.1, 0.3])
-    assert _waiting(ranked, shares, 10) == {"v2": 1, "s0": 0, "s3": 1}
-    ranked["semantic"] = _Ranked(hits=hits("s", 4), lifted=frozenset({"s0", "s2"}))
-    assert _waiting(ranked, shares, 10) == {"v2": 1, "s3": 1}
+    assert waiting_tiers(ranked, shares, 10) == {"v2": 1, "s0": 0, "s3": 1}
+    ranked["semantic"] = Ranked(hits=hits("s", 4), lifted=frozenset({"s0", "s2"}))
+    assert waiting_tiers(ranked, shares, 10) == {"v2": 1, "s3": 1}
 
 
 def test_hits_wait_only_when_sources_meet(
@@ -473,13 +473,13 @@ def test_hits_wait_only_when_sources_meet(
     from layersearch.corpora import scope as scope_module
 
     calls: list[set[str]] = []
-    real = scope_module._waiting
+    real = scope_module.waiting_tiers
 
     def counted(ranked, shares, cap):  # type: ignore[no-untyped-def]
         calls.append(set(shares))
         return real(ranked, shares, cap)
 
-    monkeypatch.setattr(scope_module, "_waiting", counted)
+    monkeypatch.setattr(scope_module, "waiting_tiers", counted)
     for scope in ("memory", "semantic", ["semantic", "memory"], "vault"):
         full.search(question="customers revenue", scope=scope)
     # scope=semantic is the entity search's own list; a source alone keeps its order
@@ -497,6 +497,28 @@ def test_no_explanation_unless_asked_in_any_list(full: Layersearch) -> None:
         assert resp.results and all(h.explanation is None for hits in lists for h in hits), scope
     asked = full.search(**args, scope="all", explain=True)
     assert all(h.explanation for h in asked.results + (asked.entities or []))
+
+
+def test_source_lists_are_what_the_fusion_reads(full: Layersearch) -> None:
+    from layersearch.types import SearchRequest
+
+    args = {"question": "customers revenue", "scope": "all", "max_results": 10}
+    lists = full.scope.source_lists(SearchRequest.model_validate(args))
+    assert set(lists) == {"semantic", "memory", "conversation", "vault"}
+    assert all(0 < len(hits) <= 10 for hits in lists.values())
+    assert all(h.source == s for s, hits in lists.items() for h in hits)
+    # the fused ten are drawn from them, each hit from its own source's list
+    fused = full.search(**args).results
+    assert all(h.id in {x.id for x in lists[h.source]} for h in fused)
+    # the entity list is the lifted one: the best memory's tagged entities first
+    best = full.corpus().memories[lists["memory"][0].id]
+    tagged = [h.id for h in lists["semantic"] if h.id in set(best.entities)]
+    assert tagged and [h.id for h in lists["semantic"][: len(tagged)]] == tagged
+    # max_per_source caps each list; bad input is the search's error
+    capped = full.scope.source_lists(SearchRequest.model_validate({**args, "max_per_source": 2}))
+    assert all(len(hits) <= 2 for hits in capped.values())
+    with pytest.raises(ConfigError, match="unknown scope"):
+        full.scope.source_lists(SearchRequest.model_validate({**args, "scope": "nope"}))
 
 
 def test_scope_names_as_a_comma_list_or_list(full: Layersearch) -> None:
@@ -645,26 +667,26 @@ def test_cli_scope_json_and_inspect(tmp_path: Path) -> None:
 
 
 def test_ties_go_to_the_hit_holding_more_of_the_question() -> None:
-    from layersearch.corpora.scope import _Ranked, _tie_order
+    from layersearch.corpora.scope_places import Ranked, tie_order
 
     def hits(source: str, n: int) -> list[Hit]:
         return [Hit(kind="vault", id=f"{source}{i}", score=0.0) for i in range(n)]
 
     ranked = {
-        "semantic": _Ranked(hits=hits("s", 2)),
-        "vault": _Ranked(hits=hits("v", 2)),
-        "conversation": _Ranked(hits=hits("c", 2)),
+        "semantic": Ranked(hits=hits("s", 2)),
+        "vault": Ranked(hits=hits("v", 2)),
+        "conversation": Ranked(hits=hits("c", 2)),
     }
     shares = {
         "semantic": (0.4, [0.2, 0.4]),
         "vault": (0.9, [0.9, 0.4]),
         "conversation": (0.5, [0.5, 0.2 + 0.1 + 0.1]),  # 0.4 summed another way: a tie
     }
-    tie = _tie_order(ranked, shares, 10)
+    tie = tie_order(ranked, shares, 10)
     assert sorted(tie, key=tie.__getitem__) == ["v0", "c0", "s1", "v1", "c1", "s0"]
-    assert sorted(_tie_order(ranked, shares, 1).values()) == [0, 1, 2]  # the cap
+    assert sorted(tie_order(ranked, shares, 1).values()) == [0, 1, 2]  # the cap
     # without shares (one source, no question) the source order alone
-    alone = _tie_order(ranked, {}, 10)
+    alone = tie_order(ranked, {}, 10)
     assert [h for h in sorted(alone, key=alone.__getitem__) if h.endswith("0")] == [
         "s0",
         "v0",
@@ -673,21 +695,21 @@ def test_ties_go_to_the_hit_holding_more_of_the_question() -> None:
 
 
 def test_hits_holding_the_top_share_lead_their_source() -> None:
-    from layersearch.corpora.scope import _leading, _Ranked
+    from layersearch.corpora.scope_places import Ranked, leading_hits
 
     def hits(source: str, n: int) -> list[Hit]:
         return [Hit(kind="vault", id=f"{source}{i}", score=0.0) for i in range(n)]
 
-    ranked = {"vault": _Ranked(hits=hits("v", 3)), "conversation": _Ranked(hits=hits("c", 3))}
+    ranked = {"vault": Ranked(hits=hits("v", 3)), "conversation": Ranked(hits=hits("c", 3))}
     shares = {
         "vault": (0.9, [0.5, 0.9, 0.3]),
         "conversation": (0.9, [0.6, 0.2, 0.4 + 0.3 + 0.2]),  # 0.9 summed another way
     }
     # the top share is the largest any hit holds; the hits holding it, of every source
-    assert _leading(ranked, shares, 10) == {"v1", "c2"}
-    assert _leading(ranked, shares, 2) == {"v1"}  # the cap: only the first two are read
+    assert leading_hits(ranked, shares, 10) == {"v1", "c2"}
+    assert leading_hits(ranked, shares, 2) == {"v1"}  # the cap: only the first two are read
     shares["conversation"] = (0.6, [0.6, 0.2, 0.4])
-    assert _leading(ranked, shares, 10) == {"v1"}
+    assert leading_hits(ranked, shares, 10) == {"v1"}
     zero = {"vault": (0.0, [0.0, 0.0, 0.0]), "conversation": (0.0, [0.0, 0.0, 0.0])}
-    assert _leading(ranked, zero, 10) == set()  # no word of the question anywhere
-    assert _leading(ranked, {}, 10) == set()
+    assert leading_hits(ranked, zero, 10) == set()  # no word of the question anywhere
+    assert leading_hits(ranked, {}, 10) == set()

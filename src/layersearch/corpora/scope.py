@@ -10,13 +10,13 @@ caps each source, ``max_results`` the list. When two or more sources are fused, 
 places go by evidence: every hit's share of the question (the idf-weighted share of the
 question's analysed words its full-text document holds, the same quantity and the same
 idf for every source) is read (:meth:`ScopeService._shares`), and hits wait after every
-hit in turn (:func:`_waiting`): those after the first of a source with no real match
+hit in turn (:func:`waiting_tiers`): those after the first of a source with no real match
 (its best share under :data:`UNMATCHED_SHARE` of the best-matched source's) and a first
 hit holding under :data:`UNMATCHED_SHARE` of its own source's best, then the weak ones
 (after their source's first, under :data:`WEAK_SHARE` of its best share). A source whose
 hits hold the question alike keeps its turns; one whose best hit stands out keeps only
 the hits close to it. A source's hits holding the top share (the largest share any hit
-holds) take its first turns (:func:`_leading`). Hits at the same place (the same turn,
+holds) take its first turns (:func:`leading_hits`). Hits at the same place (the same turn,
 or the same tier and rank when waiting) go by their share, then by source. The entities
 the best memory is tagged with go first in the entity list and never wait (two corpora
 agree on them); when that memory reads the question better than the entity list, those
@@ -29,7 +29,7 @@ Hit ids: an entity's id, ``memory:N``, ``conversation:<conv_id>:<message_id>``,
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from layersearch.errors import ConfigError, LayersearchError, NotFound
@@ -50,10 +50,20 @@ if TYPE_CHECKING:
     from layersearch.corpora.vault.search import VaultService
     from layersearch.embed.base import Embedder
 
+from layersearch.corpora.scope_places import (
+    SOURCE_ORDER,
+    WEAK_SHARE,
+    Ranked,
+    Shares,
+    leading_hits,
+    memory_reads_better,
+    share_note,
+    tie_order,
+    waiting_tiers,
+)
+
 __all__ = ["SOURCE_ORDER", "ScopeService", "parse_scope"]
 
-#: fusion's tie-break between sources' hits of the same rank, first to last
-SOURCE_ORDER = ("semantic", "memory", "vault", "conversation")
 #: scope name → the sources it searches
 _SOURCES = {
     "semantic": ("semantic", "memory"),
@@ -67,14 +77,6 @@ DESCRIPTION_CHARS = 160
 #: a role filter is applied to this many ranked messages (message search's depth)
 ROLE_DEPTH = 100
 _MAX_RESULTS = 100
-#: a hit (after its source's first) holding less than this fraction of the share of the
-#: question its source's best hit holds is weak evidence: it goes after every source's
-#: other hits
-WEAK_SHARE = 0.7
-#: a source whose best hit holds less than this fraction of the share of the question the
-#: best-matched source's best hit holds has no real match: its hits after the first wait;
-#: a source's first hit holding less than this fraction of its source's best share waits
-UNMATCHED_SHARE = 0.5
 _NO_VAULT = "no vault indexed in this store: run `layersearch vault index PATH`"
 
 
@@ -111,19 +113,20 @@ def _sources(names: Sequence[str]) -> tuple[str, ...]:
     return tuple(s for s in SOURCE_ORDER if s in wanted)
 
 
-@dataclass
-class _Ranked:
-    """One source's hits, best first, and what it had to say."""
-
-    hits: list[Hit] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
-    empty: bool = False  # nothing loaded in this corpus
-    #: entity hits moved first because the best memory is tagged with them
-    lifted: frozenset[str] = frozenset()
-
-
 #: per source, the kept hits' ids and their shares of the question, within one search
 _Memo = dict[str, tuple[tuple[str, ...], list[float]]]
+
+
+@dataclass
+class _Gathered:
+    """What one scoped search gathered before fusing: see :meth:`ScopeService._gather`."""
+
+    sources: tuple[str, ...]
+    ranked: dict[str, Ranked]
+    semantic: SearchResponse | None  # the entity search's response, when it ran
+    warnings: list[str]
+    memo: _Memo
+    alone: bool  # scope=semantic: the entity search's own list, not fused
 
 
 class ScopeService:
@@ -144,6 +147,34 @@ class ScopeService:
     # -- search -------------------------------------------------------------------------------
 
     def search(self, req: SearchRequest) -> SearchResponse:
+        g = self._gather(req)
+        if g.alone:
+            # scope=semantic: today's list (entities and memories interleaved), tagged
+            assert g.semantic is not None
+            results = _capped(g.semantic, req)
+        else:
+            results = self._fuse(g.ranked, req, g.memo)
+        resp = SearchResponse(results=results, warnings=g.warnings)
+        if g.semantic is not None and "semantic" in g.sources:
+            resp.entities = g.semantic.entities
+            resp.memories = g.semantic.memories
+            resp.example_queries = g.semantic.example_queries
+        return resp
+
+    def source_lists(self, req: SearchRequest) -> dict[str, list[Hit]]:
+        """Per source the scope names, the list :meth:`search` fuses, as the fusion reads
+        it: capped at ``max_per_source`` (else ``max_results``), the entity list with the
+        best memory's tagged entities lifted and joined. For diagnostics (``eval scope``'s
+        ``own_split``): what ten places drawn from these lists could hold. For
+        ``scope="semantic"`` the entity and memory lists apart, before the lift, which
+        that scope does not apply."""
+        g = self._gather(req)
+        cap = req.max_per_source or req.max_results
+        return {s: r.hits[:cap] for s, r in g.ranked.items()}
+
+    def _gather(self, req: SearchRequest) -> _Gathered:
+        """Each source's ranked list for ``req`` (the request checked, filters' warnings
+        said), with the tagged entities lifted when the lists will be fused."""
         names = parse_scope(req.scope)
         if req.max_per_source is not None and req.max_per_source < 1:
             raise ConfigError(f"max_per_source must be at least 1, got {req.max_per_source}")
@@ -153,7 +184,7 @@ class ScopeService:
             )
         sources = _sources(names)
         warnings = self._misplaced_filters(req, sources)
-        ranked: dict[str, _Ranked] = {}
+        ranked: dict[str, Ranked] = {}
         semantic: SearchResponse | None = None
         if "semantic" in sources or "memory" in sources:
             semantic = self._semantic(req, sources, ranked)
@@ -172,35 +203,26 @@ class ScopeService:
         for s in sources:
             warnings.extend(f"{s}: {w}" for w in ranked[s].warnings)
         warnings.extend(self._filter_warnings(req, ranked))
-        if set(sources) == {"semantic", "memory"} and semantic is not None:
-            # scope=semantic: today's list (entities and memories interleaved), tagged
-            results = _capped(semantic, req)
-        else:
-            memo: _Memo = {}  # the shares, read once for the lists the lift leaves alone
-            if "semantic" in ranked and "memory" in ranked:
-                ranked["semantic"] = self._tagged_first(ranked, req, memo)
-            results = self._fuse(ranked, req, memo)
-        resp = SearchResponse(results=results, warnings=warnings)
-        if semantic is not None and "semantic" in sources:
-            resp.entities = semantic.entities
-            resp.memories = semantic.memories
-            resp.example_queries = semantic.example_queries
-        return resp
+        alone = set(sources) == {"semantic", "memory"} and semantic is not None
+        memo: _Memo = {}  # the shares, read once for the lists the lift leaves alone
+        if not alone and "semantic" in ranked and "memory" in ranked:
+            ranked["semantic"] = self._tagged_first(ranked, req, memo)
+        return _Gathered(sources, ranked, semantic, warnings, memo, alone)
 
     def _fuse(
-        self, ranked: dict[str, _Ranked], req: SearchRequest, memo: _Memo | None = None
+        self, ranked: dict[str, Ranked], req: SearchRequest, memo: _Memo | None = None
     ) -> list[Hit]:
         """The sources' lists fused by RRF, each capped at ``max_per_source``; with two or
-        more sources, the hits :func:`_leading` names first in their source's turns and
-        the hits :func:`_waiting` names after every other hit."""
+        more sources, the hits :func:`leading_hits` names first in their source's turns and
+        the hits :func:`waiting_tiers` names after every other hit."""
         cap = req.max_per_source or req.max_results
         by_id: dict[str, tuple[str, Hit]] = {}
         channels: dict[str, list[tuple[str, float]]] = {}
         late: list[tuple[int, int, int, str]] = []  # (tier, rank in its source, tie, id)
         shares = self._shares(ranked, req, cap, memo)
-        waiting = _waiting(ranked, shares, cap)
-        tie = _tie_order(ranked, shares, cap)
-        leading = _leading(ranked, shares, cap)
+        waiting = waiting_tiers(ranked, shares, cap)
+        tie = tie_order(ranked, shares, cap)
+        leading = leading_hits(ranked, shares, cap)
         for source, r in ranked.items():
             kept = r.hits[:cap]
             turns = [(h.id, h.score) for h in kept if h.id not in waiting]
@@ -242,13 +264,13 @@ class ScopeService:
                     c.model_copy(update={"channel": f"{source}/{c.channel}"})
                     for c in hit.explanation or []
                 ]
-                update["explanation"] = [head, *inner, *_share_note(shares, source, rank)]
+                update["explanation"] = [head, *inner, *share_note(shares, source, rank)]
             out.append(hit.model_copy(update=update))
         return out
 
     def _shares(
-        self, ranked: dict[str, _Ranked], req: SearchRequest, cap: int, memo: _Memo | None = None
-    ) -> dict[str, tuple[float, list[float]]]:
+        self, ranked: dict[str, Ranked], req: SearchRequest, cap: int, memo: _Memo | None = None
+    ) -> Shares:
         """Per source with hits, (its best share, each kept hit's share): the idf-weighted
         share of the question's analysed words (idf of the schema index, a word it does not
         know counting as its rarest) that the hit's full-text document holds: an entity's
@@ -265,7 +287,7 @@ class ScopeService:
         corpus = self._entities.corpus()
         share = corpus.question_share(question, req.datasource)
         asked = list(dict.fromkeys(analyze_query(question)))
-        out: dict[str, tuple[float, list[float]]] = {}
+        out: Shares = {}
         for source in present:
             kept = ranked[source].hits[:cap]
             ids = tuple(h.id for h in kept)
@@ -296,12 +318,12 @@ class ScopeService:
         return out
 
     def _tagged_first(
-        self, ranked: dict[str, _Ranked], req: SearchRequest, memo: _Memo | None = None
-    ) -> _Ranked:
+        self, ranked: dict[str, Ranked], req: SearchRequest, memo: _Memo | None = None
+    ) -> Ranked:
         """The entity list with the entities the best memory is tagged with first (in their
         own order), the rest after: two corpora agreeing on an entity is evidence neither
         ranking has alone. The hits' order within each part is kept. When the best memory
-        reads the question better than the entity list (:func:`_memory_reads_better`), the
+        reads the question better than the entity list (:func:`memory_reads_better`), the
         entities it is tagged with that the entity search did not return join them, after
         the returned ones: the memory was saved against them. A best memory that is weak in
         its own list (holding less than :data:`WEAK_SHARE` of the share its list's best
@@ -328,7 +350,7 @@ class ScopeService:
             else h
             for h in first
         ]
-        if missing and _memory_reads_better(shares):
+        if missing and memory_reads_better(shares):
             # said apart: the entity search did not return them
             joined = note.model_copy(update={"channel": f"{note.channel} (joined)"})
             first.extend(
@@ -340,7 +362,7 @@ class ScopeService:
         if not first:
             return semantic
         rest = [h for h in semantic.hits if h.id not in tags]
-        return _Ranked(
+        return Ranked(
             hits=first + rest,
             warnings=semantic.warnings,
             empty=semantic.empty,
@@ -363,7 +385,7 @@ class ScopeService:
     # -- the sources ----------------------------------------------------------------------------
 
     def _semantic(
-        self, req: SearchRequest, sources: Sequence[str], ranked: dict[str, _Ranked]
+        self, req: SearchRequest, sources: Sequence[str], ranked: dict[str, Ranked]
     ) -> SearchResponse | None:
         """Entities and memories from today's search; memories alone for ``memory``."""
         corpus = self._entities.corpus()
@@ -372,7 +394,7 @@ class ScopeService:
             what = "no semantic layer or memories" if both else "no memories"
             for s in ("semantic", "memory"):
                 if s in sources:
-                    ranked[s] = _Ranked(
+                    ranked[s] = Ranked(
                         warnings=[f"{what} in this store: run `layersearch load PATH`"],
                         empty=True,
                     )
@@ -393,7 +415,7 @@ class ScopeService:
         resp = self._entities.search(inner)
         warnings = list(resp.warnings)
         if both:
-            ranked["semantic"] = _Ranked(
+            ranked["semantic"] = Ranked(
                 hits=[
                     h.model_copy(update={"source": "semantic"})
                     for h in resp.results
@@ -403,7 +425,7 @@ class ScopeService:
             )
             warnings = []
         if "memory" in sources:
-            ranked["memory"] = _Ranked(
+            ranked["memory"] = Ranked(
                 hits=[
                     h.model_copy(update={"source": "memory"})
                     for h in resp.results
@@ -413,19 +435,19 @@ class ScopeService:
             )
         return resp
 
-    def _messages(self, req: SearchRequest) -> _Ranked:
+    def _messages(self, req: SearchRequest) -> Ranked:
         """Conversation messages ranked by message search (full text, and vectors when an
         embedder is configured), then the ``role`` filter."""
         question = _question(req)
         conversations = self._conversations()
         snap = conversations.snapshot()
         if not snap.messages:
-            return _Ranked(
+            return Ranked(
                 warnings=["no conversations imported: run `layersearch conversations import PATH`"],
                 empty=True,
             )
         if question is None:
-            return _Ranked(warnings=["needs a question: conversations not searched"])
+            return Ranked(warnings=["needs a question: conversations not searched"])
         role = req.role
         if role is not None and role not in ("user", "assistant"):
             raise ConfigError(f"role must be 'user' or 'assistant', got {role!r}")
@@ -460,9 +482,9 @@ class ScopeService:
             )
             if len(hits) == depth:
                 break
-        return _Ranked(hits=hits, warnings=list(found.warnings))
+        return Ranked(hits=hits, warnings=list(found.warnings))
 
-    def _notes(self, req: SearchRequest) -> _Ranked:
+    def _notes(self, req: SearchRequest) -> Ranked:
         """Vault notes ranked by vault search in hybrid mode (full text alone without an
         embedder), with the ``tags`` and ``status`` filters."""
         question = _question(req)
@@ -471,8 +493,8 @@ class ScopeService:
             from layersearch.corpora.vault.store import load_meta
 
             if load_meta(vault.store).root is None:
-                return _Ranked(warnings=[_NO_VAULT], empty=True)
-            return _Ranked(warnings=["needs a question: the vault not searched"])
+                return Ranked(warnings=[_NO_VAULT], empty=True)
+            return Ranked(warnings=["needs a question: the vault not searched"])
         depth = req.max_per_source or req.max_results
         inner: list[str] = []
         try:
@@ -486,7 +508,7 @@ class ScopeService:
                 warnings=inner,
             )
         except NotFound as exc:
-            return _Ranked(warnings=[str(exc)], empty=True)
+            return Ranked(warnings=[str(exc)], empty=True)
         if self._embedder() is None:
             # Without an embedder, lexical is what was asked for, as in entity search.
             inner = [w for w in inner if not w.startswith("embedding unavailable")]
@@ -505,7 +527,7 @@ class ScopeService:
                     slug=v.slug,
                 )
             )
-        return _Ranked(hits=hits, warnings=inner)
+        return Ranked(hits=hits, warnings=inner)
 
     # -- filters --------------------------------------------------------------------------------
 
@@ -536,7 +558,7 @@ class ScopeService:
         return out
 
     @staticmethod
-    def _filter_warnings(req: SearchRequest, ranked: dict[str, _Ranked]) -> list[str]:
+    def _filter_warnings(req: SearchRequest, ranked: dict[str, Ranked]) -> list[str]:
         """A source-only filter that left its source without a hit."""
         filters: dict[str, list[tuple[str, object]]] = {
             "semantic": [("datasource", req.datasource), ("cypher_filter", req.cypher_filter)],
@@ -629,121 +651,6 @@ def _inner_depth(req: SearchRequest, sources: Sequence[str], depth: int) -> int:
     if "semantic" in sources and "memory" not in sources:
         return min(_MAX_RESULTS, 2 * depth)
     return _MAX_RESULTS
-
-
-def _memory_reads_better(shares: dict[str, tuple[float, list[float]]]) -> bool:
-    """Whether the best memory holds more of the question than the entity list's best
-    hit, in a memory list with a real match (its best share at least
-    :data:`UNMATCHED_SHARE` of the best-matched source's). False without shares (one
-    source with hits, no question)."""
-    if "memory" not in shares:
-        return False
-    top = max(best for best, _values in shares.values())
-    memory_best, values = shares["memory"]
-    entity_best = shares["semantic"][0] if "semantic" in shares else 0.0
-    return memory_best >= UNMATCHED_SHARE * top and values[0] > entity_best
-
-
-def _waiting(
-    ranked: dict[str, _Ranked], shares: dict[str, tuple[float, list[float]]], cap: int
-) -> dict[str, int]:
-    """The hits that wait after every other source's hits, id → tier (0 first). Tier 0:
-    the hits after the first of a source with no real match, whose best hit holds less
-    than :data:`UNMATCHED_SHARE` of the share the best-matched source's best hit holds,
-    and a source's first hit when it holds less than :data:`UNMATCHED_SHARE` of its
-    source's best share (then the source's turns go to its next hits).
-    Tier 1: a hit after its source's first holding less than :data:`WEAK_SHARE` of its
-    source's best share. The entities the best memory is tagged with never wait, even in
-    an entity list with no real match: two corpora agree on them, and the memory's share
-    of the question is their evidence. Nothing waits without shares (one source, no
-    question)."""
-    if not shares:
-        return {}
-    top = max(best for best, _values in shares.values())
-    out: dict[str, int] = {}
-    for source, (best, values) in shares.items():
-        r = ranked[source]
-        unmatched = best < UNMATCHED_SHARE * top
-        for n, h in enumerate(r.hits[:cap]):
-            if h.id in r.lifted:
-                continue  # a tagged entity keeps its turn: its evidence is the memory's
-            if n == 0:
-                # the first keeps its source's turn unless it is no real match of what its
-                # source holds best
-                if values[0] < UNMATCHED_SHARE * best:
-                    out[h.id] = 0
-            elif values[n] < WEAK_SHARE * best:
-                out[h.id] = 1
-            elif unmatched:
-                out[h.id] = 0
-    return out
-
-
-def _leading(
-    ranked: dict[str, _Ranked], shares: dict[str, tuple[float, list[float]]], cap: int
-) -> set[str]:
-    """The kept hits holding the top share (the largest share of the question any hit
-    of any source holds, above 0), whatever their rank: they take their source's first
-    turns, in their source's order, its other hits the turns after them (a source gains
-    no turn by them). None without shares (one source, no question)."""
-    top = max((best for best, _values in shares.values()), default=0.0)
-    if top <= 0:
-        return set()
-    bar = round(top, 9)  # rounded as in :func:`_tie_order`
-    return {
-        h.id
-        for source, (_best, values) in shares.items()
-        for h, v in zip(ranked[source].hits[:cap], values, strict=False)
-        if round(v, 9) >= bar
-    }
-
-
-def _tie_order(
-    ranked: dict[str, _Ranked], shares: dict[str, tuple[float, list[float]]], cap: int
-) -> dict[str, int]:
-    """Each kept hit's place among hits of the same place in their sources (the same turn,
-    or the same tier and rank when waiting), id → position: the hit holding the larger
-    share of the question first, then :data:`SOURCE_ORDER`. Without shares (one source,
-    no question) the source order alone."""
-    order = {s: i for i, s in enumerate(SOURCE_ORDER)}
-    keys = []
-    for source, r in ranked.items():
-        values = shares[source][1] if source in shares else []
-        for n, h in enumerate(r.hits[:cap]):
-            # rounded so shares summed in a different order still tie
-            held = round(values[n], 9) if n < len(values) else 0.0
-            keys.append((-held, order[source], h.id))
-    return {hid: i for i, (_held, _source, hid) in enumerate(sorted(keys))}
-
-
-def _share_note(
-    shares: dict[str, tuple[float, list[float]]], source: str, rank: int
-) -> list[ChannelScore]:
-    """The explanation of a hit's evidence in the fused list (see :func:`_waiting`):
-    ``share``, the share of the question its document holds; ``share/source best``, that
-    over its source's best (below :data:`WEAK_SHARE`, after the first: weak);
-    ``source best/top``, its source's best over the best source's (below
-    :data:`UNMATCHED_SHARE`: a source with no real match)."""
-    if source not in shares:
-        return []
-    best, values = shares[source]
-    top = max(b for b, _values in shares.values())
-    mine = values[rank - 1]
-    return [
-        ChannelScore(channel="share", rank=rank, score=round(mine, 6), contribution=0.0),
-        ChannelScore(
-            channel="share/source best",
-            rank=rank,
-            score=round(mine / best if best > 0 else 1.0, 6),
-            contribution=0.0,
-        ),
-        ChannelScore(
-            channel="source best/top",
-            rank=rank,
-            score=round(best / top if top > 0 else 1.0, 6),
-            contribution=0.0,
-        ),
-    ]
 
 
 def _capped(resp: SearchResponse, req: SearchRequest) -> list[Hit]:

@@ -1,0 +1,156 @@
+"""How the places of a scoped list are shared (``corpora.scope``): which hits wait, which
+lead their source, how hits of the same place are ordered, and when the best memory reads
+the question better than the entity list. Everything here reads each hit's share of the
+question (:meth:`ScopeService._shares <layersearch.corpora.scope.ScopeService._shares>`):
+the idf-weighted share of the question's analysed words its full-text document holds."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from layersearch.types import ChannelScore, Hit
+
+__all__ = [
+    "SOURCE_ORDER",
+    "UNMATCHED_SHARE",
+    "WEAK_SHARE",
+    "Ranked",
+    "Shares",
+    "leading_hits",
+    "memory_reads_better",
+    "share_note",
+    "tie_order",
+    "waiting_tiers",
+]
+
+#: fusion's tie-break between sources' hits of the same rank, first to last
+SOURCE_ORDER = ("semantic", "memory", "vault", "conversation")
+#: a hit (after its source's first) holding less than this fraction of the share of the
+#: question its source's best hit holds is weak evidence: it goes after every source's
+#: other hits
+WEAK_SHARE = 0.7
+#: a source whose best hit holds less than this fraction of the share of the question the
+#: best-matched source's best hit holds has no real match: its hits after the first wait;
+#: a source's first hit holding less than this fraction of its source's best share waits
+UNMATCHED_SHARE = 0.5
+
+#: per source with hits, (its best share, each kept hit's share)
+Shares = dict[str, tuple[float, list[float]]]
+
+
+@dataclass
+class Ranked:
+    """One source's hits, best first, and what it had to say."""
+
+    hits: list[Hit] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    empty: bool = False  # nothing loaded in this corpus
+    #: entity hits moved first because the best memory is tagged with them
+    lifted: frozenset[str] = frozenset()
+
+
+def memory_reads_better(shares: Shares) -> bool:
+    """Whether the best memory holds more of the question than the entity list's best
+    hit, in a memory list with a real match (its best share at least
+    :data:`UNMATCHED_SHARE` of the best-matched source's). False without shares (one
+    source with hits, no question)."""
+    if "memory" not in shares:
+        return False
+    top = max(best for best, _values in shares.values())
+    memory_best, values = shares["memory"]
+    entity_best = shares["semantic"][0] if "semantic" in shares else 0.0
+    return memory_best >= UNMATCHED_SHARE * top and values[0] > entity_best
+
+
+def waiting_tiers(ranked: dict[str, Ranked], shares: Shares, cap: int) -> dict[str, int]:
+    """The hits that wait after every other source's hits, id → tier (0 first). Tier 0:
+    the hits after the first of a source with no real match, whose best hit holds less
+    than :data:`UNMATCHED_SHARE` of the share the best-matched source's best hit holds,
+    and a source's first hit when it holds less than :data:`UNMATCHED_SHARE` of its
+    source's best share (then the source's turns go to its next hits).
+    Tier 1: a hit after its source's first holding less than :data:`WEAK_SHARE` of its
+    source's best share. The entities the best memory is tagged with never wait, even in
+    an entity list with no real match: two corpora agree on them, and the memory's share
+    of the question is their evidence. Nothing waits without shares (one source, no
+    question)."""
+    if not shares:
+        return {}
+    top = max(best for best, _values in shares.values())
+    out: dict[str, int] = {}
+    for source, (best, values) in shares.items():
+        r = ranked[source]
+        unmatched = best < UNMATCHED_SHARE * top
+        for n, h in enumerate(r.hits[:cap]):
+            if h.id in r.lifted:
+                continue  # a tagged entity keeps its turn: its evidence is the memory's
+            if n == 0:
+                # the first keeps its source's turn unless it is no real match of what its
+                # source holds best
+                if values[0] < UNMATCHED_SHARE * best:
+                    out[h.id] = 0
+            elif values[n] < WEAK_SHARE * best:
+                out[h.id] = 1
+            elif unmatched:
+                out[h.id] = 0
+    return out
+
+
+def leading_hits(ranked: dict[str, Ranked], shares: Shares, cap: int) -> set[str]:
+    """The kept hits holding the top share (the largest share of the question any hit
+    of any source holds, above 0), whatever their rank: they take their source's first
+    turns, in their source's order, its other hits the turns after them (a source gains
+    no turn by them). None without shares (one source, no question)."""
+    top = max((best for best, _values in shares.values()), default=0.0)
+    if top <= 0:
+        return set()
+    bar = round(top, 9)  # rounded as in :func:`tie_order`
+    return {
+        h.id
+        for source, (_best, values) in shares.items()
+        for h, v in zip(ranked[source].hits[:cap], values, strict=False)
+        if round(v, 9) >= bar
+    }
+
+
+def tie_order(ranked: dict[str, Ranked], shares: Shares, cap: int) -> dict[str, int]:
+    """Each kept hit's place among hits of the same place in their sources (the same turn,
+    or the same tier and rank when waiting), id → position: the hit holding the larger
+    share of the question first, then :data:`SOURCE_ORDER`. Without shares (one source,
+    no question) the source order alone."""
+    order = {s: i for i, s in enumerate(SOURCE_ORDER)}
+    keys = []
+    for source, r in ranked.items():
+        values = shares[source][1] if source in shares else []
+        for n, h in enumerate(r.hits[:cap]):
+            # rounded so shares summed in a different order still tie
+            held = round(values[n], 9) if n < len(values) else 0.0
+            keys.append((-held, order[source], h.id))
+    return {hid: i for i, (_held, _source, hid) in enumerate(sorted(keys))}
+
+
+def share_note(shares: Shares, source: str, rank: int) -> list[ChannelScore]:
+    """The explanation of a hit's evidence in the fused list (see :func:`waiting_tiers`):
+    ``share``, the share of the question its document holds; ``share/source best``, that
+    over its source's best (below :data:`WEAK_SHARE`, after the first: weak);
+    ``source best/top``, its source's best over the best source's (below
+    :data:`UNMATCHED_SHARE`: a source with no real match)."""
+    if source not in shares:
+        return []
+    best, values = shares[source]
+    top = max(b for b, _values in shares.values())
+    mine = values[rank - 1]
+    return [
+        ChannelScore(channel="share", rank=rank, score=round(mine, 6), contribution=0.0),
+        ChannelScore(
+            channel="share/source best",
+            rank=rank,
+            score=round(mine / best if best > 0 else 1.0, 6),
+            contribution=0.0,
+        ),
+        ChannelScore(
+            channel="source best/top",
+            rank=rank,
+            score=round(best / top if top > 0 else 1.0, 6),
+            contribution=0.0,
+        ),
+    ]
