@@ -285,7 +285,10 @@ def test_the_table_says_scope_all_was_not_measured(
     )
     assert res.exit_code == 0, res.output
     overall = next(line for line in res.stdout.splitlines() if line.startswith("| overall |"))
-    assert overall.startswith("| overall | 4 |") and overall.endswith("| n/a | n/a |")
+    assert overall.startswith("| overall | 4 |") and overall.endswith("| n/a | n/a | n/a |")
+    header = next(line for line in res.stdout.splitlines() if line.startswith("| source |"))
+    assert header.endswith("| scope=all | best split | own split |")
+    assert max(len(line) for line in res.stdout.splitlines()) <= 80
     assert "scope=all not measured: search does not take scope yet" in res.stderr
 
 
@@ -315,8 +318,9 @@ def test_the_best_split_gives_the_places_where_the_gold_is() -> None:
 
 def test_the_best_split_is_reported_beside_scope_all(tmp_path: Path) -> None:
     out, rows = _scope_json(tmp_path, "--limit", "4")
-    split = out["best_split"]
-    assert set(split["per_source"]) == set(SOURCES) and 0.0 <= split["recall@10"] <= 1.0
-    for r in rows:
-        assert sum(r["best_split"]["places"].values()) <= 10
-        assert r["best_split"]["recall"] >= 0.0
+    for run in ("best_split", "own_split"):
+        split = out[run]
+        assert set(split["per_source"]) == set(SOURCES) and 0.0 <= split["recall@10"] <= 1.0
+        for r in rows:
+            assert sum(r[run]["places"].values()) <= 10
+            assert r[run]["recall"] >= 0.0

@@ -28,7 +28,10 @@ Two runs are scored with recall@10, per source and overall (macro over queries):
 Beside them, ``best_split`` (with ``scope_all``): per query, the ten places split
 among the best single-source calls' own top 10s so as to hold the most relevant
 items, chosen with the labels (:func:`best_split`); what ten places drawn from the
-tops of those lists could hold at most. A diagnostic, never a ranking input.
+tops of those lists could hold at most. And ``own_split``: the same over the lists
+``scope=all`` itself fuses (``ScopeService.source_lists``: the entity list with the
+best memory's tags lifted and joined), what its fusion could hold at most.
+Diagnostics, never ranking inputs.
 """
 
 from __future__ import annotations
@@ -67,6 +70,7 @@ __all__ = [
     "read_extra_memories",
     "read_scope_queries",
     "run_baseline",
+    "run_own_lists",
     "run_scope_all",
     "run_single_sources",
     "score",
@@ -403,6 +407,15 @@ def run_single_sources(ls: Layersearch, question: str) -> dict[str, list[str]]:
     return out
 
 
+def run_own_lists(ls: Layersearch, question: str) -> dict[str, list[str]]:
+    """The per-source lists ``search(scope="all", max_results=DEPTH)`` fuses, as keys
+    (each :data:`DEPTH` deep at most)."""
+    from layersearch.types import SearchRequest
+
+    req = SearchRequest.model_validate({"question": question, "scope": "all", "max_results": DEPTH})
+    return {s: [_hit_key(h) for h in hits] for s, hits in ls.scope.source_lists(req).items()}
+
+
 def _scoped_keys(ls: Layersearch, question: str, scope: str) -> list[str]:
     try:
         res = ls.search(question=question, scope=scope, max_results=DEPTH)
@@ -484,6 +497,10 @@ def _summarise(scores: Sequence[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
+#: the runs a query's record scores, in the order of the report
+_RUNS = ("baseline", "scope_all", "best_split", "own_split")
+
+
 def _score_query(
     ls: Layersearch, q: ScopeQuery, store: MixedStore, warnings: list[str], *, scope: bool
 ) -> dict[str, Any]:
@@ -500,6 +517,7 @@ def _score_query(
     }
     if scope:
         record["best_split"] = best_split(gold, run_single_sources(ls, q.query))
+        record["own_split"] = best_split(gold, run_own_lists(ls, q.query))
         ranked = run_scope_all(ls, q.query)
         scored = score(gold, ranked)
         record["scope_all"] = {
@@ -568,9 +586,10 @@ def evaluate_scope(
     """Build the mixed store in a temporary folder and score both runs.
 
     ``half`` (``A``: the odd lines of ``queries``, ``B``: the even lines) is taken before
-    ``limit``. Returns ``queries``, ``half``, the store's ``counts``, ``baseline`` and ``scope_all`` (each
-    ``recall@10`` overall and ``per_source``; ``scope_all`` is None when unsupported,
-    with ``scope_unsupported`` saying why) and ``warnings``."""
+    ``limit``. Returns ``queries``, ``half``, the store's ``counts``, the runs
+    ``baseline``, ``scope_all``, ``best_split`` and ``own_split`` (each ``recall@10``
+    overall and ``per_source``; all but ``baseline`` None when scope is unsupported, with
+    ``scope_unsupported`` saying why) and ``warnings``."""
     from layersearch.api import Layersearch
 
     items = select_half(read_scope_queries(queries), half)[:limit]
@@ -600,15 +619,12 @@ def evaluate_scope(
         unsupported = scope_supported(ls)
         if unsupported:
             warnings.append(f"scope=all not run: {unsupported}; baseline only")
-        base_scores: list[dict[str, Any]] = []
-        scope_scores: list[dict[str, Any]] = []
-        split_scores: list[dict[str, Any]] = []
+        runs: dict[str, list[dict[str, Any]]] = {r: [] for r in _RUNS}
         for i, q in enumerate(items, start=1):
             record = _score_query(ls, q, store, warnings, scope=not unsupported)
-            base_scores.append(record["baseline"])
-            if "scope_all" in record:
-                scope_scores.append(record["scope_all"])
-                split_scores.append(record["best_split"])
+            for run, scores in runs.items():
+                if run in record:
+                    scores.append(record[run])
             if details is not None:
                 details(record)
             if progress is not None:
@@ -618,9 +634,7 @@ def evaluate_scope(
         "half": half.strip().upper() if half is not None else None,
         "counts": store.counts,
         "embedder": model,
-        "baseline": _summarise(base_scores),
-        "scope_all": _summarise(scope_scores) if scope_scores else None,
-        "best_split": _summarise(split_scores) if split_scores else None,
+        **{run: _summarise(scores) if scores else None for run, scores in runs.items()},
         "scope_unsupported": unsupported,
         "warnings": warnings,
     }
