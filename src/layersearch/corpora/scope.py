@@ -46,6 +46,7 @@ from layersearch.types import (
 
 if TYPE_CHECKING:
     from layersearch.corpora.conversations.search import ConversationService
+    from layersearch.corpora.entities.corpus import EntityCorpus
     from layersearch.corpora.entities.service import EntityService
     from layersearch.corpora.vault.search import VaultService
     from layersearch.embed.base import Embedder
@@ -341,8 +342,6 @@ class ScopeService:
         tagged = list(dict.fromkeys(found.entities)) if found is not None else []
         tags = set(tagged)
         first = [h for h in semantic.hits if h.id in tags]
-        have = {h.id for h in first}
-        missing = [t for t in tagged if t not in have and self._joinable(t, req)]
         note = ChannelScore(channel=f"tagged by {best}", rank=1, score=0.0, contribution=0.0)
         first = [
             h.model_copy(update={"explanation": [note, *h.explanation]})
@@ -350,7 +349,9 @@ class ScopeService:
             else h
             for h in first
         ]
-        if missing and memory_reads_better(shares):
+        if memory_reads_better(shares):
+            have = {h.id for h in first}
+            missing = [t for t in tagged if t not in have and _joinable(corpus, t, req)]
             # said apart: the entity search did not return them
             joined = note.model_copy(update={"channel": f"{note.channel} (joined)"})
             first.extend(
@@ -368,19 +369,6 @@ class ScopeService:
             empty=semantic.empty,
             lifted=frozenset(h.id for h in first),
         )
-
-    def _joinable(self, entity_id: str, req: SearchRequest) -> bool:
-        """Whether a memory's tagged entity may join the entity list: a visible entity of
-        the asked datasource. Never under a cypher filter, whose ids the entity search
-        alone knows."""
-        from layersearch.semantic.canonical import in_scope
-
-        corpus = self._entities.corpus()
-        if req.cypher_filter is not None and req.cypher_filter.strip():
-            return False
-        if entity_id not in corpus.entities or not corpus.entities.is_visible(entity_id):
-            return False
-        return req.datasource is None or in_scope(entity_id, req.datasource)
 
     # -- the sources ----------------------------------------------------------------------------
 
@@ -640,6 +628,19 @@ class ScopeService:
                 )
             )
         return out
+
+
+def _joinable(corpus: EntityCorpus, entity_id: str, req: SearchRequest) -> bool:
+    """Whether a memory's tagged entity may join the entity list: a visible entity of the
+    asked datasource in ``corpus``. Never under a cypher filter, whose ids the entity
+    search alone knows."""
+    from layersearch.semantic.canonical import in_scope
+
+    if req.cypher_filter is not None and req.cypher_filter.strip():
+        return False
+    if entity_id not in corpus.entities or not corpus.entities.is_visible(entity_id):
+        return False
+    return req.datasource is None or in_scope(entity_id, req.datasource)
 
 
 def _inner_depth(req: SearchRequest, sources: Sequence[str], depth: int) -> int:
