@@ -173,7 +173,7 @@ class _Scanner:
 
     def number(self, start: int) -> Token:
         text, i, n = self.text, start, len(self.text)
-        while i < n and text[i].isdigit():
+        while i < n and _is_digit(text[i]):
             i += 1
         kind = Kind.INTEGER
         # "1..3" is a range, not the float "1." followed by ".3"
@@ -182,20 +182,20 @@ class _Scanner:
             and text[i] == "."
             and not text.startswith("..", i)
             and i + 1 < n
-            and text[i + 1].isdigit()
+            and _is_digit(text[i + 1])
         ):
             kind = Kind.FLOAT
             i += 1
-            while i < n and text[i].isdigit():
+            while i < n and _is_digit(text[i]):
                 i += 1
         if i < n and text[i] in "eE":
             j = i + 1
             if j < n and text[j] in "+-":
                 j += 1
-            if j < n and text[j].isdigit():
+            if j < n and _is_digit(text[j]):
                 kind = Kind.FLOAT
                 i = j
-                while i < n and text[i].isdigit():
+                while i < n and _is_digit(text[i]):
                     i += 1
         if i < n and (text[i].isalpha() or text[i] == "_"):
             raise self.error("malformed number", start, expected="digits")
@@ -242,7 +242,7 @@ class _Scanner:
         ch = text[start]
         if ch in "'\"":
             return self.string(start)
-        if ch.isdigit():
+        if _is_digit(ch):
             return self.number(start)
         if ch.isalpha() or ch == "_":
             return self.ident(start)
@@ -256,6 +256,12 @@ class _Scanner:
                 self.pos = start + len(sym)
                 return Token(Kind.SYMBOL, sym, line, col, sym)
         raise self.error(f"unexpected character {ch!r}", start)
+
+
+def _is_digit(ch: str) -> bool:
+    """An ASCII digit: ``str.isdigit`` also takes superscripts and other scripts' digits,
+    which ``int`` refuses (``'¹2'``)."""
+    return "0" <= ch <= "9"
 
 
 def tokenize(text: str) -> list[Token]:
