@@ -1,10 +1,13 @@
 """The README from a brand-new clone: every command it shows runs and says what it claims.
 
 The committed HEAD of this repository is cloned into a temporary folder and installed
-into a fresh virtualenv made with ``--system-site-packages`` and ``pip install --no-deps
---no-build-isolation -e .``: the dependencies come from the interpreter running the
-tests (already installed, so the test is fast and needs no network), the package from
-the clone (checked: the venv imports layersearch from the clone). Then every ```bash
+into a fresh virtualenv with ``pip install --no-deps --no-build-isolation -e .``. The
+dependencies (pip and the build backend among them) come from the environment running
+the tests, reached through a ``.pth`` file that names its site-packages folders: never
+from the base interpreter behind it, whose packages a user's venv does not control
+(``--system-site-packages`` would reach those, e.g. an old setuptools and no wheel).
+So the test is fast and needs no network, and the package comes from the clone
+(checked: the venv imports layersearch from the clone). Then every ```bash
 block of README.md runs in the clone, command by command, in order, with the venv first
 on PATH; ``pip install`` and ``python -m pytest`` segments are the installation this
 test did itself and the whole test suite, so they are not run again. Every ```python
@@ -68,6 +71,31 @@ def run(
     )
 
 
+def _reach_running_environment(venv: Path) -> None:
+    """Put the running environment's site-packages on the new venv's path, after its own.
+
+    A ``.pth`` line that is a folder adds it to ``sys.path`` without reading the ``.pth``
+    files inside, so the running environment's editable layersearch stays out and the
+    clone's install is the one imported.
+    """
+    probe = "import sysconfig; print(sysconfig.get_path('purelib')); print(sysconfig.get_path('platlib'))"
+    ours = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True
+    ).stdout.split()
+    theirs = subprocess.run(
+        [
+            str(venv / "bin" / "python"),
+            "-c",
+            "import sysconfig; print(sysconfig.get_path('purelib'))",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    Path(theirs).mkdir(parents=True, exist_ok=True)
+    (Path(theirs) / "_running_environment.pth").write_text("\n".join(dict.fromkeys(ours)) + "\n")
+
+
 @pytest.fixture(scope="module")
 def clone(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
     if not (ROOT / ".git").exists() or shutil.which("git") is None:
@@ -81,10 +109,9 @@ def clone(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str
     subprocess.run(["git", "-C", str(dest), "checkout", "-q", head], check=True)
     venv = base / "venv"
     subprocess.run(
-        [sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", str(venv)],
-        check=True,
-        timeout=300,
+        [sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=300
     )
+    _reach_running_environment(venv)
     env = {
         k: v
         for k, v in os.environ.items()
@@ -98,8 +125,8 @@ def clone(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str
         PIP_DISABLE_PIP_VERSION_CHECK="1",
         PIP_NO_INDEX="1",
     )
-    # The interpreter's own pip and setuptools, seen through --system-site-packages (a venv's
-    # bundled setuptools may be too old to build an editable wheel), install into the venv.
+    # The running environment's pip, setuptools and wheel (the [dev] extra pins the build
+    # backend for this) install the clone into the new venv.
     pip = ["python", "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation", "-e", "."]
     install = run(pip, dest, env)
     assert install.returncode == 0, install.stderr
