@@ -29,7 +29,7 @@ import pytest
 from tests.support import ROOT
 
 README = ROOT / "README.md"
-SKIPPED = ("pip install ", "python -m pytest")
+SKIPPED = ("pip install ", "python -m pytest", "python -m venv ", ". .venv/")
 
 
 def bash_commands(text: str) -> list[str]:
@@ -164,6 +164,20 @@ def test_every_readme_command_runs_in_a_fresh_clone(clone: tuple[Path, dict[str,
     for cmd, out in outputs.items():
         if "--json" in cmd:
             assert out.lstrip().startswith(("{", "[")), cmd
+
+
+@pytest.mark.slow
+def test_every_getting_started_command_runs_in_a_fresh_clone(
+    clone: tuple[Path, dict[str, str]],
+) -> None:
+    """The guide's commands, in order, as a newcomer types them in a clone."""
+    dest, env = clone
+    commands = bash_commands((dest / "docs" / "getting-started.md").read_text())
+    assert commands[0] == "layersearch load models"
+    for command in commands:
+        proc = run(["bash", "-c", command], dest, env, stdin=subprocess.DEVNULL)
+        assert proc.returncode == 0, (command, proc.stdout[-2000:], proc.stderr[-2000:])
+        assert "Traceback" not in proc.stderr, (command, proc.stderr)
 
 
 @pytest.mark.slow
