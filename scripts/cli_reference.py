@@ -35,8 +35,14 @@ exit 2 for a user error, 1 for an internal one; logs and progress go to stderr.
 
 
 def _walk(command: click.Command, name: str, parent: click.Context | None) -> list[tuple[str, str]]:
-    ctx = click.Context(
-        command, info_name=name, parent=parent, terminal_width=WIDTH, max_content_width=WIDTH
+    # make_context applies the command's context_settings (the root's -h), as --help does
+    ctx = command.make_context(
+        name,
+        [],
+        parent=parent,
+        resilient_parsing=True,
+        terminal_width=WIDTH,
+        max_content_width=WIDTH,
     )
     pages = [(ctx.command_path, command.get_help(ctx))]
     if isinstance(command, click.Group):

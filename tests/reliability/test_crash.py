@@ -7,7 +7,8 @@ and the index holds exactly the store's documents), rebuilt automatically when a
 kill left it behind. Conversation imports are whole (every message of a conversation or
 none) and found by keyword and full text; vault notes are whole (all their sections), the
 store holds only notes that are on disk, and re-indexing brings notes, chunks and vectors
-back in line. ``LAYERSEARCH_CRASH_KILLS`` sets the number of kills (default 50).
+back in line. The default tier kills 8 times; the soak tier (``-m soak``, CI's second
+step) 50 times, or ``LAYERSEARCH_CRASH_KILLS``.
 """
 
 from __future__ import annotations
@@ -173,8 +174,11 @@ def check_vault(ls: Layersearch, store: Path, ledger: Ledger) -> None:
     assert report.vectors is not None and not report.vectors.failed
 
 
+@pytest.mark.parametrize(
+    "kills", [pytest.param(8, id="8-kills"), pytest.param(KILLS, id="soak", marks=pytest.mark.soak)]
+)
 def test_sigkill_during_memory_saves_and_loads(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kills: int
 ) -> None:
     # The fork server is a fresh interpreter: make it import this checkout, not an installed copy.
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(ROOT / "src"), str(ROOT)]))
@@ -189,7 +193,7 @@ def test_sigkill_during_memory_saves_and_loads(
     rnd = random.Random(20240607)
     empty = 0
     started = time.monotonic()
-    for kill in range(1, KILLS + 1):
+    for kill in range(1, kills + 1):
         # the first write of worker `kill` is operation kill % 4: the first four kills wait
         # for it, so each kind commits at least once
         lines = run_until_killed(ctx, store, kill, rnd, settle=kill <= len(crash_worker.OPERATIONS))
@@ -201,7 +205,7 @@ def test_sigkill_during_memory_saves_and_loads(
         for mid, word in ledger.memories.items():
             assert ls.search(question=word, channels=["fulltext"]).results[0].id == mid
     print(
-        f"\ncrash test: {KILLS} kills in {elapsed:.1f}s; {len(ledger.memories)} memory saves and "
+        f"\ncrash test: {kills} kills in {elapsed:.1f}s; {len(ledger.memories)} memory saves and "
         f"{ledger.loads} loads, {len(ledger.conversations)} conversation imports and "
         f"{len(ledger.notes)} vault indexings reported committed; {len(ledger.unreported)} "
         f"memories and {len(ledger.unreported_conversations)} conversations committed but "
@@ -209,4 +213,4 @@ def test_sigkill_during_memory_saves_and_loads(
     )
     assert ledger.conversations and ledger.notes, "no conversation import or vault indexing"
     writes = len(ledger.memories) + ledger.loads + len(ledger.conversations) + len(ledger.notes)
-    assert writes >= KILLS // 5, "the worker barely wrote: kills too early"
+    assert writes >= kills // 5, "the worker barely wrote: kills too early"
