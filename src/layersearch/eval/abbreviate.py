@@ -43,14 +43,21 @@ from __future__ import annotations
 import json
 import re
 import zlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from layersearch.errors import ConfigError
 from layersearch.semantic.importers.spider import read_spider_tables, spider_ids
 
-__all__ = ["STYLES", "abbreviate_word", "abbreviate_text", "abbreviate_spider", "write_abbreviated"]
+__all__ = [
+    "STYLES",
+    "abbreviate_spider",
+    "abbreviate_text",
+    "abbreviate_word",
+    "rename_spider",
+    "write_abbreviated",
+]
 
 #: Words longer than this are abbreviated.
 KEEP_UP_TO = 4
@@ -124,12 +131,24 @@ def abbreviate_spider(
     case); other fields are kept. A gold id the catalog does not have is an
     error naming the question.
     """
+    if style not in STYLES:
+        raise ConfigError(f"unknown abbreviation style '{style}': use {', '.join(STYLES)}")
+    return rename_spider(tables, questions, lambda db: _abbreviate_db(db, style))
+
+
+def rename_spider(
+    tables: Sequence[dict[str, Any]],
+    questions: Sequence[dict[str, Any]],
+    rename: Callable[[dict[str, Any]], dict[str, Any]],
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The databases as ``rename`` rewrites each (names only: the tables and columns
+    stay in place), and the questions with ``db_id`` and gold ids mapped by position."""
     new_dbs: list[dict[str, Any]] = []
     id_map: dict[str, str] = {}
     db_map: dict[str, str] = {}
     taken_db: set[str] = set()
     for db in tables:
-        short = _abbreviate_db(db, style)
+        short = rename(db)
         # two databases whose names abbreviate alike stay apart
         base, n = short["db_id"], 2
         while short["db_id"].lower() in taken_db:

@@ -1,0 +1,138 @@
+"""The schema encoder's training data (scripts/train_schema_encoder.py), without torch:
+the split is by database, every catalog variant keeps the gold ids, batches hold no
+positive twice."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+from tests.support import ROOT
+
+SPIDER = ROOT / "examples" / "spider" / "tables.json"
+
+
+def _script() -> ModuleType:
+    path = ROOT / "scripts" / "train_schema_encoder.py"
+    spec = importlib.util.spec_from_file_location("train_schema_encoder", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def train() -> ModuleType:
+    return _script()
+
+
+@pytest.fixture(scope="module")
+def tables() -> list[dict[str, Any]]:
+    data: list[dict[str, Any]] = json.loads(SPIDER.read_text())
+    return data
+
+
+def _questions(tables: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    out = []
+    for db in tables:
+        t = db["table_names_original"][0]
+        col = next(c for ti, c in db["column_names_original"] if ti == 0)
+        ds = db["db_id"]
+        out.append(
+            {
+                "db_id": ds,
+                "question": f"how many {t}",
+                "original_question": f"count {t}",
+                "gold_tables": [f"{ds}.{t}"],
+                "gold_columns": [f"{ds}.{t}.{col}"],
+            }
+        )
+    return out
+
+
+def test_the_split_is_by_database_and_seeded(train: ModuleType) -> None:
+    dbs = [f"db{i}" for i in range(40)] * 3
+    tr, val = train.split_databases(dbs, 0, 0.2)
+    assert len(val) == 8 and len(tr) == 32 and not set(tr) & set(val)
+    assert (tr, val) == train.split_databases(list(reversed(dbs)), 0, 0.2)
+    assert val != train.split_databases(dbs, 1, 0.2)[1]
+
+
+def test_warehouse_names_are_prefixed_and_recased(train: ModuleType) -> None:
+    db = {
+        "db_id": "shop",
+        "table_names_original": ["Orders"],
+        "table_names": ["orders"],
+        "column_names_original": [[-1, "*"], [0, "order_total"]],
+        "column_names": [[-1, "*"], [0, "order total"]],
+    }
+    out = train.warehouse_db(db)
+    assert out["table_names_original"][0].endswith("orders")
+    assert out["table_names_original"][0][:4] in {"dim_", "fct_", "stg_", "orde"}
+    assert out["column_names_original"][1][1] in {"ORDER_TOTAL", "orderTotal"}
+    assert out["column_names_original"][0] == [-1, "*"]
+
+
+@pytest.mark.parametrize("variant", ["plain", "mixed", "warehouse"])
+def test_every_variant_keeps_the_gold_ids(
+    train: ModuleType, tables: list[dict[str, Any]], variant: str
+) -> None:
+    v = train.build_variant(variant, tables, _questions(tables))
+    for q in v.questions:
+        assert q["gold_tables"] and all(g in v.texts for g in q["gold_tables"])
+        assert all(g in v.texts for g in q["gold_columns"])
+        assert q["gold_tables"][0] in v.tables_of[q["db_id"]]
+
+
+def test_triplets_pair_gold_texts_with_other_items_of_the_database(
+    train: ModuleType, tables: list[dict[str, Any]]
+) -> None:
+    questions = _questions(tables)
+    variants = {n: train.build_variant(n, tables, questions) for n in ("plain", "short")}
+    triplets = train.training_triplets(variants, range(len(questions)), 0, 2)
+    # two wordings a question, one table and one column each
+    assert len(triplets) == 4 * len(questions)
+    for query, pos, neg, pos_id in triplets:
+        assert pos != neg and query
+        assert pos == variants[pos_id.split(":")[0]].texts[pos_id.split(":", 1)[1]]
+    assert triplets == train.training_triplets(variants, range(len(questions)), 0, 2)
+
+
+def test_no_batch_holds_a_positive_or_query_twice(train: ModuleType) -> None:
+    triplets = [(f"q{i % 5}", f"p{i % 7}", "n", f"id{i % 7}") for i in range(70)]
+    out = train.batches(triplets, 4)
+    assert sorted(t for b in out for t in b) == sorted(triplets)
+    for b in out:
+        assert len({t[3] for t in b}) == len(b) and len({t[0] for t in b}) == len(b)
+
+
+def test_recall_counts_gold_in_the_top_k(train: ModuleType, tables: list[dict[str, Any]]) -> None:
+    import numpy as np
+
+    v = train.build_variant("plain", tables, _questions(tables))
+    gold = {q["gold_tables"][0] for q in v.questions}
+
+    def encode(texts: list[str]) -> Any:
+        # a perfect encoder for this toy set: a text's vector is its gold table's slot
+        order = sorted(gold)
+        out = np.zeros((len(texts), len(order) + 1), dtype=np.float32)
+        for i, text in enumerate(texts):
+            hit = [k for k, g in enumerate(order) if v.texts[g] == text]
+            hit += [k for k, g in enumerate(order) if text == f"how many {g.split('.')[1]}"]
+            out[i, hit[0] if hit else len(order)] = 1.0
+        return out
+
+    result = train.recall_at(encode, v, range(len(v.questions)), "question", {})
+    assert result["table_recall@5"] == 1.0 and result["questions"] == len(v.questions)
+
+
+def test_the_script_names_its_data_and_output(train: ModuleType) -> None:
+    args = train.parse_args(["--out", "x", "--seed", "3"])
+    assert args.out == Path("x") and args.seed == 3 and args.val_fraction == 0.2
