@@ -270,8 +270,25 @@ def test_vault_hybrid_without_an_embedder_runs_full_text_with_a_warning(store: P
     )  # fmt: skip
     channels = {p["channel"] for h in json.loads(explained.stdout) for p in h["explanation"]}
     assert channels == {"fulltext"}
-    vector = cli("--store", str(store), "vault", "search", "churn rate")
-    assert vector.returncode == 2 and "no embedder configured" in vector.stderr
+
+
+def test_vault_search_on_a_base_install_ranks_by_full_text(store: Path) -> None:
+    """`vault search` as written (its default mode, vector) with no embedder: the notes by
+    full text, one warning saying so, the same list as hybrid mode; --json unchanged."""
+    proc = cli("--store", str(store), "vault", "search", "churn rate")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.splitlines() == [
+        "warning: embedding unavailable: no embedder configured; ranked by full text alone "
+        "(score is the RRF score)"
+    ]
+    assert proc.stdout.splitlines()[0].split() == ["#", "score", "slug"]
+    assert "Metrics/Churn rate" in proc.stdout.splitlines()[1]
+    hybrid = cli("--store", str(store), "vault", "search", "churn rate", "--mode", "hybrid")
+    assert hybrid.stdout == proc.stdout and hybrid.stderr == proc.stderr
+    listed = cli("--store", str(store), "vault", "search", "churn rate", "--json")
+    hits = json.loads(listed.stdout)
+    assert hits and all(set(h) == {"slug", "title", "path", "score"} for h in hits)
+    assert hits[0]["slug"] == "Metrics/Churn rate"
 
 
 # -- help -------------------------------------------------------------------------------------

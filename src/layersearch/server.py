@@ -28,6 +28,7 @@ from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp.server.mcpserver.tools import Tool
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field, ValidationError
+from pydantic_core import to_json
 
 from layersearch.config import Settings, check_token
 from layersearch.errors import ConfigError, LayersearchError, disk_full_error, is_disk_full
@@ -535,25 +536,41 @@ def vault_search(
         ),
     ] = None,
     limit: Annotated[int, Field(ge=1, le=1000, description="How many notes (default 10).")] = 10,
-) -> list[VaultHit]:
+    mode: Annotated[
+        Literal["vector", "hybrid"],
+        Field(
+            description="vector: by meaning (default); hybrid: fused with full text, the "
+            "score then the Reciprocal Rank Fusion score."
+        ),
+    ] = "vector",
+) -> Annotated[CallToolResult, list[VaultHit]]:
     """Find notes in the indexed markdown vault (runbooks, metric definitions, incident
     write-ups, decisions) by meaning, within the filters you give (all combine with AND).
 
     Returns [{slug, title, path, score}] best first, score the cosine similarity of the
-    note's best-matching section; no content: call `vault_get_note` with a slug to read
-    one. An empty list means nothing matched; an error means the search could not run
-    (no embedder configured, vectors made by another model, bad filter value).
+    note's best-matching section (hybrid: the fused score); no content: call
+    `vault_get_note` with a slug to read one. Without an embedder the notes are ranked by
+    full text alone, and a last text block starting `warning:` says so. An empty list
+    means nothing matched; an error means the search could not run (vectors made by
+    another model in vector mode, bad filter value).
     """
-    return list(
-        _api(ctx).vault.search(
-            query,
-            tags=tags,
-            domain=domain,
-            status=status,
-            note_type=note_type,
-            date_range=date_range,
-            limit=limit,
-        )
+    warnings: list[str] = []
+    hits = _api(ctx).vault.search(
+        query,
+        tags=tags,
+        domain=domain,
+        status=status,
+        note_type=note_type,
+        date_range=date_range,
+        limit=limit,
+        mode=mode,
+        warnings=warnings,
+    )
+    # The hits as the SDK renders a returned list (one JSON block each), then the warnings.
+    texts = [to_json(h, indent=2).decode() for h in hits] + [f"warning: {w}" for w in warnings]
+    return CallToolResult(
+        content=[TextContent(type="text", text=text) for text in texts],
+        structured_content={"result": [h.model_dump(mode="json") for h in hits]},
     )
 
 

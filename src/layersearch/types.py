@@ -362,7 +362,8 @@ class VaultHit(BaseModel):
     path: str = Field(description="the file, relative to the vault root")
     score: float = Field(
         description="vector mode: cosine similarity of the best chunk (-1..1); "
-        "hybrid mode: the fused Reciprocal Rank Fusion score"
+        "hybrid mode, or full text alone without an embedder: the fused Reciprocal Rank "
+        "Fusion score"
     )
     explanation: list[ChannelScore] | None = Field(
         None, description="which channels ranked this note, at which rank and score (explain)"

@@ -66,7 +66,8 @@ def vault_index(obj: Ctx, path: Path, no_embed: bool, as_json: bool) -> None:
     default="vector",
     show_default=True,
     type=click.Choice(["vector", "hybrid"]),
-    help="vector similarity, or fused with full text (score is then the RRF score).",
+    help="vector similarity, or fused with full text (score is then the RRF score). "
+    "Without an embedder either ranks by full text alone, with a warning.",
 )
 @click.option("--min-score", default=None, type=float, help="Drop notes whose cosine is below it.")
 @click.option("--explain", is_flag=True, help="Add which channels ranked each note.")
@@ -91,7 +92,8 @@ def vault_search(
     """Notes most similar to QUERY, best first.
 
     A table of rank, score and slug (read a note with `vault get SLUG`); --json prints
-    the list of {slug, title, path, score} that the MCP tool returns."""
+    the list of {slug, title, path, score} that the MCP tool returns. Without an
+    embedder the notes are ranked by full text, and a warning on stderr says so."""
     date_range = None
     if date_from is not None or date_to is not None:
         date_range = {"start": date_from, "end": date_to}
