@@ -31,7 +31,13 @@ from pydantic import Field, ValidationError
 from pydantic_core import to_json
 
 from layersearch.config import Settings, check_token
-from layersearch.errors import ConfigError, LayersearchError, disk_full_error, is_disk_full
+from layersearch.errors import (
+    ConfigError,
+    LayersearchError,
+    StoreMissing,
+    disk_full_error,
+    is_disk_full,
+)
 from layersearch.types import (
     ChannelsArg,
     CompactArg,
@@ -65,6 +71,7 @@ from layersearch.types import (
 
 if TYPE_CHECKING:
     from layersearch.api import Layersearch
+    from layersearch.semantic.model import Catalog
 
 __all__ = [
     "SERVER_NAME",
@@ -109,6 +116,7 @@ class Service:
         self._owned = api is None
         self._error: BaseException | None = None
         self._ready = threading.Event()
+        self._reopen = threading.Lock()
         if api is not None:
             self._ready.set()
 
@@ -117,21 +125,32 @@ class Service:
             return
         threading.Thread(target=self._open, name="layersearch-open", daemon=True).start()
 
-    def _open(self) -> None:
+    def _open(self, *, again: bool = False) -> None:
         try:
-            from layersearch.api import Layersearch
+            from layersearch.api import Layersearch, resolve_store_location, store_missing
             from layersearch.embed import NO_EMBEDDER, resolve_spec
 
             spec = resolve_spec(self.settings.embedder, use_default=True)
+            location = resolve_store_location(self.settings.store)
+            # The server creates a store only to load `models` into it, once they are read;
+            # without them a missing store is reported by every call until it exists.
+            catalog = None
+            if self.settings.models is not None and store_missing(location):
+                catalog = Layersearch.read_catalog(self.settings.models)
             api = Layersearch(
-                self.settings.store,
+                location,
+                create=catalog is not None,
                 embedder=spec or NO_EMBEDDER,  # not None: that reads $LAYERSEARCH_EMBEDDER
                 embedder_config=dict(self.settings.embedder_options or {}) or None,
             )
             self._api = api
-            self._load_models_if_empty(api)
+            self._load_models_if_empty(api, catalog)
             self._warm(api)
             log.info("store %s ready", api.store.location)
+        except StoreMissing as exc:
+            if not again:
+                log.warning("%s; every tool call says so until it exists", exc)
+            self._error = exc
         except BaseException as exc:  # noqa: BLE001 - kept and reported by every tool call
             log.error("could not open the store: %s", exc, exc_info=True)
             self._error = exc
@@ -151,14 +170,15 @@ class Service:
         for problem in api.warm():
             log.warning("dense channel not ready: %s", problem)
 
-    def _load_models_if_empty(self, api: Layersearch) -> None:
+    def _load_models_if_empty(self, api: Layersearch, catalog: Catalog | None) -> None:
+        """Load ``models`` into a store without a semantic layer (``catalog``: read)."""
         models = self.settings.models
         if models is None:
             return
-        if api.corpus().datasources:
+        if catalog is None and api.corpus().datasources:
             log.info("store already has a semantic layer; not loading %s", models)
             return
-        report = api.load(models)
+        report = api.load(models) if catalog is None else api.load_catalog(catalog)
         log.info(
             "loaded %d entities from %s (%s)",
             report.entities,
@@ -175,6 +195,11 @@ class Service:
     def api(self, timeout: float | None = 300.0) -> Layersearch:
         if not self._ready.wait(timeout):
             raise LayersearchError("the store is still opening; try again in a moment")
+        if isinstance(self._error, StoreMissing):
+            with self._reopen:  # made since the server started (`layersearch load`)?
+                if isinstance(self._error, StoreMissing):
+                    self._error = None
+                    self._open(again=True)
         if self._error is not None:
             if isinstance(self._error, LayersearchError):
                 raise self._error
@@ -538,10 +563,7 @@ def vault_search(
     limit: Annotated[int, Field(ge=1, le=1000, description="How many notes (default 10).")] = 10,
     mode: Annotated[
         Literal["vector", "hybrid"],
-        Field(
-            description="vector: by meaning (default); hybrid: fused with full text, the "
-            "score then the Reciprocal Rank Fusion score."
-        ),
+        Field(description="vector (default), or hybrid: fused with full text (an RRF score)."),
     ] = "vector",
 ) -> Annotated[CallToolResult, list[VaultHit]]:
     """Find notes in the indexed markdown vault (runbooks, metric definitions, incident

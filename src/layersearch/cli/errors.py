@@ -28,7 +28,7 @@ def handle_errors(fn: F) -> F:
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         as_json = bool(kwargs.get("as_json"))
         try:
-            return fn(*args, **kwargs)
+            return _undoing_a_new_store(fn, *args, **kwargs)
         except LayersearchError as exc:
             fail(exc.code, str(exc), as_json, EXIT_USER_ERROR)
         except KeyboardInterrupt:
@@ -51,6 +51,28 @@ def handle_errors(fn: F) -> F:
             )
 
     return wrapper  # type: ignore[return-value]
+
+
+def _undoing_a_new_store(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """``fn``; when it fails, the store it created is removed again (nothing was written
+    to it): a failed ``load`` of a missing path leaves no store behind."""
+    try:
+        return fn(*args, **kwargs)
+    except BrokenPipeError:
+        raise  # the command did its work; its reader went away
+    except BaseException as exc:
+        if isinstance(exc, click.exceptions.Exit):
+            status: Any = exc.exit_code
+        else:
+            status = exc.code if isinstance(exc, SystemExit) else 1
+        if status:
+            from layersearch.cli.context import Ctx
+
+            ctx = click.get_current_context(silent=True)
+            obj = ctx.find_object(Ctx) if ctx is not None else None
+            if obj is not None:
+                obj.discard_new_store()
+        raise
 
 
 def fail(code: str, message: str, as_json: bool, exit_code: int) -> None:
