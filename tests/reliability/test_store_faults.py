@@ -402,7 +402,6 @@ FAILED_WRITES = [
     ["conversations", "import", "missing.json"],
     ["conversations", "import", "{bad}/x.jsonl"],
     ["summaries", "import", "missing.jsonl"],
-    ["summaries", "import", "{bad}/x.jsonl"],
     ["--embedder", "fake", "embed"],
     ["--embedder", "fake", "conversations", "embed"],
     ["init", "--nope"],
@@ -437,6 +436,25 @@ def test_no_store_appears_unless_a_write_succeeds(tmp_path: Path, args: list[str
     result = CliRunner().invoke(main, argv)
     assert result.exit_code == 2, result.output
     assert not (tmp_path / "new").exists(), sorted(p.name for p in (tmp_path / "new").rglob("*"))
+
+
+def test_an_import_that_reads_nothing_leaves_no_store(tmp_path: Path) -> None:
+    """A summaries file with no valid line imports nothing (exit 0, each line reported):
+    no store appears for it. `init` is the one command that makes an empty store."""
+    from click.testing import CliRunner
+
+    from layersearch.cli import main
+
+    bad = _bad_inputs(tmp_path)
+    store = tmp_path / "new" / "s.duckdb"
+    result = CliRunner().invoke(
+        main, ["--store", str(store), "summaries", "import", f"{bad}/x.jsonl"]
+    )
+    assert result.exit_code == 0, result.output
+    assert result.stdout.startswith("0 summaries read") and "line skipped" in result.stderr
+    assert not (tmp_path / "new").exists()
+    assert CliRunner().invoke(main, ["--store", str(store), "init"]).exit_code == 0
+    assert store.exists()
 
 
 def test_a_failed_write_keeps_a_store_that_existed(tmp_path: Path) -> None:

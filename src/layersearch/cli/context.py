@@ -43,13 +43,16 @@ class Ctx:
             self.embedder_options = dict(settings.embedder_options or {}) or None
         return settings
 
-    def api(self, *, create: bool = False, embeds_query: bool = False) -> Any:
+    def api(
+        self, *, create: bool = False, embeds_query: bool = False, keep_empty: bool = False
+    ) -> Any:
         """The API on the configured store. Only commands that write pass ``create``, once
         their input is read: a read on a store that does not exist is an error naming it,
-        and creates nothing; a store a command created is removed again if the command
-        fails before writing to it (:meth:`discard_new_store`). A command that will embed
-        its query passes ``embeds_query``: a local model then loads on another thread
-        while the store opens."""
+        and creates nothing; a store a command created is removed again when the command
+        ends without writing to it, failed or not (:meth:`discard_new_store`), unless it
+        passes ``keep_empty`` (``init``). A command that will embed its query passes
+        ``embeds_query``: a local model then loads on another thread while the store
+        opens."""
         if self._ls is None:
             self.settings()
             embedder = self._embedder(prefetch=embeds_query)
@@ -66,7 +69,7 @@ class Ctx:
                 embedder=embedder,
                 embedder_config=self.embedder_options,
             )
-            if new:
+            if new and not keep_empty:
                 self._created = (path, self._ls.store.generation(), folders)
             shown = self._ls.store.location
             if "://" not in shown:
@@ -75,9 +78,9 @@ class Ctx:
         return self._ls
 
     def discard_new_store(self) -> None:
-        """After a failed command: remove the store it created (its file, generation file,
-        log and indexes, and the folders made for it), unless a write reached it since (by
-        this command or another process: its generation moved on)."""
+        """After a command: remove the store it created (its file, generation file, log and
+        indexes, and the folders made for it), unless a write reached it since (by this
+        command or another process: its generation moved on)."""
         if self._created is None or self._ls is None:
             return
         path, generation, folders = self._created

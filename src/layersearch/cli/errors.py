@@ -54,25 +54,17 @@ def handle_errors(fn: F) -> F:
 
 
 def _undoing_a_new_store(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-    """``fn``; when it fails, the store it created is removed again (nothing was written
-    to it): a failed ``load`` of a missing path leaves no store behind."""
+    """``fn``, then the store it created is removed again if nothing was written to it: a
+    failed ``load`` of a missing path, or an import that read nothing, leaves no store."""
     try:
         return fn(*args, **kwargs)
-    except BrokenPipeError:
-        raise  # the command did its work; its reader went away
-    except BaseException as exc:
-        if isinstance(exc, click.exceptions.Exit):
-            status: Any = exc.exit_code
-        else:
-            status = exc.code if isinstance(exc, SystemExit) else 1
-        if status:
-            from layersearch.cli.context import Ctx
+    finally:
+        from layersearch.cli.context import Ctx
 
-            ctx = click.get_current_context(silent=True)
-            obj = ctx.find_object(Ctx) if ctx is not None else None
-            if obj is not None:
-                obj.discard_new_store()
-        raise
+        ctx = click.get_current_context(silent=True)
+        obj = ctx.find_object(Ctx) if ctx is not None else None
+        if obj is not None:
+            obj.discard_new_store()
 
 
 def fail(code: str, message: str, as_json: bool, exit_code: int) -> None:

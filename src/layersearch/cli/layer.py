@@ -23,7 +23,7 @@ from layersearch.cli.progress import Progress, status
 @handle_errors
 def init(obj: Ctx, as_json: bool) -> None:
     """Create an empty store (nothing happens if it exists)."""
-    ls = obj.api(create=True)
+    ls = obj.api(create=True, keep_empty=True)
     gen = ls.store.generation()
     info = {"store": ls.store.location, "generation": gen}
     if as_json:

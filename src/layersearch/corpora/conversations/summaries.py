@@ -17,7 +17,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from layersearch.errors import ConfigError, LimitExceeded, NotFound
+from layersearch.errors import LimitExceeded, NotFound
 from layersearch.jsonlimits import load_json
 
 from .parsing import parse_timestamp
@@ -83,9 +83,6 @@ def import_summaries(path: str | Path) -> tuple[list[Summary], list[str]]:
                 problems.append(f"{exc}; line skipped")
             except _Invalid as exc:
                 problems.append(f"{where}: {exc}; line skipped")
-    if problems and not summaries:
-        bad = f"{len(problems)} bad line" + ("s" if len(problems) > 1 else "")
-        raise ConfigError(f"{target}: no summary could be read ({bad}); the first: {problems[0]}")
     return summaries, problems
 
 
