@@ -356,6 +356,28 @@ def test_every_command_takes_json() -> None:
     assert not missing
 
 
+def test_serve_on_a_port_in_use_says_so_first(tmp_path: Path) -> None:
+    """Issue 43: `serve --http` on a taken port printed "serving MCP at …" and then
+    uvicorn's "[Errno 98]"; now the one line says the port is taken, exit 2."""
+    import socket
+
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        held.listen()
+        port = held.getsockname()[1]
+        proc = cli("--store", str(tmp_path / "s.duckdb"), "serve", "--http", "--port", str(port))
+        as_json = cli(
+            "--store", str(tmp_path / "s.duckdb"), "serve", "--http", "--port", str(port), "--json"
+        )
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr.splitlines() == [
+        f"error: port {port} on 127.0.0.1 is taken: another program is listening there; "
+        "stop it or pass another --port"
+    ]
+    assert as_json.returncode == 2
+    assert "is taken" in json.loads(as_json.stdout)["error"]["message"]
+
+
 def test_serve_json_reports_a_startup_error_as_json(tmp_path: Path) -> None:
     proc = cli(
         "--store", str(tmp_path / "s.duckdb"), "serve", "--http", "--host", "0.0.0.0", "--json"

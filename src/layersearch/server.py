@@ -752,10 +752,11 @@ def run_http(
     port: int = 8765,
     token: str | None = None,
     log_level: str = "warning",
+    sock: Any = None,
 ) -> None:
-    """Serve streamable HTTP at http://host:port/mcp. A token, when given, is required as
-    ``Authorization: Bearer <token>``; a non-loopback host without one, or with a weak one
-    (:func:`layersearch.config.check_token`), is refused."""
+    """Serve streamable HTTP at http://host:port/mcp (on ``sock``, bound there, if given).
+    A token, when given, is required as ``Authorization: Bearer <token>``; a non-loopback
+    host without one, or a weak one (:func:`layersearch.config.check_token`), is refused."""
     check_token(host, token)
     import uvicorn
 
@@ -764,7 +765,7 @@ def run_http(
         app = BearerAuth(app, token)
     log.info("serving MCP over streamable HTTP at %s", http_url(host, port))
     config = uvicorn.Config(app, host=host, port=port, log_level=log_level, lifespan="on")
-    uvicorn.Server(config).run()
+    uvicorn.Server(config).run(sockets=None if sock is None else [sock])
 
 
 class BearerAuth:
