@@ -139,6 +139,25 @@ def test_a_misspelt_option_suggests_the_right_one(
     first = proc.stderr.splitlines()[0]
     assert first.startswith("error: No such option"), first
     assert "Did you mean" in first and f"'{suggestion}'" in first, first
+    assert first.count("Did you mean") == 1, first  # click's guess and ours, not both
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["search", "--max", "3", "tax"], "(Did you mean one of: '--max-entities', "),
+        (["search", "--ful", "tax"], "Did you mean '--full'?"),
+        (["vault", "search", "--min", "0.5", "x"], "Did you mean '--min-score'?"),
+        (["memory", "list", "--lim", "3"], "Did you mean '--limit'?"),
+        (["--stor", "x", "search", "tax"], "Did you mean '--store'?"),
+    ],
+)
+def test_a_misspelt_option_gets_one_suggestion(args: list[str], expected: str) -> None:
+    """Issue 43: `--lim` got "Did you mean '--limit'? Did you mean '--limit'?"."""
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 2
+    first = result.stderr.splitlines()[0]
+    assert first.count("Did you mean") == 1 and expected in first, first
 
 
 def test_a_misspelt_option_suggests_under_json(tmp_path: Path) -> None:

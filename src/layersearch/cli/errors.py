@@ -93,9 +93,9 @@ def stdout_closed() -> None:
 
 
 def suggest_option(exc: click.UsageError) -> click.UsageError:
-    """The error with a "did you mean" for an unknown option: the options it abbreviates
-    (``--max`` for ``--max-results``, before click's guess ``--tag``), else click's own
-    close matches, else looser misspellings."""
+    """The error with one "did you mean" for an unknown option: the options it abbreviates
+    (``--max`` for ``--max-results``, not click's guess ``--tag``), else click's own close
+    matches, else looser misspellings."""
     if not isinstance(exc, click.NoSuchOption) or exc.ctx is None:
         return exc
     import difflib
@@ -111,14 +111,14 @@ def suggest_option(exc: click.UsageError) -> click.UsageError:
         }
     )
     found = [n for n in names if n.startswith(given)] if given.startswith("--") else []
-    if not found and exc.possibilities:
-        return exc
+    found = found or list(exc.possibilities or ())
     found = found or difflib.get_close_matches(given, names, n=3, cutoff=0.5)
     if not found:
         return exc
     from click.exceptions import _format_possibilities  # click's own wording
 
-    return click.UsageError(f"{exc.format_message()} {_format_possibilities(found)}", exc.ctx)
+    # exc.message, not format_message(): that already holds click's guess
+    return click.UsageError(f"{exc.message} {_format_possibilities(found)}", exc.ctx)
 
 
 def usage_error(exc: click.UsageError, as_json: bool) -> None:
