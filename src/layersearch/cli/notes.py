@@ -157,8 +157,10 @@ def vault_get(obj: Ctx, slug: str, as_json: bool) -> None:
     if as_json:
         emit_json(note)
         return
+    from rich.markup import escape
+
     con = console()
-    con.print(f"[bold]{note.title}[/]  ({note.path})", markup=True, highlight=False)
+    con.print(f"[bold]{escape(note.title)}[/]  ({escape(note.path)})", markup=True, highlight=False)
     for key in ("domain", "note_type", "status", "created", "updated"):
         value = getattr(note, key)
         if value is not None:

@@ -58,6 +58,7 @@ def emit_json(obj: Any) -> None:
 
 
 def print_hits(resp: Any, *, full: bool, explain: bool, empty: str | None = None) -> None:
+    from rich.markup import escape
     from rich.table import Table
     from rich.text import Text
 
@@ -66,13 +67,13 @@ def print_hits(resp: Any, *, full: bool, explain: bool, empty: str | None = None
     con = console()
     err = console(stderr=True)
     for w in resp.warnings:
-        err.print(f"[yellow]warning:[/] {w}", markup=True, highlight=False)
+        err.print(f"[yellow]warning:[/] {escape(w)}", markup=True, highlight=False)
     if not resp.results:
         err.print(f"no {empty}" if empty else "no results")
         return
     if full:
         for i, h in enumerate(resp.results, 1):
-            con.print(f"[bold]{i}. {h.kind} {h.id}[/]  score {h.score:.4f}", markup=True)
+            con.print(f"[bold]{i}. {h.kind} {escape(h.id)}[/]  score {h.score:.4f}", markup=True)
             if explain and h.explanation:
                 con.print(f"   why: {explain_text(h.explanation)}", markup=False)
             con.print(h.text or h.description, markup=False)
@@ -190,8 +191,10 @@ def detail(con: Any, line: str) -> None:
 
 
 def print_memory(m: Any) -> None:
+    from rich.markup import escape
+
     con = console()
-    con.print(f"[bold]{m.id}[/]  {m.created_at:%Y-%m-%d %H:%M}", markup=True)
+    con.print(f"[bold]{escape(m.id)}[/]  {m.created_at:%Y-%m-%d %H:%M}", markup=True)
     detail(con, f"  {m.learning}")
     if m.description:
         detail(con, f"  description: {m.description}")
