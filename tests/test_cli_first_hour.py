@@ -553,7 +553,7 @@ def test_explained_hits_with_long_ids_go_under_each_hit(
     assert max(len(line) for line in lines) <= 160
     assert [line.strip().startswith("why: ") for line in lines[1:]] == [False, True] * 2
     # a short id keeps the wide table, its "why" column beside the description
-    hits[0] = hits[0].model_copy(update={"id": "conversation:c1:m1"})
+    hits[0] = hits[0].model_copy(update={"id": "conversation:c1#1-bb003f931773"})
     print_hits(SearchResponse(results=hits), full=False, explain=True)
     lines = capsys.readouterr().out.splitlines()
     assert "why" in lines[0] and not any(line.strip().startswith("why: ") for line in lines)
@@ -605,3 +605,102 @@ def test_memory_add_takes_plain_sql_as_its_query(tmp_path: Path) -> None:
         "plain SQL" in help_text
         and '\'{"measures": ["shop.orders.net_revenue_total"]}\'' in help_text
     )
+
+
+# -- issue 43: tables at 80, 100 and 120 columns, short ids ------------------------------------
+
+
+@pytest.fixture(scope="module")
+def chats_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The bundled models, the fixture vault and two chat exports (message ids of 60 and
+    80 characters), no vectors."""
+    s = tmp_path_factory.mktemp("chats") / "s.duckdb"
+    runner = CliRunner()
+    for args in (
+        ["load", str(MODELS)],
+        ["vault", "index", str(VAULT)],
+        ["conversations", "import", str(ROOT / "fixtures/conversations/claude_code")],
+        ["conversations", "import", str(ROOT / "fixtures/conversations/generic")],
+    ):
+        done = runner.invoke(main, ["--store", str(s), *args])
+        assert done.exit_code == 0, done.output
+    return s
+
+
+def cells(line: str) -> int:
+    from rich.cells import cell_len
+
+    return cell_len(line)
+
+
+@pytest.mark.parametrize("columns", [80, 100, 120])
+def test_a_scoped_table_stays_readable_at(chats_store: Path, columns: int) -> None:
+    """Conversation ids (the longest) no longer squeeze the description: it keeps at least
+    description_min(columns) cells (30+ at 80, 40 at 100 and 120), ids too long for the
+    rest are shortened in the middle, and every shortened id opens with `inspect`."""
+    from layersearch.cli.output import description_min
+
+    runner = CliRunner(env={"COLUMNS": str(columns)})
+    args = ["--store", str(chats_store), "search", "orders incremental model duplicate rows"]
+    result = runner.invoke(main, [*args, "--scope", "all", "-n", "12"])
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert max(cells(line) for line in lines) <= columns
+    header = lines[0].split()
+    assert header[:3] == ["#", "kind", "id"] and header[-1] == "description"
+    assert ("score" in header) == (columns >= 120)
+    start = lines[0].index("description")
+    assert columns - start >= description_min(columns) >= 30
+    rows = [line for line in lines if re.match(r"\s*\d+\s", line)]
+    assert len(rows) == 12
+    convs = [row.split()[2] for row in rows if row.split()[1] == "conversation"]
+    assert convs, result.stdout
+    # the description starts in its column on every hit's line, and is not cut to a word
+    for row in rows:
+        assert row[start - 2 : start] == "  " and row[start] != " ", row
+    if columns < 120:
+        assert all(len(row) - start >= 20 for row in rows if row.endswith("…")), rows
+    shortened = [i for i in convs if "…" in i]
+    assert shortened or columns == 120
+    for shown in shortened[:2]:
+        opened = runner.invoke(main, ["--store", str(chats_store), "inspect", shown, "--json"])
+        assert opened.exit_code == 0, opened.output
+        (message,) = json.loads(opened.stdout)["conversations"]
+        start_, end_ = shown.split("…")
+        assert message["id"].startswith(start_) and message["id"].endswith(end_)
+
+
+def test_conversation_hit_ids_name_the_conversation_once(chats_store: Path) -> None:
+    """`conversation:claude_code:cc-…:claude_code:cc-…#1-…` held the conversation id twice;
+    the hit id is now conversation:<message id>, and the old form still opens."""
+    runner = CliRunner()
+    found = runner.invoke(
+        main,
+        ["--store", str(chats_store), "search", "orders incremental model", "--scope",
+         "conversations", "--json"],
+    )  # fmt: skip
+    hits = json.loads(found.stdout)["results"]
+    assert hits
+    for h in hits:
+        assert h["id"] == f"conversation:{h['message_id']}"
+        assert h["id"].count(h["conv_id"]) == 1
+    old = f"conversation:{hits[0]['conv_id']}:{hits[0]['message_id']}"
+    opened = runner.invoke(main, ["--store", str(chats_store), "inspect", old, "--json"])
+    assert json.loads(opened.stdout)["conversations"][0]["id"] == hits[0]["id"]
+
+
+def test_output_to_no_terminal_is_80_columns_wide(store: Path) -> None:
+    """Piped (stdout and stderr not terminals) without COLUMNS: 80 columns, not 160."""
+    variables = {k: v for k, v in env().items() if k not in {"COLUMNS", "LINES"}}
+    proc = subprocess.run(
+        [sys.executable, "-m", "layersearch", "--store", str(store), "search", "revenue"],
+        capture_output=True,
+        text=True,
+        env=variables,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert len(lines) == 11 and max(cells(line) for line in lines) <= 80
+    assert max(cells(line) for line in lines) >= 70  # filled to the width, not narrower
+    assert "score" not in lines[0]

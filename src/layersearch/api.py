@@ -276,7 +276,7 @@ class Layersearch:
 
     def inspect(self, ids: Iterable[str]) -> InspectResponse:
         """Full detail for ids (entities, hidden ones included when named exactly, memories,
-        ``conversation:<conv_id>:<message_id>`` messages and ``vault:<slug>`` notes)."""
+        ``conversation:<message_id>`` messages and ``vault:<slug>`` notes)."""
         return self.scope.inspect(ids)
 
     def save_memory(

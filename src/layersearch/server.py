@@ -353,7 +353,7 @@ def inspect(
             max_length=200,
             description="Ids from `search` results, any kinds mixed in one call: "
             "'shop', 'shop.orders', 'shop.orders.order_total', 'memory:3', "
-            "'conversation:<conv_id>:<message_id>', 'vault:<slug>'. A name that is "
+            "'conversation:<message_id>', 'vault:<slug>'. A name that is "
             "not an exact id is resolved like in search. 1 to 200 ids.",
         ),
     ],

@@ -225,7 +225,7 @@ class EntityInfo(BaseModel):
 
 
 class MessageDetail(BaseModel):
-    """A conversation message as ``inspect`` shows it (id ``conversation:<conv>:<msg>``)."""
+    """A conversation message as ``inspect`` shows it (id ``conversation:<message_id>``)."""
 
     id: str
     conv_id: str
@@ -243,7 +243,7 @@ class InspectResponse(BaseModel):
     warnings: list[str] = Field(default_factory=list)
     # Present only when ids of those kinds were asked for: entity inspect is unchanged.
     conversations: list[MessageDetail] | None = Field(
-        default=None, exclude_if=_absent, description="conversation:<conv>:<msg> ids"
+        default=None, exclude_if=_absent, description="conversation:<message_id> ids"
     )
     notes: list[NoteDetail] | None = Field(
         default=None, exclude_if=_absent, description="vault:<slug> ids"
@@ -535,7 +535,7 @@ ScopeArg = Annotated[
     Field(
         description="Which corpora to search: 'semantic' (default: entities and memories), "
         "'memory', 'conversations', 'vault', 'all', or a list of these. Scoped hits carry "
-        "`source`; ids are entity ids, 'memory:<n>', 'conversation:<conv_id>:<message_id>', "
+        "`source`; ids are entity ids, 'memory:<n>', 'conversation:<message_id>', "
         "'vault:<slug>'."
     ),
 ]

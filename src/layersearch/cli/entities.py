@@ -142,7 +142,7 @@ def search(
 def inspect(obj: Ctx, ids: tuple[str, ...], as_json: bool) -> None:
     """Full detail for the ids of any hits.
 
-    Entity ids, memory:<n>, conversation:<conv>:<msg> and vault:<slug>."""
+    Entity ids, memory:<n>, conversation:<message> and vault:<slug>."""
     scoped = any(i.startswith(("conversation:", "vault:")) for i in ids)
     resp = (obj.api() if scoped else obj.read_api()).inspect(list(ids))
     if as_json:
