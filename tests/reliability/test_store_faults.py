@@ -483,6 +483,24 @@ def test_a_new_store_written_to_by_another_command_is_kept(tmp_path: Path) -> No
     assert not (tmp_path / "t").exists()
 
 
+def test_the_serve_command_on_a_missing_store_creates_nothing(tmp_path: Path) -> None:
+    """`layersearch --store none serve` (stdio; the client closes stdin at once) made
+    `none`; now it says on stderr that the store is missing, and creates nothing."""
+    full = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "LAYERSEARCH_EMBEDDER": "none"}
+    done = subprocess.run(
+        [sys.executable, "-m", "layersearch", "--store", "none", "serve"],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        env=full,
+        cwd=tmp_path,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert f"no store at {tmp_path / 'none'}: run 'layersearch load PATH' first" in done.stderr
+    assert done.stdout == "" and list(tmp_path.iterdir()) == []
+
+
 @pytest.mark.anyio
 @pytest.mark.parametrize("anyio_backend", ["asyncio"])
 async def test_serve_on_a_missing_store_creates_nothing(tmp_path: Path, anyio_backend: str) -> None:
