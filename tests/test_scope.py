@@ -92,7 +92,9 @@ def test_scope_all_has_every_source_with_its_ids(full: Layersearch) -> None:
     assert set(by_source) == {"semantic", "memory", "conversation", "vault"}, resp.warnings
     for h in by_source["conversation"]:
         assert h.kind == "conversation"
-        assert h.id == f"conversation:{h.conv_id}:{h.message_id}"
+        # the message id names its conversation: the hit id does not repeat it
+        assert h.id == f"conversation:{h.message_id}"
+        assert h.message_id.startswith(f"{h.conv_id}#")
     for h in by_source["vault"]:
         assert h.kind == "vault" and h.id == f"vault:{h.slug}"
         full.vault.get_note(h.slug)  # the slug opens the note
@@ -617,6 +619,18 @@ def test_inspect_opens_every_kind_of_hit(full: Layersearch) -> None:
     assert out.notes is not None and out.notes[0].slug == next(
         h.slug for h in resp.results if h.source == "vault"
     )
+
+
+def test_inspect_opens_the_older_conversation_ids(full: Layersearch) -> None:
+    """Ids were conversation:<conv_id>:<message_id> before issue 43 (an agent may have kept
+    some): they still open the message, given back under its id of today."""
+    hit = full.search(question="active customers", scope="conversations").results[0]
+    assert hit.conv_id and hit.message_id
+    old = f"conversation:{hit.conv_id}:{hit.message_id}"
+    shown = full.inspect([old, hit.id])
+    assert shown.conversations is not None
+    assert [c.id for c in shown.conversations] == [hit.id, hit.id]
+    assert {c.message_id for c in shown.conversations} == {hit.message_id}
 
 
 def test_inspect_of_unknown_scoped_ids(full: Layersearch) -> None:

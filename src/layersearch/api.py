@@ -65,6 +65,7 @@ __all__ = [
     "memory_identity",
     "open_store",
     "resolve_store_location",
+    "store_missing",
 ]
 
 DEFAULT_STORE = "./.layersearch/store.duckdb"
@@ -74,6 +75,11 @@ def resolve_store_location(store: str | os.PathLike[str] | None) -> str:
     if store is None:
         store = os.environ.get("LAYERSEARCH_STORE") or DEFAULT_STORE
     return str(store)
+
+
+def store_missing(location: str) -> bool:
+    """Whether ``location`` names a DuckDB file that does not exist (yet)."""
+    return "://" not in location and location != ":memory:" and not Path(location).exists()
 
 
 def open_store(location: str, *, create: bool = True) -> Store:
@@ -224,6 +230,20 @@ class Layersearch:
         """Load (or re-load) a semantic layer; memories are kept, file memories added once."""
         return self.entities.load(path, fmt, datasource=datasource, sample_values=sample_values)
 
+    @staticmethod
+    def read_catalog(
+        path: str | os.PathLike[str],
+        fmt: str = "auto",
+        *,
+        datasource: str | None = None,
+        sample_values: int = 0,
+    ) -> Catalog:
+        """Read and check the semantic layer at ``path`` as :meth:`load` would, writing
+        nothing; :meth:`load_catalog` then loads it."""
+        return EntityService.read_catalog(
+            path, fmt, datasource=datasource, sample_values=sample_values
+        )
+
     def load_catalog(self, catalog: Catalog) -> LoadReport:
         return self.entities.load_catalog(catalog)
 
@@ -256,7 +276,7 @@ class Layersearch:
 
     def inspect(self, ids: Iterable[str]) -> InspectResponse:
         """Full detail for ids (entities, hidden ones included when named exactly, memories,
-        ``conversation:<conv_id>:<message_id>`` messages and ``vault:<slug>`` notes)."""
+        ``conversation:<message_id>`` messages and ``vault:<slug>`` notes)."""
         return self.scope.inspect(ids)
 
     def save_memory(

@@ -28,9 +28,16 @@ from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp.server.mcpserver.tools import Tool
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field, ValidationError
+from pydantic_core import to_json
 
 from layersearch.config import Settings, check_token
-from layersearch.errors import ConfigError, LayersearchError, disk_full_error, is_disk_full
+from layersearch.errors import (
+    ConfigError,
+    LayersearchError,
+    StoreMissing,
+    disk_full_error,
+    is_disk_full,
+)
 from layersearch.types import (
     ChannelsArg,
     CompactArg,
@@ -64,6 +71,7 @@ from layersearch.types import (
 
 if TYPE_CHECKING:
     from layersearch.api import Layersearch
+    from layersearch.semantic.model import Catalog
 
 __all__ = [
     "SERVER_NAME",
@@ -108,6 +116,7 @@ class Service:
         self._owned = api is None
         self._error: BaseException | None = None
         self._ready = threading.Event()
+        self._reopen = threading.Lock()
         if api is not None:
             self._ready.set()
 
@@ -116,21 +125,32 @@ class Service:
             return
         threading.Thread(target=self._open, name="layersearch-open", daemon=True).start()
 
-    def _open(self) -> None:
+    def _open(self, *, again: bool = False) -> None:
         try:
-            from layersearch.api import Layersearch
+            from layersearch.api import Layersearch, resolve_store_location, store_missing
             from layersearch.embed import NO_EMBEDDER, resolve_spec
 
             spec = resolve_spec(self.settings.embedder, use_default=True)
+            location = resolve_store_location(self.settings.store)
+            # The server creates a store only to load `models` into it, once they are read;
+            # without them a missing store is reported by every call until it exists.
+            catalog = None
+            if self.settings.models is not None and store_missing(location):
+                catalog = Layersearch.read_catalog(self.settings.models)
             api = Layersearch(
-                self.settings.store,
+                location,
+                create=catalog is not None,
                 embedder=spec or NO_EMBEDDER,  # not None: that reads $LAYERSEARCH_EMBEDDER
                 embedder_config=dict(self.settings.embedder_options or {}) or None,
             )
             self._api = api
-            self._load_models_if_empty(api)
+            self._load_models_if_empty(api, catalog)
             self._warm(api)
             log.info("store %s ready", api.store.location)
+        except StoreMissing as exc:
+            if not again:
+                log.warning("%s; every tool call says so until it exists", exc)
+            self._error = exc
         except BaseException as exc:  # noqa: BLE001 - kept and reported by every tool call
             log.error("could not open the store: %s", exc, exc_info=True)
             self._error = exc
@@ -150,14 +170,15 @@ class Service:
         for problem in api.warm():
             log.warning("dense channel not ready: %s", problem)
 
-    def _load_models_if_empty(self, api: Layersearch) -> None:
+    def _load_models_if_empty(self, api: Layersearch, catalog: Catalog | None) -> None:
+        """Load ``models`` into a store without a semantic layer (``catalog``: read)."""
         models = self.settings.models
         if models is None:
             return
-        if api.corpus().datasources:
+        if catalog is None and api.corpus().datasources:
             log.info("store already has a semantic layer; not loading %s", models)
             return
-        report = api.load(models)
+        report = api.load(models) if catalog is None else api.load_catalog(catalog)
         log.info(
             "loaded %d entities from %s (%s)",
             report.entities,
@@ -174,6 +195,11 @@ class Service:
     def api(self, timeout: float | None = 300.0) -> Layersearch:
         if not self._ready.wait(timeout):
             raise LayersearchError("the store is still opening; try again in a moment")
+        if isinstance(self._error, StoreMissing):
+            with self._reopen:  # made since the server started (`layersearch load`)?
+                if isinstance(self._error, StoreMissing):
+                    self._error = None
+                    self._open(again=True)
         if self._error is not None:
             if isinstance(self._error, LayersearchError):
                 raise self._error
@@ -327,7 +353,7 @@ def inspect(
             max_length=200,
             description="Ids from `search` results, any kinds mixed in one call: "
             "'shop', 'shop.orders', 'shop.orders.order_total', 'memory:3', "
-            "'conversation:<conv_id>:<message_id>', 'vault:<slug>'. A name that is "
+            "'conversation:<message_id>', 'vault:<slug>'. A name that is "
             "not an exact id is resolved like in search. 1 to 200 ids.",
         ),
     ],
@@ -535,25 +561,38 @@ def vault_search(
         ),
     ] = None,
     limit: Annotated[int, Field(ge=1, le=1000, description="How many notes (default 10).")] = 10,
-) -> list[VaultHit]:
+    mode: Annotated[
+        Literal["vector", "hybrid"],
+        Field(description="vector (default), or hybrid: fused with full text (an RRF score)."),
+    ] = "vector",
+) -> Annotated[CallToolResult, list[VaultHit]]:
     """Find notes in the indexed markdown vault (runbooks, metric definitions, incident
     write-ups, decisions) by meaning, within the filters you give (all combine with AND).
 
     Returns [{slug, title, path, score}] best first, score the cosine similarity of the
-    note's best-matching section; no content: call `vault_get_note` with a slug to read
-    one. An empty list means nothing matched; an error means the search could not run
-    (no embedder configured, vectors made by another model, bad filter value).
+    note's best-matching section (hybrid: the fused score); no content: call
+    `vault_get_note` with a slug to read one. Without an embedder the notes are ranked by
+    full text alone, and a last text block starting `warning:` says so. An empty list
+    means nothing matched; an error means the search could not run (vectors made by
+    another model in vector mode, bad filter value).
     """
-    return list(
-        _api(ctx).vault.search(
-            query,
-            tags=tags,
-            domain=domain,
-            status=status,
-            note_type=note_type,
-            date_range=date_range,
-            limit=limit,
-        )
+    warnings: list[str] = []
+    hits = _api(ctx).vault.search(
+        query,
+        tags=tags,
+        domain=domain,
+        status=status,
+        note_type=note_type,
+        date_range=date_range,
+        limit=limit,
+        mode=mode,
+        warnings=warnings,
+    )
+    # The hits as the SDK renders a returned list (one JSON block each), then the warnings.
+    texts = [to_json(h, indent=2).decode() for h in hits] + [f"warning: {w}" for w in warnings]
+    return CallToolResult(
+        content=[TextContent(type="text", text=text) for text in texts],
+        structured_content={"result": [h.model_dump(mode="json") for h in hits]},
     )
 
 
@@ -713,10 +752,11 @@ def run_http(
     port: int = 8765,
     token: str | None = None,
     log_level: str = "warning",
+    sock: Any = None,
 ) -> None:
-    """Serve streamable HTTP at http://host:port/mcp. A token, when given, is required as
-    ``Authorization: Bearer <token>``; a non-loopback host without one, or with a weak one
-    (:func:`layersearch.config.check_token`), is refused."""
+    """Serve streamable HTTP at http://host:port/mcp (on ``sock``, bound there, if given).
+    A token, when given, is required as ``Authorization: Bearer <token>``; a non-loopback
+    host without one, or a weak one (:func:`layersearch.config.check_token`), is refused."""
     check_token(host, token)
     import uvicorn
 
@@ -725,7 +765,7 @@ def run_http(
         app = BearerAuth(app, token)
     log.info("serving MCP over streamable HTTP at %s", http_url(host, port))
     config = uvicorn.Config(app, host=host, port=port, log_level=log_level, lifespan="on")
-    uvicorn.Server(config).run()
+    uvicorn.Server(config).run(sockets=None if sock is None else [sock])
 
 
 class BearerAuth:

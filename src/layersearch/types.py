@@ -225,7 +225,7 @@ class EntityInfo(BaseModel):
 
 
 class MessageDetail(BaseModel):
-    """A conversation message as ``inspect`` shows it (id ``conversation:<conv>:<msg>``)."""
+    """A conversation message as ``inspect`` shows it (id ``conversation:<message_id>``)."""
 
     id: str
     conv_id: str
@@ -243,7 +243,7 @@ class InspectResponse(BaseModel):
     warnings: list[str] = Field(default_factory=list)
     # Present only when ids of those kinds were asked for: entity inspect is unchanged.
     conversations: list[MessageDetail] | None = Field(
-        default=None, exclude_if=_absent, description="conversation:<conv>:<msg> ids"
+        default=None, exclude_if=_absent, description="conversation:<message_id> ids"
     )
     notes: list[NoteDetail] | None = Field(
         default=None, exclude_if=_absent, description="vault:<slug> ids"
@@ -362,7 +362,8 @@ class VaultHit(BaseModel):
     path: str = Field(description="the file, relative to the vault root")
     score: float = Field(
         description="vector mode: cosine similarity of the best chunk (-1..1); "
-        "hybrid mode: the fused Reciprocal Rank Fusion score"
+        "hybrid mode, or full text alone without an embedder: the fused Reciprocal Rank "
+        "Fusion score"
     )
     explanation: list[ChannelScore] | None = Field(
         None, description="which channels ranked this note, at which rank and score (explain)"
@@ -534,7 +535,7 @@ ScopeArg = Annotated[
     Field(
         description="Which corpora to search: 'semantic' (default: entities and memories), "
         "'memory', 'conversations', 'vault', 'all', or a list of these. Scoped hits carry "
-        "`source`; ids are entity ids, 'memory:<n>', 'conversation:<conv_id>:<message_id>', "
+        "`source`; ids are entity ids, 'memory:<n>', 'conversation:<message_id>', "
         "'vault:<slug>'."
     ),
 ]

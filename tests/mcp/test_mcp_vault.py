@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -9,6 +10,7 @@ import pytest
 from mcp import Client
 
 from layersearch import Layersearch
+from layersearch.config import Settings
 from layersearch.server import create_server
 from tests.support import ROOT
 
@@ -36,7 +38,12 @@ async def test_vault_search_and_get(vault_api: Any) -> None:
             "note_type",
             "date_range",
             "limit",
+            "mode",
         }
+        assert tools["vault_search"].input_schema["properties"]["mode"]["enum"] == [
+            "vector",
+            "hybrid",
+        ]
         res = await client.call_tool(
             "vault_search", {"query": "how do we define churn", "limit": 3}
         )
@@ -44,6 +51,13 @@ async def test_vault_search_and_get(vault_api: Any) -> None:
         hits = res.structured_content["result"]
         assert [h["slug"] for h in hits] == [h.slug for h in direct]
         assert set(hits[0]) == {"slug", "title", "path", "score"}
+        # the text content: one JSON block per note, as before, and no warning
+        assert [json.loads(c.text) for c in res.content] == hits
+        hybrid = await client.call_tool(
+            "vault_search", {"query": "how do we define churn", "limit": 3, "mode": "hybrid"}
+        )
+        fused = vault_api.vault.search("how do we define churn", limit=3, mode="hybrid")
+        assert hybrid.structured_content["result"] == [h.model_dump() for h in fused]
         note = await client.call_tool("vault_get_note", {"slug": hits[0]["slug"]})
         assert not note.is_error and note.structured_content["body"]
         bad = await client.call_tool("vault_get_note", {"slug": "../etc/passwd"})
@@ -56,10 +70,25 @@ async def test_vault_search_and_get(vault_api: Any) -> None:
         assert bad_date.is_error and "YYYY-MM-DD" in bad_date.content[0].text
 
 
-async def test_vault_search_without_embedder_is_a_tool_error(tmp_path: Path) -> None:
-    ls = Layersearch(tmp_path / "s.duckdb")
-    ls.vault.index(VAULT)
-    async with Client(create_server(api=ls)) as client:
-        res = await client.call_tool("vault_search", {"query": "churn"})
-    assert res.is_error and "embedder" in res.content[0].text
-    ls.close()
+@pytest.mark.slow
+async def test_vault_search_on_a_base_install_ranks_by_full_text(tmp_path: Path) -> None:
+    """A server with no embedder (a base install): both modes rank by full text, the hits
+    as always in structured content and one text block each, then one warning block."""
+    with Layersearch(tmp_path / "s.duckdb", embedder="none") as ls:
+        ls.vault.index(VAULT)
+    settings = Settings(store=str(tmp_path / "s.duckdb"), embedder="none")
+    async with Client(create_server(settings)) as client:
+        for args in ({}, {"mode": "vector"}, {"mode": "hybrid"}):
+            res = await client.call_tool("vault_search", {"query": "churn rate", **args})
+            assert not res.is_error, res.content
+            hits = res.structured_content["result"]
+            assert hits[0]["slug"] == "Metrics/Churn rate"
+            assert all(set(h) == {"slug", "title", "path", "score"} for h in hits)
+            *blocks, last = [c.text for c in res.content]
+            assert [json.loads(b) for b in blocks] == hits
+            assert last == (
+                "warning: embedding unavailable: no embedder configured; ranked by full "
+                "text alone (score is the RRF score)"
+            )
+        bad = await client.call_tool("vault_search", {"query": "churn", "mode": "bm25"})
+        assert bad.is_error and "'vector'" in bad.content[0].text

@@ -379,6 +379,176 @@ def test_an_empty_store_says_so(tmp_path: Path) -> None:
         assert "is empty" in text and "layersearch load PATH" in text, text
 
 
+def _bad_inputs(tmp_path: Path) -> Path:
+    """Files each write command fails to read: a JSON file no importer reads, a JSONL
+    file of no chat export and no summary, and a vault path that is a file."""
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / "x.json").write_text("{}")
+    (bad / "x.jsonl").write_text("not json\n")
+    return bad
+
+
+#: every command that may write, failing on its input (relative to ``_bad_inputs``)
+FAILED_WRITES = [
+    ["load", "missing/path"],
+    ["load", "{bad}/x.json"],
+    ["load", ""],
+    ["memory", "add", "a note", "--entity", "no.such.entity"],
+    ["memory", "add", ""],
+    ["memory", "add", "x", "--query", "{{not json"],
+    ["vault", "index", "missing/vault"],
+    ["vault", "index", "{bad}/x.json"],
+    ["conversations", "import", "missing.json"],
+    ["conversations", "import", "{bad}/x.jsonl"],
+    ["summaries", "import", "missing.jsonl"],
+    ["--embedder", "fake", "embed"],
+    ["--embedder", "fake", "conversations", "embed"],
+    ["init", "--nope"],
+]
+#: every command that only reads
+READS = [
+    ["search", "revenue"],
+    ["search", "revenue", "--scope", "all"],
+    ["inspect", "shop.orders", "conversation:c#1-x", "vault:a"],
+    ["memory", "list"],
+    ["memory", "show", "memory:1"],
+    ["memory", "forget", "memory:1"],
+    ["vault", "search", "revenue"],
+    ["vault", "get", "Metrics/Churn rate"],
+    ["conversations", "search", "revenue"],
+    ["conversations", "semantic", "revenue"],
+    ["summaries", "search", "revenue"],
+]
+
+
+@pytest.mark.parametrize("args", FAILED_WRITES + READS, ids=" ".join)
+def test_no_store_appears_unless_a_write_succeeds(tmp_path: Path, args: list[str]) -> None:
+    """Issue 43: a failed `load` of a missing path created the store; now only a command
+    that writes creates one, and one that fails leaves none behind (nor its folder)."""
+    from click.testing import CliRunner
+
+    from layersearch.cli import main
+
+    bad = _bad_inputs(tmp_path)
+    store = tmp_path / "new" / "deeper" / "s.duckdb"
+    argv = ["--store", str(store), *(a.format(bad=bad) for a in args)]
+    result = CliRunner().invoke(main, argv)
+    assert result.exit_code == 2, result.output
+    assert not (tmp_path / "new").exists(), sorted(p.name for p in (tmp_path / "new").rglob("*"))
+
+
+def test_an_import_that_reads_nothing_leaves_no_store(tmp_path: Path) -> None:
+    """A summaries file with no valid line imports nothing (exit 0, each line reported):
+    no store appears for it. `init` is the one command that makes an empty store."""
+    from click.testing import CliRunner
+
+    from layersearch.cli import main
+
+    bad = _bad_inputs(tmp_path)
+    store = tmp_path / "new" / "s.duckdb"
+    result = CliRunner().invoke(
+        main, ["--store", str(store), "summaries", "import", f"{bad}/x.jsonl"]
+    )
+    assert result.exit_code == 0, result.output
+    assert result.stdout.startswith("0 summaries read") and "line skipped" in result.stderr
+    assert not (tmp_path / "new").exists()
+    assert CliRunner().invoke(main, ["--store", str(store), "init"]).exit_code == 0
+    assert store.exists()
+
+
+def test_a_failed_write_keeps_a_store_that_existed(tmp_path: Path) -> None:
+    """The store was there before the failed command: it and its folder stay."""
+    path = tmp_path / "s.duckdb"
+    assert cli("--store", str(path), "init").returncode == 0
+    done = cli("--store", str(path), "load", str(tmp_path / "missing"))
+    assert done.returncode == 2 and path.exists()
+
+
+def test_a_new_store_written_to_by_another_command_is_kept(tmp_path: Path) -> None:
+    """A command that created the store removes it on failure only while nothing was
+    written to it: here another writer (the same store, its generation moved) did."""
+    from layersearch.cli.context import Ctx
+
+    path = tmp_path / "s.duckdb"
+    obj = Ctx(str(path), False, "none")
+    obj.api(create=True)
+    with Layersearch(path) as other:
+        other.save_memory("written by another process")
+    obj.discard_new_store()
+    assert path.exists()
+    untouched = Ctx(str(tmp_path / "t" / "s.duckdb"), False, "none")
+    untouched.api(create=True)
+    untouched.discard_new_store()
+    assert not (tmp_path / "t").exists()
+
+
+def test_the_serve_command_on_a_missing_store_creates_nothing(tmp_path: Path) -> None:
+    """`layersearch --store none serve` (stdio; the client closes stdin at once) made
+    `none`; now it says on stderr that the store is missing, and creates nothing."""
+    full = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "LAYERSEARCH_EMBEDDER": "none"}
+    done = subprocess.run(
+        [sys.executable, "-m", "layersearch", "--store", "none", "serve"],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        env=full,
+        cwd=tmp_path,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert f"no store at {tmp_path / 'none'}: run 'layersearch load PATH' first" in done.stderr
+    assert done.stdout == "" and list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+async def test_serve_on_a_missing_store_creates_nothing(tmp_path: Path, anyio_backend: str) -> None:
+    """`serve` on a missing store: every tool call names it, nothing is created, and once
+    `layersearch load` made it, the running server answers from it."""
+    from mcp import Client
+
+    from layersearch.config import Settings
+    from layersearch.server import create_server
+
+    path = tmp_path / "x" / "none.duckdb"
+    async with Client(create_server(Settings(store=str(path), embedder="none"))) as client:
+        result = await client.call_tool("search", {"question": "revenue"})
+        assert result.is_error
+        assert f"no_store: no store at {path}: run 'layersearch load PATH'" in (
+            result.content[0].text
+        )
+        saved = await client.call_tool("save_memory", {"learning": "a note"})
+        assert saved.is_error and not (tmp_path / "x").exists()
+        assert cli("--store", str(path), "load", str(MINI)).returncode == 0
+        found = await client.call_tool("search", {"question": "revenue"})
+        assert not found.is_error, found.content
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+async def test_serve_with_models_creates_the_store_once_they_are_read(
+    tmp_path: Path, anyio_backend: str
+) -> None:
+    from mcp import Client
+
+    from layersearch.config import Settings
+    from layersearch.server import create_server
+
+    bad = _bad_inputs(tmp_path) / "x.json"
+    path = tmp_path / "x" / "s.duckdb"
+    settings = Settings(store=str(path), embedder="none", models=bad)
+    async with Client(create_server(settings)) as client:
+        result = await client.call_tool("search", {"question": "revenue"})
+        assert result.is_error and "x.json" in result.content[0].text
+    assert not (tmp_path / "x").exists()
+    settings = Settings(store=str(path), embedder="none", models=MINI)
+    async with Client(create_server(settings)) as client:
+        result = await client.call_tool("search", {"question": "revenue"})
+        assert not result.is_error, result.content
+    assert path.exists()
+
+
 def test_write_commands_still_create_the_store(tmp_path: Path) -> None:
     path = tmp_path / "new" / "s.duckdb"
     done = cli("--store", str(path), "memory", "add", "a first note")

@@ -15,10 +15,15 @@ from tests.support import ROOT, VAULT
 pytestmark = pytest.mark.slow
 
 
-def run(store: Path, *args: str, ok: bool = True) -> subprocess.CompletedProcess[str]:
+def run(
+    store: Path, *args: str, ok: bool = True, columns: int | None = None
+) -> subprocess.CompletedProcess[str]:
     env = dict(os.environ)
     env["PYTHONPATH"] = str(ROOT / "src")
     env.pop("LAYERSEARCH_DEBUG", None)
+    env.pop("COLUMNS", None)
+    if columns:
+        env["COLUMNS"] = str(columns)
     proc = subprocess.run(
         [sys.executable, "-m", "layersearch", "--store", str(store), "--embedder", "fake", *args],
         capture_output=True,
@@ -91,10 +96,19 @@ def test_search_hybrid_and_explain(store: Path):
 
 
 def test_search_prints_a_table_for_people(store: Path):
+    """At 80 columns (no terminal) the channels go under each note, whole; in a wide
+    terminal beside it, in a "why" column."""
     out = run(store, "vault", "search", "stripe webhook", "--mode", "hybrid", "--explain").stdout
     head, *rows = out.splitlines()
-    assert head.split() == ["#", "score", "slug", "why"]
+    assert head.split() == ["#", "score", "slug"]
     assert rows and rows[0].split()[0] == "1" and "vector #" in out and "fulltext #" in out
+    assert rows[1].strip().startswith("why: ") and "…" not in out
+    assert max(len(line) for line in out.splitlines()) <= 80
+    wide = run(
+        store, "vault", "search", "stripe webhook", "--mode", "hybrid", "--explain", columns=200
+    ).stdout
+    assert wide.splitlines()[0].split() == ["#", "score", "slug", "why"]
+    assert "vector #" in wide.splitlines()[1] or "fulltext #" in wide.splitlines()[1]
 
 
 def test_search_errors_are_one_line(store: Path):

@@ -259,10 +259,36 @@ def test_get_note_unknown_slug_suggests(indexed: VaultService):
         indexed.get_note("Metrics/Net revenu")
 
 
-def test_no_embedder_is_an_error_with_a_fix(indexed: VaultService):
+@pytest.mark.parametrize("mode", ["vector", "hybrid"])
+def test_no_embedder_ranks_by_full_text_and_says_so_once(indexed: VaultService, mode: str):
+    """A base install has no embedder: either mode ranks by full text, with one warning,
+    the hybrid fusion's list and scores (the full-text channel alone)."""
     svc = VaultService(indexed.store)
-    with pytest.raises(EmbeddingUnavailable, match="--embedder"):
+    warnings: list[str] = []
+    hits = svc.search("churn rate", mode=mode, limit=5, explain=True, warnings=warnings)
+    assert warnings == [
+        "embedding unavailable: no embedder configured; ranked by full text alone "
+        "(score is the RRF score)"
+    ]
+    assert hits and hits[0].slug == "Metrics/Churn rate"
+    assert {p.channel for h in hits for p in h.explanation or []} == {"fulltext"}
+    assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+    other: list[str] = []
+    same = svc.search("churn rate", mode="hybrid", limit=5, explain=True, warnings=other)
+    assert same == hits and other == warnings
+
+
+def test_vector_mode_without_this_models_vectors_is_an_error_with_a_fix(tmp_path: Path):
+    """An embedder is configured but the vault was indexed without one: vector mode says
+    what to run; hybrid mode ranks by full text and says why."""
+    store = DuckDBStore(tmp_path / "s.duckdb")
+    VaultService(store).index(VAULT)
+    svc = VaultService(store, embedder=lambda: EMB)
+    with pytest.raises(EmbeddingUnavailable, match="vault index"):
         svc.search("revenue")
+    warnings: list[str] = []
+    assert svc.search("revenue", mode="hybrid", warnings=warnings)
+    assert len(warnings) == 1 and "ranked by full text alone" in warnings[0]
 
 
 def test_model_mismatch_names_both_models(indexed: VaultService):

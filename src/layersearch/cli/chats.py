@@ -80,11 +80,11 @@ def conversations_import(
             f"unknown format '{fmt}': use one of {', '.join(_conversation_formats())}"
         )
     llm = _facts_llm(obj, facts_llm)
-    ls = obj.api(create=True)
     with status(f"reading {path}", as_json):
         from layersearch.corpora.conversations import import_conversations
 
         parsed = import_conversations(path, fmt)
+    ls = obj.api(create=True)  # after the input is read: a file that fails creates no store
     with Progress("importing", as_json) as progress:
         report = ls.conversations.import_conversations(
             parsed.conversations, problems=parsed.problems, progress=progress

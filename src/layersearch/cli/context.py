@@ -26,6 +26,8 @@ class Ctx:
         #: where the store setting came from, for --verbose
         self.store_origin = "--store or LAYERSEARCH_STORE" if store else "the default"
         self._ls: Any = None
+        #: the store file this command created, and the generation it was created at
+        self._created: tuple[Path, int, list[Path]] | None = None
 
     def settings(self) -> Any:
         """layersearch.toml (or --config / $LAYERSEARCH_CONFIG) under the command-line flags."""
@@ -41,28 +43,67 @@ class Ctx:
             self.embedder_options = dict(settings.embedder_options or {}) or None
         return settings
 
-    def api(self, *, create: bool = False, embeds_query: bool = False) -> Any:
-        """The API on the configured store. Only commands that write pass ``create``: a
-        read on a store that does not exist is an error naming it, and creates nothing.
-        A command that will embed its query passes ``embeds_query``: a local model then
-        loads on another thread while the store opens."""
+    def api(
+        self, *, create: bool = False, embeds_query: bool = False, keep_empty: bool = False
+    ) -> Any:
+        """The API on the configured store. Only commands that write pass ``create``, once
+        their input is read: a read on a store that does not exist is an error naming it,
+        and creates nothing; a store a command created is removed again when the command
+        ends without writing to it, failed or not (:meth:`discard_new_store`), unless it
+        passes ``keep_empty`` (``init``). A command that will embed its query passes
+        ``embeds_query``: a local model then loads on another thread while the store
+        opens."""
         if self._ls is None:
             self.settings()
             embedder = self._embedder(prefetch=embeds_query)
-            from layersearch.api import Layersearch, resolve_store_location
+            from layersearch.api import Layersearch, resolve_store_location, store_missing
 
             location = resolve_store_location(self.store)
+            path = Path(location)
+            new = create and store_missing(location)
+            # the folders a new store's creation makes, deepest first
+            folders = [d for d in path.absolute().parents if not d.exists()] if new else []
             self._ls = Layersearch(
                 location,
                 create=create,
                 embedder=embedder,
                 embedder_config=self.embedder_options,
             )
+            if new and not keep_empty:
+                self._created = (path, self._ls.store.generation(), folders)
             shown = self._ls.store.location
             if "://" not in shown:
                 shown = str(Path(shown).absolute())
             logging.getLogger("layersearch.cli").info("store %s (%s)", shown, self.store_origin)
         return self._ls
+
+    def discard_new_store(self) -> None:
+        """After a command: remove the store it created (its file, generation file, log and
+        indexes, and the folders made for it), unless a write reached it since (by this
+        command or another process: its generation moved on)."""
+        if self._created is None or self._ls is None:
+            return
+        path, generation, folders = self._created
+        self._created = None
+        try:
+            written = self._ls.store.generation() != generation
+        except Exception:  # noqa: BLE001 - an unreadable store is kept, not removed
+            written = True
+        if written:
+            return
+        import contextlib
+        import shutil
+
+        self._ls.close()
+        self._ls = None
+        for side in (path, *(path.with_name(path.name + ext) for ext in (".wal", ".gen"))):
+            with contextlib.suppress(OSError):
+                side.unlink()
+        shutil.rmtree(path.with_name(path.name + ".index"), ignore_errors=True)
+        for folder in folders:
+            with contextlib.suppress(OSError):  # not empty: something else is there now
+                folder.rmdir()
+        logging.getLogger("layersearch.cli").info("removed the new store %s", path)
 
     def read_api(self, *, embeds_query: bool = False) -> Any:
         """The API for a command that reads the semantic layer or memories: a store that

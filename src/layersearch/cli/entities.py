@@ -142,17 +142,21 @@ def search(
 def inspect(obj: Ctx, ids: tuple[str, ...], as_json: bool) -> None:
     """Full detail for the ids of any hits.
 
-    Entity ids, memory:<n>, conversation:<conv>:<msg> and vault:<slug>."""
+    Entity ids, memory:<n>, conversation:<message> and vault:<slug>."""
     scoped = any(i.startswith(("conversation:", "vault:")) for i in ids)
     resp = (obj.api() if scoped else obj.read_api()).inspect(list(ids))
     if as_json:
         emit_json(resp)
         return
+    from rich.markup import escape
+
     con = console()
     for w in resp.warnings:
         click.echo(f"warning: {w}", err=True)
     for e in resp.entities:
-        con.print(f"[bold]{e.kind} {e.id}[/]" + ("  (hidden)" if e.hidden else ""), markup=True)
+        con.print(
+            f"[bold]{e.kind} {escape(e.id)}[/]" + ("  (hidden)" if e.hidden else ""), markup=True
+        )
         for key in ("label", "data_type", "description", "formula"):
             value = getattr(e, key)
             if value:
@@ -172,11 +176,11 @@ def inspect(obj: Ctx, ids: tuple[str, ...], as_json: bool) -> None:
     for m in resp.memories:
         print_memory(m)
     for c in resp.conversations or []:
-        con.print(f"[bold]conversation {c.id}[/]", markup=True)
+        con.print(f"[bold]conversation {escape(c.id)}[/]", markup=True)
         detail(con, f"  {c.role}" + (f" ({c.speaker})" if c.speaker else ""))
         con.print(c.content, markup=False)
     for n in resp.notes or []:
-        con.print(f"[bold]vault note {n.slug}[/]  {n.title}", markup=True)
+        con.print(f"[bold]vault note {escape(n.slug)}[/]  {escape(n.title)}", markup=True)
         con.print(n.body, markup=False)
 
 

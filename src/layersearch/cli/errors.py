@@ -28,7 +28,7 @@ def handle_errors(fn: F) -> F:
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         as_json = bool(kwargs.get("as_json"))
         try:
-            return fn(*args, **kwargs)
+            return _undoing_a_new_store(fn, *args, **kwargs)
         except LayersearchError as exc:
             fail(exc.code, str(exc), as_json, EXIT_USER_ERROR)
         except KeyboardInterrupt:
@@ -51,6 +51,20 @@ def handle_errors(fn: F) -> F:
             )
 
     return wrapper  # type: ignore[return-value]
+
+
+def _undoing_a_new_store(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """``fn``, then the store it created is removed again if nothing was written to it: a
+    failed ``load`` of a missing path, or an import that read nothing, leaves no store."""
+    try:
+        return fn(*args, **kwargs)
+    finally:
+        from layersearch.cli.context import Ctx
+
+        ctx = click.get_current_context(silent=True)
+        obj = ctx.find_object(Ctx) if ctx is not None else None
+        if obj is not None:
+            obj.discard_new_store()
 
 
 def fail(code: str, message: str, as_json: bool, exit_code: int) -> None:
@@ -79,9 +93,9 @@ def stdout_closed() -> None:
 
 
 def suggest_option(exc: click.UsageError) -> click.UsageError:
-    """The error with a "did you mean" for an unknown option: the options it abbreviates
-    (``--max`` for ``--max-results``, before click's guess ``--tag``), else click's own
-    close matches, else looser misspellings."""
+    """The error with one "did you mean" for an unknown option: the options it abbreviates
+    (``--max`` for ``--max-results``, not click's guess ``--tag``), else click's own close
+    matches, else looser misspellings."""
     if not isinstance(exc, click.NoSuchOption) or exc.ctx is None:
         return exc
     import difflib
@@ -97,14 +111,14 @@ def suggest_option(exc: click.UsageError) -> click.UsageError:
         }
     )
     found = [n for n in names if n.startswith(given)] if given.startswith("--") else []
-    if not found and exc.possibilities:
-        return exc
+    found = found or list(exc.possibilities or ())
     found = found or difflib.get_close_matches(given, names, n=3, cutoff=0.5)
     if not found:
         return exc
     from click.exceptions import _format_possibilities  # click's own wording
 
-    return click.UsageError(f"{exc.format_message()} {_format_possibilities(found)}", exc.ctx)
+    # exc.message, not format_message(): that already holds click's guess
+    return click.UsageError(f"{exc.message} {_format_possibilities(found)}", exc.ctx)
 
 
 def usage_error(exc: click.UsageError, as_json: bool) -> None:

@@ -23,7 +23,7 @@ from layersearch.cli.progress import Progress, status
 @handle_errors
 def init(obj: Ctx, as_json: bool) -> None:
     """Create an empty store (nothing happens if it exists)."""
-    ls = obj.api(create=True)
+    ls = obj.api(create=True, keep_empty=True)
     gen = ls.store.generation()
     info = {"store": ls.store.location, "generation": gen}
     if as_json:
@@ -56,9 +56,15 @@ def load(
 
     With an embedder configured, the vectors of what changed are computed then (as
     `layersearch embed` does)."""
-    ls = obj.api(create=True)
+    from layersearch.api import Layersearch
+
     with status(f"loading {path}", as_json):
-        report = ls.load(path, fmt, datasource=datasource, sample_values=sample_values)
+        # read before the store is opened: a path that does not load creates no store
+        catalog = Layersearch.read_catalog(
+            path, fmt, datasource=datasource, sample_values=sample_values
+        )
+        ls = obj.api(create=True)
+        report = ls.load_catalog(catalog)
     embedded = None
     if ls.embedder is not None and not no_embed:
         with Progress("embedding", as_json) as progress:

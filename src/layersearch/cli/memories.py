@@ -22,7 +22,15 @@ def memory() -> None:
 @click.argument("learning")
 @click.option("--entity", "-e", "entities", multiple=True, help="Entity it is about (repeatable).")
 @click.option("--description", default=None, help="Short description (≤ 500 characters).")
-@click.option("--query", "query_json", default=None, help="Example query as JSON.")
+@click.option(
+    "--query",
+    "query_json",
+    default=None,
+    metavar="SQL|JSON",
+    help='The example query: plain SQL (kept as {"sql": …}), or a JSON object whose '
+    'entities tag the memory, e.g. \'{"measures": ["shop.orders.net_revenue_total"]}\' '
+    "(keys: measures, dimensions, time_dimensions, filters, order, limit, sql).",
+)
 @json_option
 @click.pass_obj
 @handle_errors
@@ -35,9 +43,7 @@ def memory_add(
     as_json: bool,
 ) -> None:
     """Save a memory against entities."""
-    query = parse_json_arg(query_json, "--query")
-    if query is not None and not isinstance(query, dict):
-        raise ConfigError("--query must be a JSON object")
+    query = _example_query(query_json)
     m = obj.api(create=True).save_memory(
         learning, description=description, entities=list(entities), query=query
     )
@@ -45,6 +51,21 @@ def memory_add(
         emit_json(m)
     else:
         click.echo(f"saved {m.id}" + (f" on {', '.join(m.entities)}" if m.entities else ""))
+
+
+def _example_query(text: str | None) -> dict[str, object] | None:
+    """``--query``: a JSON object when the text starts like one (``{``, or ``[`` for the
+    error), else plain SQL, kept as ``{"sql": text}``."""
+    if text is None:
+        return None
+    if not text.lstrip().startswith(("{", "[")):
+        if not text.strip():
+            raise ConfigError("--query is empty: give SQL or a JSON object")
+        return {"sql": text.strip()}
+    query = parse_json_arg(text, "--query")
+    if not isinstance(query, dict):
+        raise ConfigError("--query must be SQL or a JSON object, not a JSON list")
+    return query
 
 
 @memory.command("list")

@@ -10,7 +10,7 @@ import click
 from layersearch.cli.context import Ctx
 from layersearch.cli.errors import handle_errors
 from layersearch.cli.options import json_option, no_embed_option
-from layersearch.cli.output import console, cut, detail, emit_json, print_vectors
+from layersearch.cli.output import console, cut, detail, emit_json, pad, print_vectors, wrap
 from layersearch.cli.progress import Progress
 
 
@@ -66,7 +66,8 @@ def vault_index(obj: Ctx, path: Path, no_embed: bool, as_json: bool) -> None:
     default="vector",
     show_default=True,
     type=click.Choice(["vector", "hybrid"]),
-    help="vector similarity, or fused with full text (score is then the RRF score).",
+    help="vector similarity, or fused with full text (score is then the RRF score). "
+    "Without an embedder either ranks by full text alone, with a warning.",
 )
 @click.option("--min-score", default=None, type=float, help="Drop notes whose cosine is below it.")
 @click.option("--explain", is_flag=True, help="Add which channels ranked each note.")
@@ -91,7 +92,8 @@ def vault_search(
     """Notes most similar to QUERY, best first.
 
     A table of rank, score and slug (read a note with `vault get SLUG`); --json prints
-    the list of {slug, title, path, score} that the MCP tool returns."""
+    the list of {slug, title, path, score} that the MCP tool returns. Without an
+    embedder the notes are ranked by full text, and a warning on stderr says so."""
     date_range = None
     if date_from is not None or date_to is not None:
         date_range = {"start": date_from, "end": date_to}
@@ -118,8 +120,13 @@ def vault_search(
 
 
 def _print_notes(hits: list[Any], *, explain: bool) -> None:
-    """Vault hits for people: rank, slug (``vault get`` reads it), score, one line each."""
+    """Vault hits for people: rank, score, slug (``vault get`` reads it), one line each;
+    with ``explain`` the channels that ranked a note beside it when they fit the line,
+    else on the lines under it."""
+    from rich.cells import cell_len
     from rich.text import Text
+
+    from layersearch.ranking.explain import explain_text
 
     con = console()
     if not hits:
@@ -127,18 +134,23 @@ def _print_notes(hits: list[Any], *, explain: bool) -> None:
         return
     w_num = len(str(len(hits)))
     w_score = 6
-    w_slug = max(len("slug"), *(len(h.slug) for h in hits))
-    head = f"{'#':>{w_num}}  {'score':>{w_score}}  {'slug':<{w_slug}}" + (
-        "  why" if explain else ""
+    w_slug = max(len("slug"), *(cell_len(h.slug) for h in hits))
+    reasons = [explain_text(h.explanation or []) if explain else "" for h in hits]
+    left = w_num + 2 + w_score + 2 + w_slug + 2
+    beside = all(left + cell_len(r) <= con.width for r in reasons)
+    head = f"{'#':>{w_num}}  {'score':>{w_score}}  {pad('slug', w_slug)}" + (
+        "  why" if explain and beside else ""
     )
     con.print(Text(head.rstrip(), style="bold"), soft_wrap=True)
-    for i, h in enumerate(hits, 1):
-        line = f"{i:>{w_num}}  {h.score:>{w_score}.4f}  {h.slug:<{w_slug}}"
-        if explain and h.explanation:
-            from layersearch.ranking.explain import explain_text
-
-            line += f"  {explain_text(h.explanation)}"
+    indent = w_num + 2
+    for i, (h, reason) in enumerate(zip(hits, reasons, strict=True), 1):
+        line = f"{i:>{w_num}}  {h.score:>{w_score}.4f}  {pad(h.slug, w_slug)}"
+        if reason and beside:
+            line += f"  {reason}"
         con.print(cut(line.rstrip(), con.width), markup=False, soft_wrap=True)
+        if reason and not beside:
+            for part in wrap(con, f"why: {reason}", max(con.width - indent, 20)):
+                con.print(" " * indent + part, markup=False, soft_wrap=True)
 
 
 @vault.command("get")
@@ -155,8 +167,10 @@ def vault_get(obj: Ctx, slug: str, as_json: bool) -> None:
     if as_json:
         emit_json(note)
         return
+    from rich.markup import escape
+
     con = console()
-    con.print(f"[bold]{note.title}[/]  ({note.path})", markup=True, highlight=False)
+    con.print(f"[bold]{escape(note.title)}[/]  ({escape(note.path)})", markup=True, highlight=False)
     for key in ("domain", "note_type", "status", "created", "updated"):
         value = getattr(note, key)
         if value is not None:

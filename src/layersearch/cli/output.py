@@ -27,19 +27,26 @@ def console(stderr: bool = False) -> Any:
     return con
 
 
+#: The width of output that goes to no terminal at all (a file, a pipe read by a program)
+#: when $COLUMNS does not say: the width text files and mail are written for.
+NO_TERMINAL_WIDTH = 80
+
+
 def terminal_width() -> int:
     """$COLUMNS, else the terminal's width: stdout's, or stderr's when stdout is a pipe
-    (``layersearch memory list | head`` is read in that terminal); else 160 (no terminal
-    at all, as in CI: a wide fallback rather than rich's 80 columns)."""
+    (``layersearch memory list | head`` is read in that terminal); else
+    :data:`NO_TERMINAL_WIDTH` (no terminal at all, as in CI or a script's capture)."""
     import shutil
 
     size = shutil.get_terminal_size(fallback=(0, 0)).columns  # $COLUMNS, then stdout
     if size > 0:
         return size
     try:
-        return os.get_terminal_size(sys.__stderr__.fileno()).columns if sys.__stderr__ else 160
+        if sys.__stderr__ is not None:
+            return os.get_terminal_size(sys.__stderr__.fileno()).columns
     except (OSError, ValueError):
-        return 160
+        pass
+    return NO_TERMINAL_WIDTH
 
 
 def emit_json(obj: Any) -> None:
@@ -58,21 +65,21 @@ def emit_json(obj: Any) -> None:
 
 
 def print_hits(resp: Any, *, full: bool, explain: bool, empty: str | None = None) -> None:
-    from rich.table import Table
-    from rich.text import Text
+    from rich.markup import escape
 
     from layersearch.ranking.explain import explain_text
 
     con = console()
     err = console(stderr=True)
     for w in resp.warnings:
-        err.print(f"[yellow]warning:[/] {w}", markup=True, highlight=False)
+        # one line each, however long: the terminal wraps it, not rich
+        err.print(f"[yellow]warning:[/] {escape(w)}", markup=True, highlight=False, soft_wrap=True)
     if not resp.results:
         err.print(f"no {empty}" if empty else "no results")
         return
     if full:
         for i, h in enumerate(resp.results, 1):
-            con.print(f"[bold]{i}. {h.kind} {h.id}[/]  score {h.score:.4f}", markup=True)
+            con.print(f"[bold]{i}. {h.kind} {escape(h.id)}[/]  score {h.score:.4f}", markup=True)
             if explain and h.explanation:
                 con.print(f"   why: {explain_text(h.explanation)}", markup=False)
             con.print(h.text or h.description, markup=False)
@@ -81,63 +88,101 @@ def print_hits(resp: Any, *, full: bool, explain: bool, empty: str | None = None
     if con.width < WIDE or (explain and _cramped(con.width, resp.results)):
         _print_narrow_hits(con, resp.results, explain=explain)
         return
-    table = Table(show_edge=False, pad_edge=False, box=None)
-    table.add_column("#", justify="right", no_wrap=True)
-    table.add_column("kind", no_wrap=True)
-    table.add_column("id", no_wrap=True)
-    table.add_column("score", justify="right", no_wrap=True)
-    # with ``explain`` the two long columns share the width: the channels that ranked a
-    # hit wrap in theirs rather than squeeze the description to a word a line
-    table.add_column("description", min_width=40 if explain else None, ratio=1)
-    if explain:
-        table.add_column("why", ratio=1)
-    for i, h in enumerate(resp.results, 1):
-        row = [str(i), h.kind, h.id, f"{h.score:.4f}", one_line(h.description)]
-        if explain:
-            row.append(why(h))
-        # Text, not markup: a description's "[decimal(18,2)]" is not a style tag.
-        table.add_row(*(Text(cell) for cell in row))
-    con.print(table)
+    _print_wide_hits(con, resp.results, explain=explain)
 
 
 #: The least a wide table gives its description and "why" columns together; below it,
 #: explained hits are printed as on a narrow terminal (the channels under each hit).
 EXPLAIN_MIN = 70
+#: Ids are never shortened below this many cells.
+ID_MIN = 20
+
+
+def description_min(width: int) -> int:
+    """The least a hit's description gets before ids are shortened in the middle: 40 cells
+    in a wide table (where it wraps), else two fifths of the terminal, at least 30."""
+    return 40 if width >= WIDE else max(30, width * 2 // 5)
+
+
+def _columns(width: int, hits: list[Any], *, score: int) -> tuple[int, int, int]:
+    """The widths of the #, kind and id columns (``score``: the score column's width, 0
+    when not shown): ids get what the description can spare above :func:`description_min`,
+    at least :data:`ID_MIN`."""
+    from rich.cells import cell_len
+
+    w_num = len(str(len(hits)))
+    w_kind = max(len("kind"), *(cell_len(h.kind) for h in hits))
+    fixed = w_num + 2 + w_kind + 2 + 2 + (score + 2 if score else 0)
+    longest = max(len("id"), *(cell_len(h.id) for h in hits))
+    return w_num, w_kind, min(longest, max(ID_MIN, width - fixed - description_min(width)))
+
+
+def _score_width(hits: list[Any]) -> int:
+    return max(len("score"), *(len(f"{h.score:.4f}") for h in hits))
 
 
 def _cramped(width: int, hits: list[Any]) -> bool:
     """Whether the fixed columns (#, kind, id, score) leave the description and "why"
     columns less than :data:`EXPLAIN_MIN` cells (long ids: a scoped search's messages)."""
-    fixed = [
-        len(str(len(hits))),
-        max(len(h.kind) for h in hits),
-        max(len(h.id) for h in hits),
-        max(len(f"{h.score:.4f}") for h in hits),
-    ]
-    return width - sum(fixed) - 2 * len(fixed) < EXPLAIN_MIN
+    w_score = _score_width(hits)
+    w_num, w_kind, w_id = _columns(width, hits, score=w_score)
+    return width - (w_num + w_kind + w_id + w_score + 4 * 2) < EXPLAIN_MIN + 2
+
+
+def _print_wide_hits(con: Any, hits: list[Any], *, explain: bool) -> None:
+    """A table for a terminal of WIDE columns or more: #, kind, id, score and the whole
+    description wrapped in its column; with ``explain`` the channels that ranked each hit
+    wrap in a "why" column beside it, the two sharing the width."""
+    from rich.text import Text
+
+    w_score = _score_width(hits)
+    w_num, w_kind, w_id = _columns(con.width, hits, score=w_score)
+    left = w_num + 2 + w_kind + 2 + w_id + 2 + w_score + 2
+    w_desc = con.width - left
+    if explain:
+        w_desc = max(40, (w_desc - 2) // 2)
+    w_why = con.width - left - w_desc - 2
+
+    def row(cells: tuple[str, str, str, str], desc: list[str], reason: list[str]) -> list[str]:
+        num, kind, ident, score = cells
+        head = f"{num:>{w_num}}  {pad(kind, w_kind)}  {pad(elide(ident, w_id), w_id)}  "
+        lines = []
+        for k in range(max(len(desc), len(reason), 1)):
+            line = head + f"{score:>{w_score}}  " if k == 0 else " " * left
+            line += pad(desc[k] if k < len(desc) else "", w_desc)
+            if explain:
+                line += "  " + (reason[k] if k < len(reason) else "")
+            lines.append(line.rstrip())
+        return lines
+
+    header = row(("#", "kind", "id", "score"), ["description"], ["why"] if explain else [])
+    con.print(Text(header[0], style="bold"), soft_wrap=True)
+    for i, h in enumerate(hits, 1):
+        desc = wrap(con, one_line(h.description), w_desc)
+        reason = wrap(con, why(h), w_why) if explain else []
+        # Text, not markup: a description's "[decimal(18,2)]" is not a style tag.
+        for line in row((str(i), h.kind, h.id, f"{h.score:.4f}"), desc, reason):
+            con.print(Text(line), soft_wrap=True)
 
 
 def _print_narrow_hits(con: Any, hits: list[Any], *, explain: bool) -> None:
     """One line per hit for a terminal narrower than WIDE: the score column (the least
-    useful to a person: the order already says it) is dropped and the description cut
-    with an ellipsis at the edge (``--full`` shows it whole); with ``explain`` the
-    channels that ranked a hit go on the line below it."""
+    useful to a person: the order already says it) is dropped, ids too long for the
+    description to keep :func:`description_min` cells are shortened in the middle, and the
+    description is cut with an ellipsis at the edge (``--full`` shows it whole); with
+    ``explain`` the channels that ranked a hit go on the line below it."""
     from rich.cells import cell_len
     from rich.text import Text
 
     rows = [(str(i), h.kind, h.id, one_line(h.description)) for i, h in enumerate(hits, 1)]
-    w_num = max(len(r[0]) for r in rows)
-    w_kind = max(len("kind"), *(len(r[1]) for r in rows))
-    w_id = max(len(r[2]) for r in rows)
+    w_num, w_kind, w_id = _columns(con.width, hits, score=0)
     indent = w_num + 2 + w_kind + 2
-
-    head_width = cell_len(f"{'':>{w_num}}  {'':<{w_kind}}  {'':<{w_id}}  ")
-    # ids as wide as the terminal (a conversation message's): each description goes on
-    # its own line under its hit, where the why line goes
-    below = con.width - head_width < 8
+    # a terminal too narrow even for shortened ids: each description goes on its own line
+    # under its hit, where the why line goes
+    below = con.width - (indent + w_id + 2) < 8
 
     def line(num: str, kind: str, ident: str, desc: str) -> str:
-        head = f"{num:>{w_num}}  {kind:<{w_kind}}  {ident:<{w_id}}  "
+        head = f"{num:>{w_num}}  {pad(kind, w_kind)}  {pad(elide(ident, w_id), w_id)}  "
         if below:
             return head.rstrip()
         return (head + cut(desc, con.width - cell_len(head))).rstrip()
@@ -150,7 +195,38 @@ def _print_narrow_hits(con: Any, hits: list[Any], *, explain: bool) -> None:
         if explain:
             text = Text(f"why: {why(hit)}", style="dim")
             for part in text.wrap(con, max(con.width - indent, 20)):
+                part.rstrip()
                 con.print(Text(" " * indent) + part, soft_wrap=True)
+
+
+def wrap(con: Any, text: str, width: int) -> list[str]:
+    """``text`` wrapped to lines of ``width`` terminal cells (long words folded)."""
+    from rich.text import Text
+
+    return [part.plain.rstrip() for part in Text(text).wrap(con, max(width, 1))] or [""]
+
+
+def pad(text: str, width: int) -> str:
+    """``text`` padded with spaces to ``width`` terminal cells."""
+    from rich.cells import cell_len
+
+    return text + " " * max(width - cell_len(text), 0)
+
+
+def elide(text: str, width: int) -> str:
+    """``text`` shortened in the middle with an ellipsis to ``width`` terminal cells: an
+    id keeps its start (the source, the model) and its end (the message, the column)."""
+    from rich.cells import cell_len, set_cell_size
+
+    if cell_len(text) <= width:
+        return text
+    head = (width - 1) // 2
+    tail = ""
+    for ch in reversed(text):
+        if cell_len(ch + tail) > width - 1 - head:
+            break
+        tail = ch + tail
+    return set_cell_size(text, head) + "…" + tail
 
 
 def cut(line: str, width: int) -> str:
@@ -190,8 +266,10 @@ def detail(con: Any, line: str) -> None:
 
 
 def print_memory(m: Any) -> None:
+    from rich.markup import escape
+
     con = console()
-    con.print(f"[bold]{m.id}[/]  {m.created_at:%Y-%m-%d %H:%M}", markup=True)
+    con.print(f"[bold]{escape(m.id)}[/]  {m.created_at:%Y-%m-%d %H:%M}", markup=True)
     detail(con, f"  {m.learning}")
     if m.description:
         detail(con, f"  description: {m.description}")

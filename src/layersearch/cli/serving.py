@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import errno
 import logging
+import socket
 import sys
 from pathlib import Path
 
@@ -11,6 +13,7 @@ import click
 from layersearch.cli.context import Ctx
 from layersearch.cli.errors import handle_errors
 from layersearch.cli.output import emit_json
+from layersearch.errors import ConfigError
 
 
 @click.command()
@@ -66,11 +69,15 @@ def serve(
         models=Path(models_path) if models_path else None,
         embedder=obj.embedder,
     )
+    sock = None
     if use_http:
         from layersearch.config import check_token
 
         # Refused before the (slow) server import: a clear error, fast.
         check_token(host, token)
+        # The port is taken now, before anything is said about serving: one in use is an
+        # error naming it, not uvicorn's "[Errno 98]" after "serving MCP at …".
+        sock = listen_on(host, port)
     from layersearch import server
 
     mcp_server = server.create_server(settings)
@@ -87,9 +94,36 @@ def serve(
             port=port,
             token=token,
             log_level="info" if obj.verbose else "warning",
+            sock=sock,
         )
     else:
         source = click.get_current_context().get_parameter_source("token")
         if token and source == click.core.ParameterSource.COMMANDLINE:
             logging.getLogger("layersearch.cli").warning("--token applies to --http only; ignored")
         server.run_stdio(mcp_server)
+
+
+def listen_on(host: str, port: int) -> socket.socket:
+    """A socket bound to ``host:port`` as uvicorn binds one (IPv6 for an address with
+    ``:``, SO_REUSEADDR), for the server to listen on; a port another program holds, or
+    one this user may not bind, is an error saying so."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host.strip("[]"), port))
+    except OSError as exc:
+        sock.close()
+        if exc.errno == errno.EADDRINUSE:
+            raise ConfigError(
+                f"port {port} on {host} is taken: another program is listening there; stop "
+                "it or pass another --port"
+            ) from None
+        if exc.errno == errno.EACCES:
+            raise ConfigError(
+                f"no permission to listen on port {port} (ports below 1024 need root); "
+                "pass --port 1024 or above"
+            ) from None
+        raise ConfigError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    sock.set_inheritable(True)
+    return sock

@@ -155,11 +155,18 @@ class DenseCorpus:
 
     def check(self) -> None:
         """Raise ModelMismatch when vectors exist for this corpus but none from this model;
-        EmbeddingUnavailable when there are none at all."""
+        EmbeddingUnavailable when there are none at all, or when the embedder cannot run
+        here (saying which extra to install)."""
         key = self.fingerprint.key()
         stored = self.store.vector_fingerprints(self.corpus)
         if key in stored:
             return
+        # An embedder that cannot run here (its extra not installed) is the first thing to
+        # fix: `layersearch embed` would fail on it too.
+        missing = getattr(self.embedder, "unavailable", None)
+        reason = missing() if missing is not None else None
+        if reason:
+            raise EmbeddingUnavailable(reason)
         configured = self.fingerprint.describe()
         if stored:
             names = ", ".join(describe_key(k) for k in stored)

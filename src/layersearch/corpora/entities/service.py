@@ -292,19 +292,30 @@ class EntityService:
         sample_values: int = 0,
     ) -> LoadReport:
         """Load (or re-load) a semantic layer; memories are kept, file memories added once."""
+        return self.load_catalog(
+            self.read_catalog(path, fmt, datasource=datasource, sample_values=sample_values)
+        )
+
+    @staticmethod
+    def read_catalog(
+        path: str | os.PathLike[str],
+        fmt: str = "auto",
+        *,
+        datasource: str | None = None,
+        sample_values: int = 0,
+    ) -> Catalog:
+        """The semantic layer at ``path``, read and checked as :meth:`load` would load it;
+        nothing is written (the CLI reads before it creates a store)."""
         if not str(path).strip():
             raise ConfigError("load needs a path (a folder, file or database); got an empty one")
         from layersearch.semantic.importers import load_catalog
 
         catalog = load_catalog(Path(path), fmt, datasource=datasource, sample_values=sample_values)
-        return self.load_catalog(catalog)
+        _check_catalog(catalog)
+        return catalog
 
     def load_catalog(self, catalog: Catalog) -> LoadReport:
-        names = catalog.datasource_names()
-        if not names:
-            raise ConfigError("nothing to load: the files define no datasource or model")
-        # Refuse bad memory queries before anything is written: a load either happens or not.
-        check_catalog_queries(catalog)
+        names = _check_catalog(catalog)
         with self._lock, process.gc_paused():
             return self._load_rows(catalog, names)
 
@@ -598,3 +609,13 @@ def _pydantic_message(exc: Exception) -> str:
             parts.append(f"{loc}: {err.get('msg')}" if loc else str(err.get("msg")))
         return "invalid request: " + "; ".join(parts)
     return f"invalid request: {exc}"
+
+
+def _check_catalog(catalog: Catalog) -> list[str]:
+    """The datasources a catalog defines; an error when none, or when a memory's query is
+    bad (refused before anything is written: a load either happens or not)."""
+    names = catalog.datasource_names()
+    if not names:
+        raise ConfigError("nothing to load: the files define no datasource or model")
+    check_catalog_queries(catalog)
+    return names

@@ -86,12 +86,8 @@ WALK_PAGE_COST = 1.2
 WALK_PROBES = 4
 WALK_ROWS = 8
 _FT_KIND = "note"
-_NO_EMBEDDER = (
-    "no embedder configured: vault search ranks notes by vector similarity; pass "
-    "--embedder local|fake|litellm:<model> (or set LAYERSEARCH_EMBEDDER) and run "
-    "`layersearch vault index PATH` with it"
-)
-_NO_EMBEDDER_HYBRID = "no embedder configured"
+#: why a search without an embedder ranks by full text alone (the warning says so)
+_NO_EMBEDDER = "no embedder configured"
 
 
 def _hits(
@@ -120,7 +116,7 @@ def _fulltext_alone(exc: Exception, min_score: float | None) -> str:
     text = str(exc)
     if not text.startswith("embedding unavailable"):
         text = f"embedding unavailable: {text}"
-    text += "; ranked by full text alone"
+    text += "; ranked by full text alone (score is the RRF score)"
     if min_score is not None:
         text += " (--min-score, a cosine bound, was not applied)"
     return text
@@ -337,11 +333,12 @@ class VaultService:
         list; ``date_range``: ``{"start", "end"}`` on ``updated``, inclusive, either
         optional; ``min_score`` drops notes whose cosine is below it.
 
-        ``mode="hybrid"`` without usable vectors (no embedder, none stored, another model's)
-        ranks by full text alone and says why, ``embedding unavailable: …``, in
-        ``warnings`` when a list is given (logged otherwise), as entity search does;
-        ``mode="vector"`` raises instead. Chunks without a vector (an interrupted ``vault
-        index``) are reported the same way.
+        Without an embedder, either mode ranks by full text alone and says so once,
+        ``embedding unavailable: no embedder configured; …``, in ``warnings`` when a list
+        is given (logged otherwise), as entity search does. ``mode="hybrid"`` does the
+        same when the configured embedder cannot rank (no vectors stored, another
+        model's); ``mode="vector"`` then raises, saying what to run. Chunks without a
+        vector (an interrupted ``vault index``) are reported in ``warnings`` too.
         """
         _check_query(query)
         if mode not in MODES:
@@ -353,8 +350,6 @@ class VaultService:
                 snap.meta.config, tags, domain, status, note_type, date_range, limit
             )
             embedder = self._embedder()
-            if embedder is None and mode == "vector":
-                raise EmbeddingUnavailable(_NO_EMBEDDER)
             if not len(snap):
                 if snap.meta.root is None:
                     raise NotFound(
@@ -371,14 +366,15 @@ class VaultService:
                     embedder, snap, query, depth, rows, filters, statuses, min_score, warnings
                 )
             except (EmbeddingUnavailable, ModelMismatch) as exc:
-                if mode == "vector":
+                if mode == "vector" and embedder is not None:
                     raise
                 _warn(warnings, _fulltext_alone(exc, min_score))
-            if mode == "hybrid":
+            if mode == "hybrid" or "vector" not in channels:
                 ids = None if rows is None else {snap.slugs[r] for r in rows}
                 channels["fulltext"] = self._fulltext(snap).search(query, depth, ids=ids)
             fused = rrf(channels)[:limit]
-        return _hits(snap, fused, mode, explain)
+        # ranked by full text alone, the score is the fused (RRF) one, as in hybrid mode
+        return _hits(snap, fused, mode if "vector" in channels else "hybrid", explain)
 
     def _vector_channel(
         self,
@@ -395,7 +391,7 @@ class VaultService:
         """The ``depth`` notes nearest ``query`` by their best chunk (cosine, at least
         ``min_score``); EmbeddingUnavailable or ModelMismatch when vectors cannot rank."""
         if embedder is None:
-            raise EmbeddingUnavailable(_NO_EMBEDDER_HYBRID)
+            raise EmbeddingUnavailable(_NO_EMBEDDER)
         dense = self._dense_for(embedder)
         self._check_vectors(dense)
         partial = self._partial_vectors(dense, snap)
