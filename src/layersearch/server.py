@@ -30,7 +30,13 @@ from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field, ValidationError
 
 from layersearch.config import Settings, check_token
-from layersearch.errors import ConfigError, LayersearchError, disk_full_error, is_disk_full
+from layersearch.errors import (
+    ConfigError,
+    LayersearchError,
+    disk_full_error,
+    is_disk_full,
+    mask_secrets,
+)
 from layersearch.types import (
     ChannelsArg,
     CompactArg,
@@ -132,7 +138,10 @@ class Service:
             self._warm(api)
             log.info("store %s ready", api.store.location)
         except BaseException as exc:  # noqa: BLE001 - kept and reported by every tool call
-            log.error("could not open the store: %s", exc, exc_info=True)
+            # Our errors say what is wrong (a traceback would repeat a driver's message,
+            # which may hold the address it was given); anything else is a bug.
+            ours = isinstance(exc, LayersearchError)
+            log.error("could not open the store: %s", mask_secrets(str(exc)), exc_info=not ours)
             self._error = exc
         finally:
             self._ready.set()
@@ -179,7 +188,7 @@ class Service:
                 raise self._error
             raise LayersearchError(
                 f"the server could not open its store ({type(self._error).__name__}: "
-                f"{self._error}); fix the configuration and restart the server"
+                f"{mask_secrets(str(self._error))}); fix the configuration and restart the server"
             )
         assert self._api is not None
         return self._api
@@ -207,12 +216,12 @@ def _tool(*, title: str, read_only: bool, destructive: bool = False) -> Callable
             try:
                 return fn(*args, **kwargs)
             except LayersearchError as exc:
-                raise ToolError(f"{exc.code}: {exc}") from exc
+                raise ToolError(f"{exc.code}: {mask_secrets(str(exc))}") from exc
             except Exception as exc:
                 if is_disk_full(exc):
                     full = disk_full_error(getattr(exc, "filename", None) or "the store", exc)
                     log.error("tool %s: %s", fn.__name__, full)
-                    raise ToolError(f"{full.code}: {full}") from exc
+                    raise ToolError(f"{full.code}: {mask_secrets(str(full))}") from exc
                 # A bug, not bad input: the traceback goes to stderr, the agent gets one line.
                 log.exception("tool %s failed", fn.__name__)
                 raise ToolError(

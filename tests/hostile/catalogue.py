@@ -40,11 +40,22 @@ from layersearch.errors import (
     LimitExceeded,
     ModelLoadError,
     NotFound,
+    StoreError,
 )
 
 MB = 1_000_000
 #: Longest single argv string Linux accepts is 128 KiB; this is over every text limit.
 ARGV_BIG = 120_000
+#: the reported terminal sequences (clear screen, a colour, the window title) and variants:
+#: a one-character C1 CSI, a right-to-left override
+CONTROL_TEXT = "\x1b[2J\x1b[31mred\x1b]0;owned\x07 \x9b2J \u202eevil"
+#: the password of the malformed PostgreSQL addresses: never in any output (issue 42)
+SECRET = "S3cretPW"
+BAD_DSNS = {
+    "ipv6-unclosed": f"postgresql://alice:{SECRET}@[::1:bad/db",
+    "percent-zz": f"postgresql://alice:{SECRET}%zz@localhost/db",
+    "port-not-a-number": f"postgres://alice:{SECRET}@db.example:port/db",
+}
 HIDDEN = "shop.orders.internal_score"
 HIDDEN_MODEL = "shop.raw_events"
 
@@ -977,6 +988,28 @@ def _load_cases() -> list[Case]:
             Err(ModelLoadError, "may not contain"),
             api=load(),
             files={"d.yaml": 'datasource: {name: "x\'; DROP TABLE entities; --"}\n'},
+        ),
+        *[
+            Case(
+                f"load.dsn-{name}",
+                "secret",
+                Err(ModelLoadError, "alice:***@"),
+                api=lambda ls, _, d=dsn: ls.load(d),
+                cli=("load", dsn),
+            )
+            for name, dsn in BAD_DSNS.items()
+        ],
+        Case(
+            "store.dsn-malformed",
+            "secret",
+            Err(StoreError, "alice:***@[::1:bad/db"),
+            api=lambda ls, _: Layersearch(BAD_DSNS["ipv6-unclosed"]),
+        ),
+        Case(
+            "store.dsn-bad-escape",
+            "secret",
+            Err(StoreError, "invalid percent-encoded token"),
+            api=lambda ls, _: Layersearch(BAD_DSNS["percent-zz"]),
         ),
         Case(
             "load.name-dotdot",

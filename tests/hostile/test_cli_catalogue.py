@@ -29,6 +29,7 @@ from .catalogue import (
     HIDDEN,
     HIDDEN_MODEL,
     LOAD_OK,
+    SECRET,
     Case,
     Err,
     build_corpus_store,
@@ -70,6 +71,8 @@ def argv(case: Case, files: Path) -> list[str]:
 
 def check(case: Case, code: int, out: str, err: str, *, as_json: bool) -> None:
     assert "Traceback" not in err and "Traceback" not in out, (case.id, err[-2000:])
+    # issue 42: no password in any output
+    assert SECRET not in out + err, (case.id, (out + err)[-1000:])
     if isinstance(case.expect, Err):
         assert code == 2, (case.id, code, out[-500:], err[-500:])
         if as_json:

@@ -295,8 +295,11 @@ class EntityService:
         if not str(path).strip():
             raise ConfigError("load needs a path (a folder, file or database); got an empty one")
         from layersearch.semantic.importers import load_catalog
+        from layersearch.semantic.importers.database import is_dsn
 
-        catalog = load_catalog(Path(path), fmt, datasource=datasource, sample_values=sample_values)
+        # A database address stays a string: as a Path its "//" would collapse to "/".
+        where = str(path) if is_dsn(str(path)) else Path(path)
+        catalog = load_catalog(where, fmt, datasource=datasource, sample_values=sample_values)
         return self.load_catalog(catalog)
 
     def load_catalog(self, catalog: Catalog) -> LoadReport:
