@@ -44,6 +44,9 @@ from layersearch.errors import (
 )
 
 MB = 1_000_000
+#: what a terminal takes as a control rather than text (C0 but tab and newline, DEL, C1,
+#: bidirectional overrides and isolates): never in any output (issue 42)
+TERMINAL_CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 #: Longest single argv string Linux accepts is 128 KiB; this is over every text limit.
 ARGV_BIG = 120_000
 #: the reported terminal sequences (clear screen, a colour, the window title) and variants:
@@ -666,6 +669,15 @@ def _memory_cases() -> list[Case]:
             Ok(lambda m: m.learning == "a\x00b"),
             writes=True,
             api=lambda ls, _: ls.save_memory("a\x00b", entities=["shop.orders"]),
+        ),
+        # stored as written; every output shows it escaped (issue 42)
+        Case(
+            "memory.save.control-text",
+            "terminal",
+            Ok(lambda m: m.learning == f"tax {CONTROL_TEXT}"),
+            writes=True,
+            api=lambda ls, _: ls.save_memory(f"tax {CONTROL_TEXT}", entities=["shop.orders"]),
+            cli=("memory", "add", f"tax {CONTROL_TEXT}", "-e", "shop.orders"),
         ),
         Case(
             "memory.save.unknown-entity",
@@ -1610,6 +1622,13 @@ def _conversation_cases() -> list[Case]:
             cli=("conversations", "search", "_"),
         ),
         Case(
+            "conv.search.control-text",
+            "terminal",
+            Ok(no_hits),
+            api=lambda ls, _: conv(ls).search_conversations(CONTROL_TEXT),
+            cli=("conversations", "search", CONTROL_TEXT),
+        ),
+        Case(
             "conv.search.quote",
             "sql",
             Ok(no_hits),
@@ -2281,6 +2300,13 @@ def _mcp_cases() -> list[Case]:
             Ok(sc(lambda d: d["learning"] == "x'; DROP TABLE memories; --\x00")),
             writes=True,
             mcp=_mcp("save_memory", learning="x'; DROP TABLE memories; --\x00"),
+        ),
+        Case(
+            "mcp.save.control-text",
+            "terminal",
+            Ok(sc(lambda d: d["learning"] == CONTROL_TEXT)),
+            writes=True,
+            mcp=_mcp("save_memory", learning=CONTROL_TEXT),
         ),
         Case(
             "mcp.forget.missing",

@@ -10,7 +10,14 @@ import click
 from layersearch.cli.context import Ctx
 from layersearch.cli.errors import handle_errors
 from layersearch.cli.options import json_option, parse_json_arg, parse_params
-from layersearch.cli.output import console, detail, emit_json, print_hits, print_memory
+from layersearch.cli.output import (
+    console,
+    detail,
+    emit_json,
+    escape,
+    print_hits,
+    print_memory,
+)
 from layersearch.errors import ConfigError
 
 
@@ -152,7 +159,9 @@ def inspect(obj: Ctx, ids: tuple[str, ...], as_json: bool) -> None:
     for w in resp.warnings:
         click.echo(f"warning: {w}", err=True)
     for e in resp.entities:
-        con.print(f"[bold]{e.kind} {e.id}[/]" + ("  (hidden)" if e.hidden else ""), markup=True)
+        con.print(
+            f"[bold]{e.kind} {escape(e.id)}[/]" + ("  (hidden)" if e.hidden else ""), markup=True
+        )
         for key in ("label", "data_type", "description", "formula"):
             value = getattr(e, key)
             if value:
@@ -172,11 +181,11 @@ def inspect(obj: Ctx, ids: tuple[str, ...], as_json: bool) -> None:
     for m in resp.memories:
         print_memory(m)
     for c in resp.conversations or []:
-        con.print(f"[bold]conversation {c.id}[/]", markup=True)
+        con.print(f"[bold]conversation {escape(c.id)}[/]", markup=True)
         detail(con, f"  {c.role}" + (f" ({c.speaker})" if c.speaker else ""))
         con.print(c.content, markup=False)
     for n in resp.notes or []:
-        con.print(f"[bold]vault note {n.slug}[/]  {n.title}", markup=True)
+        con.print(f"[bold]vault note {escape(n.slug)}[/]  {escape(n.title)}", markup=True)
         con.print(n.body, markup=False)
 
 

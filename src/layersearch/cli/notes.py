@@ -10,7 +10,7 @@ import click
 from layersearch.cli.context import Ctx
 from layersearch.cli.errors import handle_errors
 from layersearch.cli.options import json_option, no_embed_option
-from layersearch.cli.output import console, cut, detail, emit_json, print_vectors
+from layersearch.cli.output import console, cut, detail, emit_json, escape, print_vectors
 from layersearch.cli.progress import Progress
 
 
@@ -156,7 +156,7 @@ def vault_get(obj: Ctx, slug: str, as_json: bool) -> None:
         emit_json(note)
         return
     con = console()
-    con.print(f"[bold]{note.title}[/]  ({note.path})", markup=True, highlight=False)
+    con.print(f"[bold]{escape(note.title)}[/]  ({escape(note.path)})", markup=True, highlight=False)
     for key in ("domain", "note_type", "status", "created", "updated"):
         value = getattr(note, key)
         if value is not None:
