@@ -23,10 +23,13 @@ environment are relative to the working directory.
 
 A file found in the working directory (not named by ``--config`` or
 ``$LAYERSEARCH_CONFIG``) is a project's file: it may choose the store path and the
-embedder, but a store URL or an embedder (or facts LLM) option that says where requests and their
-credentials go (``api_base``, ``api_key``, …) is refused unless the user trusts it
-(``$LAYERSEARCH_TRUST_PROJECT_CONFIG``, or ``trusted_projects`` in
-``~/.config/layersearch/config.toml``); its first use is logged.
+embedder, but a store URL, an embedder (or facts LLM) option that says where requests and
+their credentials go (``api_base``, ``api_key``, …), or an ``embedder``, ``facts_llm`` or
+option value that names a host whatever its provider prefix (:func:`names_host`) is
+refused unless the user trusts it (``$LAYERSEARCH_TRUST_PROJECT_CONFIG``, or
+``trusted_projects`` in ``~/.config/layersearch/config.toml``); a host may always come
+from the environment or the command line, which the user controls. Its first use is
+logged.
 """
 
 from __future__ import annotations
@@ -53,6 +56,7 @@ __all__ = [
     "check_token",
     "is_loopback",
     "load_settings",
+    "names_host",
 ]
 
 CONFIG_FILE = "layersearch.toml"
@@ -142,20 +146,71 @@ def user_config_dir(env: Mapping[str, str] | None = None) -> Path:
     return (Path(xdg) if xdg else Path.home() / ".config") / "layersearch"
 
 
+#: a URL of any scheme, or a scheme-relative ``//host…``
+_URL_IN = re.compile(r"(?:[A-Za-z][A-Za-z0-9+.-]*:)?//[^\s'\"]*")
+#: an IPv6 address: ``::`` in it, or in brackets
+_IPV6_MARK = re.compile(r"[^\s/@]*(?:::|\[[0-9A-Fa-f:.%]*\])[^\s/]*")
+#: the parts of a value a host name could be one of
+_TOKEN_SPLIT = re.compile(r"[\s/:@?#=,;'\"()<>]+")
+_IPV4 = re.compile(r"\d{1,3}(?:\.\d{1,3}){3}")
+#: a DNS name: dotted labels ending in an alphabetic top-level label (``example.com``);
+#: model names end in a version (``bge-small-en-v1.5``, ``titan-embed-text-v2``)
+_DNS_NAME = re.compile(r"(?:[A-Za-z0-9-]+\.)+[A-Za-z]{2,63}\.?")
+
+
+def names_host(value: str) -> str | None:
+    """The part of ``value`` that names a host, or None: a URL of any scheme or ``//host``,
+    an IP address (v4, or v6 with ``::`` or in brackets), ``localhost``, or a DNS name
+    (dotted labels ending in an alphabetic one, as ``api.example.com``), wherever it
+    stands in the value (``litellm:huggingface/http://127.0.0.1:18999/embed``)."""
+    mark = _URL_IN.search(value) or _IPV6_MARK.search(value)
+    if mark is not None:
+        return mark.group()
+    for token in _TOKEN_SPLIT.split(value):
+        bare = token.strip(".")
+        if (
+            _IPV4.fullmatch(bare)
+            or bare.lower() == "localhost"
+            or bare.lower().endswith(".localhost")
+            or _DNS_NAME.fullmatch(token)
+        ):
+            return token
+    return None
+
+
+def _strings(value: Any, where: str) -> list[tuple[str, str]]:
+    """Every string in ``value`` (tables and lists walked), with the setting it is at."""
+    if isinstance(value, str):
+        return [(where, value)]
+    if isinstance(value, dict):
+        return [s for k, v in value.items() for s in _strings(v, f"{where}.{k}")]
+    if isinstance(value, list):
+        return [s for i, v in enumerate(value) for s in _strings(v, f"{where}[{i}]")]
+    return []
+
+
 def _destinations(values: Mapping[str, Any]) -> list[str]:
     """Settings of a file that choose where requests, and the credentials they carry, go:
-    embedder options named like a URL, key, token or header, any URL value, and a store
-    that is a URL (libpq sends $PGPASSWORD to whatever host it names)."""
+    a store that is a URL (libpq sends $PGPASSWORD to whatever host it names); an
+    ``embedder`` or ``facts_llm`` spec, or any option value, that names a host
+    (:func:`names_host`), whatever its provider prefix; option keys named like a URL,
+    key, token or header; and option tables or lists (they could hide headers)."""
     out: list[str] = []
     store = values.get("store")
     if isinstance(store, str) and "://" in store:
         out.append("store")
+    for key in ("embedder", "facts_llm", *_TABLE_KEYS):
+        for where, text in _strings(values.get(key), key):
+            host = names_host(text)
+            if host is not None:
+                out.append(f"{where} (names a host: {host!r})")
     for table in _TABLE_KEYS:
         for key, value in (values.get(table) or {}).items():
-            if _DESTINATION.search(str(key)) or (isinstance(value, str) and "://" in value):
-                out.append(f"{table}.{key}")
-            elif isinstance(value, dict | list):
-                out.append(f"{table}.{key}")  # a table could hide headers
+            where = f"{table}.{key}"
+            if any(o.startswith(where + " ") or o.startswith(where + ".") for o in out):
+                continue
+            if _DESTINATION.search(str(key)) or isinstance(value, dict | list):
+                out.append(where)
     return out
 
 
@@ -191,7 +246,9 @@ def _check_project_file(file: Path, values: Mapping[str, Any], env: Mapping[str,
             f"{file} (found in the working directory) sets {', '.join(risky)}, which decides "
             "where your credentials are sent; a project file may not, unless you trust it: "
             f"set {TRUST_ENV}=1 (or to its folder), add the folder to trusted_projects in "
-            f"{user_config_dir(env) / USER_CONFIG}, or name the file with --config"
+            f"{user_config_dir(env) / USER_CONFIG}, or name the file with --config (a host "
+            "may also come from your environment or command line: LAYERSEARCH_EMBEDDER, "
+            "LAYERSEARCH_FACTS_LLM, --embedder)"
         )
     _announce(file, values, env)
 

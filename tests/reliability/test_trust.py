@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from layersearch.config import check_token, load_settings
+from layersearch.config import check_token, load_settings, names_host
 from layersearch.embed.fake import FakeEmbedder
 from layersearch.embed.testserver import EmbeddingServer
 from layersearch.errors import ConfigError
@@ -121,6 +121,108 @@ def test_every_destination_setting_needs_trust(tmp_path: Path, body: str) -> Non
     env = {"XDG_STATE_HOME": str(tmp_path / "state"), "XDG_CONFIG_HOME": str(tmp_path / "c")}
     with pytest.raises(ConfigError, match="a project file may not"):
         load_settings(env=env, cwd=tmp_path)
+
+
+class _Listener:
+    """An HTTP listener that records every request (path and headers) and answers 500."""
+
+    def __init__(self) -> None:
+        import http.server
+        import threading
+
+        seen = self.requests = []  # type: ignore[var-annotated]
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802 - the stdlib's name
+                seen.append((self.path, dict(self.headers)))
+                self.send_error(500)
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.port = self.server.server_address[1]
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.mark.slow
+def test_a_project_embedder_naming_a_host_is_refused(project: tuple[Path, dict[str, str]]) -> None:
+    """issue 42: the provider prefix made the model name a URL, and litellm posted the key
+    there; a warning was all the user got."""
+    repo, env = project
+    listener = _Listener()
+    try:
+        url = f"http://127.0.0.1:{listener.port}/embed"
+        (repo / "layersearch.toml").write_text(
+            f'store = "s.duckdb"\nembedder = "litellm:huggingface/{url}"\n'
+        )
+        keys = {**env, "HUGGINGFACE_API_KEY": SECRET, "HF_TOKEN": SECRET}
+        for args in (["search", "revenue"], ["embed"]):
+            done = cli(*args, cwd=repo, env=keys)
+            assert done.returncode == 2, (args, done.stderr)
+            assert f"embedder (names a host: '{url}')" in done.stderr, done.stderr
+            assert "LAYERSEARCH_EMBEDDER" in done.stderr  # where a host may come from
+        assert listener.requests == [], "the user's key reached the project's host"
+    finally:
+        listener.close()
+
+
+@pytest.mark.parametrize(
+    "body, where",
+    [
+        ('embedder = "litellm:huggingface/http://127.0.0.1:18999/embed"', "embedder"),
+        ('embedder = "litellm:hosted_vllm/evil.example.com/v1/m"', "evil.example.com"),
+        ('embedder = "litellm:ollama/[::1]:11434/nomic"', "[::1]:11434"),
+        ('embedder = "litellm:openai/10.0.0.5:8080/v1"', "10.0.0.5"),
+        ('facts_llm = "litellm:openai//attacker.example/gpt"', "facts_llm"),
+        ('facts_llm = "litellm:ollama/localhost:11434"', "localhost"),
+        ('[embedder_options]\nquery_prefix = "see docs.attacker.example: "', "query_prefix"),
+        ('[facts_llm_options]\ntimeout = "fe80::1"', "facts_llm_options.timeout"),
+    ],
+    ids=[
+        "reported",
+        "dns-name",
+        "ipv6",
+        "ipv4-no-scheme",
+        "facts-scheme-relative",
+        "facts-localhost",
+        "option-value-dns",
+        "option-value-ipv6",
+    ],
+)
+def test_no_project_setting_names_a_host(tmp_path: Path, body: str, where: str) -> None:
+    (tmp_path / "layersearch.toml").write_text(body + "\n")
+    env = {"XDG_STATE_HOME": str(tmp_path / "state"), "XDG_CONFIG_HOME": str(tmp_path / "c")}
+    with pytest.raises(ConfigError, match="a project file may not") as info:
+        load_settings(env=env, cwd=tmp_path)
+    assert where in str(info.value) and "names a host" in str(info.value)
+    # the same file named by the user, or the value from the environment, is the user's
+    assert load_settings(tmp_path / "layersearch.toml", env=env, cwd=tmp_path)
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        "litellm:openai/text-embedding-3-small",
+        "litellm:bedrock/amazon.titan-embed-text-v2:0",
+        "litellm:bedrock/cohere.embed-english-v3",
+        "litellm:huggingface/BAAI/bge-large-en-v1.5",
+        "litellm:cloudflare/@cf/baai/bge-base-en-v1.5",
+        "litellm:ollama/llama3.1:8b",
+        "litellm:gemini/gemini-1.5-flash",
+        "local:/opt/models/bge-small-en-v1.5",
+        "fake:16",
+    ],
+)
+def test_model_names_are_not_hosts(tmp_path: Path, spec: str) -> None:
+    (tmp_path / "layersearch.toml").write_text(f'embedder = "{spec}"\nfacts_llm = "{spec}"\n')
+    env = {"XDG_STATE_HOME": str(tmp_path / "state"), "XDG_CONFIG_HOME": str(tmp_path / "c")}
+    assert load_settings(env=env, cwd=tmp_path).embedder == spec
+    assert names_host(spec) is None
 
 
 def test_a_project_file_choosing_only_the_embedder_is_used_and_announced_once(
