@@ -38,6 +38,7 @@ import dataclasses
 import hashlib
 import ipaddress
 import logging
+import math
 import os
 import re
 import tomllib
@@ -51,12 +52,13 @@ from layersearch.errors import ConfigError
 __all__ = [
     "CONFIG_FILE",
     "ENV_VARS",
-    "MIN_TOKEN_CHARS",
+    "MIN_TOKEN_BITS",
     "Settings",
     "check_token",
     "is_loopback",
     "load_settings",
     "names_host",
+    "token_bits",
 ]
 
 CONFIG_FILE = "layersearch.toml"
@@ -376,11 +378,51 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-#: the shortest bearer token a server reachable from other machines accepts
-MIN_TOKEN_CHARS = 16
-#: and the fewest distinct characters in it ("aaaaaaaaaaaaaaaa" is 16 characters)
-MIN_TOKEN_DISTINCT = 6
-_TOKEN_HINT = "e.g. python -c 'import secrets; print(secrets.token_urlsafe(32))'"
+#: the least entropy (bits, by :func:`token_bits`) of a bearer token that protects a
+#: server reachable from other machines; ``secrets.token_urlsafe(32)`` gives 256
+MIN_TOKEN_BITS = 128
+_TOKEN_HINT = 'make one with: python -c "import secrets; print(secrets.token_urlsafe(32))"'
+_HEX = frozenset("0123456789abcdef")
+_BASE64URL_EXTRA = frozenset("-_")
+
+
+def _alphabet(token: str) -> int:
+    """The size of the smallest usual alphabet holding every character of ``token``:
+    hexadecimal (16) when it is one, else the sum of the classes it uses: digits 10,
+    lowercase 26, uppercase 26, ``-`` and ``_`` 2 (base64url), other punctuation 32."""
+    chars = set(token)
+    if chars <= _HEX or chars <= {c.upper() for c in _HEX}:
+        return 16
+    size = 0
+    size += 10 if any(c.isdigit() for c in chars) else 0
+    size += 26 if any(c.islower() for c in chars) else 0
+    size += 26 if any(c.isupper() for c in chars) else 0
+    rest = {c for c in chars if not c.isalnum()}
+    if rest:
+        size += 2 if rest <= _BASE64URL_EXTRA else 32
+    return size
+
+
+def token_bits(token: str) -> float:
+    """An estimate of the entropy of ``token`` in bits: log2 of its alphabet
+    (:func:`_alphabet`) for each character that does not follow from those before it.
+    A character follows when it continues a run (the third and later of ``aaa``, ``123``,
+    ``cba``) or completes three characters already seen earlier in the token
+    (``passwordpassword``). A random token loses almost nothing (``token_urlsafe(32)``,
+    43 characters of 64: about 256 bits); a made-up one loses its patterns
+    (``password12345678``: 52 bits; ``0123456789abcdef``: 16)."""
+    if not token:
+        return 0.0
+    free = 0
+    for i, ch in enumerate(token):
+        if i >= 2:
+            step = ord(ch) - ord(token[i - 1])
+            if step in (-1, 0, 1) and step == ord(token[i - 1]) - ord(token[i - 2]):
+                continue
+            if token[i - 2 : i + 1] in token[: i - 1]:
+                continue
+        free += 1
+    return free * math.log2(_alphabet(token))
 
 
 def check_token(host: str, token: str | None) -> None:
@@ -405,9 +447,10 @@ def check_token(host: str, token: str | None) -> None:
             f"refusing to serve on {host} without a bearer token: set --token or "
             "LAYERSEARCH_TOKEN, or bind a loopback address such as 127.0.0.1"
         )
-    if len(token) < MIN_TOKEN_CHARS or len(set(token)) < MIN_TOKEN_DISTINCT:
+    bits = token_bits(token)
+    if bits < MIN_TOKEN_BITS:
         raise ConfigError(
-            f"refusing to serve on {host} with a weak bearer token ({len(token)} characters, "
-            f"{len(set(token))} distinct): off loopback it needs at least {MIN_TOKEN_CHARS} "
-            f"characters, {MIN_TOKEN_DISTINCT} of them distinct; {_TOKEN_HINT}"
+            f"refusing to serve on {host} with a weak bearer token (about {bits:.0f} bits of "
+            f"entropy by layersearch's estimate; off loopback it needs {MIN_TOKEN_BITS}): "
+            f"{_TOKEN_HINT}"
         )

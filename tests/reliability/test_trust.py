@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from layersearch.config import check_token, load_settings, names_host
+from layersearch.config import check_token, load_settings, names_host, token_bits
 from layersearch.embed.fake import FakeEmbedder
 from layersearch.embed.testserver import EmbeddingServer
 from layersearch.errors import ConfigError
@@ -245,7 +245,21 @@ def test_a_project_file_choosing_only_the_embedder_is_used_and_announced_once(
 
 @pytest.mark.parametrize(
     "token",
-    [" ", "   \t", "short", "aaaaaaaaaaaaaaaaaaaaaaaa", "abababababababababab", "x" * 15],
+    [
+        " ",
+        "   \t",
+        "short",
+        "aaaaaaaaaaaaaaaaaaaaaaaa",
+        "abababababababababab",
+        "x" * 15,
+        # issue 42: accepted before, 16 characters of 10+ distinct ones
+        "password12345678",
+        "0123456789abcdef",
+        # variants: long, but patterns (a repeated word, a run, a short alphabet)
+        "passwordpasswordpasswordpassword1!",
+        "abcdefghijklmnopqrstuvwxyz0123456789",
+        "1" + "0" * 40,
+    ],
 )
 def test_weak_tokens_are_refused_off_loopback(tmp_path: Path, token: str) -> None:
     done = cli(
@@ -266,7 +280,15 @@ def test_weak_tokens_are_refused_off_loopback(tmp_path: Path, token: str) -> Non
 
 
 def test_token_rules() -> None:
-    check_token("0.0.0.0", "q8Zr-2mKx_Tn5wLp")  # 16 characters, varied
+    import secrets
+
+    # what the error says to run, and other generators of 32 random bytes: always enough
+    for _ in range(2000):
+        check_token("0.0.0.0", secrets.token_urlsafe(32))
+        check_token("0.0.0.0", secrets.token_hex(32))
+    assert token_bits("password12345678") < 64 and token_bits("0123456789abcdef") <= 16
+    with pytest.raises(ConfigError, match=r"about 96 bits .* needs 128"):
+        check_token("0.0.0.0", "q8Zr-2mKx_Tn5wLp")  # 16 varied characters: not 128 bits
     check_token("127.0.0.1", None)
     check_token("localhost", "dev")  # loopback: a short token is the user's business
     for host, token in [("127.0.0.1", " "), ("::1", "a b"), ("10.0.0.5", "tok\nen1234567890ab")]:
@@ -274,5 +296,8 @@ def test_token_rules() -> None:
             check_token(host, token)
     with pytest.raises(ConfigError, match="without a bearer token"):
         check_token("0.0.0.0", None)
-    with pytest.raises(ConfigError, match="at least 16"):
+    with pytest.raises(
+        ConfigError, match=r'python -c "import secrets; print\(secrets.token_urlsafe\(32\)\)"'
+    ):
         check_token("192.168.1.4", "0123456789abcde")
+    check_token("127.0.0.1", "password12345678")  # loopback: as before, the user's business
