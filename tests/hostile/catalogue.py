@@ -209,18 +209,54 @@ def _search_cases() -> list[Case]:
             Ok(found("shop.orders.tax_paid")),
             api=lambda ls, _: ls.search(question="tax\x00 paid\x01"),
         ),
+        # ids holding a character nobody sees are refused (issue 42), the character named
         Case(
             "search.entity.nul",
-            "nul",
-            Ok(warning="unknown entity"),
+            "invisible",
+            Err(ConfigError, "invisible character, U+0000"),
             api=lambda ls, _: ls.search(entities=["orders\x00"]),
         ),
         Case(
+            "search.entity.rlo",
+            "invisible",
+            Err(ConfigError, "U+202E (RIGHT-TO-LEFT OVERRIDE)"),
+            api=lambda ls, _: ls.search(entities=["shop.orders\u202e"]),
+            cli=("search", "-e", "shop.orders\u202e"),
+        ),
+        Case(
+            "search.entity.zero-width",
+            "invisible",
+            Err(ConfigError, "U+200B (ZERO WIDTH SPACE)"),
+            api=lambda ls, _: ls.search(entities=["shop.or\u200bders"]),
+            cli=("search", "-e", "shop.or\u200bders"),
+        ),
+        Case(
+            "search.entity.title-sequence",
+            "invisible",
+            Err(ConfigError, "'\\u001b]0;owned\\u0007'"),
+            api=lambda ls, _: ls.search(entities=["\x1b]0;owned\x07"]),
+            cli=("search", "-e", "\x1b]0;owned\x07"),
+        ),
+        Case(
+            "search.datasource.rlo",
+            "invisible",
+            Err(ConfigError, "U+202E"),
+            api=lambda ls, _: ls.search(question="tax", datasource="shop\u202e"),
+            cli=("search", "tax", "-d", "shop\u202e"),
+        ),
+        Case(
             "search.query.nul",
-            "nul",
-            Ok(warning="no results"),
+            "invisible",
+            Err(ConfigError, "query reference 'a\\u0000b' holds an invisible character"),
             api=lambda ls, _: ls.search(query={"measures": ["a\x00b"]}),
             cli=("search", "--query", '{"measures": ["a\\u0000b"]}'),
+        ),
+        Case(
+            "search.query.rlo",
+            "invisible",
+            Err(ConfigError, "U+202E"),
+            api=lambda ls, _: ls.search(query={"dimensions": [{"name": "shop.orders\u202e"}]}),
+            cli=("search", "--query", '{"dimensions": [{"name": "shop.orders\\u202e"}]}'),
         ),
         Case(
             "search.query.deep",
@@ -599,6 +635,20 @@ def _inspect_cases() -> list[Case]:
             cli=("inspect", *SQL),
         ),
         Case(
+            "inspect.rlo",
+            "invisible",
+            Err(ConfigError, "U+202E (RIGHT-TO-LEFT OVERRIDE)"),
+            api=lambda ls, _: ls.inspect(["shop.orders\u202e"]),
+            cli=("inspect", "shop.orders\u202e"),
+        ),
+        Case(
+            "inspect.title-sequence",
+            "invisible",
+            Err(ConfigError, "U+001B"),
+            api=lambda ls, _: ls.inspect(["memory:1", "\x1b]0;owned\x07"]),
+            cli=("inspect", "memory:1", "\x1b]0;owned\x07"),
+        ),
+        Case(
             "inspect.path",
             "path",
             Err(NotFound, "unknown"),
@@ -669,6 +719,19 @@ def _memory_cases() -> list[Case]:
             Ok(lambda m: m.learning == "a\x00b"),
             writes=True,
             api=lambda ls, _: ls.save_memory("a\x00b", entities=["shop.orders"]),
+        ),
+        Case(
+            "memory.save.zero-width-entity",
+            "invisible",
+            Err(ConfigError, "U+200B"),
+            api=lambda ls, _: ls.save_memory("note", entities=["shop.orders\u200b"]),
+            cli=("memory", "add", "note", "-e", "shop.orders\u200b"),
+        ),
+        Case(
+            "memory.save.nul-entity",
+            "invisible",
+            Err(ConfigError, "U+0000"),
+            api=lambda ls, _: ls.save_memory("note", entities=["shop.orders\x00"]),
         ),
         # stored as written; every output shows it escaped (issue 42)
         Case(
@@ -787,6 +850,20 @@ def _memory_cases() -> list[Case]:
             Err(ConfigError, "not a memory id"),
             api=lambda ls, _: ls.get_memory("memory:" + "9" * 30),
             cli=("memory", "show", "memory:" + "9" * 30),
+        ),
+        Case(
+            "memory.get.rlo",
+            "invisible",
+            Err(ConfigError, "memory id 'memory:1\\u202e'"),
+            api=lambda ls, _: ls.get_memory("memory:1\u202e"),
+            cli=("memory", "show", "memory:1\u202e"),
+        ),
+        Case(
+            "memory.forget.zero-width",
+            "invisible",
+            Err(ConfigError, "U+200D"),
+            api=lambda ls, _: ls.forget_memory("memory:\u200d1"),
+            cli=("memory", "forget", "memory:\u200d1"),
         ),
         Case(
             "memory.get.path",
@@ -1000,6 +1077,21 @@ def _load_cases() -> list[Case]:
             Err(ModelLoadError, "may not contain"),
             api=load(),
             files={"d.yaml": 'datasource: {name: "x\'; DROP TABLE entities; --"}\n'},
+        ),
+        Case(
+            "load.name-rlo",
+            "invisible",
+            Err(ModelLoadError, "column id 'shop.a.id\\u202e' holds an invisible character"),
+            api=load(),
+            cli=("load", "{dir}"),
+            files={"d.yaml": NATIVE_DS.replace("{name: id}", '{name: "id\\u202e"}')},
+        ),
+        Case(
+            "load.name-zero-width-joiner",
+            "invisible",
+            Err(ModelLoadError, "U+200D (ZERO WIDTH JOINER)"),
+            api=load(),
+            files={"d.yaml": NATIVE_DS.replace("model: a", 'model: "a\\u200d"')},
         ),
         *[
             Case(
@@ -2239,6 +2331,12 @@ def _mcp_cases() -> list[Case]:
             ),
         ),
         Case(
+            "mcp.search.entity-rlo",
+            "invisible",
+            Err(ConfigError, "U+202E (RIGHT-TO-LEFT OVERRIDE)"),
+            mcp=_mcp("search", entities=["shop.orders\u202e"]),
+        ),
+        Case(
             "mcp.search.hidden",
             "hidden",
             Ok(sc(lambda d: HIDDEN not in str(d["results"]))),
@@ -2262,6 +2360,12 @@ def _mcp_cases() -> list[Case]:
             "path",
             Err(NotFound, "is not a memory id"),
             mcp=_mcp("inspect", ids=["../shop.orders", "memory:../1"]),
+        ),
+        Case(
+            "mcp.inspect.zero-width",
+            "invisible",
+            Err(ConfigError, "U+200B"),
+            mcp=_mcp("inspect", ids=["shop.orders\u200b"]),
         ),
         Case(
             "mcp.inspect.hidden-child",
@@ -2302,11 +2406,23 @@ def _mcp_cases() -> list[Case]:
             mcp=_mcp("save_memory", learning="x'; DROP TABLE memories; --\x00"),
         ),
         Case(
+            "mcp.save.entity-nul",
+            "invisible",
+            Err(ConfigError, "U+0000"),
+            mcp=_mcp("save_memory", learning="note", entities=["shop.orders\x00"]),
+        ),
+        Case(
             "mcp.save.control-text",
             "terminal",
             Ok(sc(lambda d: d["learning"] == CONTROL_TEXT)),
             writes=True,
             mcp=_mcp("save_memory", learning=CONTROL_TEXT),
+        ),
+        Case(
+            "mcp.forget.rlo",
+            "invisible",
+            Err(ConfigError, "U+202E"),
+            mcp=_mcp("forget_memory", memory_id="memory:1\u202e"),
         ),
         Case(
             "mcp.forget.missing",

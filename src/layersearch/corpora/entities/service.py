@@ -47,11 +47,19 @@ from layersearch.corpora.snapshot import (
     tables_from_objects,
     tables_from_store,
 )
-from layersearch.errors import ConfigError, LayersearchError, NotFound, StoreEmpty, StoreError
+from layersearch.errors import (
+    ConfigError,
+    LayersearchError,
+    ModelLoadError,
+    NotFound,
+    StoreEmpty,
+    StoreError,
+)
 from layersearch.ranking.fulltext import FullTextIndex, open_or_rebuild
 from layersearch.semantic.model import Catalog, EdgeRecord, Entity
 from layersearch.store.base import Store, catalog_rows
 from layersearch.store.duckdb import memory_number
+from layersearch.textcheck import check_id, invisible_at
 from layersearch.types import LoadReport, SearchRequest, SearchResponse
 
 if TYPE_CHECKING:
@@ -306,7 +314,9 @@ class EntityService:
         names = catalog.datasource_names()
         if not names:
             raise ConfigError("nothing to load: the files define no datasource or model")
-        # Refuse bad memory queries before anything is written: a load either happens or not.
+        # Refuse bad ids and memory queries before anything is written: a load either
+        # happens or not.
+        _check_catalog_ids(catalog)
         check_catalog_queries(catalog)
         with self._lock, process.gc_paused():
             return self._load_rows(catalog, names)
@@ -571,6 +581,17 @@ class EntityService:
                     remove_memory(self._graph, mid)
 
             self._after_write(before, apply)
+
+
+def _check_catalog_ids(catalog: Catalog) -> None:
+    """Refuse a catalog whose names make an id holding an invisible character (a NUL, a
+    zero-width space, a right-to-left override: an id that prints like another one),
+    naming the file it came from."""
+    sources = {m.id: m.source for m in catalog.models}
+    for e in catalog.entities():
+        if invisible_at(e.id) is not None:
+            where = sources.get(f"{e.datasource}.{e.model}") if e.model else None
+            check_id(e.id, f"{where}: {e.kind} id" if where else f"{e.kind} id", ModelLoadError)
 
 
 def _unresolved_tags(corpus: EntityCorpus) -> list[str]:
