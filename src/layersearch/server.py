@@ -431,8 +431,8 @@ def search_conversations(
     term: Annotated[
         str,
         Field(
-            description="Text to find inside messages, matched with SQL ILIKE '%term%' as "
-            "written (% and _ are wildcards). Empty with role='user': the most recent "
+            description="Text to find inside messages, case-insensitively and literally "
+            "(% and _ are plain characters). Empty with role='user': the most recent "
             "questions the user asked. Default: empty."
         ),
     ] = "",

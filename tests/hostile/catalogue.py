@@ -1698,20 +1698,27 @@ NOTE = "---\ntitle: A note\ntags: [x]\n---\n# A note\n\nSome words about revenue
 def _conversation_cases() -> list[Case]:
     conv = lambda ls: ls.conversations  # noqa: E731
     c: list[Case] = [
-        # % and _ are documented ILIKE wildcards: they match, they do not inject
+        # % and _ are characters, not LIKE wildcards (issue 42): no message holds a %
         Case(
             "conv.search.percent",
             "sql",
-            Ok(hits()),
+            Ok(no_hits),
             api=lambda ls, _: conv(ls).search_conversations("%"),
             cli=("conversations", "search", "%"),
         ),
         Case(
             "conv.search.underscore",
             "sql",
-            Ok(hits()),
+            Ok(lambda r: bool(r.hits) and all("_" in h.preview for h in r.hits)),
             api=lambda ls, _: conv(ls).search_conversations("_"),
             cli=("conversations", "search", "_"),
+        ),
+        Case(
+            "conv.search.percent-between-words",
+            "sql",
+            Ok(no_hits),
+            api=lambda ls, _: conv(ls).search_conversations("gross%mrr"),
+            cli=("conversations", "search", "gross%mrr"),
         ),
         Case(
             "conv.search.control-text",
@@ -2446,8 +2453,14 @@ def _mcp_cases() -> list[Case]:
         Case(
             "mcp.conv.percent",
             "sql",
-            Ok(sc(lambda d: len(d["hits"]) > 0)),
+            Ok(sc(lambda d: d["hits"] == [])),
             mcp=_mcp("search_conversations", term="%"),
+        ),
+        Case(
+            "mcp.conv.underscore",
+            "sql",
+            Ok(sc(lambda d: bool(d["hits"]) and all("_" in h["preview"] for h in d["hits"]))),
+            mcp=_mcp("search_conversations", term="_"),
         ),
         Case(
             "mcp.conv.drop",
