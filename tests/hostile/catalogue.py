@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from layersearch import Layersearch
+from layersearch.corpora.vault.notes import MAX_NOTE_BYTES
 from layersearch.errors import (
     ConfigError,
     CypherLimitError,
@@ -2246,6 +2247,25 @@ CORPUS_WRITES: list[Case] = [
         writes=True,
         api=lambda ls, d: ls.vault.index(d / "v"),
         files={"v/good.md": NOTE, "v/bad.md": b"---\ntitle: \xff\xfe\n---\nbody \xc3\x28\n"},
+    ),
+    # a note over the cap is skipped with a warning naming it, the others indexed (issue 42:
+    # a 50 MB note took 155 s)
+    Case(
+        "vault.index.note-over-the-cap",
+        "huge",
+        Ok(lambda r: r.notes == 1 and any("skipped big.md: over the" in w for w in r.warnings)),
+        writes=True,
+        api=lambda ls, d: ls.vault.index(d / "v"),
+        cli=("vault", "index", "{dir}/v"),
+        files={"v/good.md": NOTE, "v/big.md": b"revenue " * (MAX_NOTE_BYTES // 8 + 1)},
+    ),
+    Case(
+        "vault.index.note-one-byte-over",
+        "huge",
+        Ok(lambda r: r.notes == 1 and any("Logs/dump.md" in w for w in r.warnings)),
+        writes=True,
+        api=lambda ls, d: ls.vault.index(d / "v"),
+        files={"v/good.md": NOTE, "v/Logs/dump.md": b"a" * (MAX_NOTE_BYTES + 1)},
     ),
     Case(
         "vault.index.dotdot-link",
