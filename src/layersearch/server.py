@@ -37,6 +37,7 @@ from layersearch.errors import (
     is_disk_full,
     mask_secrets,
 )
+from layersearch.logfilter import install as install_log_hygiene
 from layersearch.types import (
     ChannelsArg,
     CompactArg,
@@ -706,6 +707,7 @@ def check_settings(settings: Settings) -> None:
 
 def run_stdio(server: MCPServer[Service]) -> None:
     """Serve over stdin/stdout until the client closes stdin."""
+    install_log_hygiene()
     server.run("stdio")
 
 
@@ -734,20 +736,26 @@ def run_http(
         app = BearerAuth(app, token)
     log.info("serving MCP over streamable HTTP at %s", http_url(host, port))
     config = uvicorn.Config(app, host=host, port=port, log_level=log_level, lifespan="on")
+    install_log_hygiene()  # after uvicorn's own logging configuration
     uvicorn.Server(config).run()
 
 
 class BearerAuth:
-    """ASGI middleware: every HTTP request must carry ``Authorization: Bearer <token>``."""
+    """ASGI middleware: every HTTP request must carry ``Authorization: Bearer <token>``
+    (the scheme in any case, RFC 7235; one or more spaces before the token)."""
 
     def __init__(self, app: Any, token: str) -> None:
         self.app = app
-        self._expected = f"Bearer {token}".encode()
+        self._expected = token.encode()
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] == "http":
             given = dict(scope.get("headers") or []).get(b"authorization", b"")
-            if not hmac.compare_digest(given, self._expected):
+            scheme, _, credentials = given.partition(b" ")
+            ok = scheme.lower() == b"bearer" and hmac.compare_digest(
+                credentials.lstrip(b" "), self._expected
+            )
+            if not ok:
                 await _reject(send)
                 return
         await self.app(scope, receive, send)
