@@ -30,6 +30,7 @@ from layersearch.corpora.entities.process import FORK_MIN_ENTITIES
 from layersearch.corpora.entities.service import EntityService
 from layersearch.corpora.entities.vector import ENTITY_CORPUS, NO_EMBEDDER
 from layersearch.errors import ConfigError, EmbeddingUnavailable
+from layersearch.ranking import generations
 from layersearch.semantic.model import Catalog
 from layersearch.store.base import Store
 from layersearch.store.duckdb import DuckDBStore
@@ -131,6 +132,10 @@ class Layersearch:
         self.embedder: Embedder | None = embedder
         self._dense: dict[str, DenseCorpus] = {}
         self.entities = EntityService(self.store, self.dense, lambda: self.embedder)
+        # The index generations this object reads are locked against sweeps while it is open
+        # (ranking.generations); closed, it lets go of them.
+        self._index_root: Path | None = Path(self.store.index_dir)
+        generations.using(self._index_root)
 
     # -- lifecycle ----------------------------------------------------------------------------
 
@@ -138,6 +143,9 @@ class Layersearch:
         for dense in list(self._dense.values()):
             dense.close()
         self.store.close()
+        if self._index_root is not None:
+            generations.done_with(self._index_root)
+            self._index_root = None
         if self._tmp is not None:
             self._tmp.cleanup()
             self._tmp = None

@@ -23,10 +23,13 @@ environment are relative to the working directory.
 
 A file found in the working directory (not named by ``--config`` or
 ``$LAYERSEARCH_CONFIG``) is a project's file: it may choose the store path and the
-embedder, but a store URL or an embedder (or facts LLM) option that says where requests and their
-credentials go (``api_base``, ``api_key``, …) is refused unless the user trusts it
-(``$LAYERSEARCH_TRUST_PROJECT_CONFIG``, or ``trusted_projects`` in
-``~/.config/layersearch/config.toml``); its first use is logged.
+embedder, but a store URL, an embedder (or facts LLM) option that says where requests and
+their credentials go (``api_base``, ``api_key``, …), or an ``embedder``, ``facts_llm`` or
+option value that names a host whatever its provider prefix (:func:`names_host`) is
+refused unless the user trusts it (``$LAYERSEARCH_TRUST_PROJECT_CONFIG``, or
+``trusted_projects`` in ``~/.config/layersearch/config.toml``); a host may always come
+from the environment or the command line, which the user controls. Its first use is
+logged.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ import dataclasses
 import hashlib
 import ipaddress
 import logging
+import math
 import os
 import re
 import tomllib
@@ -48,11 +52,13 @@ from layersearch.errors import ConfigError
 __all__ = [
     "CONFIG_FILE",
     "ENV_VARS",
-    "MIN_TOKEN_CHARS",
+    "MIN_TOKEN_BITS",
     "Settings",
     "check_token",
     "is_loopback",
     "load_settings",
+    "names_host",
+    "token_bits",
 ]
 
 CONFIG_FILE = "layersearch.toml"
@@ -142,20 +148,71 @@ def user_config_dir(env: Mapping[str, str] | None = None) -> Path:
     return (Path(xdg) if xdg else Path.home() / ".config") / "layersearch"
 
 
+#: a URL of any scheme, or a scheme-relative ``//host…``
+_URL_IN = re.compile(r"(?:[A-Za-z][A-Za-z0-9+.-]*:)?//[^\s'\"]*")
+#: an IPv6 address: ``::`` in it, or in brackets
+_IPV6_MARK = re.compile(r"[^\s/@]*(?:::|\[[0-9A-Fa-f:.%]*\])[^\s/]*")
+#: the parts of a value a host name could be one of
+_TOKEN_SPLIT = re.compile(r"[\s/:@?#=,;'\"()<>]+")
+_IPV4 = re.compile(r"\d{1,3}(?:\.\d{1,3}){3}")
+#: a DNS name: dotted labels ending in an alphabetic top-level label (``example.com``);
+#: model names end in a version (``bge-small-en-v1.5``, ``titan-embed-text-v2``)
+_DNS_NAME = re.compile(r"(?:[A-Za-z0-9-]+\.)+[A-Za-z]{2,63}\.?")
+
+
+def names_host(value: str) -> str | None:
+    """The part of ``value`` that names a host, or None: a URL of any scheme or ``//host``,
+    an IP address (v4, or v6 with ``::`` or in brackets), ``localhost``, or a DNS name
+    (dotted labels ending in an alphabetic one, as ``api.example.com``), wherever it
+    stands in the value (``litellm:huggingface/http://127.0.0.1:18999/embed``)."""
+    mark = _URL_IN.search(value) or _IPV6_MARK.search(value)
+    if mark is not None:
+        return mark.group()
+    for token in _TOKEN_SPLIT.split(value):
+        bare = token.strip(".")
+        if (
+            _IPV4.fullmatch(bare)
+            or bare.lower() == "localhost"
+            or bare.lower().endswith(".localhost")
+            or _DNS_NAME.fullmatch(token)
+        ):
+            return token
+    return None
+
+
+def _strings(value: Any, where: str) -> list[tuple[str, str]]:
+    """Every string in ``value`` (tables and lists walked), with the setting it is at."""
+    if isinstance(value, str):
+        return [(where, value)]
+    if isinstance(value, dict):
+        return [s for k, v in value.items() for s in _strings(v, f"{where}.{k}")]
+    if isinstance(value, list):
+        return [s for i, v in enumerate(value) for s in _strings(v, f"{where}[{i}]")]
+    return []
+
+
 def _destinations(values: Mapping[str, Any]) -> list[str]:
     """Settings of a file that choose where requests, and the credentials they carry, go:
-    embedder options named like a URL, key, token or header, any URL value, and a store
-    that is a URL (libpq sends $PGPASSWORD to whatever host it names)."""
+    a store that is a URL (libpq sends $PGPASSWORD to whatever host it names); an
+    ``embedder`` or ``facts_llm`` spec, or any option value, that names a host
+    (:func:`names_host`), whatever its provider prefix; option keys named like a URL,
+    key, token or header; and option tables or lists (they could hide headers)."""
     out: list[str] = []
     store = values.get("store")
     if isinstance(store, str) and "://" in store:
         out.append("store")
+    for key in ("embedder", "facts_llm", *_TABLE_KEYS):
+        for where, text in _strings(values.get(key), key):
+            host = names_host(text)
+            if host is not None:
+                out.append(f"{where} (names a host: {host!r})")
     for table in _TABLE_KEYS:
         for key, value in (values.get(table) or {}).items():
-            if _DESTINATION.search(str(key)) or (isinstance(value, str) and "://" in value):
-                out.append(f"{table}.{key}")
-            elif isinstance(value, dict | list):
-                out.append(f"{table}.{key}")  # a table could hide headers
+            where = f"{table}.{key}"
+            if any(o.startswith(where + " ") or o.startswith(where + ".") for o in out):
+                continue
+            if _DESTINATION.search(str(key)) or isinstance(value, dict | list):
+                out.append(where)
     return out
 
 
@@ -191,7 +248,9 @@ def _check_project_file(file: Path, values: Mapping[str, Any], env: Mapping[str,
             f"{file} (found in the working directory) sets {', '.join(risky)}, which decides "
             "where your credentials are sent; a project file may not, unless you trust it: "
             f"set {TRUST_ENV}=1 (or to its folder), add the folder to trusted_projects in "
-            f"{user_config_dir(env) / USER_CONFIG}, or name the file with --config"
+            f"{user_config_dir(env) / USER_CONFIG}, or name the file with --config (a host "
+            "may also come from your environment or command line: LAYERSEARCH_EMBEDDER, "
+            "LAYERSEARCH_FACTS_LLM, --embedder)"
         )
     _announce(file, values, env)
 
@@ -319,11 +378,51 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-#: the shortest bearer token a server reachable from other machines accepts
-MIN_TOKEN_CHARS = 16
-#: and the fewest distinct characters in it ("aaaaaaaaaaaaaaaa" is 16 characters)
-MIN_TOKEN_DISTINCT = 6
-_TOKEN_HINT = "e.g. python -c 'import secrets; print(secrets.token_urlsafe(32))'"
+#: the least entropy (bits, by :func:`token_bits`) of a bearer token that protects a
+#: server reachable from other machines; ``secrets.token_urlsafe(32)`` gives 256
+MIN_TOKEN_BITS = 128
+_TOKEN_HINT = 'make one with: python -c "import secrets; print(secrets.token_urlsafe(32))"'
+_HEX = frozenset("0123456789abcdef")
+_BASE64URL_EXTRA = frozenset("-_")
+
+
+def _alphabet(token: str) -> int:
+    """The size of the smallest usual alphabet holding every character of ``token``:
+    hexadecimal (16) when it is one, else the sum of the classes it uses: digits 10,
+    lowercase 26, uppercase 26, ``-`` and ``_`` 2 (base64url), other punctuation 32."""
+    chars = set(token)
+    if chars <= _HEX or chars <= {c.upper() for c in _HEX}:
+        return 16
+    size = 0
+    size += 10 if any(c.isdigit() for c in chars) else 0
+    size += 26 if any(c.islower() for c in chars) else 0
+    size += 26 if any(c.isupper() for c in chars) else 0
+    rest = {c for c in chars if not c.isalnum()}
+    if rest:
+        size += 2 if rest <= _BASE64URL_EXTRA else 32
+    return size
+
+
+def token_bits(token: str) -> float:
+    """An estimate of the entropy of ``token`` in bits: log2 of its alphabet
+    (:func:`_alphabet`) for each character that does not follow from those before it.
+    A character follows when it continues a run (the third and later of ``aaa``, ``123``,
+    ``cba``) or completes three characters already seen earlier in the token
+    (``passwordpassword``). A random token loses almost nothing (``token_urlsafe(32)``,
+    43 characters of 64: about 256 bits); a made-up one loses its patterns
+    (``password12345678``: 52 bits; ``0123456789abcdef``: 16)."""
+    if not token:
+        return 0.0
+    free = 0
+    for i, ch in enumerate(token):
+        if i >= 2:
+            step = ord(ch) - ord(token[i - 1])
+            if step in (-1, 0, 1) and step == ord(token[i - 1]) - ord(token[i - 2]):
+                continue
+            if token[i - 2 : i + 1] in token[: i - 1]:
+                continue
+        free += 1
+    return free * math.log2(_alphabet(token))
 
 
 def check_token(host: str, token: str | None) -> None:
@@ -348,9 +447,10 @@ def check_token(host: str, token: str | None) -> None:
             f"refusing to serve on {host} without a bearer token: set --token or "
             "LAYERSEARCH_TOKEN, or bind a loopback address such as 127.0.0.1"
         )
-    if len(token) < MIN_TOKEN_CHARS or len(set(token)) < MIN_TOKEN_DISTINCT:
+    bits = token_bits(token)
+    if bits < MIN_TOKEN_BITS:
         raise ConfigError(
-            f"refusing to serve on {host} with a weak bearer token ({len(token)} characters, "
-            f"{len(set(token))} distinct): off loopback it needs at least {MIN_TOKEN_CHARS} "
-            f"characters, {MIN_TOKEN_DISTINCT} of them distinct; {_TOKEN_HINT}"
+            f"refusing to serve on {host} with a weak bearer token (about {bits:.0f} bits of "
+            f"entropy by layersearch's estimate; off loopback it needs {MIN_TOKEN_BITS}): "
+            f"{_TOKEN_HINT}"
         )

@@ -29,6 +29,8 @@ from __future__ import annotations
 
 import errno
 import re
+import threading
+from urllib.parse import unquote
 
 __all__ = [
     "LayersearchError",
@@ -52,6 +54,9 @@ __all__ = [
     "StoreCorrupt",
     "StoreReadOnly",
     "DiskFull",
+    "mask_address",
+    "mask_secrets",
+    "register_secrets",
 ]
 
 
@@ -226,3 +231,72 @@ def disk_full_error(where: object, exc: BaseException) -> DiskFull:
 def first_line(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
     return text[0] if text else type(exc).__name__
+
+
+# -- credentials in messages -------------------------------------------------------------------
+
+#: an address with a scheme (``postgresql://…``), up to a blank or a quote: the part of a
+#: message a driver echoes an address in, well-formed or not
+_ADDRESS = re.compile(r"""[A-Za-z][A-Za-z0-9+.-]*://[^\s'"<>`]*""")
+#: a password given as a keyword: libpq's ``password=…`` (quoted or not), a URL's
+#: ``?password=…``
+_KEYWORD = re.compile(
+    r"""\b((?:ssl)?password\s*=\s*)('(?:[^'\\]|\\.)*'?|"[^"]*"?|[^\s&'"]+)""", re.IGNORECASE
+)
+#: passwords shorter than this are not looked for in free text (every "a" would go)
+_MIN_SECRET = 4
+_secrets: set[str] = set()
+_secrets_re: re.Pattern[str] | None = None
+_secrets_lock = threading.Lock()
+
+
+def mask_address(address: str) -> str:
+    """``address`` with the password of its user part written ``***``, however malformed
+    the rest (a bracket never closed, a bad ``%`` escape, a port that is not a number):
+    everything between the first ``:`` after ``//`` and the last ``@`` is the password."""
+    head, sep, rest = address.partition("://")
+    if not sep:
+        return address
+    at = rest.rfind("@")
+    if at < 0:
+        return address
+    user, colon, _ = rest[:at].partition(":")
+    if not colon:
+        return address
+    return f"{head}://{user}:***{rest[at:]}"
+
+
+def register_secrets(address: str) -> None:
+    """Remember the passwords ``address`` carries (as written and %-decoded, in its user
+    part or as ``password=…``), so :func:`mask_secrets` masks them wherever a message
+    repeats them alone (libpq quotes the bad token of a malformed address)."""
+    found: list[str] = []
+    for m in _ADDRESS.finditer(address):
+        rest = m.group().partition("://")[2]
+        at = rest.rfind("@")
+        if at >= 0 and ":" in rest[:at]:
+            found.append(rest[:at].partition(":")[2])
+    for m in _KEYWORD.finditer(address):
+        found.append(m.group(2).strip("'\""))
+    new = {v for f in found for v in (f, unquote(f)) if len(v) >= _MIN_SECRET}
+    global _secrets_re
+    with _secrets_lock:
+        if new <= _secrets:
+            return
+        _secrets.update(new)
+        alternatives = "|".join(re.escape(v) for v in sorted(_secrets, key=len, reverse=True))
+        _secrets_re = re.compile(f"(?<![A-Za-z0-9])(?:{alternatives})(?![A-Za-z0-9])")
+
+
+def mask_secrets(text: str) -> str:
+    """``text`` (an error message, a log line) with the credentials of every address in it
+    masked (:func:`mask_address`), ``password=…`` values masked, and every password
+    :func:`register_secrets` has seen masked where it stands alone."""
+    if "://" in text:
+        text = _ADDRESS.sub(lambda m: mask_address(m.group()), text)
+    if "password" in text.lower():
+        text = _KEYWORD.sub(lambda m: m.group(1) + "***", text)
+    pattern = _secrets_re
+    if pattern is not None:
+        text = pattern.sub("***", text)
+    return text

@@ -16,7 +16,6 @@ a short internal error, never as a protocol error.
 from __future__ import annotations
 
 import functools
-import hmac
 import logging
 import threading
 from collections.abc import AsyncIterator, Callable
@@ -37,7 +36,10 @@ from layersearch.errors import (
     StoreMissing,
     disk_full_error,
     is_disk_full,
+    mask_secrets,
 )
+from layersearch.httpauth import BearerAuth
+from layersearch.logfilter import install as install_log_hygiene
 from layersearch.types import (
     ChannelsArg,
     CompactArg,
@@ -152,7 +154,10 @@ class Service:
                 log.warning("%s; every tool call says so until it exists", exc)
             self._error = exc
         except BaseException as exc:  # noqa: BLE001 - kept and reported by every tool call
-            log.error("could not open the store: %s", exc, exc_info=True)
+            # Our errors say what is wrong (a traceback would repeat a driver's message,
+            # which may hold the address it was given); anything else is a bug.
+            ours = isinstance(exc, LayersearchError)
+            log.error("could not open the store: %s", mask_secrets(str(exc)), exc_info=not ours)
             self._error = exc
         finally:
             self._ready.set()
@@ -205,7 +210,7 @@ class Service:
                 raise self._error
             raise LayersearchError(
                 f"the server could not open its store ({type(self._error).__name__}: "
-                f"{self._error}); fix the configuration and restart the server"
+                f"{mask_secrets(str(self._error))}); fix the configuration and restart the server"
             )
         assert self._api is not None
         return self._api
@@ -233,12 +238,12 @@ def _tool(*, title: str, read_only: bool, destructive: bool = False) -> Callable
             try:
                 return fn(*args, **kwargs)
             except LayersearchError as exc:
-                raise ToolError(f"{exc.code}: {exc}") from exc
+                raise ToolError(f"{exc.code}: {mask_secrets(str(exc))}") from exc
             except Exception as exc:
                 if is_disk_full(exc):
                     full = disk_full_error(getattr(exc, "filename", None) or "the store", exc)
                     log.error("tool %s: %s", fn.__name__, full)
-                    raise ToolError(f"{full.code}: {full}") from exc
+                    raise ToolError(f"{full.code}: {mask_secrets(str(full))}") from exc
                 # A bug, not bad input: the traceback goes to stderr, the agent gets one line.
                 log.exception("tool %s failed", fn.__name__)
                 raise ToolError(
@@ -448,8 +453,8 @@ def search_conversations(
     term: Annotated[
         str,
         Field(
-            description="Text to find inside messages, matched with SQL ILIKE '%term%' as "
-            "written (% and _ are wildcards). Empty with role='user': the most recent "
+            description="Text to find inside messages, case-insensitively and literally "
+            "(% and _ are plain characters). Empty with role='user': the most recent "
             "questions the user asked. Default: empty."
         ),
     ] = "",
@@ -736,6 +741,7 @@ def check_settings(settings: Settings) -> None:
 
 def run_stdio(server: MCPServer[Service]) -> None:
     """Serve over stdin/stdout until the client closes stdin."""
+    install_log_hygiene()
     server.run("stdio")
 
 
@@ -765,36 +771,5 @@ def run_http(
         app = BearerAuth(app, token)
     log.info("serving MCP over streamable HTTP at %s", http_url(host, port))
     config = uvicorn.Config(app, host=host, port=port, log_level=log_level, lifespan="on")
+    install_log_hygiene()  # after uvicorn's own logging configuration
     uvicorn.Server(config).run(sockets=None if sock is None else [sock])
-
-
-class BearerAuth:
-    """ASGI middleware: every HTTP request must carry ``Authorization: Bearer <token>``."""
-
-    def __init__(self, app: Any, token: str) -> None:
-        self.app = app
-        self._expected = f"Bearer {token}".encode()
-
-    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        if scope["type"] == "http":
-            given = dict(scope.get("headers") or []).get(b"authorization", b"")
-            if not hmac.compare_digest(given, self._expected):
-                await _reject(send)
-                return
-        await self.app(scope, receive, send)
-
-
-async def _reject(send: Any) -> None:
-    body = b'{"error": "missing or wrong bearer token (Authorization: Bearer <token>)"}'
-    await send(
-        {
-            "type": "http.response.start",
-            "status": 401,
-            "headers": [
-                (b"content-type", b"application/json"),
-                (b"www-authenticate", b'Bearer realm="layersearch"'),
-                (b"content-length", str(len(body)).encode()),
-            ],
-        }
-    )
-    await send({"type": "http.response.body", "body": body})

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -285,6 +286,30 @@ def test_conversations_identical_across_backends(location_for: Callable[[str], s
     for duck, pg in zip(outputs["duckdb"], outputs["postgres"], strict=True):
         assert duck == pg
     assert outputs["duckdb"][3] == "No conversations found containing 'zzz-no-match'"
+
+
+def test_keyword_terms_match_literally_on_each_backend(location: str, tmp_path: Path) -> None:
+    """issue 42: ``%`` and ``_`` in a keyword term (and a summary domain) are characters,
+    not LIKE wildcards, in the store's own SQL (``ILIKE … ESCAPE``) as in the mirror."""
+    from layersearch.corpora.conversations import store as db
+
+    lines = ["50% of revenue", "500 customers", "a_b test", "acb test", "back\\slash"]
+    export = tmp_path / "m.jsonl"
+    rows = [{"conversation_id": "c1", "role": "user", "content": t} for t in lines]
+    export.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    with Layersearch(location, embedder=FakeEmbedder(16)) as ls:
+        ls.conversations.import_path(export, "generic")
+        for term, want in [
+            ("%", ["50% of revenue"]),
+            ("_", ["a_b test"]),
+            ("a_b", ["a_b test"]),
+            ("\\", ["back\\slash"]),
+            ("a%b", []),
+        ]:
+            rows = db.keyword_search(ls.store, term, limit=50)
+            assert sorted(m.content for m, _ in rows) == want, term
+            mirror = ls.conversations.search_conversations(term, 50).hits
+            assert sorted(h.preview for h in mirror) == want, term
 
 
 def test_extracted_facts_on_both_backends(location: str) -> None:

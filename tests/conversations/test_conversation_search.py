@@ -102,13 +102,28 @@ def test_outputs_are_identical_across_processes(svc: ConversationService, tmp_pa
 # -- search_conversations -----------------------------------------------------------------------
 
 
-def test_ilike_wildcards_pass_through(svc: ConversationService) -> None:
-    # `%` and `_` are ILIKE wildcards, as the user wrote them
-    pct = svc.search_conversations("gross%net")
-    assert pct.hits and all("gross" in h.preview.lower() for h in pct.hits)
-    under = svc.search_conversations("m_r")
-    assert any("mrr" in h.preview.lower() for h in under.hits)
-    assert svc.search_conversations("MRR").hits == svc.search_conversations("mrr").hits
+def test_percent_and_underscore_are_literal(tmp_path: Path) -> None:
+    # issue 42: `%` and `_` acted as LIKE wildcards (`%` matched every message)
+    texts = ["50% of revenue", "500 customers", "a_b test", "acb test", "back\\slash", "plain"]
+    svc = make_service(tmp_path / "s.duckdb")
+    svc.import_conversations([_conv("test:lit", [(t, None) for t in texts])])
+
+    def found(term: str) -> list[str]:
+        return sorted(h.preview for h in svc.search_conversations(term, 50).hits)
+
+    assert found("%") == ["50% of revenue"]
+    assert found("50%") == ["50% of revenue"]
+    assert found("_") == ["a_b test"]
+    assert found("a_b") == ["a_b test"]
+    assert found("\\") == ["back\\slash"]
+    assert found("%%") == found("a%b") == found("\\%") == []
+    assert found("TEST") == ["a_b test", "acb test"]
+
+
+def test_percent_between_words_is_no_wildcard(svc: ConversationService) -> None:
+    assert svc.search_conversations("gross_mrr").hits
+    for term in ("gross%mrr", "gross%net", "m_r", "gross\\_mrr"):
+        assert svc.search_conversations(term).hits == [], term
 
 
 def test_quotes_and_comment_markers_are_bound_not_interpolated(svc: ConversationService) -> None:

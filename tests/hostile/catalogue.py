@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from layersearch import Layersearch
+from layersearch.corpora.vault.notes import MAX_NOTE_BYTES
 from layersearch.errors import (
     ConfigError,
     CypherLimitError,
@@ -40,11 +41,25 @@ from layersearch.errors import (
     LimitExceeded,
     ModelLoadError,
     NotFound,
+    StoreError,
 )
 
 MB = 1_000_000
+#: what a terminal takes as a control rather than text (C0 but tab and newline, DEL, C1,
+#: bidirectional overrides and isolates): never in any output (issue 42)
+TERMINAL_CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 #: Longest single argv string Linux accepts is 128 KiB; this is over every text limit.
 ARGV_BIG = 120_000
+#: the reported terminal sequences (clear screen, a colour, the window title) and variants:
+#: a one-character C1 CSI, a right-to-left override
+CONTROL_TEXT = "\x1b[2J\x1b[31mred\x1b]0;owned\x07 \x9b2J \u202eevil"
+#: the password of the malformed PostgreSQL addresses: never in any output (issue 42)
+SECRET = "S3cretPW"
+BAD_DSNS = {
+    "ipv6-unclosed": f"postgresql://alice:{SECRET}@[::1:bad/db",
+    "percent-zz": f"postgresql://alice:{SECRET}%zz@localhost/db",
+    "port-not-a-number": f"postgres://alice:{SECRET}@db.example:port/db",
+}
 HIDDEN = "shop.orders.internal_score"
 HIDDEN_MODEL = "shop.raw_events"
 
@@ -195,18 +210,54 @@ def _search_cases() -> list[Case]:
             Ok(found("shop.orders.tax_paid")),
             api=lambda ls, _: ls.search(question="tax\x00 paid\x01"),
         ),
+        # ids holding a character nobody sees are refused (issue 42), the character named
         Case(
             "search.entity.nul",
-            "nul",
-            Ok(warning="unknown entity"),
+            "invisible",
+            Err(ConfigError, "invisible character, U+0000"),
             api=lambda ls, _: ls.search(entities=["orders\x00"]),
         ),
         Case(
+            "search.entity.rlo",
+            "invisible",
+            Err(ConfigError, "U+202E (RIGHT-TO-LEFT OVERRIDE)"),
+            api=lambda ls, _: ls.search(entities=["shop.orders\u202e"]),
+            cli=("search", "-e", "shop.orders\u202e"),
+        ),
+        Case(
+            "search.entity.zero-width",
+            "invisible",
+            Err(ConfigError, "U+200B (ZERO WIDTH SPACE)"),
+            api=lambda ls, _: ls.search(entities=["shop.or\u200bders"]),
+            cli=("search", "-e", "shop.or\u200bders"),
+        ),
+        Case(
+            "search.entity.title-sequence",
+            "invisible",
+            Err(ConfigError, "'\\u001b]0;owned\\u0007'"),
+            api=lambda ls, _: ls.search(entities=["\x1b]0;owned\x07"]),
+            cli=("search", "-e", "\x1b]0;owned\x07"),
+        ),
+        Case(
+            "search.datasource.rlo",
+            "invisible",
+            Err(ConfigError, "U+202E"),
+            api=lambda ls, _: ls.search(question="tax", datasource="shop\u202e"),
+            cli=("search", "tax", "-d", "shop\u202e"),
+        ),
+        Case(
             "search.query.nul",
-            "nul",
-            Ok(warning="no results"),
+            "invisible",
+            Err(ConfigError, "query reference 'a\\u0000b' holds an invisible character"),
             api=lambda ls, _: ls.search(query={"measures": ["a\x00b"]}),
             cli=("search", "--query", '{"measures": ["a\\u0000b"]}'),
+        ),
+        Case(
+            "search.query.rlo",
+            "invisible",
+            Err(ConfigError, "U+202E"),
+            api=lambda ls, _: ls.search(query={"dimensions": [{"name": "shop.orders\u202e"}]}),
+            cli=("search", "--query", '{"dimensions": [{"name": "shop.orders\\u202e"}]}'),
         ),
         Case(
             "search.query.deep",
@@ -585,6 +636,20 @@ def _inspect_cases() -> list[Case]:
             cli=("inspect", *SQL),
         ),
         Case(
+            "inspect.rlo",
+            "invisible",
+            Err(ConfigError, "U+202E (RIGHT-TO-LEFT OVERRIDE)"),
+            api=lambda ls, _: ls.inspect(["shop.orders\u202e"]),
+            cli=("inspect", "shop.orders\u202e"),
+        ),
+        Case(
+            "inspect.title-sequence",
+            "invisible",
+            Err(ConfigError, "U+001B"),
+            api=lambda ls, _: ls.inspect(["memory:1", "\x1b]0;owned\x07"]),
+            cli=("inspect", "memory:1", "\x1b]0;owned\x07"),
+        ),
+        Case(
             "inspect.path",
             "path",
             Err(NotFound, "unknown"),
@@ -655,6 +720,28 @@ def _memory_cases() -> list[Case]:
             Ok(lambda m: m.learning == "a\x00b"),
             writes=True,
             api=lambda ls, _: ls.save_memory("a\x00b", entities=["shop.orders"]),
+        ),
+        Case(
+            "memory.save.zero-width-entity",
+            "invisible",
+            Err(ConfigError, "U+200B"),
+            api=lambda ls, _: ls.save_memory("note", entities=["shop.orders\u200b"]),
+            cli=("memory", "add", "note", "-e", "shop.orders\u200b"),
+        ),
+        Case(
+            "memory.save.nul-entity",
+            "invisible",
+            Err(ConfigError, "U+0000"),
+            api=lambda ls, _: ls.save_memory("note", entities=["shop.orders\x00"]),
+        ),
+        # stored as written; every output shows it escaped (issue 42)
+        Case(
+            "memory.save.control-text",
+            "terminal",
+            Ok(lambda m: m.learning == f"tax {CONTROL_TEXT}"),
+            writes=True,
+            api=lambda ls, _: ls.save_memory(f"tax {CONTROL_TEXT}", entities=["shop.orders"]),
+            cli=("memory", "add", f"tax {CONTROL_TEXT}", "-e", "shop.orders"),
         ),
         Case(
             "memory.save.unknown-entity",
@@ -764,6 +851,20 @@ def _memory_cases() -> list[Case]:
             Err(ConfigError, "not a memory id"),
             api=lambda ls, _: ls.get_memory("memory:" + "9" * 30),
             cli=("memory", "show", "memory:" + "9" * 30),
+        ),
+        Case(
+            "memory.get.rlo",
+            "invisible",
+            Err(ConfigError, "memory id 'memory:1\\u202e'"),
+            api=lambda ls, _: ls.get_memory("memory:1\u202e"),
+            cli=("memory", "show", "memory:1\u202e"),
+        ),
+        Case(
+            "memory.forget.zero-width",
+            "invisible",
+            Err(ConfigError, "U+200D"),
+            api=lambda ls, _: ls.forget_memory("memory:\u200d1"),
+            cli=("memory", "forget", "memory:\u200d1"),
         ),
         Case(
             "memory.get.path",
@@ -977,6 +1078,43 @@ def _load_cases() -> list[Case]:
             Err(ModelLoadError, "may not contain"),
             api=load(),
             files={"d.yaml": 'datasource: {name: "x\'; DROP TABLE entities; --"}\n'},
+        ),
+        Case(
+            "load.name-rlo",
+            "invisible",
+            Err(ModelLoadError, "column id 'shop.a.id\\u202e' holds an invisible character"),
+            api=load(),
+            cli=("load", "{dir}"),
+            files={"d.yaml": NATIVE_DS.replace("{name: id}", '{name: "id\\u202e"}')},
+        ),
+        Case(
+            "load.name-zero-width-joiner",
+            "invisible",
+            Err(ModelLoadError, "U+200D (ZERO WIDTH JOINER)"),
+            api=load(),
+            files={"d.yaml": NATIVE_DS.replace("model: a", 'model: "a\\u200d"')},
+        ),
+        *[
+            Case(
+                f"load.dsn-{name}",
+                "secret",
+                Err(ModelLoadError, "alice:***@"),
+                api=lambda ls, _, d=dsn: ls.load(d),
+                cli=("load", dsn),
+            )
+            for name, dsn in BAD_DSNS.items()
+        ],
+        Case(
+            "store.dsn-malformed",
+            "secret",
+            Err(StoreError, "alice:***@[::1:bad/db"),
+            api=lambda ls, _: Layersearch(BAD_DSNS["ipv6-unclosed"]),
+        ),
+        Case(
+            "store.dsn-bad-escape",
+            "secret",
+            Err(StoreError, "invalid percent-encoded token"),
+            api=lambda ls, _: Layersearch(BAD_DSNS["percent-zz"]),
         ),
         Case(
             "load.name-dotdot",
@@ -1561,20 +1699,34 @@ NOTE = "---\ntitle: A note\ntags: [x]\n---\n# A note\n\nSome words about revenue
 def _conversation_cases() -> list[Case]:
     conv = lambda ls: ls.conversations  # noqa: E731
     c: list[Case] = [
-        # % and _ are documented ILIKE wildcards: they match, they do not inject
+        # % and _ are characters, not LIKE wildcards (issue 42): no message holds a %
         Case(
             "conv.search.percent",
             "sql",
-            Ok(hits()),
+            Ok(no_hits),
             api=lambda ls, _: conv(ls).search_conversations("%"),
             cli=("conversations", "search", "%"),
         ),
         Case(
             "conv.search.underscore",
             "sql",
-            Ok(hits()),
+            Ok(lambda r: bool(r.hits) and all("_" in h.preview for h in r.hits)),
             api=lambda ls, _: conv(ls).search_conversations("_"),
             cli=("conversations", "search", "_"),
+        ),
+        Case(
+            "conv.search.percent-between-words",
+            "sql",
+            Ok(no_hits),
+            api=lambda ls, _: conv(ls).search_conversations("gross%mrr"),
+            cli=("conversations", "search", "gross%mrr"),
+        ),
+        Case(
+            "conv.search.control-text",
+            "terminal",
+            Ok(no_hits),
+            api=lambda ls, _: conv(ls).search_conversations(CONTROL_TEXT),
+            cli=("conversations", "search", CONTROL_TEXT),
         ),
         Case(
             "conv.search.quote",
@@ -2096,6 +2248,25 @@ CORPUS_WRITES: list[Case] = [
         api=lambda ls, d: ls.vault.index(d / "v"),
         files={"v/good.md": NOTE, "v/bad.md": b"---\ntitle: \xff\xfe\n---\nbody \xc3\x28\n"},
     ),
+    # a note over the cap is skipped with a warning naming it, the others indexed (issue 42:
+    # a 50 MB note took 155 s)
+    Case(
+        "vault.index.note-over-the-cap",
+        "huge",
+        Ok(lambda r: r.notes == 1 and any("skipped big.md: over the" in w for w in r.warnings)),
+        writes=True,
+        api=lambda ls, d: ls.vault.index(d / "v"),
+        cli=("vault", "index", "{dir}/v"),
+        files={"v/good.md": NOTE, "v/big.md": b"revenue " * (MAX_NOTE_BYTES // 8 + 1)},
+    ),
+    Case(
+        "vault.index.note-one-byte-over",
+        "huge",
+        Ok(lambda r: r.notes == 1 and any("Logs/dump.md" in w for w in r.warnings)),
+        writes=True,
+        api=lambda ls, d: ls.vault.index(d / "v"),
+        files={"v/good.md": NOTE, "v/Logs/dump.md": b"a" * (MAX_NOTE_BYTES + 1)},
+    ),
     Case(
         "vault.index.dotdot-link",
         "path",
@@ -2187,6 +2358,12 @@ def _mcp_cases() -> list[Case]:
             ),
         ),
         Case(
+            "mcp.search.entity-rlo",
+            "invisible",
+            Err(ConfigError, "U+202E (RIGHT-TO-LEFT OVERRIDE)"),
+            mcp=_mcp("search", entities=["shop.orders\u202e"]),
+        ),
+        Case(
             "mcp.search.hidden",
             "hidden",
             Ok(sc(lambda d: HIDDEN not in str(d["results"]))),
@@ -2210,6 +2387,12 @@ def _mcp_cases() -> list[Case]:
             "path",
             Err(NotFound, "is not a memory id"),
             mcp=_mcp("inspect", ids=["../shop.orders", "memory:../1"]),
+        ),
+        Case(
+            "mcp.inspect.zero-width",
+            "invisible",
+            Err(ConfigError, "U+200B"),
+            mcp=_mcp("inspect", ids=["shop.orders\u200b"]),
         ),
         Case(
             "mcp.inspect.hidden-child",
@@ -2250,6 +2433,25 @@ def _mcp_cases() -> list[Case]:
             mcp=_mcp("save_memory", learning="x'; DROP TABLE memories; --\x00"),
         ),
         Case(
+            "mcp.save.entity-nul",
+            "invisible",
+            Err(ConfigError, "U+0000"),
+            mcp=_mcp("save_memory", learning="note", entities=["shop.orders\x00"]),
+        ),
+        Case(
+            "mcp.save.control-text",
+            "terminal",
+            Ok(sc(lambda d: d["learning"] == CONTROL_TEXT)),
+            writes=True,
+            mcp=_mcp("save_memory", learning=CONTROL_TEXT),
+        ),
+        Case(
+            "mcp.forget.rlo",
+            "invisible",
+            Err(ConfigError, "U+202E"),
+            mcp=_mcp("forget_memory", memory_id="memory:1\u202e"),
+        ),
+        Case(
             "mcp.forget.missing",
             "enum",
             Err(NotFound, "no memory memory:999"),
@@ -2271,8 +2473,14 @@ def _mcp_cases() -> list[Case]:
         Case(
             "mcp.conv.percent",
             "sql",
-            Ok(sc(lambda d: len(d["hits"]) > 0)),
+            Ok(sc(lambda d: d["hits"] == [])),
             mcp=_mcp("search_conversations", term="%"),
+        ),
+        Case(
+            "mcp.conv.underscore",
+            "sql",
+            Ok(sc(lambda d: bool(d["hits"]) and all("_" in h["preview"] for h in d["hits"]))),
+            mcp=_mcp("search_conversations", term="_"),
         ),
         Case(
             "mcp.conv.drop",

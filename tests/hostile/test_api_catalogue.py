@@ -18,6 +18,7 @@ from .catalogue import (
     CORPUS_WRITES,
     LOAD_OK,
     MCP_CASES,
+    SECRET,
     Case,
     Err,
     build_corpus_store,
@@ -65,6 +66,7 @@ def run_case(ls: Layersearch, case: Case, tmp: Path) -> None:
             case.api(ls, files)
         assert isinstance(info.value, case.expect.error), (case.id, type(info.value), info.value)
         assert case.expect.match in str(info.value), (case.id, str(info.value)[:500])
+        assert SECRET not in str(info.value), case.id
     else:
         check_ok(case, case.api(ls, files))
     if not case.writes:

@@ -29,6 +29,8 @@ from .catalogue import (
     HIDDEN,
     HIDDEN_MODEL,
     LOAD_OK,
+    SECRET,
+    TERMINAL_CONTROLS,
     Case,
     Err,
     build_corpus_store,
@@ -70,6 +72,9 @@ def argv(case: Case, files: Path) -> list[str]:
 
 def check(case: Case, code: int, out: str, err: str, *, as_json: bool) -> None:
     assert "Traceback" not in err and "Traceback" not in out, (case.id, err[-2000:])
+    # issue 42: no control character reaches the terminal, no password any output
+    assert not TERMINAL_CONTROLS.search(out + err), (case.id, (out + err)[-1000:])
+    assert SECRET not in out + err, (case.id, (out + err)[-1000:])
     if isinstance(case.expect, Err):
         assert code == 2, (case.id, code, out[-500:], err[-500:])
         if as_json:
@@ -100,12 +105,18 @@ def run_inprocess(
     check(case, result.exit_code, result.stdout, result.stderr, as_json=as_json)
 
 
+def _modes(case: Case) -> tuple[bool, ...]:
+    both = isinstance(case.expect, Err) or case.category == "terminal"
+    return (False, True) if both else (True,)
+
+
 @pytest.mark.parametrize("case", by_entry("cli"), ids=lambda c: c.id)
 def test_cli(store: Path, case: Case, tmp_path: Path) -> None:
     files = write_files(case, tmp_path)
     before = snapshot(store)
-    # A successful run is checked on its JSON (results, hidden ids); an error in both modes.
-    for as_json in (False, True) if isinstance(case.expect, Err) else (True,):
+    # A successful run is checked on its JSON (results, hidden ids); an error, and what
+    # prints stored text (category terminal), in both modes.
+    for as_json in _modes(case):
         run_inprocess(store, case, files, as_json=as_json)
     if not case.writes:
         assert snapshot(store) == before, f"{case.id} changed the store"
@@ -115,7 +126,7 @@ def test_cli(store: Path, case: Case, tmp_path: Path) -> None:
 def test_cli_corpora(corpus_store: Path, case: Case, tmp_path: Path) -> None:
     files = write_files(case, tmp_path)
     before = snapshot(corpus_store)
-    for as_json in (False, True) if isinstance(case.expect, Err) else (True,):
+    for as_json in _modes(case):
         run_inprocess(corpus_store, case, files, as_json=as_json, prefix=CORPUS_CLI_PREFIX)
     assert snapshot(corpus_store) == before, f"{case.id} changed the store"
 

@@ -14,7 +14,7 @@ from mcp import Client
 from layersearch import Layersearch
 from layersearch.server import create_server, tool_names
 
-from .catalogue import MCP_CASES, Case, Err, Invalid, build_corpus_store, by_entry
+from .catalogue import MCP_CASES, SECRET, Case, Err, Invalid, build_corpus_store, by_entry
 from .snapshot import snapshot
 
 pytestmark = pytest.mark.anyio
@@ -37,6 +37,7 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Layersearch]:
 def check(case: Case, result: Any) -> None:
     text = " ".join(getattr(c, "text", "") for c in result.content)
     assert "Traceback" not in text and "internal_error" not in text, (case.id, text[:1000])
+    assert SECRET not in text, case.id
     expect = case.expect
     if isinstance(expect, Err):
         assert result.is_error, (case.id, text[:500])

@@ -66,7 +66,13 @@ async def test_stdio_subprocess_speaks_only_json_rpc_on_stdout(tmp_path: Path) -
 
 
 @pytest.fixture(scope="module")
-def http_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def http_server(http_served: tuple[str, Path]) -> str:
+    return http_served[0]
+
+
+@pytest.fixture(scope="module")
+def http_served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
+    """The server's URL and the file its stderr (the server log) goes to."""
     tmp = tmp_path_factory.mktemp("http")
     port = free_port()
     args = ("--store", str(tmp / "s.duckdb"), "serve", "--http", "--port", str(port))
@@ -79,7 +85,7 @@ def http_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     )
     try:
         wait_for_port(port, proc)
-        yield f"http://127.0.0.1:{port}/mcp"
+        yield f"http://127.0.0.1:{port}/mcp", tmp / "stderr.log"
     finally:
         proc.terminate()
         try:
@@ -105,6 +111,54 @@ def test_http_requires_the_token(http_server: str) -> None:
         response = httpx.post(http_server, json=body, headers=headers, timeout=10)
         assert response.status_code == 401
         assert response.headers["www-authenticate"].startswith("Bearer")
+
+
+def test_http_bearer_scheme_is_case_insensitive(http_server: str) -> None:
+    # issue 42: "bearer" and "BEARER" were refused (RFC 7235: the scheme is case-insensitive)
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+    accept = {"Accept": "application/json, text/event-stream"}
+    for auth in ("bearer " + TOKEN, "BEARER " + TOKEN, "Bearer  " + TOKEN, "bEaReR " + TOKEN):
+        response = httpx.post(
+            http_server, json=body, headers={**accept, "Authorization": auth}, timeout=10
+        )
+        assert response.status_code != 401, auth
+    for auth in ("Basic " + TOKEN, "Bearer" + TOKEN, "Bearer " + TOKEN.upper(), TOKEN):
+        response = httpx.post(
+            http_server, json=body, headers={**accept, "Authorization": auth}, timeout=10
+        )
+        assert response.status_code == 401, auth
+
+
+def test_a_client_that_disconnects_mid_request_is_one_log_line(
+    http_served: tuple[str, Path],
+) -> None:
+    """issue 42: each disconnect logged a ClientDisconnect traceback."""
+    import socket
+    import time
+    from urllib.parse import urlsplit
+
+    url, log = http_served
+    where = urlsplit(url)
+    head = (
+        f"POST /mcp HTTP/1.1\r\nHost: {where.netloc}\r\nAuthorization: Bearer {TOKEN}\r\n"
+        "Accept: application/json, text/event-stream\r\nContent-Type: application/json\r\n"
+        "Content-Length: 1000\r\n\r\n"
+    )
+    before = log.read_text()
+    for partial in ('{"jsonrpc"', "", '{"jsonrpc": "2.0", "id": 1, "method": "tools/li'):
+        with socket.create_connection((where.hostname, where.port)) as sock:
+            sock.sendall(head.encode() + partial.encode())
+            time.sleep(0.3)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        new = log.read_text()[len(before) :]
+        if new.count("client disconnected before its request was read") >= 3:
+            break
+        time.sleep(0.2)
+    lines = new.splitlines()
+    assert len([ln for ln in lines if "client disconnected" in ln]) == 3, new
+    assert "Traceback" not in new and "ClientDisconnect" not in new, new
+    assert len(lines) == 3, new  # one line each, nothing else
 
 
 async def test_http_lists_tools_and_searches(http_server: str) -> None:

@@ -212,5 +212,12 @@ def test_sigkill_during_memory_saves_and_loads(
         f"unreported; {empty} kills before the first write returned"
     )
     assert ledger.conversations and ledger.notes, "no conversation import or vault indexing"
+    # Generation folders of killed runs are removed by the next process that opens or
+    # publishes the index (issue 42: 47 kills left 37): the current one, at most one more.
+    index = store.with_name(store.name + ".index")
+    for folder in ("entities", "snapshot", "conversations", "vault"):
+        if (index / folder).is_dir():
+            left = [p.name for p in (index / folder).iterdir() if p.is_dir() and p.name[0] == "g"]
+            assert len(left) <= 2, (folder, left)
     writes = len(ledger.memories) + ledger.loads + len(ledger.conversations) + len(ledger.notes)
     assert writes >= kills // 5, "the worker barely wrote: kills too early"

@@ -11,6 +11,7 @@ import click
 
 from layersearch.cli.context import Ctx
 from layersearch.cli.errors import stdout_closed, suggest_option, usage_error
+from layersearch.cli.output import terminal_streams
 
 
 class _Cli(click.Group):
@@ -26,9 +27,17 @@ class _Cli(click.Group):
         standalone_mode: bool = True,
         **extra: Any,
     ) -> Any:
-        if not standalone_mode:
-            return super().main(args, prog_name, complete_var, False, **extra)
-        argv = list(sys.argv[1:] if args is None else args)
+        # Every command's text reaches the terminal through one place: no control
+        # character of stored or imported text (cli/output.py).
+        with terminal_streams():
+            if not standalone_mode:
+                return super().main(args, prog_name, complete_var, False, **extra)
+            argv = list(sys.argv[1:] if args is None else args)
+            self._standalone(argv, prog_name, complete_var, **extra)
+
+    def _standalone(
+        self, argv: list[str], prog_name: str | None, complete_var: str | None, **extra: Any
+    ) -> None:
         try:
             rv = super().main(argv, prog_name, complete_var, False, **extra)
             sys.stdout.flush()

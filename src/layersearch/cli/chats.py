@@ -149,8 +149,8 @@ def conversations_embed(obj: Ctx, as_json: bool) -> None:
 def conversations_search(obj: Ctx, term: str, role: str | None, limit: int, as_json: bool) -> None:
     """Messages containing TERM, newest first.
 
-    TERM is matched with SQL ILIKE (% and _ are wildcards). With no TERM and
-    --role user: the most recent questions asked."""
+    TERM is matched case-insensitively and literally (% and _ are plain
+    characters). With no TERM and --role user: the most recent questions asked."""
     result = obj.api().conversations.search_conversations(term, limit=limit, role=role)
     if as_json:
         emit_json(result)

@@ -10,7 +10,14 @@ import click
 from layersearch.cli.context import Ctx
 from layersearch.cli.errors import handle_errors
 from layersearch.cli.options import json_option, parse_json_arg, parse_params
-from layersearch.cli.output import console, detail, emit_json, print_hits, print_memory
+from layersearch.cli.output import (
+    console,
+    detail,
+    emit_json,
+    escape,
+    print_hits,
+    print_memory,
+)
 from layersearch.errors import ConfigError
 
 
@@ -148,8 +155,6 @@ def inspect(obj: Ctx, ids: tuple[str, ...], as_json: bool) -> None:
     if as_json:
         emit_json(resp)
         return
-    from rich.markup import escape
-
     con = console()
     for w in resp.warnings:
         click.echo(f"warning: {w}", err=True)

@@ -10,7 +10,16 @@ import click
 from layersearch.cli.context import Ctx
 from layersearch.cli.errors import handle_errors
 from layersearch.cli.options import json_option, no_embed_option
-from layersearch.cli.output import console, cut, detail, emit_json, pad, print_vectors, wrap
+from layersearch.cli.output import (
+    console,
+    cut,
+    detail,
+    emit_json,
+    escape,
+    pad,
+    print_vectors,
+    wrap,
+)
 from layersearch.cli.progress import Progress
 
 
@@ -167,8 +176,6 @@ def vault_get(obj: Ctx, slug: str, as_json: bool) -> None:
     if as_json:
         emit_json(note)
         return
-    from rich.markup import escape
-
     con = console()
     con.print(f"[bold]{escape(note.title)}[/]  ({escape(note.path)})", markup=True, highlight=False)
     for key in ("domain", "note_type", "status", "created", "updated"):

@@ -1,26 +1,151 @@
 """What commands print for people (rich on a terminal sized to fit) and for machines
-(one JSON document on stdout)."""
+(one JSON document on stdout).
+
+No character of stored or imported text reaches the terminal as a control: while a
+command runs, ``sys.stdout`` and ``sys.stderr`` are :class:`TerminalText` streams
+(:func:`terminal_streams`, entered once by the root group), which write every text
+through :func:`terminal_safe`; rich consoles write their own styles to the stream
+beneath and pass what they render through the same function first.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import re
 import sys
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import click
 
 from layersearch.cli.errors import stdout_closed
+from layersearch.errors import mask_secrets
 
 #: Terminal width from which hit tables show every column and wrap long descriptions.
 WIDE = 120
 
+#: What a terminal takes as a control rather than text: C0 but tab and newline (ESC
+#: starts CSI and OSC sequences, BEL ends a title), DEL, C1 (U+009B is a one-character
+#: CSI), and the bidirectional formatting characters that reorder what is shown.
+_CONTROL = re.compile(
+    "[\\x00-\\x08\\x0b-\\x1f\\x7f-\\x9f\\u061c\\u200e\\u200f\\u202a-\\u202e\\u2066-\\u2069]"
+)
+
+
+def _escape(match: re.Match[str]) -> str:
+    return f"\\u{ord(match.group()):04x}"
+
+
+def terminal_safe(text: str) -> str:
+    """``text`` with every control character written as a visible ``\\uXXXX`` escape (a
+    CRLF line end stays a line end). The escapes are JSON's own, so JSON text passed
+    through this still parses to the same values."""
+    if _CONTROL.search(text) is None:
+        return text
+    return _CONTROL.sub(_escape, text.replace("\r\n", "\n"))
+
+
+class TerminalText:
+    """A text stream (``sys.stdout`` or ``sys.stderr`` while a command runs) that writes
+    through :func:`terminal_safe`; with ``mask``, credentials in addresses are masked too
+    (:func:`layersearch.errors.mask_secrets`: errors and logs go to stderr). Everything
+    else (``buffer``, ``fileno``, ``isatty``, ``encoding``) is the wrapped stream's."""
+
+    def __init__(self, inner: Any, *, mask: bool) -> None:
+        self.inner = inner
+        self._mask = mask
+
+    def write(self, text: str) -> int:
+        if not isinstance(text, str):
+            raise TypeError(f"write() argument must be str, not {type(text).__name__}")
+        safe = terminal_safe(text)
+        self.inner.write(mask_secrets(safe) if self._mask else safe)
+        return len(text)
+
+    def writelines(self, lines: Iterable[str]) -> None:
+        for line in lines:
+            self.write(line)
+
+    def flush(self) -> None:
+        self.inner.flush()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+def raw_stream(stream: Any) -> Any:
+    """The stream beneath a :class:`TerminalText` (for rich, which sanitises itself)."""
+    return stream.inner if isinstance(stream, TerminalText) else stream
+
+
+@contextlib.contextmanager
+def terminal_streams() -> Iterator[None]:
+    """``sys.stdout`` and ``sys.stderr`` as :class:`TerminalText` for the block. The
+    process's own streams stay wrapped afterwards (what Python prints at exit, a
+    ``LAYERSEARCH_DEBUG`` traceback, goes through them too); others (a test runner's)
+    are restored."""
+    saved = sys.stdout, sys.stderr
+    if not isinstance(sys.stdout, TerminalText):
+        sys.stdout = TerminalText(sys.stdout, mask=False)  # type: ignore[assignment]
+    if not isinstance(sys.stderr, TerminalText):
+        sys.stderr = TerminalText(sys.stderr, mask=True)  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        if saved[0] is not sys.__stdout__ or saved[1] is not sys.__stderr__:
+            sys.stdout, sys.stderr = saved
+
+
+class _Sanitised:
+    """A renderable whose text segments (not rich's own control segments) are cleaned."""
+
+    def __init__(self, inner: Any, clean: Callable[[str], str]) -> None:
+        self.inner = inner
+        self.clean = clean
+
+    def __rich_console__(self, con: Any, options: Any) -> Iterator[Any]:
+        from rich.segment import Segment
+
+        for seg in con.render(self.inner, options):
+            if seg.control or not seg.text:
+                yield seg
+            else:
+                yield Segment(self.clean(seg.text), seg.style)
+
+
+class _SanitiseHook:
+    """The render hook of every console: what is printed passes :func:`terminal_safe`."""
+
+    def __init__(self, clean: Callable[[str], str]) -> None:
+        self.clean = clean
+
+    def process_renderables(self, renderables: list[Any]) -> list[Any]:
+        return [_Sanitised(r, self.clean) for r in renderables]
+
+
+def _clean_stderr(text: str) -> str:
+    return mask_secrets(terminal_safe(text))
+
 
 def console(stderr: bool = False) -> Any:
+    """A rich console on stdout (or stderr), writing to the stream beneath
+    :class:`TerminalText` (its styles are its own) and cleaning what it renders; markup
+    and emoji codes are off unless a call asks for markup (stored text is not markup)."""
     from rich.console import Console
 
     width = terminal_width()
-    con = Console(stderr=stderr, soft_wrap=False, highlight=False, width=width)
+    stream = raw_stream(sys.stderr if stderr else sys.stdout)
+    con = Console(
+        file=stream,
+        soft_wrap=False,
+        highlight=False,
+        markup=False,
+        emoji=False,
+        width=width,
+    )
+    con.push_render_hook(_SanitiseHook(_clean_stderr if stderr else terminal_safe))  # type: ignore[arg-type]
     if not stderr:
         # rich's own handling exits with status 1; a closed pipe is not a failure.
         con.on_broken_pipe = stdout_closed  # type: ignore[method-assign]
@@ -61,7 +186,16 @@ def emit_json(obj: Any) -> None:
             return {k: plain(v) for k, v in o.items()}
         return o
 
-    sys.stdout.write(json.dumps(plain(obj), ensure_ascii=False, indent=2) + "\n")
+    # JSON escapes C0 itself; C1, DEL and the bidirectional controls become \\u escapes
+    # too, so the document is exact (the same values) and safe on a terminal.
+    sys.stdout.write(terminal_safe(json.dumps(plain(obj), ensure_ascii=False, indent=2)) + "\n")
+
+
+def escape(text: str) -> str:
+    """``text`` for a markup string: its brackets shown, never read as styles."""
+    from rich.markup import escape as rich_escape
+
+    return rich_escape(text)
 
 
 def print_hits(resp: Any, *, full: bool, explain: bool, empty: str | None = None) -> None:

@@ -28,6 +28,15 @@ import tantivy
 
 from layersearch.errors import StoreError
 from layersearch.ranking.analyzer import analyze, analyze_query
+from layersearch.ranking.generations import (
+    Hold,
+    current_dir,
+    held_current,
+    hold,
+    point_at,
+    read_small,
+    sweep,
+)
 
 __all__ = [
     "FTDoc",
@@ -43,9 +52,6 @@ __all__ = [
 log = logging.getLogger("layersearch.ranking.fulltext")
 
 MARKER = "layersearch-index.json"
-CURRENT = "CURRENT"
-#: how long a replaced index generation is kept for processes that still have it open
-_GRACE_S = 600.0
 FORMAT = 3
 #: tantivy's indexing budget (allocated as it fills): a million entities fit one segment,
 #: and a search over one segment is ~20% faster than over the four a 64 MB budget leaves
@@ -207,6 +213,12 @@ class FullTextIndex:
         self._clauses: dict[tuple[str, str, float], tantivy.Query] = {}
         self._filters: dict[tuple[str, str], tantivy.Query] = {}
         self._unpublished = False
+        #: the shared lock on this generation, so no sweep removes it while it is read
+        self._hold: Hold | None = None
+
+    def _keep(self, lock: Hold | None) -> None:
+        """Hold ``lock`` (the generation's) for as long as this index lives."""
+        self._hold = lock
 
     # -- construction -------------------------------------------------------------------------
 
@@ -236,23 +248,26 @@ class FullTextIndex:
         # Derived data: a stray file where the index directory (or a folder above it)
         # belongs is replaced.
         clear_stray_files(path)
+        path.mkdir(parents=True, exist_ok=True)
         sub = path / f"g{time.time_ns():x}-{os.getpid()}"
-        sub.mkdir(parents=True)
-        idx = tantivy.Index(schema, path=str(sub))
+        lock = hold(sub)  # before the directory exists: no sweep takes it half-made
+        try:
+            sub.mkdir()
+            idx = tantivy.Index(schema, path=str(sub))
+        except BaseException:
+            if lock is not None:
+                lock.release()
+            raise
         obj = cls(idx, boosts, sub)
+        obj._keep(lock)
         obj._unpublished = True
         return obj
 
     @staticmethod
     def current_dir(path: Path) -> Path | None:
-        """The generation directory ``path/CURRENT`` points at, if any."""
-        try:
-            name = (path / CURRENT).read_text().strip()
-        except (OSError, ValueError):  # ValueError: bytes that are not UTF-8
-            return None
-        if not name or "/" in name or name.startswith("."):
-            return None
-        return path / name
+        """The generation directory ``path/CURRENT`` points at, if any
+        (:func:`layersearch.ranking.generations.current_dir`)."""
+        return current_dir(path)
 
     @classmethod
     def open(
@@ -262,13 +277,26 @@ class FullTextIndex:
         unreadable."""
         if not path.exists():
             return None, "missing"
-        sub = cls.current_dir(path)
+        sub, lock = held_current(path)
         if sub is None:
             return None, "corrupt (no readable CURRENT pointer)"
+        obj, reason = cls._open_generation(sub, boosts, stamp)
+        if obj is None:
+            if lock is not None:
+                lock.release()
+            return None, reason
+        obj._keep(lock)
+        sweep(path, current=sub)
+        return obj, None
+
+    @classmethod
+    def _open_generation(
+        cls, sub: Path, boosts: Mapping[str, float], stamp: str
+    ) -> tuple[FullTextIndex | None, str | None]:
         if not sub.is_dir():
             return None, "corrupt (CURRENT points at a missing directory)"
         try:
-            meta = json.loads((sub / MARKER).read_text())
+            meta = json.loads(read_small(sub / MARKER))
         except (OSError, ValueError):
             return None, "corrupt (no readable marker)"
         if not isinstance(meta, dict):
@@ -292,7 +320,7 @@ class FullTextIndex:
         if sub is None:
             return None
         try:
-            value = json.loads((sub / MARKER).read_text()).get("stamp")
+            value = json.loads(read_small(sub / MARKER)).get("stamp")
         except (OSError, ValueError, AttributeError):
             return None
         return value if isinstance(value, str) else None
@@ -304,24 +332,14 @@ class FullTextIndex:
         return self.current_dir(self.path.parent) == self.path
 
     def _publish(self) -> None:
-        """Point ``CURRENT`` here, then drop generation directories nobody should use."""
+        """Point ``CURRENT`` here, then drop the generation directories no live process
+        uses (a process that has an old one open keeps it until it lets it go, see
+        :mod:`layersearch.ranking.generations`)."""
         assert self.path is not None
         base = self.path.parent
-        tmp = base / f"{CURRENT}.{os.getpid()}.tmp"
-        tmp.write_text(self.path.name)
-        os.replace(tmp, base / CURRENT)
+        point_at(base, self.path)
         self._unpublished = False
-        # A process that has an old generation open keeps reading it until its next
-        # reload; leave recent ones alone, remove those older than the grace period.
-        cutoff = time.time() - _GRACE_S
-        for other in base.iterdir():
-            if other == self.path or not other.is_dir() or not other.name.startswith("g"):
-                continue
-            try:
-                if other.stat().st_mtime < cutoff:
-                    shutil.rmtree(other, ignore_errors=True)
-            except OSError:
-                continue
+        sweep(base, current=self.path)
 
     def _writer(self) -> tantivy.IndexWriter:
         # Another process may hold tantivy's writer lock for a moment: retry, then fail clearly.

@@ -18,6 +18,7 @@ from typing import Any
 
 from layersearch.errors import ConfigError, LimitExceeded
 from layersearch.semantic.model import Entity
+from layersearch.textcheck import check_id
 
 __all__ = [
     "MAX_QUERY_DEPTH",
@@ -105,7 +106,9 @@ class Resolver:
         return difflib.get_close_matches(key, self._names, n=3, cutoff=0.75)
 
     def resolve_one(self, text: str, datasource: str | None = None) -> tuple[list[str], str | None]:
-        """``([id], None)`` when resolved; ``([], warning)`` otherwise (or candidates on ambiguity)."""
+        """``([id], None)`` when resolved; ``([], warning)`` otherwise (or candidates on
+        ambiguity); a reference holding an invisible character is refused (ConfigError)."""
+        check_id(text, "entity reference")
         raw = text.strip()
         if not raw:
             return [], "ignored an empty entity reference"
@@ -305,6 +308,8 @@ def _references(value: Any, role: str, out: list[tuple[str, bool]]) -> None:
         text = value.strip()
         if not text:
             return
+        if role not in ("filter", "order"):
+            check_id(text, "query reference")  # an id, not an expression
         if role in ("filter", "order") or not _is_reference(text):
             out.append((text, True))
         else:

@@ -18,7 +18,7 @@ import numpy as np
 import psycopg
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
-from layersearch.errors import StoreError
+from layersearch.errors import StoreError, mask_secrets, register_secrets
 
 __all__ = ["Connection", "translate", "redact"]
 
@@ -106,11 +106,14 @@ def _dollar_tag(sql: str, i: int) -> str | None:
 
 
 def redact(dsn: str) -> str:
-    """The DSN without its password, for messages and logs."""
+    """The DSN without its password, for messages and logs; a malformed one (libpq cannot
+    parse it) with its password masked as written. Its passwords are registered, so every
+    message that repeats one masks it (:func:`layersearch.errors.mask_secrets`)."""
+    register_secrets(dsn)
     try:
         params = conninfo_to_dict(dsn)
     except psycopg.Error:
-        return "<unparseable PostgreSQL DSN>"
+        return mask_secrets(dsn)
     if "password" in params:
         params["password"] = "***"
     return make_conninfo("", **params)

@@ -39,7 +39,7 @@ import numpy as np
 import psycopg
 from psycopg import sql as pgsql
 
-from layersearch.errors import StoreError
+from layersearch.errors import StoreError, mask_secrets
 from layersearch.store import migrations
 from layersearch.store.pgwire import (
     _BY_IDS,
@@ -134,7 +134,10 @@ class PostgresStore(SQLStore):
             # UTC sessions: timestamps read back the same on every client.
             return psycopg.connect(self.dsn, autocommit=True, options="-c TimeZone=UTC")
         except psycopg.Error as exc:
-            raise StoreError(f"cannot connect to {self.location}: {exc}") from exc
+            # libpq repeats the address, or the bad part of a malformed one, in its message
+            raise StoreError(
+                f"cannot connect to {self.location}: {mask_secrets(str(exc))}"
+            ) from exc
 
     def _checkin(self, con: psycopg.Connection[Any]) -> None:
         healthy = (
@@ -157,7 +160,7 @@ class PostgresStore(SQLStore):
             with con.transaction():
                 yield con
         except psycopg.Error as exc:
-            raise StoreError(f"store {self.location}: {exc}") from exc
+            raise StoreError(f"store {self.location}: {mask_secrets(str(exc))}") from exc
         finally:
             self._checkin(con)
 
@@ -274,7 +277,7 @@ class PostgresStore(SQLStore):
         try:
             row = con.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()
         except psycopg.Error as exc:
-            raise StoreError(f"store {self.location}: {exc}") from exc
+            raise StoreError(f"store {self.location}: {mask_secrets(str(exc))}") from exc
         finally:
             self._checkin(con)
         return int(row[0]) if row else 0

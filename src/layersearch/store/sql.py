@@ -27,7 +27,7 @@ from layersearch.store.base import (
     entity_from_row,
     memory_from_row,
 )
-from layersearch.textcheck import json_text
+from layersearch.textcheck import check_id, json_text
 from layersearch.types import Memory
 
 __all__ = ["SQLStore", "VectorRows", "memory_number", "bulk_shape", "migrate_schema"]
@@ -51,6 +51,7 @@ def memory_number(memory_id: str) -> int:
     """``memory:12`` → 12; anything else is a clear error."""
     if not isinstance(memory_id, str):
         raise ConfigError(f"a memory id is a string like memory:3, not {type(memory_id).__name__}")
+    check_id(memory_id, "memory id")
     text = memory_id.strip()
     if text.lower().startswith("memory:"):
         text = text[7:]

@@ -393,6 +393,18 @@ def save_summaries(
 # -- queries -------------------------------------------------------------------------------------
 
 
+#: "contains the bound value, case-insensitively", the value escaped by
+#: :func:`like_literal` (DuckDB and PostgreSQL both take ``ESCAPE``)
+CONTAINS = "ILIKE '%' || ? || '%' ESCAPE '\\'"
+
+
+def like_literal(text: str) -> str:
+    """``text`` as a LIKE pattern that matches only itself: ``\\``, ``%`` and ``_``
+    escaped with a backslash (the ``ESCAPE`` of :data:`CONTAINS`), so a term or a domain
+    holding them is not a wildcard."""
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
 def _keyword_where(
     term: str,
     role: str | None,
@@ -403,14 +415,15 @@ def _keyword_where(
 ) -> tuple[str, list[Any]]:
     """The keyword search's SELECT … WHERE (without order and limit) and its values.
 
-    ``lowered``: on the search mirror, whose ``content_lc`` is DuckDB's ``lower(content)``.
-    Without a wildcard in the term, ``content ILIKE '%t%'`` is
+    The term is matched literally: its ``%``, ``_`` and ``\\`` are no wildcards
+    (:func:`like_literal`). ``lowered``: on the search mirror, whose ``content_lc`` is
+    DuckDB's ``lower(content)``, where ``content ILIKE '%t%'`` is
     ``contains(lower(content), lower(t))`` (what DuckDB's ILIKE does).
     """
-    wildcard = "%" in term or "_" in term
-    match = "contains(m.content_lc, lower(?))" if lowered and not wildcard else None
-    where = [match or "m.content ILIKE '%' || ? || '%'"]
-    params: list[Any] = [term]
+    if lowered:
+        where, params = ["contains(m.content_lc, lower(?))"], [term]
+    else:
+        where, params = [f"m.content {CONTAINS}"], [like_literal(term)]
     if role is not None:
         where.append("m.role = ?")
         params.append(role)
@@ -437,7 +450,7 @@ def keyword_query(
     include_injected: bool = False,
 ) -> tuple[str, list[Any]]:
     """The keyword-search SQL and its bound parameters: ``content ILIKE '%' || ? || '%'``
-    with the term as written (``%`` and ``_`` stay wildcards), newest first, ties by id."""
+    with the term matched literally (:func:`like_literal`), newest first, ties by id."""
     sql, params = _keyword_where(term, role, questions_only, include_injected)
     return sql + " ORDER BY m.created DESC NULLS LAST, m.id LIMIT ?", [*params, limit]
 
@@ -563,8 +576,8 @@ def summary_filter_query(
     where: list[str] = []
     params: list[Any] = []
     if domain is not None:
-        where.append("s.domain ILIKE '%' || ? || '%'")
-        params.append(domain)
+        where.append(f"s.domain {CONTAINS}")
+        params.append(like_literal(domain))
     if importance is not None:
         where.append("s.importance = ?")
         params.append(importance)

@@ -18,6 +18,7 @@ from layersearch.ranking.coverage import CoverageIndex
 from layersearch.ranking.fulltext import FTDoc, FullTextIndex
 from layersearch.semantic.canonical import Resolver
 from layersearch.semantic.model import EdgeRecord, Entity
+from layersearch.textcheck import check_id
 from layersearch.types import CHANNELS, Memory, SearchRequest
 
 #: Per-datasource schema indexes kept (oldest built dropped first).
@@ -201,6 +202,7 @@ class EntityCorpus(CorpusSearch):
                 f"question is {len(req.question)} characters; the limit is {MAX_QUESTION_CHARS} "
                 "(shorten it: search needs the gist, not the document)"
             )
+        check_id(req.datasource, "datasource")
         if req.datasource is not None and req.datasource not in self.datasources:
             known = ", ".join(self.datasources) or "none loaded: run `layersearch load PATH`"
             raise ConfigError(f"unknown datasource '{req.datasource}'; known datasources: {known}")

@@ -8,6 +8,7 @@ from layersearch.corpora.entities.corpus import EntityCorpus
 from layersearch.errors import ConfigError, LimitExceeded, NotFound
 from layersearch.semantic.model import Entity
 from layersearch.store.duckdb import memory_number
+from layersearch.textcheck import check_ids
 from layersearch.types import EntityInfo, InspectResponse
 
 MAX_INSPECT_IDS = 200
@@ -21,6 +22,7 @@ def checked_ids(ids: Iterable[str]) -> list[str]:
         raise ConfigError("inspect needs at least one id")
     if not all(isinstance(i, str) for i in ids):
         raise ConfigError("inspect takes ids as strings")
+    check_ids(ids, "id")
     if len(ids) > MAX_INSPECT_IDS:
         raise LimitExceeded(
             f"{len(ids)} ids given; inspect takes at most {MAX_INSPECT_IDS} "

@@ -47,11 +47,19 @@ from layersearch.corpora.snapshot import (
     tables_from_objects,
     tables_from_store,
 )
-from layersearch.errors import ConfigError, LayersearchError, NotFound, StoreEmpty, StoreError
+from layersearch.errors import (
+    ConfigError,
+    LayersearchError,
+    ModelLoadError,
+    NotFound,
+    StoreEmpty,
+    StoreError,
+)
 from layersearch.ranking.fulltext import FullTextIndex, open_or_rebuild
 from layersearch.semantic.model import Catalog, EdgeRecord, Entity
 from layersearch.store.base import Store, catalog_rows
 from layersearch.store.duckdb import memory_number
+from layersearch.textcheck import check_id, invisible_at
 from layersearch.types import LoadReport, SearchRequest, SearchResponse
 
 if TYPE_CHECKING:
@@ -309,8 +317,11 @@ class EntityService:
         if not str(path).strip():
             raise ConfigError("load needs a path (a folder, file or database); got an empty one")
         from layersearch.semantic.importers import load_catalog
+        from layersearch.semantic.importers.database import is_dsn
 
-        catalog = load_catalog(Path(path), fmt, datasource=datasource, sample_values=sample_values)
+        # A database address stays a string: as a Path its "//" would collapse to "/".
+        where = str(path) if is_dsn(str(path)) else Path(path)
+        catalog = load_catalog(where, fmt, datasource=datasource, sample_values=sample_values)
         _check_catalog(catalog)
         return catalog
 
@@ -581,6 +592,17 @@ class EntityService:
             self._after_write(before, apply)
 
 
+def _check_catalog_ids(catalog: Catalog) -> None:
+    """Refuse a catalog whose names make an id holding an invisible character (a NUL, a
+    zero-width space, a right-to-left override: an id that prints like another one),
+    naming the file it came from."""
+    sources = {m.id: m.source for m in catalog.models}
+    for e in catalog.entities():
+        if invisible_at(e.id) is not None:
+            where = sources.get(f"{e.datasource}.{e.model}") if e.model else None
+            check_id(e.id, f"{where}: {e.kind} id" if where else f"{e.kind} id", ModelLoadError)
+
+
 def _unresolved_tags(corpus: EntityCorpus) -> list[str]:
     """Memory tags that name no visible entity (a load reports them)."""
     return [
@@ -612,10 +634,12 @@ def _pydantic_message(exc: Exception) -> str:
 
 
 def _check_catalog(catalog: Catalog) -> list[str]:
-    """The datasources a catalog defines; an error when none, or when a memory's query is
-    bad (refused before anything is written: a load either happens or not)."""
+    """The datasources a catalog defines; an error when none, when a name makes an id
+    holding an invisible character, or when a memory's query is bad (refused before
+    anything is written: a load either happens or not)."""
     names = catalog.datasource_names()
     if not names:
         raise ConfigError("nothing to load: the files define no datasource or model")
+    _check_catalog_ids(catalog)
     check_catalog_queries(catalog)
     return names

@@ -29,6 +29,7 @@ from layersearch.corpora.snapshot.maps import EdgeMap, EntityMap
 from layersearch.corpora.snapshot.schema_index import CoverageBuild, _load_coverage, _save_coverage
 from layersearch.corpora.snapshot.tables import EntityTables
 from layersearch.ranking.fulltext import clear_stray_files
+from layersearch.ranking.generations import Hold, held_current, hold, point_at, sweep
 from layersearch.ranking.persist import (
     PersistError,
     fsync_dir,
@@ -69,10 +70,16 @@ class Snapshot:
     """Tables plus where they live (None: in memory only), and the schema channel's index."""
 
     def __init__(
-        self, tables: EntityTables, directory: Path | None, maps: list[Any] | None = None
+        self,
+        tables: EntityTables,
+        directory: Path | None,
+        maps: list[Any] | None = None,
+        lock: Hold | None = None,
     ) -> None:
         self.tables = tables
         self.dir = directory
+        #: the shared lock on ``directory``: no sweep removes it while this snapshot lives
+        self._lock = lock
         #: the files this snapshot maps (its tables, then its schema index)
         self.maps: list[Any] = maps or []
         self.entities = EntityMap(tables)
@@ -146,8 +153,20 @@ def open_snapshot(base: Path, stamp: str) -> tuple[Snapshot | None, str | None]:
     """The current snapshot under ``base`` when it reflects ``stamp``; else ``(None, reason)``."""
     if not base.is_dir():
         return None, "missing"
-    sub = _current_dir(base)
-    if sub is None and (base / CURRENT).exists():
+    sub, lock = held_current(base)
+    snap, reason = _open_generation(base, sub, stamp, lock)
+    if snap is None:
+        if lock is not None:
+            lock.release()
+    else:
+        sweep(base, current=sub)  # what killed runs left, whoever opens next
+    return snap, reason
+
+
+def _open_generation(
+    base: Path, sub: Path | None, stamp: str, lock: Hold | None
+) -> tuple[Snapshot | None, str | None]:
+    if sub is None and ((base / CURRENT).exists() or (base / CURRENT).is_symlink()):
         return None, "corrupt (no readable CURRENT pointer)"
     if sub is None or not sub.is_dir():
         return None, "missing"
@@ -166,7 +185,7 @@ def open_snapshot(base: Path, stamp: str) -> tuple[Snapshot | None, str | None]:
         tables.check()
     except (OSError, ValueError) as exc:
         return None, f"corrupt ({exc})"
-    return Snapshot(tables, sub, maps), None
+    return Snapshot(tables, sub, maps, lock), None
 
 
 def publish_snapshot(base: Path, tables: EntityTables, stamp: str) -> Snapshot:
@@ -199,20 +218,24 @@ def publish_snapshot(base: Path, tables: EntityTables, stamp: str) -> Snapshot:
         # Derived data: a stray file where the directory (or a folder above it) belongs
         # is replaced.
         clear_stray_files(base)
+        base.mkdir(parents=True, exist_ok=True)
         sub = base / f"g{time.time_ns():x}-{os.getpid()}"
-        sub.mkdir(parents=True)
+        # before the directory exists, so no sweep takes it half-written; the snapshot
+        # opened below holds its own
+        creating = hold(sub)
+        sub.mkdir()
         save_object(tables, sub / TABLES)
         _write_marker(sub, stamp, tables.content)
         fsync_dir(sub)
-        tmp = base / f"{CURRENT}.{os.getpid()}.tmp"
-        tmp.write_text(sub.name)
-        os.replace(tmp, base / CURRENT)
+        point_at(base, sub)
         fsync_dir(base)
     except (OSError, PersistError) as exc:
         log.warning("entity snapshot kept in memory only (cannot write %s): %s", base, exc)
         return Snapshot(tables, None)
-    _remove_old(base, keep=sub)
     snap, reason = open_snapshot(base, stamp)
+    if creating is not None:
+        creating.release()
+    _remove_old(base, keep=sub)
     if snap is None:
         log.warning("entity snapshot just written is unreadable (%s); kept in memory", reason)
         return Snapshot(tables, None)
@@ -237,12 +260,13 @@ def restamp(snapshot: Snapshot, old: str, new: str) -> bool:
 
 
 def _remove_old(base: Path, keep: Path) -> None:
-    """Drop generation directories nobody should use any more, and what build processes of
-    dead loads left (see :class:`CoverageBuild`), once older than the grace period."""
+    """Drop the generation directories no live process uses (``keep`` is the new current
+    one; see :mod:`layersearch.ranking.generations`), and what build processes of dead
+    loads left (see :class:`CoverageBuild`) once older than the grace period."""
+    sweep(base, current=keep)
     cutoff = time.time() - _GRACE_S
     for other in base.iterdir():
-        generation = other.is_dir() and other.name.startswith("g")
-        if other == keep or not (generation or other.name.startswith(f"{COVERAGE}-")):
+        if other == keep or not other.name.startswith(f"{COVERAGE}-"):
             continue
         try:
             if other.stat().st_mtime >= cutoff:

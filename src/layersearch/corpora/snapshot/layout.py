@@ -11,15 +11,16 @@ import os
 from pathlib import Path
 from typing import Any
 
-from layersearch.ranking.fulltext import FullTextIndex
+from layersearch.ranking.generations import CURRENT, current_dir, read_small
 from layersearch.ranking.lexicon import identity as lexicon_identity
 
-CURRENT = "CURRENT"
+__all__ = ["CURRENT", "COVERAGE", "FORMAT", "MARKER", "TABLES", "code_fingerprint"]
 MARKER = "snapshot.json"
 TABLES = "tables"
 COVERAGE = "coverage"
 FORMAT = 2
-#: replaced generation directories are kept this long for processes that still map them
+#: what a dead load's build process left (``coverage-*.pending``, ``.err``) is kept this
+#: long: a load still running may be about to take it
 _GRACE_S = 600.0
 #: suffix of a schema index a build process is still writing (see CoverageBuild)
 _PENDING = ".pending"
@@ -83,12 +84,12 @@ def code_fingerprint() -> str:
 def _current_dir(base: Path) -> Path | None:
     """The generation directory ``base/CURRENT`` points at: the same layout (and reader)
     as the full-text index's."""
-    return FullTextIndex.current_dir(base)
+    return current_dir(base)
 
 
 def _read_marker(sub: Path) -> dict[str, Any] | None:
     try:
-        meta = json.loads((sub / MARKER).read_text())
+        meta = json.loads(read_small(sub / MARKER))
     except (OSError, ValueError):
         return None
     return meta if isinstance(meta, dict) else None

@@ -53,6 +53,11 @@ log = logging.getLogger("layersearch.corpora.vault")
 NOTE_SUFFIX = ".md"
 # Frontmatter bigger than this is not parsed: it is not metadata any more, and
 # YAML aliases can make a small text expand into a huge structure.
+#: the largest note indexed, in bytes, as model files are capped
+#: (``semantic.importers.native.MAX_FILE_BYTES``): a larger one is skipped with a warning
+#: naming it. A note of this size indexes in about 5 s with the hashing embedder
+#: (docs/vault.md).
+MAX_NOTE_BYTES = 5 * 1024 * 1024
 MAX_FRONTMATTER_CHARS = 64 * 1024
 MAX_FRONTMATTER_VALUES = 10_000
 
@@ -609,6 +614,23 @@ def _check_declared(
         )
 
 
+class NoteTooLarge(OSError):
+    """A note over :data:`MAX_NOTE_BYTES`."""
+
+
+def read_note_bytes(path: Path) -> bytes:
+    """The bytes of a note, reading no more than :data:`MAX_NOTE_BYTES` (+1 to see it is
+    over); over the bound is :class:`NoteTooLarge` naming the file and the limit."""
+    with path.open("rb") as fh:
+        raw = fh.read(MAX_NOTE_BYTES + 1)
+    if len(raw) > MAX_NOTE_BYTES:
+        raise NoteTooLarge(
+            f"over the {MAX_NOTE_BYTES:,}-byte limit for notes (split it, or exclude it in "
+            "the vault's config)"
+        )
+    return raw
+
+
 def parse_note(root: Path, path: Path, *, config: VaultConfig | None = None) -> Note:
     """Read one note. ``path`` is absolute or relative to ``root``.
 
@@ -618,7 +640,7 @@ def parse_note(root: Path, path: Path, *, config: VaultConfig | None = None) -> 
     root = _check_root(root)
     full, rel = _relative(root, Path(path))
     try:
-        raw = full.read_bytes()
+        raw = read_note_bytes(full)
     except FileNotFoundError as exc:
         raise NotFound(f"note {rel!r} does not exist in the vault {str(root)!r}") from exc
     except IsADirectoryError as exc:

@@ -42,7 +42,7 @@ from layersearch.types import ChannelScore, EmbedReport, NoteDetail, VaultHit, V
 from . import store as tables
 from .chunking import Chunk, chunk_note
 from .config import VaultConfig, VaultFilters, load_config, validate_filters
-from .notes import Note, parse_note, plan_sync, scan_vault, slug_for
+from .notes import Note, NoteTooLarge, parse_note, plan_sync, read_note_bytes, scan_vault, slug_for
 
 __all__ = [
     "CHANNEL_DEPTH",
@@ -181,7 +181,8 @@ class VaultService:
         started = time.perf_counter()
         root = self._index_root(path)
         config = load_config(root)
-        files = _hash_files(root, config, progress)
+        warnings: list[str] = []
+        files = _hash_files(root, config, progress, warnings)
         plan = plan_sync(tables.stored_hashes(self.store), {s: h for s, (_, h) in files.items()})
         notes: list[Note] = []
         problems: list[str] = []
@@ -195,7 +196,6 @@ class VaultService:
             gen = tables.apply_sync(self.store, plan, notes, chunks, root=str(root), config=config)
             if gen is not None:
                 self._update_fulltext(old_version, str(gen), plan, notes, chunks)
-        warnings: list[str] = []
         vectors = None
         embedder = self._embedder() if embed else None
         if not embed:
@@ -551,15 +551,21 @@ class VaultService:
 
 
 def _hash_files(
-    root: Path, config: VaultConfig, progress: IndexProgress | None
+    root: Path, config: VaultConfig, progress: IndexProgress | None, warnings: list[str]
 ) -> dict[str, tuple[Path, str]]:
-    """slug → (file, sha256 of its bytes) for every note of the vault."""
+    """slug → (file, sha256 of its bytes) for every note of the vault; a note over
+    ``MAX_NOTE_BYTES`` is left out with a warning naming it (added to ``warnings``)."""
     paths = list(scan_vault(root, config=config))
     out: dict[str, tuple[Path, str]] = {}
     absolute = root.absolute()
     for done, path in enumerate(paths, start=1):
         try:
-            raw = path.read_bytes()
+            raw = read_note_bytes(path)
+        except NoteTooLarge as exc:
+            rel = path.relative_to(absolute).as_posix()
+            warnings.append(f"skipped {rel}: {exc}")
+            log.warning("skipping %s: %s", path, exc)
+            continue
         except OSError as exc:
             log.warning("skipping %s: cannot read it: %s", path, exc.strerror or exc)
             continue

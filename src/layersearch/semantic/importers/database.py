@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from layersearch.errors import ConfigError, ModelLoadError
+from layersearch.errors import ConfigError, ModelLoadError, mask_secrets, register_secrets
 from layersearch.semantic.importers._common import safe_name, slug, unique_name
 from layersearch.semantic.importers.native import check_catalog
 from layersearch.semantic.model import Catalog, Column, Datasource, Join, Model
@@ -80,7 +80,11 @@ def load_database(
     check_sample_values(sample_values)
     if is_dsn(path):
         dsn = str(path)
-        name = datasource or slug(urlsplit(dsn).path.lstrip("/") or "postgres")
+        try:
+            database = urlsplit(dsn).path.lstrip("/")
+        except ValueError as exc:  # a bracket never closed, a port that is no number
+            raise ModelLoadError(f"{_redact(dsn)}: not a valid address: {exc}") from exc
+        name = datasource or slug(database or "postgres")
         with _postgres(dsn) as (tables, sampler):
             return _build(tables, sampler, sample_values, name, "postgres", _redact(dsn))
     p = Path(path)
@@ -177,11 +181,10 @@ def _sample(
 
 
 def _redact(dsn: str) -> str:
-    parts = urlsplit(dsn)
-    if parts.password is None:
-        return dsn
-    netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
-    return parts._replace(netloc=netloc).geturl()
+    """The address with its password masked, well-formed or not; its passwords are
+    registered, so a driver's message repeating one is masked too."""
+    register_secrets(dsn)
+    return mask_secrets(dsn)
 
 
 # --- DuckDB ---------------------------------------------------------------
@@ -336,7 +339,8 @@ def _postgres(dsn: str) -> contextlib.AbstractContextManager[tuple[list[_Table],
     try:
         con = psycopg.connect(dsn, autocommit=True)
     except psycopg.Error as exc:
-        raise ModelLoadError(f"{_redact(dsn)}: cannot connect: {exc}") from exc
+        shown = _redact(dsn)
+        raise ModelLoadError(f"{shown}: cannot connect: {mask_secrets(str(exc))}") from exc
     return _reading(con, _redact(dsn), psycopg.Error, _postgres_tables, _pg_bind)
 
 
