@@ -15,6 +15,7 @@
     ├── EmbeddingUnavailable        no embedder, missing extra or key, provider failure
     ├── ModelMismatch               stored vectors were made by another embedding model
     └── StoreError                  the store cannot be opened, is locked, or is corrupt
+        ├── StoreBusy               other readers or writers held it past the lock timeout
         ├── StoreMissing            a read on a store that does not exist (nothing is created)
         ├── StoreEmpty              a read on a store with no semantic layer and no memories
         ├── StoreCorrupt            the database file is damaged
@@ -47,6 +48,7 @@ __all__ = [
     "ModelMismatch",
     "LLMUnavailable",
     "StoreError",
+    "StoreBusy",
     "StoreMissing",
     "StoreEmpty",
     "StoreCorrupt",
@@ -150,6 +152,12 @@ class LLMUnavailable(LayersearchError):
 
 class StoreError(LayersearchError):
     code = "store_error"
+
+
+class StoreBusy(StoreError):
+    """Other readers or writers held the store past the lock timeout; nothing was changed."""
+
+    code = "store_busy"
 
 
 class StoreMissing(StoreError):
