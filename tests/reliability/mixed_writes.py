@@ -29,10 +29,12 @@ from layersearch import Layersearch
 MINI = Path(__file__).resolve().parents[2] / "fixtures" / "mini"
 VAULT = Path(__file__).resolve().parents[2] / "fixtures" / "vault"
 SEARCHERS = 3
-#: seconds each writer rests between two writes: every write of another corpus makes the
-#: searches take a new snapshot, and a writer that never rests would leave the searches
-#: nothing but reloads
-PAUSE = 0.1
+#: seconds each writer rests between two writes. Every write of another corpus (or a
+#: load) makes the entity search take its snapshot again (seconds on a busy machine, and
+#: searches and memory writes wait for it): those writers rest longer, or the threads
+#: that search and save memories would do little else than wait for reloads.
+PAUSE = {"save_memory": 0.05, "forget": 0.05}
+OTHER_PAUSE = 0.5
 
 
 def word(kind: str, n: int) -> str:
@@ -167,7 +169,7 @@ def run(ls: Layersearch, seconds: float, files: Path, searchers: int = SEARCHERS
                         f"{kind}: {type(exc).__name__}: {exc}\n{traceback.format_exc()}"[:1500]
                     )
             n += 1
-            time.sleep(PAUSE)
+            time.sleep(PAUSE.get(kind, OTHER_PAUSE))
 
     threads = [threading.Thread(target=searching, args=(k,)) for k in range(searchers)]
     threads += [threading.Thread(target=writing, args=(kind,)) for kind in WRITERS]

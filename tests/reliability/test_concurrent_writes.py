@@ -85,8 +85,8 @@ def test_every_kind_of_write_beside_searching_threads(tmp_path: Path) -> None:
 @pytest.mark.soak
 def test_every_kind_of_write_beside_searching_threads_soak(tmp_path: Path) -> None:
     ledger = run_in_process(tmp_path, SOAK_S)
-    assert min(ledger.writes[k] for k in mixed_writes.WRITERS) >= 3, ledger.summary()
-    assert sum(ledger.searches.values()) >= 10, ledger.summary()
+    assert set(ledger.writes) == set(mixed_writes.WRITERS), ledger.summary()
+    assert ledger.writes["save_memory"] >= 5 and ledger.searches, ledger.summary()
 
 
 # -- several processes writing the same things at once ----------------------------------------
