@@ -21,7 +21,7 @@ LAYERS: list[set[str]] = [
     {"store", "embed"},
     {"semantic"},
     {"graph", "ranking"},
-    {"config", "jsonlimits", "textcheck", "types"},
+    {"calls", "config", "jsonlimits", "textcheck", "types"},
     {"errors"},
 ]
 #: imports that go up a layer, each with the reason it is safe (docs/architecture.md)

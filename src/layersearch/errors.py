@@ -14,6 +14,8 @@
     │   └── CypherLimitError        bindings / hops / regex bound reached
     ├── EmbeddingUnavailable        no embedder, missing extra or key, provider failure
     ├── ModelMismatch               stored vectors were made by another embedding model
+    ├── CallCancelled               the caller of a server call went away; its work was stopped
+    ├── ServerBusy                  an expensive server call found no slot within its budget
     └── StoreError                  the store cannot be opened, is locked, or is corrupt
         ├── StoreBusy               other readers or writers held it past the lock timeout
         ├── StoreMissing            a read on a store that does not exist (nothing is created)
@@ -46,6 +48,8 @@ __all__ = [
     "CypherLimitError",
     "EmbeddingUnavailable",
     "ModelMismatch",
+    "CallCancelled",
+    "ServerBusy",
     "LLMUnavailable",
     "StoreError",
     "StoreBusy",
@@ -148,6 +152,18 @@ class LLMUnavailable(LayersearchError):
     """A chat model (fact extraction) could not answer: unreachable, refused, rate limited."""
 
     code = "llm_unavailable"
+
+
+class CallCancelled(LayersearchError):
+    """A server call whose client disconnected or cancelled it: its work was stopped."""
+
+    code = "cancelled"
+
+
+class ServerBusy(LayersearchError):
+    """An expensive server call found no free slot within its time budget."""
+
+    code = "server_busy"
 
 
 class StoreError(LayersearchError):
