@@ -193,6 +193,18 @@ def test_a_cancelled_call_stops_a_cypher_filter(mini: Layersearch) -> None:
     assert time.monotonic() - started < 5
 
 
+def test_one_regex_match_is_bounded(mini: Layersearch, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A match cannot be interrupted: each one has a budget of its own, so a cancelled call
+    # stops within it. (No pattern the filter accepts takes 1 s on 2,000 characters with
+    # the regex engine: the bound is lowered to see it act.)
+    from layersearch.errors import CypherLimitError
+    from layersearch.graph.cypher import evaluate
+
+    monkeypatch.setattr(evaluate, "MAX_REGEX_MATCH_SECONDS", 0.001)
+    with pytest.raises(CypherLimitError, match="MAX_REGEX_MATCH_SECONDS"):
+        mini.filter_ids(SLOW_FILTER, SLOW_PARAMS)
+
+
 def test_the_reported_filter_ends_cleanly(mini: Layersearch) -> None:
     resp = mini.search(question="tax", cypher_filter=REPORTED_FILTER)
     assert not resp.results and "matched no entities" in resp.warnings[0]
