@@ -153,7 +153,9 @@ def run(ls: Layersearch, seconds: float, files: Path, searchers: int = SEARCHERS
                     ledger.searches[name] += 1
             except Exception as exc:  # noqa: BLE001 - counted; a search may not fail either
                 with ledger.lock:
-                    ledger.failures.append(f"{name}: {type(exc).__name__}: {exc}"[:400])
+                    ledger.failures.append(
+                        f"{name}: {type(exc).__name__}: {exc}\n{traceback.format_exc()}"[:3000]
+                    )
             i += 1
 
     def writing(kind: str) -> None:

@@ -52,15 +52,21 @@ def test_saves_beside_searching_threads_never_fail(tmp_path: Path) -> None:
         while time.monotonic() < until:
             try:
                 ls.search(question="net revenue")
+                ls.search(question="gone note revenue")  # finds the memories forgotten below
             except Exception as exc:  # noqa: BLE001 - collected, asserted below
-                errors.append(f"search: {exc}")
+                errors.append(f"search: {type(exc).__name__}: {exc}")
 
     def save() -> None:
+        n = 0
         while time.monotonic() < until:
             try:
                 saved.append(ls.save_memory("x", entities=["shop.orders"]).id)
+                # A search that had found a memory forgotten meanwhile failed (KeyError).
+                gone = ls.save_memory(f"gone note revenue {n}", entities=["shop.orders"])
+                ls.forget_memory(gone.id)
             except Exception as exc:  # noqa: BLE001 - collected, asserted below
-                errors.append(f"save: {exc}")
+                errors.append(f"save: {type(exc).__name__}: {exc}")
+            n += 1
 
     threads = [threading.Thread(target=search) for _ in range(4)]
     threads.append(threading.Thread(target=save))

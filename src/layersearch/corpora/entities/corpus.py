@@ -3,6 +3,7 @@ memories, with their lookups and schema-channel indexes (its search: ``search.py
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from itertools import chain
@@ -123,6 +124,20 @@ class EntityCorpus(CorpusSearch):
         return self.edges_out.all()
 
     # -- incremental updates -------------------------------------------------------------------
+
+    def with_own_memories(self) -> EntityCorpus:
+        """A copy sharing the snapshot, the indexes and the entity caches, with the memories
+        and every cache about them of its own: a memory write changes the copy, while the
+        searches in flight read this one unchanged."""
+        twin = copy.copy(self)
+        twin.memories = dict(self.memories)
+        twin.resolver = twin.snapshot.resolver(twin.memories.__contains__)
+        for name in ("_words", "_surface", "_doc_plain", "_doc_words", "_query_keys"):
+            setattr(twin, name, dict(getattr(self, name)))
+        twin._overlap = {}
+        twin._mentions = None
+        twin._tags = None
+        return twin
 
     def memory_added(self, m: Memory) -> None:
         self.memories[m.id] = m

@@ -275,10 +275,15 @@ class EntityService:
             if corpus is None:
                 return
             contiguous = gen == gen_before + 1 and self._gen == gen_before
+            # Searches in flight keep the corpus they started with, unchanged: the write
+            # goes to a copy with memory maps of its own, which replaces it (a memory
+            # forgotten under a search that had found it failed it with a KeyError).
+            corpus = corpus.with_own_memories()
             # A marker that matches the store only when nothing else wrote in between;
             # otherwise force a rebuild on the next reload.
             apply(corpus, str(gen) if contiguous else f"dirty-{gen}")
             if contiguous:
+                self._corpus = corpus
                 self._gen = gen
                 restamp(corpus.snapshot, str(gen_before), str(gen))
             else:
