@@ -114,7 +114,7 @@ class Gate:
             try:
                 while not self._may_enter(request, write):
                     if not self._cond.wait(_remaining(deadline)):
-                        raise self._busy(self._blocking(request))
+                        raise self._busy(self._blocking())
             finally:
                 self._queue.remove((request, write))
                 self._cond.notify_all()
@@ -135,7 +135,7 @@ class Gate:
                 return False
         return False
 
-    def _blocking(self, request: object) -> str:
+    def _blocking(self) -> str:
         if self._writer is not None:
             return "a write in this process"
         if self._readers:
@@ -185,12 +185,18 @@ class Gate:
                 self._leave(False)
 
     def _cursor(self, connect: Connect, deadline: float) -> Any:
-        with self._base_lock:
+        # Another read may be opening the shared connection (waiting for a writer of
+        # another process): wait for it no longer than this read may wait.
+        if not self._base_lock.acquire(timeout=_remaining(deadline)):
+            raise self._busy("a write by another process")
+        try:
             if self._base is None:
                 self._base = connect(False, deadline)
             con = self._base.cursor()
             self._cursors += 1
             return con
+        finally:
+            self._base_lock.release()
 
     def _close_cursor(self, con: Any) -> None:
         with self._base_lock:
