@@ -21,7 +21,7 @@ LAYERS: list[set[str]] = [
     {"store", "embed"},
     {"semantic"},
     {"graph", "ranking"},
-    {"config", "httpauth", "jsonlimits", "logfilter", "textcheck", "types"},
+    {"calls", "config", "httpauth", "jsonlimits", "logfilter", "textcheck", "types"},
     {"errors"},
 ]
 #: imports that go up a layer, each with the reason it is safe (docs/architecture.md)

@@ -14,7 +14,10 @@
     │   └── CypherLimitError        bindings / hops / regex bound reached
     ├── EmbeddingUnavailable        no embedder, missing extra or key, provider failure
     ├── ModelMismatch               stored vectors were made by another embedding model
+    ├── CallCancelled               the caller of a server call went away; its work was stopped
+    ├── ServerBusy                  an expensive server call found no slot within its budget
     └── StoreError                  the store cannot be opened, is locked, or is corrupt
+        ├── StoreBusy               other readers or writers held it past the lock timeout
         ├── StoreMissing            a read on a store that does not exist (nothing is created)
         ├── StoreEmpty              a read on a store with no semantic layer and no memories
         ├── StoreCorrupt            the database file is damaged
@@ -47,8 +50,11 @@ __all__ = [
     "CypherLimitError",
     "EmbeddingUnavailable",
     "ModelMismatch",
+    "CallCancelled",
+    "ServerBusy",
     "LLMUnavailable",
     "StoreError",
+    "StoreBusy",
     "StoreMissing",
     "StoreEmpty",
     "StoreCorrupt",
@@ -153,8 +159,26 @@ class LLMUnavailable(LayersearchError):
     code = "llm_unavailable"
 
 
+class CallCancelled(LayersearchError):
+    """A server call whose client disconnected or cancelled it: its work was stopped."""
+
+    code = "cancelled"
+
+
+class ServerBusy(LayersearchError):
+    """An expensive server call found no free slot within its time budget."""
+
+    code = "server_busy"
+
+
 class StoreError(LayersearchError):
     code = "store_error"
+
+
+class StoreBusy(StoreError):
+    """Other readers or writers held the store past the lock timeout; nothing was changed."""
+
+    code = "store_busy"
 
 
 class StoreMissing(StoreError):

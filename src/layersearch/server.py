@@ -29,6 +29,7 @@ from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field, ValidationError
 from pydantic_core import to_json
 
+from layersearch.calls import CallLimiter, is_expensive
 from layersearch.config import Settings, check_token
 from layersearch.errors import (
     ConfigError,
@@ -121,6 +122,13 @@ class Service:
         self._reopen = threading.Lock()
         if api is not None:
             self._ready.set()
+        self._limiter: CallLimiter | None = None
+
+    def limiter(self) -> CallLimiter:
+        """How read calls run (made on first use, in the server's event loop)."""
+        if self._limiter is None:
+            self._limiter = CallLimiter()
+        return self._limiter
 
     def start(self) -> None:
         if self._ready.is_set():
@@ -258,8 +266,24 @@ def _tool(*, title: str, read_only: bool, destructive: bool = False) -> Callable
             idempotent_hint=read_only,
             open_world_hint=False,
         )
-        _TOOLS.append((guarded, hints))
-        return guarded  # type: ignore[return-value]
+        if not read_only:  # a write runs to its end, whoever is still listening
+            _TOOLS.append((guarded, hints))
+            return guarded  # type: ignore[return-value]
+
+        @functools.wraps(fn)
+        async def bounded(*args: Any, **kwargs: Any) -> Any:
+            # A read runs under its budget, an expensive one in one of few slots, and
+            # stops when its client has gone (layersearch.calls).
+            try:
+                limiter = _service(kwargs["ctx"]).limiter()
+                call = functools.partial(guarded, *args, **kwargs)
+                expensive = is_expensive(fn.__name__, kwargs)
+                return await limiter.run(call, expensive=expensive, name=fn.__name__)
+            except LayersearchError as exc:
+                raise ToolError(f"{exc.code}: {exc}") from exc
+
+        _TOOLS.append((bounded, hints))
+        return bounded  # type: ignore[return-value]
 
     return decorate
 

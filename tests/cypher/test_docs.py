@@ -53,6 +53,7 @@ def test_documented_bounds_match_the_code() -> None:
         ("MAX_REGEX_INPUT", evaluate.MAX_REGEX_INPUT),
         ("MAX_REGEX_WORK", evaluate.MAX_REGEX_WORK),
         ("MAX_FILTER_SECONDS", evaluate.MAX_FILTER_SECONDS),
+        ("MAX_REGEX_MATCH_SECONDS", evaluate.MAX_REGEX_MATCH_SECONDS),
         ("MAX_INT_BITS", evaluate.MAX_INT_BITS),
         ("MAX_STRING_CHARS", evaluate.MAX_STRING_CHARS),
         ("MAX_LIST_ITEMS", evaluate.MAX_LIST_ITEMS),

@@ -1639,6 +1639,58 @@ def _json_cases() -> list[Case]:
     return c
 
 
+#: the reported inputs of one client slowing every other (issue 42): a regex over a
+#: concatenation across a cartesian product, and a 99,990-character question
+REPORTED_FILTER = "MATCH (m:Memory),(a) WHERE m.learning + a.name =~ '.*a.*a.*a!' RETURN a.id AS id"
+PAIRS_FILTER = "MATCH (a),(b) WHERE a.name + b.name + a.id =~ '.*a.*a.*a!' RETURN a.id AS id"
+LONG_QUESTION = " ".join(f"net revenue{i} by store" for i in range(5_000))[:99_990]
+#: one word of 60,000 characters: the cut has no space to fall on
+ONE_WORD = "orders" * 10_000
+
+
+def _cost_cases() -> list[Case]:
+    """Calls whose cost one client could make unbounded: each ends, bounded, with the
+    bound said (the analysed length of a question) or a clean result."""
+    analysed = Ok(warning="MAX_ANALYSED_CHARS")
+    return [
+        Case(
+            "cost.question.99990",
+            "cost",
+            analysed,
+            api=lambda ls, _: ls.search(question=LONG_QUESTION),
+            cli=("search", LONG_QUESTION),
+        ),
+        Case(
+            "cost.question.99990.scope-all",
+            "cost",
+            analysed,
+            api=lambda ls, _: ls.search(question=LONG_QUESTION, scope="all"),
+            cli=("search", LONG_QUESTION, "--scope", "all"),
+        ),
+        Case(
+            "cost.question.one-60000-char-word",
+            "cost",
+            analysed,
+            api=lambda ls, _: ls.search(question=ONE_WORD, scope="all"),
+            cli=("search", ONE_WORD),
+        ),
+        Case(
+            "cost.filter.regex-over-concat-cartesian",
+            "cost",
+            Ok(warning="matched no entities"),
+            api=lambda ls, _: ls.search(question="tax", cypher_filter=REPORTED_FILTER),
+            cli=("search", "tax", "--filter", REPORTED_FILTER),
+        ),
+        Case(
+            "cost.filter.regex-over-concat-node-pairs",
+            "cost",
+            Ok(warning="matched no entities"),
+            api=lambda ls, _: ls.search(question="tax", cypher_filter=PAIRS_FILTER),
+            cli=("search", "tax", "--filter", PAIRS_FILTER),
+        ),
+    ]
+
+
 CASES: list[Case] = (
     _search_cases()
     + _cypher_cases()
@@ -1647,6 +1699,7 @@ CASES: list[Case] = (
     + _load_cases()
     + _compute_cases()
     + _json_cases()
+    + _cost_cases()
 )
 
 
@@ -2675,4 +2728,39 @@ def _mcp_cases() -> list[Case]:
     return c
 
 
-MCP_CASES: list[Case] = _mcp_cases()
+def _mcp_cost_cases() -> list[Case]:
+    def warned(d: dict[str, Any]) -> bool:
+        return any("MAX_ANALYSED_CHARS" in w for w in d["warnings"])
+
+    def no_match(d: dict[str, Any]) -> bool:
+        return not d["results"] and "matched no entities" in d["warnings"][0]
+
+    return [
+        Case(
+            "mcp.cost.question.99990.scope-all",
+            "cost",
+            Ok(sc(warned)),
+            mcp=_mcp("search", question=LONG_QUESTION, scope="all"),
+        ),
+        Case(
+            "mcp.cost.question.one-60000-char-word",
+            "cost",
+            Ok(sc(warned)),
+            mcp=_mcp("search", question=ONE_WORD),
+        ),
+        Case(
+            "mcp.cost.filter.regex-over-concat-cartesian",
+            "cost",
+            Ok(sc(no_match)),
+            mcp=_mcp("search", question="tax", cypher_filter=REPORTED_FILTER),
+        ),
+        Case(
+            "mcp.cost.filter.regex-over-concat-node-pairs.scope-all",
+            "cost",
+            Ok(sc(lambda d: any("excluded every semantic hit" in w for w in d["warnings"]))),
+            mcp=_mcp("search", question="tax", cypher_filter=PAIRS_FILTER, scope="all"),
+        ),
+    ]
+
+
+MCP_CASES: list[Case] = _mcp_cases() + _mcp_cost_cases()

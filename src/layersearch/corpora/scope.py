@@ -33,6 +33,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from layersearch.calls import checkpoint
+from layersearch.corpora.entities.corpus import bounded_request
 from layersearch.errors import ConfigError, LayersearchError, NotFound
 from layersearch.ranking.fusion import RRF_K, rrf
 from layersearch.types import (
@@ -157,7 +159,10 @@ class ScopeService:
     # -- search -------------------------------------------------------------------------------
 
     def search(self, req: SearchRequest) -> SearchResponse:
+        req, cut = bounded_request(req)
         g = self._gather(req)
+        if cut:
+            g.warnings.insert(0, cut)
         if g.alone:
             # scope=semantic: today's list (entities and memories interleaved), tagged
             assert g.semantic is not None
@@ -178,7 +183,7 @@ class ScopeService:
         ``own_split``): what ten places drawn from these lists could hold. For
         ``scope="semantic"`` the entity and memory lists apart, before the lift, which
         that scope does not apply."""
-        g = self._gather(req)
+        g = self._gather(bounded_request(req)[0])
         cap = req.max_per_source or req.max_results
         return {s: r.hits[:cap] for s, r in g.ranked.items()}
 
@@ -199,9 +204,12 @@ class ScopeService:
         if "semantic" in sources or "memory" in sources:
             semantic = self._semantic(req, sources, ranked)
         if "conversation" in sources:
+            checkpoint()
             ranked["conversation"] = self._messages(req)
         if "vault" in sources:
+            checkpoint()
             ranked["vault"] = self._notes(req)
+        checkpoint()
         empty = [s for s in sources if ranked[s].empty]
         explicit_all = any(
             p.strip().lower() == "all"

@@ -28,6 +28,7 @@ import numpy as np
 from layersearch.errors import (
     ConfigError,
     LayersearchError,
+    StoreBusy,
     StoreCorrupt,
     StoreError,
     StoreMissing,
@@ -38,6 +39,7 @@ from layersearch.errors import (
 )
 from layersearch.semantic.model import EdgeRecord, Entity
 from layersearch.store import migrations
+from layersearch.store.access import gate_for, lock_timeout
 from layersearch.store.base import edge_from_row, entity_from_row, memory_from_row
 from layersearch.store.sql import (
     MEMORY_SELECT,
@@ -55,8 +57,6 @@ from layersearch.types import Memory
 __all__ = ["DuckDBStore", "memory_number"]
 
 log = logging.getLogger("layersearch.store.duckdb")
-
-LOCK_TIMEOUT_S = float(os.environ.get("LAYERSEARCH_LOCK_TIMEOUT", "30"))
 
 # DuckDB's wording for a file another process holds ("Could not set lock on file …:
 # Conflicting lock is held in …"; Windows: "being used by another process"). Matched as
@@ -108,6 +108,7 @@ class DuckDBStore(SQLStore):
         self.index_dir = self.path.with_name(self.path.name + ".index")
         self._gen_file = self.path.with_name(self.path.name + ".gen")
         self._gen_warned = False
+        self._gate = gate_for(self.path)
         self._tmp_index: tempfile.TemporaryDirectory[str] | None = None
         #: why this store is open read-only (None: it is writable)
         self.read_only: str | None = None
@@ -175,47 +176,77 @@ class DuckDBStore(SQLStore):
 
     @contextmanager
     def connect(self, *, write: bool) -> Iterator[duckdb.DuckDBPyConnection]:
-        """A short-lived connection; a write connection runs one transaction."""
+        """A short-lived connection; a write connection runs one transaction.
+
+        Reads and writes of this file pass its :class:`~layersearch.store.access.Gate`: a
+        write waits for the reads in flight (here and in other processes) and holds new
+        ones back, a read waits while a write runs; each wait is bounded by
+        ``LAYERSEARCH_LOCK_TIMEOUT`` (:class:`StoreBusy` past it)."""
         if write and self.read_only is not None:
             raise StoreReadOnly(
                 f"store {self.path} is read-only ({self.read_only}): this command writes to it; "
                 "run it on a writable copy of the store"
             )
-        delay = 0.005
-        deadline = time.monotonic() + LOCK_TIMEOUT_S
+        deadline = time.monotonic() + lock_timeout()
+        if write:
+            with self._gate.write(deadline):
+                con = self._open(True, deadline)
+                yield from self._transaction(con)
+        else:
+            with self._gate.read(deadline, self._open) as con:
+                yield from self._session(con)
+
+    def _open(self, write: bool, deadline: float) -> Any:
+        """A DuckDB connection, retried while another process holds the file (its readers
+        finishing before our write, its writer before our read)."""
+        delay = 0.001
         while True:
+            if not write:
+                self._gate.pass_writers(deadline)
             try:
-                con = duckdb.connect(str(self.path), read_only=not write)
-                break
+                return duckdb.connect(str(self.path), read_only=not write)
             except duckdb.Error as exc:
-                if not _is_lock_error(exc) or time.monotonic() > deadline:
+                if not _is_lock_error(exc):
                     raise self._error(exc, opening=True) from exc
+                if time.monotonic() > deadline:
+                    raise StoreBusy(
+                        f"store {self.path} is busy: another process held it past the lock "
+                        "timeout (LAYERSEARCH_LOCK_TIMEOUT seconds, 30 by default); nothing was "
+                        f"changed. Run the command again, or raise LAYERSEARCH_LOCK_TIMEOUT "
+                        f"({first_line(exc)})"
+                    ) from exc
                 time.sleep(delay)
-                delay = min(delay * 2, 0.25)
+                delay = min(delay * 2, 0.05 if write else 0.25)
+
+    def _transaction(self, con: Any) -> Iterator[duckdb.DuckDBPyConnection]:
         try:
-            if write:
-                # DuckDB 2 writes large commits straight into the database file, skipping the
-                # WAL; a process killed mid-write can then leave a torn block (seen ~1 in 1,000
-                # SIGKILLs in the crash test). Every commit goes through the WAL instead.
-                con.execute("SET auto_checkpoint_skip_wal_threshold = 9223372036854775807")
-                con.begin()
-                try:
-                    yield con
-                    con.commit()
-                except BaseException:
-                    # A failed commit (a full disk) has already ended the transaction: the
-                    # rollback's own "no transaction is active" must not hide the cause.
-                    try:
-                        con.rollback()
-                    except duckdb.Error as again:
-                        log.debug("rollback after a failed write: %s", again)
-                    raise
-            else:
+            # DuckDB 2 writes large commits straight into the database file, skipping the
+            # WAL; a process killed mid-write can then leave a torn block (seen ~1 in 1,000
+            # SIGKILLs in the crash test). Every commit goes through the WAL instead.
+            con.execute("SET auto_checkpoint_skip_wal_threshold = 9223372036854775807")
+            con.begin()
+            try:
                 yield con
+                con.commit()
+            except BaseException:
+                # A failed commit (a full disk) has already ended the transaction: the
+                # rollback's own "no transaction is active" must not hide the cause.
+                try:
+                    con.rollback()
+                except duckdb.Error as again:
+                    log.debug("rollback after a failed write: %s", again)
+                raise
         except duckdb.Error as exc:
             raise self._error(exc, opening=False) from exc
         finally:
             con.close()
+
+    def _session(self, con: Any) -> Iterator[duckdb.DuckDBPyConnection]:
+        """A read connection (closed by the gate that handed it out)."""
+        try:
+            yield con
+        except duckdb.Error as exc:
+            raise self._error(exc, opening=False) from exc
 
     def _migrate(self) -> None:
         if self.path.exists() and self._current_schema():
@@ -243,7 +274,7 @@ class DuckDBStore(SQLStore):
                 if not found:
                     return False
                 gen = int(found[0])
-        except (StoreCorrupt, StoreReadOnly):
+        except (StoreCorrupt, StoreReadOnly, StoreBusy):
             raise
         except StoreError:
             return False  # a new or older file: the write path creates or migrates it

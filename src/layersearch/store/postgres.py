@@ -39,8 +39,9 @@ import numpy as np
 import psycopg
 from psycopg import sql as pgsql
 
-from layersearch.errors import StoreError, mask_secrets
+from layersearch.errors import StoreBusy, StoreError, mask_secrets
 from layersearch.store import migrations
+from layersearch.store.access import lock_timeout
 from layersearch.store.pgwire import (
     _BY_IDS,
     Connection,
@@ -65,6 +66,8 @@ log = logging.getLogger("layersearch.store.postgres")
 POOL_SIZE = int(os.environ.get("LAYERSEARCH_PG_POOL", "4"))
 # Any constant works: it only has to be the same for every layersearch process.
 _MIGRATION_LOCK = 0x6C617965
+#: held by every write transaction, so that writers of any process take turns
+_WRITE_LOCK = 0x6C617966
 # An allow-list at most this long is ranked exactly (primary-key lookups), which
 # beats walking the graph past rows the filter rejects.
 EXACT_ALLOW_MAX = 2000
@@ -167,8 +170,37 @@ class PostgresStore(SQLStore):
     @contextmanager
     def connect(self, *, write: bool) -> Iterator[Connection]:
         """One transaction on a pooled connection (committed on success, rolled back on error)."""
-        with self._raw(write=write) as con:
-            yield Connection(con)
+        if write:
+            with self._writing() as con:
+                yield Connection(con)
+        else:
+            with self._raw(write=False) as con:
+                yield Connection(con)
+
+    @contextmanager
+    def _writing(self) -> Iterator[psycopg.Connection[Any]]:
+        """A write transaction that first waits its turn among all writers of the database.
+
+        Writers of layersearch take turns, as on DuckDB: two of them interleaved could
+        deadlock (each building the vector index the other's rows block), or the second
+        of two loads of one datasource insert rows the first had just inserted. Readers
+        never wait for it. The wait is bounded by ``LAYERSEARCH_LOCK_TIMEOUT`` (30 s):
+        past it :class:`StoreBusy`, and nothing was written."""
+        timeout_ms = max(1, round(lock_timeout() * 1000))
+        with self._raw(write=True) as con:
+            row = con.execute("SELECT current_setting('lock_timeout')").fetchone()
+            try:
+                _set_local(con, {"lock_timeout": f"{timeout_ms}ms"})
+                con.execute("SELECT pg_advisory_xact_lock(%s)", [_WRITE_LOCK])
+            except psycopg.errors.LockNotAvailable as exc:
+                raise StoreBusy(
+                    f"store {self.location} is busy: another writer held it past the lock "
+                    "timeout (LAYERSEARCH_LOCK_TIMEOUT seconds, 30 by default); nothing was "
+                    "changed. Run the command again, or raise LAYERSEARCH_LOCK_TIMEOUT"
+                ) from exc
+            # The statements of the write keep the session's own lock timeout.
+            _set_local(con, {"lock_timeout": str(row[0]) if row else "0"})
+            yield con
 
     def _migrate(self) -> str:
         with self._raw(write=True) as con:
@@ -301,7 +333,7 @@ class PostgresStore(SQLStore):
             raise StoreError(f"upsert_vectors: {len(ids)} ids for a matrix of shape {m.shape}")
         dims = int(m.shape[1])
         encoded = _encode_vectors(m)
-        with self._raw(write=True) as con:
+        with self._writing() as con:
             con.execute(
                 "CREATE TEMPORARY TABLE vec_in (doc_id text, content_hash text, embedding vector) "
                 "ON COMMIT DROP"
@@ -330,7 +362,7 @@ class PostgresStore(SQLStore):
             self.bump_generation(con)
 
     def prune_vectors(self, corpus: str, live_ids: set[str]) -> int:
-        with self._raw(write=True) as con:
+        with self._writing() as con:
             cur = con.execute(
                 "DELETE FROM vectors WHERE corpus = %s AND NOT (doc_id = ANY(%s))",
                 [corpus, sorted(live_ids)],

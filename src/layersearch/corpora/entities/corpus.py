@@ -3,10 +3,12 @@ memories, with their lookups and schema-channel indexes (its search: ``search.py
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from itertools import chain
 
+from layersearch.calls import analysed_question
 from layersearch.corpora.entities.coverage import VOCABULARY_BRIDGES, build_coverage, coverage_of
 from layersearch.corpora.entities.documents import entity_doc, memory_doc
 from layersearch.corpora.entities.rank import MAX_QUESTION_CHARS, MAX_RESULTS_LIMIT, _memory_order
@@ -124,6 +126,20 @@ class EntityCorpus(CorpusSearch):
 
     # -- incremental updates -------------------------------------------------------------------
 
+    def with_own_memories(self) -> EntityCorpus:
+        """A copy sharing the snapshot, the indexes and the entity caches, with the memories
+        and every cache about them of its own: a memory write changes the copy, while the
+        searches in flight read this one unchanged."""
+        twin = copy.copy(self)
+        twin.memories = dict(self.memories)
+        twin.resolver = twin.snapshot.resolver(twin.memories.__contains__)
+        for name in ("_words", "_surface", "_doc_plain", "_doc_words", "_query_keys"):
+            setattr(twin, name, dict(getattr(self, name)))
+        twin._overlap = {}
+        twin._mentions = None
+        twin._tags = None
+        return twin
+
     def memory_added(self, m: Memory) -> None:
         self.memories[m.id] = m
         self._words.pop(m.id, None)
@@ -197,11 +213,7 @@ class EntityCorpus(CorpusSearch):
             value = getattr(req, name)
             if value is not None and (value < 1 or value > MAX_RESULTS_LIMIT):
                 raise ConfigError(f"{name} must be between 1 and {MAX_RESULTS_LIMIT}, got {value}")
-        if req.question is not None and len(req.question) > MAX_QUESTION_CHARS:
-            raise LimitExceeded(
-                f"question is {len(req.question)} characters; the limit is {MAX_QUESTION_CHARS} "
-                "(shorten it: search needs the gist, not the document)"
-            )
+        check_question(req.question)
         check_id(req.datasource, "datasource")
         if req.datasource is not None and req.datasource not in self.datasources:
             known = ", ".join(self.datasources) or "none loaded: run `layersearch load PATH`"
@@ -234,3 +246,23 @@ class EntityCorpus(CorpusSearch):
                     yield entity_doc(e)
         for m in self.memories.values():
             yield memory_doc(m)
+
+
+def check_question(question: str | None) -> None:
+    """Refuse a question over :data:`MAX_QUESTION_CHARS` (LimitExceeded)."""
+    if question is not None and len(question) > MAX_QUESTION_CHARS:
+        raise LimitExceeded(
+            f"question is {len(question)} characters; the limit is {MAX_QUESTION_CHARS} "
+            "(shorten it: search needs the gist, not the document)"
+        )
+
+
+def bounded_request(req: SearchRequest) -> tuple[SearchRequest, str | None]:
+    """``req`` with only the part of its question a search analyses
+    (:func:`layersearch.calls.analysed_question`), and the warning saying so when that
+    cut it; a question over :data:`MAX_QUESTION_CHARS` is refused."""
+    check_question(req.question)
+    question, cut = analysed_question(req.question)
+    if cut is None:
+        return req, None
+    return req.model_copy(update={"question": question}), cut

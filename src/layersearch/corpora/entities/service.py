@@ -9,6 +9,7 @@ it, as it does to the conversation and vault services.
 from __future__ import annotations
 
 import logging
+import math
 import os
 import threading
 import time
@@ -17,8 +18,10 @@ from itertools import chain
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from layersearch.calls import checkpoint
+from layersearch.calls import current as current_call
 from layersearch.corpora.entities import process
-from layersearch.corpora.entities.corpus import EntityCorpus
+from layersearch.corpora.entities.corpus import EntityCorpus, bounded_request
 from layersearch.corpora.entities.coverage import coverage_of
 from layersearch.corpora.entities.detail import checked_ids, inspect
 from layersearch.corpora.entities.documents import ENTITY_BOOSTS, entity_doc, memory_doc
@@ -280,10 +283,15 @@ class EntityService:
             if corpus is None:
                 return
             contiguous = gen == gen_before + 1 and self._gen == gen_before
+            # Searches in flight keep the corpus they started with, unchanged: the write
+            # goes to a copy with memory maps of its own, which replaces it (a memory
+            # forgotten under a search that had found it failed it with a KeyError).
+            corpus = corpus.with_own_memories()
             # A marker that matches the store only when nothing else wrote in between;
             # otherwise force a rebuild on the next reload.
             apply(corpus, str(gen) if contiguous else f"dirty-{gen}")
             if contiguous:
+                self._corpus = corpus
                 self._gen = gen
                 restamp(corpus.snapshot, str(gen_before), str(gen))
             else:
@@ -433,15 +441,19 @@ class EntityService:
         corpus = self.corpus()
         warnings = self._take_pending()
         channels = corpus.check_request(request)
+        request, cut = bounded_request(request)
+        warnings += [cut] if cut else []
         vector_warnings: list[str] = []
         vector = self.vectors.channel(corpus, request, vector_warnings)
         words = self.vectors.words(request, vector_warnings)
         allow = None
         if request.cypher_filter is not None and request.cypher_filter.strip():
             allow = self.filter_ids(request.cypher_filter, request.params)
+            checkpoint()
             if not allow:
                 warnings.append("the cypher filter matched no entities or memories: no results")
                 return SearchResponse(results=[], warnings=warnings)
+        checkpoint()
         resp = corpus.search(
             request, channels=channels, allow=allow, warnings=warnings, vector=vector, words=words
         )
@@ -511,7 +523,14 @@ class EntityService:
         from layersearch.graph.cypher import run_filter
 
         corpus = self.corpus()
-        ids = run_filter(self.graph(), cypher, params or {})
+        budget = current_call()
+        ids = run_filter(
+            self.graph(),
+            cypher,
+            params or {},
+            stop=None if budget is None else budget.check,
+            stop_at=math.inf if budget is None else budget.deadline,
+        )
         return {i for i in ids if isinstance(i, str) and corpus.visible(i)}
 
     def inspect(self, ids: Iterable[str]) -> InspectResponse:

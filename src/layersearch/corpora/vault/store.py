@@ -281,7 +281,11 @@ def apply_sync(
     if not (plan.added or plan.changed or plan.deleted) and unchanged_meta:
         return None
     with store.connect(write=True) as con:
-        _delete_slugs(store, con, [*plan.deleted, *plan.changed])
+        # The plan was made from a read before this write: another index (another thread
+        # or process) may have stored an added note since. Writers take turns, so
+        # replacing whatever is stored under each slug written makes the last one win
+        # instead of failing on the note the other one stored.
+        _delete_slugs(store, con, [*plan.deleted, *plan.changed, *plan.added])
         store.bulk_insert(con, "vault_notes", _note_columns(notes))
         store.bulk_insert(con, "vault_chunks", _chunk_columns(chunks))
         gen = store.bump_generation(con)

@@ -18,7 +18,7 @@ import math
 import os
 import re
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -44,6 +44,7 @@ __all__ = [
     "MAX_REGEX_REPEATS",
     "MAX_REGEX_WORK",
     "MAX_FILTER_SECONDS",
+    "MAX_REGEX_MATCH_SECONDS",
     "MAX_INT_BITS",
     "MAX_STRING_CHARS",
     "MAX_LIST_ITEMS",
@@ -64,6 +65,9 @@ MAX_REGEX_REPEATS = 3
 MAX_REGEX_WORK = (MAX_REGEX_INPUT + 1) ** MAX_REGEX_REPEATS
 #: wall-clock seconds one filter evaluation may take (LAYERSEARCH_FILTER_SECONDS overrides)
 MAX_FILTER_SECONDS = 10.0
+#: wall-clock seconds one =~ match of one value may take: a match cannot be interrupted
+#: otherwise, and a cancelled call stops at the end of the match in progress
+MAX_REGEX_MATCH_SECONDS = 1.0
 #: integers an expression produces must fit in a signed 64-bit integer, as in Cypher
 MAX_INT_BITS = 64
 #: longest string an expression may produce (``+`` concatenation)
@@ -124,12 +128,22 @@ class _Context:
     ticks: int = 0
     #: characters and list items produced by ``+`` so far
     concatenated: int = 0
+    #: the caller's own check (its call cancelled or past its budget: it raises), and the
+    #: time.monotonic() of the caller's deadline
+    stop: Callable[[], None] | None = None
+    stop_at: float = math.inf
 
     def tick(self) -> None:
-        """Cancel the evaluation once it has run past its time budget (checked every
-        256 steps: a step is one operator or one binding)."""
+        """Cancel the evaluation once it has run past its time budget, or the caller's
+        check says stop (checked every 256 steps: a step is one operator or one binding)."""
         self.ticks += 1
-        if not self.ticks & 255 and time.monotonic() > self.deadline:
+        if not self.ticks & 255:
+            self.timed_out_unless_ok()
+
+    def timed_out_unless_ok(self) -> None:
+        if self.stop is not None:
+            self.stop()
+        if time.monotonic() > self.deadline:
             raise self.out_of_time()
 
     def out_of_time(self) -> CypherLimitError:
@@ -386,8 +400,9 @@ def _regex_match(ctx: _Context, pos: ast.Pos | None, value: Any, pattern: Any) -
     if isinstance(compiled, str):
         kind, _, message = compiled.partition(":")
         raise _regex_error(ctx, pos, message, kind == "limit")
-    remaining = ctx.deadline - time.monotonic()
+    remaining = min(ctx.deadline, ctx.stop_at) - time.monotonic()
     if remaining <= 0:
+        ctx.timed_out_unless_ok()
         raise ctx.out_of_time()
     try:
         # concurrent: the engine releases the GIL, so other threads (the HTTP server's
@@ -395,9 +410,17 @@ def _regex_match(ctx: _Context, pos: ast.Pos | None, value: Any, pattern: Any) -
         found = compiled.fullmatch(
             value[:MAX_REGEX_INPUT],
             concurrent=True,
-            timeout=None if math.isinf(remaining) else remaining,
+            timeout=min(remaining, MAX_REGEX_MATCH_SECONDS),
         )
     except TimeoutError:
+        ctx.timed_out_unless_ok()
+        if remaining > MAX_REGEX_MATCH_SECONDS:
+            raise CypherLimitError(
+                f"the regular expression {pattern!r} took more than {MAX_REGEX_MATCH_SECONDS:g} s "
+                f"on one value of {min(len(value), MAX_REGEX_INPUT):,} characters and the filter "
+                "was cancelled (limit MAX_REGEX_MATCH_SECONDS). Make it fail fast: anchor it, "
+                "use fewer .*, or test CONTAINS / STARTS WITH first"
+            ) from None
         raise ctx.out_of_time() from None
     return found is not None
 
@@ -960,9 +983,17 @@ def _as_id(graph: EntityGraph, value: Any) -> str | None:
 
 
 def evaluate(
-    graph: EntityGraph, query: ast.Query, params: dict[str, Any] | None = None
+    graph: EntityGraph,
+    query: ast.Query,
+    params: dict[str, Any] | None = None,
+    *,
+    stop: Callable[[], None] | None = None,
+    stop_at: float = math.inf,
 ) -> list[str]:
-    """Ids the query returns, in order, each once (ORDER BY order when given, else sorted)."""
+    """Ids the query returns, in order, each once (ORDER BY order when given, else sorted).
+    ``stop``, called every 256 steps and when a regular expression times out, ends the
+    evaluation by raising (the caller's call cancelled or past its budget); ``stop_at`` is
+    the time.monotonic() of the caller's deadline, which no regular expression outlives."""
     supplied = params or {}
     if not isinstance(supplied, dict):
         raise CypherUnknownError(
@@ -986,6 +1017,8 @@ def evaluate(
         query,
         deadline=time.monotonic() + budget,
         budget=budget,
+        stop=stop,
+        stop_at=stop_at,
     )
     values: list[Any] = []
     for part in query.parts:
