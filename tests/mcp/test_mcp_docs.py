@@ -32,13 +32,16 @@ def test_client_snippets_are_valid_json_for_our_cli() -> None:
 
 
 def test_settings_example_loads(tmp_path: Path) -> None:
-    (toml,) = blocks("toml")
+    """The settings file of docs/configuration.md (which mcp.md points to) loads as a
+    project's file: it names no host, so it needs no trust."""
+    page = (ROOT / "docs" / "configuration.md").read_text(encoding="utf-8")
+    toml = re.findall(r"```toml\n(.*?)```", page, re.S)[0]
     (tmp_path / "layersearch.toml").write_text(toml)
-    # the example sets api_base: the docs say a project file needs the user's trust for it
-    assert "LAYERSEARCH_TRUST_PROJECT_CONFIG" in DOC
-    s = load_settings(env={"LAYERSEARCH_TRUST_PROJECT_CONFIG": "1"}, cwd=tmp_path)
+    assert "configuration.md" in DOC and "LAYERSEARCH_TRUST_PROJECT_CONFIG" in page
+    s = load_settings(env={}, cwd=tmp_path)
     assert s.models == tmp_path / "models"
-    assert s.embedder_options == {"api_base": "http://127.0.0.1:8080"}
+    assert s.embedder == "local" and s.embedder_options == {"dimensions": 256}
+    assert s.facts_llm_options == {"timeout": 30}
 
 
 def test_every_served_tool_is_documented() -> None:
