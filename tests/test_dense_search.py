@@ -67,6 +67,43 @@ def test_vector_channel_runs_after_embed(tmp_path: Path) -> None:
     ls.close()
 
 
+def test_a_store_without_vectors_is_asked_once_per_generation(tmp_path: Path) -> None:
+    """Served by a model without its vectors, a search falls back to the lexical channels
+    at their cost: that the vectors are missing is decided once per store generation, not
+    read from the store by every search; writing vectors moves the generation."""
+    store = tmp_path / "s.duckdb"
+    lexical = Layersearch(store, embedder="none")
+    lexical.load(MINI)
+    ls = Layersearch(store, embedder="fake")
+    reads: list[str] = []
+    for name in ("load_vectors", "vector_fingerprints", "entity_vector_coverage"):
+        method = getattr(ls.store, name)
+
+        def counted(*args, _name=name, _method=method):  # type: ignore[no-untyped-def]
+            reads.append(_name)
+            return _method(*args)
+
+        setattr(ls.store, name, counted)
+    questions = ["tax on orders", "revenue by store", "customers by country"]
+    first = ls.search(question=questions[0])
+    assert reads, "the first search finds out"
+    reads.clear()
+    for q in questions * 2:
+        resp = ls.search(question=q)
+        assert resp.warnings == [
+            "embedding unavailable: no vectors stored for fake/hashing-v1 (256) in "
+            "'entities' yet; run `layersearch embed`"
+        ]
+        assert resp.results == lexical.search(question=q).results
+    assert reads == [], "later searches read nothing about vectors from the store"
+    assert first.results == lexical.search(question=questions[0]).results
+    ls.embed()
+    after = ls.search(question="tax on orders", explain=True)
+    assert "vector" in channels_of(after) and after.warnings == []
+    lexical.close()
+    ls.close()
+
+
 def test_unchanged_corpus_is_never_embedded_again(tmp_path: Path) -> None:
     emb = Counting(FakeEmbedder())
     ls = Layersearch(tmp_path / "s.duckdb", embedder=emb)  # type: ignore[arg-type]

@@ -133,6 +133,10 @@ class DenseCorpus:
         self._index_gen = -1
         self._parts: tuple[VectorIndex, dict[bool, VectorIndex]] | None = None
         self._checked_gen = -1
+        #: (store generation, why this model has no vectors here then): decided once per
+        #: generation (every write of vectors moves it), so a search served without
+        #: vectors reads nothing from the store
+        self._missing: tuple[int, LayersearchError] | None = None
         self._queries: OrderedDict[str, np.ndarray] = OrderedDict()
         self._texts: OrderedDict[str, np.ndarray] = OrderedDict()
         self._pending: dict[str, Future[np.ndarray]] = {}
@@ -155,21 +159,44 @@ class DenseCorpus:
 
     def check(self) -> None:
         """Raise ModelMismatch when vectors exist for this corpus but none from this model;
-        EmbeddingUnavailable when there are none at all."""
+        EmbeddingUnavailable when there are none at all (decided once per generation)."""
+        gen = self.store.generation()
+        with self._lock:
+            error = self._verdict(gen)
+        if error is not None:
+            raise error
+
+    def _known_missing(self, gen: int) -> LayersearchError | None:
+        """A new error saying why this model had no vectors at generation ``gen``, when
+        that was decided; under the lock."""
+        if self._missing is None or self._missing[0] != gen:
+            return None
+        known = self._missing[1]
+        return type(known)(known.message)
+
+    def _verdict(self, gen: int) -> LayersearchError | None:
+        """:meth:`check`'s error at generation ``gen``, or None; under the lock."""
+        known = self._known_missing(gen)
+        if known is not None:
+            return known
         key = self.fingerprint.key()
         stored = self.store.vector_fingerprints(self.corpus)
         if key in stored:
-            return
+            return None
         configured = self.fingerprint.describe()
+        error: LayersearchError
         if stored:
             names = ", ".join(describe_key(k) for k in stored)
-            raise ModelMismatch(
+            error = ModelMismatch(
                 f"stored: {names} — configured: {configured}; run `layersearch embed` with the "
                 "configured model, or configure the stored one"
             )
-        raise EmbeddingUnavailable(
-            f"no vectors stored for {configured} in '{self.corpus}' yet; run `layersearch embed`"
-        )
+        else:
+            error = EmbeddingUnavailable(
+                f"no vectors stored for {configured} in '{self.corpus}' yet; run `layersearch embed`"
+            )
+        self._missing = (gen, error)
+        return type(error)(error.message)
 
     # -- writing --------------------------------------------------------------------------------
 
@@ -252,12 +279,17 @@ class DenseCorpus:
         gen = self.store.generation()
         with self._lock:
             if self._index is None or gen != self._index_gen:
-                ids, matrix = self.store.load_vectors(self.corpus, self.fingerprint.key())
-                if not ids:
-                    # None from this model: say why (another model's, or none yet). Vectors
-                    # found need no check, and a new process's first search reads the
-                    # store once instead of twice (a DuckDB connection is ~15 ms).
-                    self.check()
+                # None from this model: say why (another model's, or none yet), decided
+                # once per generation, so a store without them costs a search nothing.
+                # Vectors found need no check, and a new process's first search reads
+                # the store once instead of twice (a DuckDB connection is ~15 ms).
+                error = self._known_missing(gen)
+                if error is None:
+                    ids, matrix = self.store.load_vectors(self.corpus, self.fingerprint.key())
+                    if not ids:
+                        error = self._verdict(gen)
+                if error is not None:
+                    raise error
                 self._index = VectorIndex(ids, matrix)
                 self._index_gen = gen
             return self._index

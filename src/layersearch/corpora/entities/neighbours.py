@@ -61,10 +61,8 @@ class QuestionWords:
             stored = dense.index()
         except LayersearchError as exc:
             try:
-                entities = self._dense(ENTITY_CORPUS)
-                has_entities = entities.fingerprint.key() in entities.store.vector_fingerprints(
-                    ENTITY_CORPUS
-                )
+                self._dense(ENTITY_CORPUS).check()  # decided once per store generation
+                has_entities = True
             except LayersearchError:
                 has_entities = False
             if has_entities:
