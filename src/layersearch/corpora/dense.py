@@ -157,10 +157,11 @@ class DenseCorpus:
             self._fp = self.embedder.fingerprint
         return self._fp
 
-    def check(self) -> None:
+    def check(self, gen: int | None = None) -> None:
         """Raise ModelMismatch when vectors exist for this corpus but none from this model;
-        EmbeddingUnavailable when there are none at all (decided once per generation)."""
-        gen = self.store.generation()
+        EmbeddingUnavailable when there are none at all (decided once per generation;
+        ``gen``: the store's generation, when the caller has just read it)."""
+        gen = self.store.generation() if gen is None else gen
         with self._lock:
             error = self._verdict(gen)
         if error is not None:
@@ -275,8 +276,10 @@ class DenseCorpus:
 
     # -- reading --------------------------------------------------------------------------------
 
-    def index(self) -> VectorIndex:
-        gen = self.store.generation()
+    def index(self, gen: int | None = None) -> VectorIndex:
+        """This model's vectors in the store at generation ``gen`` (read from the store
+        when not given: a search passes the one its snapshot was taken at)."""
+        gen = self.store.generation() if gen is None else gen
         with self._lock:
             if self._index is None or gen != self._index_gen:
                 # None from this model: say why (another model's, or none yet), decided
@@ -389,12 +392,14 @@ class DenseCorpus:
         allow: Collection[str] | None = None,
         *,
         memories: bool | None = None,
+        gen: int | None = None,
     ) -> list[tuple[str, float]]:
         """Top ``k`` ids by cosine to ``text``'s vector; ``memories``: True ranks the
-        memories (``memory:<n>`` ids) alone, False everything else, None all of it."""
+        memories (``memory:<n>`` ids) alone, False everything else, None all of it;
+        ``gen``: the store generation to rank at (see :meth:`index`)."""
         in_store = getattr(self.store, "search_vectors", None)
         if in_store is None:
-            index = self.index() if memories is None else self._part(memories)
+            index = self.index(gen) if memories is None else self._part(memories, gen)
             return index.search(self.query_vector(text), k, allow)
         # The store ranks in the database (PostgreSQL's HNSW), so nothing is loaded here;
         # the model check runs once per store generation, as the in-memory index does.
@@ -425,10 +430,10 @@ class DenseCorpus:
         )
         return found
 
-    def _part(self, memories: bool) -> VectorIndex:
+    def _part(self, memories: bool, gen: int | None = None) -> VectorIndex:
         """The in-memory index of memories alone, or of everything else: one ranking per
         kind, so that many saved memories cannot crowd entities out of the top k."""
-        index = self.index()
+        index = self.index(gen)
         with self._lock:
             parts = self._parts
             if parts is None or parts[0] is not index:
