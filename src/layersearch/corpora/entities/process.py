@@ -1,6 +1,6 @@
 """Process-wide settings of the entity corpus: garbage collection around loads and
-installed snapshots, the fork threshold of a load's schema-index build, and the pool
-full-text searches run on."""
+installed snapshots, the fork threshold of a load's schema-index build, the pool
+full-text searches run on, and numpy's BLAS threads."""
 
 from __future__ import annotations
 
@@ -13,6 +13,30 @@ from concurrent.futures import ThreadPoolExecutor
 
 _FULLTEXT_POOL: ThreadPoolExecutor | None = None
 _POOL_LOCK = threading.Lock()
+#: Variables by which a user chooses BLAS's thread count (then left as chosen).
+BLAS_THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+_BLAS_DONE = False
+
+
+def one_blas_thread() -> None:
+    """numpy's BLAS on one thread in this process, unless the user chose a count (one of
+    :data:`BLAS_THREAD_VARIABLES` set; the CLI sets ``OPENBLAS_NUM_THREADS`` before numpy
+    loads). Done once, when a store is opened in process.
+
+    A search's matrix products are small (a question's words against a catalog's, a
+    query against stored vectors); with BLAS's default of a thread per core their
+    workers spin on the core the search's next step needs: the lexical Spider search
+    took 5.50 ms p50 with them and 2.37 ms with one thread (``benchmarks/stages.py``,
+    one run each, a shared 2-core host). Without threadpoolctl nothing changes."""
+    global _BLAS_DONE
+    if _BLAS_DONE or any(os.environ.get(v) for v in BLAS_THREAD_VARIABLES):
+        return
+    _BLAS_DONE = True
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:
+        return
+    threadpool_limits(limits=1, user_api="blas")
 
 
 def fulltext_pool() -> ThreadPoolExecutor:
