@@ -5,7 +5,8 @@
         [--questions 300] [--rounds 2] [--out FILE]
 
 A speed change is judged by the ratio of its p50 to the code before it, measured on
-the same host at the same moments: each tree runs in a worker process of its own (its
+the same host at the same moments (and by the process CPU time a search takes, all its
+threads, which the host's other work moves less than wall time): each tree runs in a worker process of its own (its
 ``src`` first on ``PYTHONPATH``) over its own copy of one store, and every question is
 asked of both, one right after the other (which goes first alternates). Each worker
 times ``Layersearch.search`` in process and returns a digest of the response (ids,
@@ -61,10 +62,11 @@ def worker() -> None:
     print(json.dumps({"ready": True}), flush=True)
     for line in sys.stdin:
         kwargs = json.loads(line)
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         resp = ls.search(**kwargs)
         ms = (time.perf_counter() - t0) * 1000
-        print(json.dumps({"ms": ms, "digest": digest(resp)}), flush=True)
+        cpu = (time.process_time() - c0) * 1000
+        print(json.dumps({"ms": ms, "cpu_ms": cpu, "digest": digest(resp)}), flush=True)
     ls.close()
 
 
@@ -171,6 +173,7 @@ def main() -> int:
         for w in workers.values():
             w.ask({"question": q, **extra})
     times: dict[str, list[float]] = {n: [] for n in workers}
+    cpu: dict[str, list[float]] = {n: [] for n in workers}
     differ: list[str] = []
     for r in range(args.rounds):
         for i, q in enumerate(asked):
@@ -178,11 +181,13 @@ def main() -> int:
             got = {n: workers[n].ask({"question": q, **extra}) for n in order}
             for n in order:
                 times[n].append(got[n]["ms"])
+                cpu[n].append(got[n]["cpu_ms"])
             if r == 0 and got["old"]["digest"] != got["new"]["digest"]:
                 differ.append(q)
     for w in workers.values():
         w.close()
     old50, new50 = statistics.median(times["old"]), statistics.median(times["new"])
+    old_cpu, new_cpu = statistics.mean(cpu["old"]), statistics.mean(cpu["new"])
     out = {
         "corpus": args.corpus,
         "memories": args.memories if args.corpus != "spider" else 0,
@@ -194,6 +199,8 @@ def main() -> int:
             for n, ts in times.items()
         },
         "new_over_old_p50": new50 / old50,
+        "cpu_ms_mean": {"old": old_cpu, "new": new_cpu},
+        "new_over_old_cpu": new_cpu / old_cpu,
         "rankings_differ": len(differ),
         "differing_questions": differ[:10],
         "load_average_1m": os.getloadavg()[0],
@@ -206,7 +213,11 @@ def main() -> int:
     for n in ("old", "new"):
         s = out[f"{n}_ms"]
         print(f"{n:<5} {s['p50']:>8.2f} {s['p90']:>8.2f} {s['p99']:>8.2f}")
-    print(f"new / old p50: {out['new_over_old_p50']:.3f}; rankings that differ: {len(differ)}")
+    print(
+        f"new / old p50: {out['new_over_old_p50']:.3f}; CPU per search (all threads, mean) "
+        f"{old_cpu:.2f} -> {new_cpu:.2f} ms ({out['new_over_old_cpu']:.3f}); "
+        f"rankings that differ: {len(differ)}"
+    )
     if args.out:
         args.out.write_text(json.dumps(out, indent=2) + "\n")
     return 1 if differ else 0
