@@ -9,16 +9,18 @@ on its own).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
 import os
 import threading
 import time
 import weakref
-from collections import OrderedDict
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections import OrderedDict, deque
+from collections.abc import Callable, Collection, Generator, Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
+from itertools import islice
 
 import numpy as np
 
@@ -208,35 +210,48 @@ class DenseCorpus:
         batch_size: int = BATCH,
         progress: Progress | None = None,
         prune: bool = True,
+        workers: int | None = None,
     ) -> EmbedReport:
+        """Embed the documents whose text has no vector from this model yet (or another
+        text's), and store them. Batches run on ``workers`` threads at once (default: the
+        embedder's ``bulk_workers``, 1 without it: an in-process model's forward pass
+        runs outside the GIL, so two threads use two cores); vectors are written in
+        order, a transaction per :data:`FLUSH_ROWS` rows or :data:`FLUSH_SECONDS`."""
         docs = list(docs)
         key = self.fingerprint.key()
         stored = self.store.vector_hashes(self.corpus, key)
         todo = [d for d in docs if stored.get(d.id) != content_hash(d.text)]
         # Texts of similar length share a batch: less padding through the model (the
         # Spider catalog: 16 s of CPU instead of 33 s). A text's vector does not depend
-        # on its batch, so the vectors are the ones an unsorted run gives.
+        # on its batch, so the vectors are the ones an unsorted run gives; and a text
+        # several documents hold is embedded once.
         todo.sort(key=lambda d: len(d.text))
+        holders: dict[str, list[DenseDoc]] = {}
+        for d in todo:
+            holders.setdefault(d.text, []).append(d)
+        texts = list(holders)
+        batches = [texts[i : i + batch_size] for i in range(0, len(texts), batch_size)]
+        if workers is None:
+            workers = int(getattr(self.embedder, "bulk_workers", 1))
         done = 0
         failed: list[str] = []
         pending = _Pending()
         if progress:
             progress(0, len(todo))
         try:
-            for start in range(0, len(todo), batch_size):
-                batch = todo[start : start + batch_size]
-                try:
-                    matrix = self.embedder.embed_documents([d.text for d in batch])
-                except EmbeddingUnavailable:
-                    raise
-                except LayersearchError as exc:
-                    failed.extend(f"{d.id}: {exc}" for d in batch)
-                    continue
-                pending.add(batch, matrix)
-                if pending.due():
-                    done += self._write(key, pending)
-                if progress:
-                    progress(done + pending.rows, len(todo))
+            with contextlib.closing(self._embedded(batches, workers)) as embedded:
+                for batch, result in embedded:
+                    rows = [d for t in batch for d in holders[t]]
+                    if isinstance(result, LayersearchError):
+                        failed.extend(f"{d.id}: {result}" for d in rows)
+                        continue
+                    if len(rows) > len(batch):
+                        result = result[[i for i, t in enumerate(batch) for _ in holders[t]]]
+                    pending.add(rows, result)
+                    if pending.due():
+                        done += self._write(key, pending)
+                    if progress:
+                        progress(done + pending.rows, len(todo))
         finally:
             # An interruption (Ctrl-C, a provider that gives up) keeps what was embedded;
             # only a killed process loses the batches not yet written.
@@ -254,6 +269,40 @@ class DenseCorpus:
             pruned=pruned,
             failed=failed,
         )
+
+    def _embedded(
+        self, batches: Sequence[list[str]], workers: int
+    ) -> Generator[tuple[list[str], np.ndarray | LayersearchError], None, None]:
+        """Each batch of texts with its vectors (or the error a provider gave for it), in
+        order, embedded on ``workers`` threads with at most two batches each in flight.
+        EmbeddingUnavailable (and an interruption) is raised, after the running batches
+        finish."""
+
+        def run(batch: list[str]) -> np.ndarray | LayersearchError:
+            try:
+                return self.embedder.embed_documents(batch)
+            except EmbeddingUnavailable:
+                raise
+            except LayersearchError as exc:
+                return exc
+
+        if workers <= 1 or len(batches) <= 1:
+            for batch in batches:
+                yield batch, run(batch)
+            return
+        pool = ThreadPoolExecutor(workers, thread_name_prefix="layersearch-embed-bulk")
+        try:
+            ahead = iter(batches)
+            flight = deque((b, pool.submit(run, b)) for b in islice(ahead, 2 * workers))
+            while flight:
+                batch, future = flight.popleft()
+                result = future.result()
+                following = next(ahead, None)
+                if following is not None:
+                    flight.append((following, pool.submit(run, following)))
+                yield batch, result
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
 
     def _write(self, key: str, pending: _Pending) -> int:
         ids, hashes, matrix = pending.take()
