@@ -645,13 +645,13 @@ class CorpusSearch:
         # memory order and the places only grow, so the memories come out in place
         # order group by group, and the walk stops once a group fills CHANNEL_DEPTH.
         seen: set[str] = set()
+        walked: set[str] = set()  # tables whose memories are all in ``seen`` already
         ranked: list[tuple[str, float]] = []
         for pos, eid in enumerate(entity_ids):
             table = eid if eid in by_table else eid.rsplit(".", 1)[0]
-            for at, mids in (
-                (float(pos), by_tag.get(eid)),
-                (pos + 0.5, by_table.get(table)),
-            ):
+            of_table = None if table in walked else by_table.get(table)
+            walked.add(table)
+            for at, mids in ((float(pos), by_tag.get(eid)), (pos + 0.5, of_table)):
                 if not mids:  # most ranked entities have no memory tagged with them
                     continue
                 group = [m for m in mids if m not in seen]
