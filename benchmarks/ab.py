@@ -100,14 +100,18 @@ class Worker:
         self.proc.wait(60)
 
 
-def build_store(corpus: str, memories: int, embedder: str, workdir: Path) -> tuple[Path, list[str]]:
+def build_store(
+    corpus: str, memories: int, embedder: str, workdir: Path, *, random_vectors: bool = False
+) -> tuple[Path, list[str]]:
     """The store of ``corpus`` (built once, by the tree this script runs from) and its
-    questions."""
+    questions. ``random_vectors``: the entities and memories get random unit vectors
+    under the embedder's fingerprint instead of the model's (the catalog's words are
+    embedded): a search's timing without the embedding of a large corpus."""
     sys.path.insert(0, str(HERE))
     from layersearch import Layersearch
 
     name = corpus.replace(":", "_") + (f"_m{memories}" if corpus != "spider" else "")
-    base = workdir / f"{name}_{embedder}"
+    base = workdir / (f"{name}_{embedder}" + ("_random" if random_vectors else ""))
     store = base / "store.duckdb"
     if corpus == "spider":
         questions = [q["question"] for q in json.loads((SPIDER / "dev.json").read_text())]
@@ -126,10 +130,42 @@ def build_store(corpus: str, memories: int, embedder: str, workdir: Path) -> tup
                 ls.load(SPIDER / "tables.json")
             else:
                 ls.load_catalog(catalog)
-            if embedder != "none":
+            if embedder != "none" and random_vectors:
+                _random_vectors(ls)
+            elif embedder != "none":
                 ls.embed()
         (base / "done").write_text(f"{time.perf_counter() - t0:.1f} s\n")
     return store, questions
+
+
+def _random_vectors(ls: Any) -> None:
+    import numpy as np
+
+    from layersearch.corpora.dense import (
+        ENTITY_CORPUS,
+        DenseDoc,
+        content_hash,
+        entity_docs,
+        memory_text,
+    )
+    from layersearch.corpora.entities.neighbours import WORDS_CORPUS, word_docs
+
+    corpus = ls.corpus()
+    entities = list(corpus.entities.values())
+    docs = entity_docs(entities) + [
+        DenseDoc(m.id, memory_text(m)) for m in corpus.memories.values()
+    ]
+    dense = ls.dense(ENTITY_CORPUS)
+    key, dims = dense.fingerprint.key(), dense.fingerprint.dimensions
+    rng = np.random.default_rng(0)
+    for i in range(0, len(docs), 50_000):
+        part = docs[i : i + 50_000]
+        m = rng.standard_normal((len(part), dims), dtype=np.float32)
+        m /= np.linalg.norm(m, axis=1, keepdims=True)
+        ls.store.upsert_vectors(
+            ENTITY_CORPUS, key, [d.id for d in part], [content_hash(d.text) for d in part], m
+        )
+    ls.dense(WORDS_CORPUS).embed(word_docs(entities))
 
 
 def pct(values: list[float], q: float) -> float:

@@ -3,7 +3,8 @@
 (``--spider``) the round trip on the Spider catalog (166 databases) of three servers
 asked the same questions in turn: the default install (the local model, the store
 embedded), ``--embedder none`` (lexical), and the local model on a store loaded
-without vectors (the dense channel falls back to lexical).
+without vectors (the dense channel falls back to lexical); and a fourth server whose
+search returns a fixed response, the MCP SDK's own round trip (``floor``).
 
     PYTHONPATH=src python benchmarks/mcp_latency.py [--starts 7] [--calls 300]
     PYTHONPATH=src python benchmarks/mcp_latency.py --spider [--questions 300]
@@ -139,7 +140,41 @@ SPIDER_SERVERS = {
     "default": ("dense", None),
     "lexical": ("lexical", "none"),
     "no_vectors": ("lexical_copy", None),
+    # the MCP SDK's own round trip: a server whose search returns a fixed response of
+    # ten hits, through the same tool class
+    "floor": ("", None),
 }
+
+
+def floor_params() -> StdioServerParameters:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(ROOT / "src")
+    return StdioServerParameters(
+        command=sys.executable, args=[str(Path(__file__).resolve()), "--floor-server"], env=env
+    )
+
+
+def floor_server() -> None:
+    """An MCP server over stdio whose ``search`` returns the same ten compact hits."""
+    from mcp.server.mcpserver import MCPServer
+
+    from layersearch.server import _StrictTool
+    from layersearch.types import Hit, SearchResponse
+
+    hits = [
+        Hit(kind="column", id=f"concert_singer.singer.Singer_ID{i}", score=0.02, description="id")
+        for i in range(10)
+    ]
+
+    def search(question: str | None = None) -> SearchResponse:
+        """The same hits for any question."""
+        return SearchResponse(results=hits, warnings=[])
+
+    # (this module's annotations are strings; the SDK reads them from the function)
+    search.__annotations__ = {"question": str | None, "return": SearchResponse}
+
+    tool = _StrictTool.from_function(search, structured_output=True)
+    MCPServer("floor", tools=[tool]).run("stdio")
 
 
 def spider_stores(tmp: Path) -> dict[str, Path]:
@@ -174,7 +209,11 @@ async def spider_main(questions: int) -> dict[str, Any]:
             async with AsyncExitStack() as stack:
                 clients = {}
                 for name, (store, embedder) in SPIDER_SERVERS.items():
-                    server = params(stores[store], embedder=embedder)
+                    server = (
+                        floor_params()
+                        if name == "floor"
+                        else params(stores[store], embedder=embedder)
+                    )
                     clients[name] = await stack.enter_async_context(
                         Client(stdio_client(server, errlog=errlog))
                     )
@@ -186,7 +225,8 @@ async def spider_main(questions: int) -> dict[str, Any]:
                         await clients[name].call_tool("search", {"question": q})
                 times: dict[str, list[float]] = {n: [] for n in names}
                 for i, question in enumerate(asked):
-                    for name in names[i % 3 :] + names[: i % 3]:
+                    turn = i % len(names)
+                    for name in names[turn:] + names[:turn]:
                         t0 = time.perf_counter()
                         result = await clients[name].call_tool("search", {"question": question})
                         times[name].append(time.perf_counter() - t0)
@@ -206,7 +246,7 @@ async def spider_main(questions: int) -> dict[str, Any]:
             for name, ts in times.items()
         },
         "questions": len(asked),
-        "targets_p50_ms": {"default": 6, "lexical": 3, "no_vectors": 6},
+        "targets_p50_ms": {"default": 6, "lexical": 3, "no_vectors": 6, "floor": None},
         "server_stderr": stderr[-2000:],
         "machine": {
             "python": platform.python_version(),
@@ -223,7 +263,7 @@ def spider_report(result: dict[str, Any]) -> str:
         target = result["targets_p50_ms"][name]
         lines.append(
             f"{name:<12} {r['p50_ms']:>8.2f} {r['p95_ms']:>8.2f} {r['p99_ms']:>8.2f} "
-            f"{r['over_lexical_p50']:>10.2f} ≤ {target} ms"
+            f"{r['over_lexical_p50']:>10.2f} " + (f"≤ {target} ms" if target else "(no search)")
         )
     lines.append(
         f"({result['questions']} Spider dev questions per server, one after the other; "
@@ -270,7 +310,11 @@ if __name__ == "__main__":
     ap.add_argument("--spider", action="store_true", help="The three Spider servers instead.")
     ap.add_argument("--questions", type=int, default=300, help="Spider questions per server.")
     ap.add_argument("--out", type=Path, default=None)
+    ap.add_argument("--floor-server", action="store_true", help=argparse.SUPPRESS)
     ns = ap.parse_args()
+    if ns.floor_server:
+        floor_server()
+        sys.exit(0)
     subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / "src")], check=True)
     if ns.spider:
         spider = anyio.run(spider_main, ns.questions)

@@ -80,6 +80,7 @@ def instrument(timer: StageTimer) -> None:
     from layersearch.corpora.entities.service import EntityService
     from layersearch.corpora.entities.vector import VectorSearch
     from layersearch.ranking.coverage import CoverageIndex
+    from layersearch.ranking.fulltext import FullTextIndex
     from layersearch.semantic.canonical import Resolver
 
     stages: list[tuple[Any, str, str]] = [
@@ -89,6 +90,7 @@ def instrument(timer: StageTimer) -> None:
         (VectorSearch, "words", "dense: words reader"),
         (Resolver, "resolve", "resolve named entities"),
         (CorpusSearch, "_lexical", "lexical: submit full text, join it"),
+        (FullTextIndex, "search", "full text (on this thread below 250k documents)"),
         (QuestionWords, "_bridges", "word readings (embedder)"),
         (search_mod, "static_bridges", "word readings (shipped vectors)"),
         (DenseCorpus, "document_vectors", "word readings: embed new words"),
@@ -122,10 +124,17 @@ def main() -> int:
         default="wall",
         help="cpu: the calling thread's CPU time (waits and other threads' work left out).",
     )
+    ap.add_argument(
+        "--random-vectors",
+        action="store_true",
+        help="Random stored vectors (timing only: no hour of embedding at 100k).",
+    )
     ap.add_argument("--out", type=Path)
     args = ap.parse_args()
     clock = time.perf_counter if args.clock == "wall" else time.thread_time
-    store, questions = build_store(args.corpus, args.memories, args.embedder, args.workdir)
+    store, questions = build_store(
+        args.corpus, args.memories, args.embedder, args.workdir, random_vectors=args.random_vectors
+    )
     from layersearch import Layersearch
 
     ls = Layersearch(store, embedder=args.embedder, create=False)
@@ -150,12 +159,15 @@ def main() -> int:
         "memories": args.memories if args.corpus != "spider" else 0,
         "embedder": args.embedder,
         "clock": args.clock,
+        "random_vectors": args.random_vectors,
         "questions": n,
         "search_p50_ms": statistics.median(timed) * 1000,
         "timed_mean_ms": total / n * 1000,
         "stages_ms": {label: own / n * 1000 for label, own in rows},
         "load_average_1m": os.getloadavg()[0],
     }
+    if args.out:
+        args.out.write_text(json.dumps(out, indent=2) + "\n")
     print(
         f"{args.corpus} ({out['memories']} memories), embedder {args.embedder}, "
         f"{args.clock} clock: search p50 {out['search_p50_ms']:.2f} ms, "
@@ -164,8 +176,6 @@ def main() -> int:
     print(f"{'stage':<48} {'ms':>6} {'share':>6}")
     for label, own in rows:
         print(f"{label:<48} {own / n * 1000:>6.3f} {own / total:>6.1%}")
-    if args.out:
-        args.out.write_text(json.dumps(out, indent=2) + "\n")
     return 0
 
 
