@@ -1,10 +1,17 @@
 """MCP server latency: cold start of `layersearch serve` to a listed tool, and the
-`search` round trip over stdio, on the bundled sample semantic layer (models/).
+`search` round trip over stdio, on the bundled sample semantic layer (models/); and
+(``--spider``) the round trip on the Spider catalog (166 databases) of three servers
+asked the same questions in turn: the default install (the local model, the store
+embedded), ``--embedder none`` (lexical), and the local model on a store loaded
+without vectors (the dense channel falls back to lexical); and a fourth server whose
+search returns a fixed response, the MCP SDK's own round trip (``floor``).
 
     PYTHONPATH=src python benchmarks/mcp_latency.py [--starts 7] [--calls 300]
+    PYTHONPATH=src python benchmarks/mcp_latency.py --spider [--questions 300]
 
-Prints a table and writes benchmarks/results/mcp_latency.json. Times are wall
-clock as a client sees them: the client's own imports happen before the clock starts.
+Prints a table and writes benchmarks/results/mcp_latency.json (``--spider``:
+mcp_spider.json). Times are wall clock as a client sees them: the client's own
+imports happen before the clock starts.
 """
 
 from __future__ import annotations
@@ -14,6 +21,7 @@ import json
 import os
 import platform
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -28,6 +36,8 @@ from mcp.client.stdio import stdio_client
 ROOT = Path(__file__).resolve().parents[1]
 MODELS = ROOT / "models"
 RESULTS = ROOT / "benchmarks" / "results" / "mcp_latency.json"
+SPIDER_RESULTS = ROOT / "benchmarks" / "results" / "mcp_spider.json"
+SPIDER = Path(os.environ.get("SPIDER_DIR", "/work/shared/data/spider"))
 
 SEARCHES: list[dict[str, Any]] = [
     {"question": "monthly revenue by store"},
@@ -38,13 +48,15 @@ SEARCHES: list[dict[str, Any]] = [
 ]
 
 
-def params(store: Path, *extra: str) -> StdioServerParameters:
+def params(store: Path, *extra: str, embedder: str | None = None) -> StdioServerParameters:
     env = dict(os.environ)
     env["PYTHONPATH"] = str(ROOT / "src")
     env.pop("LAYERSEARCH_CONFIG", None)
+    env.pop("LAYERSEARCH_EMBEDDER", None)
+    chosen = [] if embedder is None else ["--embedder", embedder]
     return StdioServerParameters(
         command=sys.executable,
-        args=["-m", "layersearch", "--store", str(store), "serve", *extra],
+        args=["-m", "layersearch", "--store", str(store), *chosen, "serve", *extra],
         env=env,
     )
 
@@ -123,6 +135,143 @@ async def main(starts: int, calls: int) -> dict[str, Any]:
     }
 
 
+#: The Spider servers: name → (store, --embedder; None: the default install's choice).
+SPIDER_SERVERS = {
+    "default": ("dense", None),
+    "lexical": ("lexical", "none"),
+    "no_vectors": ("lexical_copy", None),
+    # the MCP SDK's own round trip: a server whose search returns a fixed response of
+    # ten hits, through the same tool class
+    "floor": ("", None),
+}
+
+
+def floor_params() -> StdioServerParameters:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(ROOT / "src")
+    return StdioServerParameters(
+        command=sys.executable, args=[str(Path(__file__).resolve()), "--floor-server"], env=env
+    )
+
+
+def floor_server() -> None:
+    """An MCP server over stdio whose ``search`` returns the same ten compact hits."""
+    from mcp.server.mcpserver import MCPServer
+
+    from layersearch.server import _StrictTool
+    from layersearch.types import Hit, SearchResponse
+
+    hits = [
+        Hit(kind="column", id=f"concert_singer.singer.Singer_ID{i}", score=0.02, description="id")
+        for i in range(10)
+    ]
+
+    def search(question: str | None = None) -> SearchResponse:
+        """The same hits for any question."""
+        return SearchResponse(results=hits, warnings=[])
+
+    # (this module's annotations are strings; the SDK reads them from the function)
+    search.__annotations__ = {"question": str | None, "return": SearchResponse}
+
+    tool = _StrictTool.from_function(search, structured_output=True)
+    MCPServer("floor", tools=[tool]).run("stdio")
+
+
+def spider_stores(tmp: Path) -> dict[str, Path]:
+    """The Spider catalog loaded twice (not timed): embedded by the local model, and
+    loaded without vectors (with a copy, so that no two servers share a store)."""
+    import shutil
+
+    from layersearch import Layersearch
+
+    stores = {}
+    for name, embedder in (("dense", "local"), ("lexical", "none")):
+        path = tmp / name / "store.duckdb"
+        with Layersearch(path, embedder=embedder) as ls:
+            ls.load(SPIDER / "tables.json")
+            if embedder != "none":
+                ls.embed()
+        stores[name] = path
+    shutil.copytree(tmp / "lexical", tmp / "lexical_copy")
+    stores["lexical_copy"] = tmp / "lexical_copy" / "store.duckdb"
+    return stores
+
+
+async def spider_main(questions: int) -> dict[str, Any]:
+    """Each question asked of every server in turn (the order rotates per question), so
+    the servers share the host's load; p50/p95/p99 per server and their ratios."""
+    from contextlib import AsyncExitStack
+
+    asked = [q["question"] for q in json.loads((SPIDER / "dev.json").read_text())][:questions]
+    with tempfile.TemporaryDirectory(prefix="ls-bench-") as tmp:
+        stores = spider_stores(Path(tmp))
+        with (Path(tmp) / "stderr.log").open("w") as errlog:
+            async with AsyncExitStack() as stack:
+                clients = {}
+                for name, (store, embedder) in SPIDER_SERVERS.items():
+                    server = (
+                        floor_params()
+                        if name == "floor"
+                        else params(stores[store], embedder=embedder)
+                    )
+                    clients[name] = await stack.enter_async_context(
+                        Client(stdio_client(server, errlog=errlog))
+                    )
+                    await clients[name].list_tools()
+                names = list(clients)
+                warnings: dict[str, set[str]] = {n: set() for n in names}
+                for name in names:  # warm-up: every server answers a first question
+                    for q in ("warm up", "how many singers are there"):
+                        await clients[name].call_tool("search", {"question": q})
+                times: dict[str, list[float]] = {n: [] for n in names}
+                for i, question in enumerate(asked):
+                    turn = i % len(names)
+                    for name in names[turn:] + names[:turn]:
+                        t0 = time.perf_counter()
+                        result = await clients[name].call_tool("search", {"question": question})
+                        times[name].append(time.perf_counter() - t0)
+                        assert not result.is_error, result.content
+                        warnings[name].update((result.structured_content or {}).get("warnings", []))
+            stderr = (Path(tmp) / "stderr.log").read_text()
+    lexical = statistics.median(times["lexical"])
+    return {
+        "servers": {
+            name: {
+                "p50_ms": pct(ts, 0.50) * 1000,
+                "p95_ms": pct(ts, 0.95) * 1000,
+                "p99_ms": pct(ts, 0.99) * 1000,
+                "over_lexical_p50": statistics.median(ts) / lexical,
+                "warnings": sorted(warnings[name]),
+            }
+            for name, ts in times.items()
+        },
+        "questions": len(asked),
+        "targets_p50_ms": {"default": 6, "lexical": 3, "no_vectors": 6, "floor": None},
+        "server_stderr": stderr[-2000:],
+        "machine": {
+            "python": platform.python_version(),
+            "cpus": os.cpu_count(),
+            "load_average_1m": os.getloadavg()[0],
+        },
+    }
+
+
+def spider_report(result: dict[str, Any]) -> str:
+    lines = [f"{'server':<12} {'p50 ms':>8} {'p95 ms':>8} {'p99 ms':>8} {'× lexical':>10} target"]
+    lines.append("-" * 60)
+    for name, r in result["servers"].items():
+        target = result["targets_p50_ms"][name]
+        lines.append(
+            f"{name:<12} {r['p50_ms']:>8.2f} {r['p95_ms']:>8.2f} {r['p99_ms']:>8.2f} "
+            f"{r['over_lexical_p50']:>10.2f} " + (f"≤ {target} ms" if target else "(no search)")
+        )
+    lines.append(
+        f"({result['questions']} Spider dev questions per server, one after the other; "
+        f"load {result['machine']['load_average_1m']:.1f})"
+    )
+    return "\n".join(lines)
+
+
 def report(result: dict[str, Any]) -> str:
     cs, fs, rt = (
         result["cold_start_to_list_tools_s"],
@@ -158,9 +307,26 @@ if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--starts", type=int, default=7)
     ap.add_argument("--calls", type=int, default=300)
+    ap.add_argument("--spider", action="store_true", help="The three Spider servers instead.")
+    ap.add_argument("--questions", type=int, default=300, help="Spider questions per server.")
+    ap.add_argument("--out", type=Path, default=None)
+    ap.add_argument("--floor-server", action="store_true", help=argparse.SUPPRESS)
     ns = ap.parse_args()
+    if ns.floor_server:
+        floor_server()
+        sys.exit(0)
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / "src")], check=True)
+    if ns.spider:
+        spider = anyio.run(spider_main, ns.questions)
+        out_path = ns.out or SPIDER_RESULTS
+        out_path.parent.mkdir(parents=True, exist_ok=True)
+        out_path.write_text(json.dumps(spider, indent=2) + "\n")
+        print(spider_report(spider))
+        print(f"wrote {out_path}")
+        sys.exit(0)
     out = anyio.run(main, ns.starts, ns.calls)
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps(out, indent=2) + "\n")
+    out_path = ns.out or RESULTS
+    out_path.parent.mkdir(parents=True, exist_ok=True)
+    out_path.write_text(json.dumps(out, indent=2) + "\n")
     print(report(out))
-    print(f"wrote {RESULTS.relative_to(ROOT)}")
+    print(f"wrote {out_path}")

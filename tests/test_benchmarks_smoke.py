@@ -152,3 +152,44 @@ def test_fairness_benchmark_tiny_writes_json(tmp_path: Path) -> None:
     assert not data["unexpected_errors"]
     assert {"ratio_within", "every_call_within_budget"} <= data["checks"].keys()
     assert "plain p50 beside hostile / alone" in proc.stdout
+
+
+def _spider_env(tmp_path: Path) -> dict[str, str]:
+    from tests.support import shared_data
+
+    spider = shared_data() / "spider"
+    if not (spider / "tables.json").exists():
+        pytest.skip(f"no Spider data at {spider}")
+    return {**os.environ, "PYTHONPATH": str(ROOT / "src"), "SPIDER_DIR": str(spider)}
+
+
+def test_speed_guard_records_then_compares(tmp_path: Path) -> None:
+    env = _spider_env(tmp_path)
+    recorded = tmp_path / "guard.json"
+    guard = [sys.executable, str(BENCH / "guard.py"), "--quick", "--questions", "5"]
+    guard += ["--workdir", str(tmp_path / "work"), "--against", str(recorded)]
+    first = subprocess.run(
+        [*guard, "--record"], env=env, capture_output=True, text=True, timeout=600
+    )
+    assert first.returncode == 0, first.stderr[-2000:]
+    data = json.loads(recorded.read_text())["workloads"]["spider_lexical"]
+    assert {"search_p50_ms", "reference_p50_ms", "figure", "cpu_figure"} <= data.keys()
+    # a run slower than the record by more than 20% is flagged (here: a record 10x faster)
+    fast = json.loads(recorded.read_text())
+    for key in ("figure", "cpu_figure"):
+        fast["workloads"]["spider_lexical"][key] /= 10
+    recorded.write_text(json.dumps(fast))
+    second = subprocess.run(guard, env=env, capture_output=True, text=True, timeout=600)
+    assert second.returncode == 1 and "SLOWER (wall, cpu)" in second.stdout, second.stdout
+
+
+def test_ab_compares_two_trees_and_their_rankings(tmp_path: Path) -> None:
+    env = _spider_env(tmp_path)
+    out = tmp_path / "ab.json"
+    ab = [sys.executable, str(BENCH / "ab.py"), "--old", str(ROOT / "src"), "--questions", "4"]
+    ab += ["--rounds", "1", "--warmup", "2", "--workdir", str(tmp_path / "work"), "--out", str(out)]
+    proc = subprocess.run(ab, env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    data = json.loads(out.read_text())
+    assert data["rankings_differ"] == 0 and data["searches_per_tree"] == 4
+    assert data["old_ms"]["p50"] > 0 and data["new_ms"]["p50"] > 0

@@ -67,6 +67,43 @@ def test_vector_channel_runs_after_embed(tmp_path: Path) -> None:
     ls.close()
 
 
+def test_a_store_without_vectors_is_asked_once_per_generation(tmp_path: Path) -> None:
+    """Served by a model without its vectors, a search falls back to the lexical channels
+    at their cost: that the vectors are missing is decided once per store generation, not
+    read from the store by every search; writing vectors moves the generation."""
+    store = tmp_path / "s.duckdb"
+    lexical = Layersearch(store, embedder="none")
+    lexical.load(MINI)
+    ls = Layersearch(store, embedder="fake")
+    reads: list[str] = []
+    for name in ("load_vectors", "vector_fingerprints", "entity_vector_coverage"):
+        method = getattr(ls.store, name)
+
+        def counted(*args, _name=name, _method=method):  # type: ignore[no-untyped-def]
+            reads.append(_name)
+            return _method(*args)
+
+        setattr(ls.store, name, counted)
+    questions = ["tax on orders", "revenue by store", "customers by country"]
+    first = ls.search(question=questions[0])
+    assert reads, "the first search finds out"
+    reads.clear()
+    for q in questions * 2:
+        resp = ls.search(question=q)
+        assert resp.warnings == [
+            "embedding unavailable: no vectors stored for fake/hashing-v1 (256) in "
+            "'entities' yet; run `layersearch embed`"
+        ]
+        assert resp.results == lexical.search(question=q).results
+    assert reads == [], "later searches read nothing about vectors from the store"
+    assert first.results == lexical.search(question=questions[0]).results
+    ls.embed()
+    after = ls.search(question="tax on orders", explain=True)
+    assert "vector" in channels_of(after) and after.warnings == []
+    lexical.close()
+    ls.close()
+
+
 def test_unchanged_corpus_is_never_embedded_again(tmp_path: Path) -> None:
     emb = Counting(FakeEmbedder())
     ls = Layersearch(tmp_path / "s.duckdb", embedder=emb)  # type: ignore[arg-type]
@@ -325,4 +362,66 @@ def test_interrupted_embedding_keeps_the_unwritten_batches(tmp_path: Path) -> No
     with pytest.raises(KeyboardInterrupt):
         ls.dense().embed(docs, batch_size=5)
     assert len(ls.store.vector_hashes("entities", emb.fingerprint.key())) == 15
+    ls.close()
+
+
+class Threaded(Counting):
+    """Counting, embedding batches on two threads at once (as the local model does)."""
+
+    bulk_workers = 2
+
+    def __init__(self, inner: FakeEmbedder, **kwargs) -> None:  # type: ignore[no-untyped-def]
+        import threading
+
+        super().__init__(inner, **kwargs)
+        self.threads: set[str] = set()
+        self.texts: list[str] = []
+        self._lock = threading.Lock()
+
+    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        import threading
+
+        with self._lock:
+            self.threads.add(threading.current_thread().name)
+            self.texts.extend(texts)
+        return super().embed_documents(texts)
+
+
+def test_batches_embed_on_two_threads_and_each_text_once(tmp_path: Path) -> None:
+    from layersearch.corpora.dense import DenseDoc
+
+    docs = [DenseDoc(f"d{i}", f"text {i % 40} " + "word " * (i % 7)) for i in range(200)]
+    emb = Threaded(FakeEmbedder())
+    ls = Layersearch(tmp_path / "s.duckdb", embedder=emb)  # type: ignore[arg-type]
+    seen: list[tuple[int, int]] = []
+    report = ls.dense().embed(docs, batch_size=8, progress=lambda d, t: seen.append((d, t)))
+    assert report.embedded == 200 and report.failed == []
+    assert len(emb.threads) == 2 and all(
+        t.startswith("layersearch-embed-bulk") for t in emb.threads
+    )
+    distinct = {d.text for d in docs}
+    assert sorted(emb.texts) == sorted(distinct), "a text several documents hold is embedded once"
+    assert [d for d, _ in seen] == sorted(d for d, _ in seen) and seen[-1] == (200, 200)
+    ids, matrix = ls.store.load_vectors("entities", FakeEmbedder().fingerprint.key())
+    want = {d.id: FakeEmbedder().embed_documents([d.text])[0] for d in docs}
+    assert ids == sorted(want) and all(
+        np.array_equal(matrix[i], want[j]) for i, j in enumerate(ids)
+    )
+    ls.close()
+
+
+def test_an_interrupted_threaded_embedding_resumes(tmp_path: Path) -> None:
+    from layersearch.corpora.dense import DenseDoc
+
+    docs = [DenseDoc(f"d{i}", f"text number {i}") for i in range(120)]
+    emb = Threaded(FakeEmbedder(), fail_after=6)
+    ls = Layersearch(tmp_path / "s.duckdb", embedder=emb)  # type: ignore[arg-type]
+    with pytest.raises(KeyboardInterrupt):
+        ls.dense().embed(docs, batch_size=8)
+    kept = len(ls.store.vector_hashes("entities", FakeEmbedder().fingerprint.key()))
+    # the batches finished before the interruption were written (up to six of eight)
+    assert 0 < kept <= 6 * 8 and kept % 8 == 0
+    emb.fail_after = None
+    again = ls.dense().embed(docs, batch_size=8)
+    assert again.unchanged == kept and again.embedded == 120 - kept
     ls.close()

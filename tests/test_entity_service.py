@@ -57,3 +57,43 @@ def test_the_facade_hands_out_the_entity_service(ls: Layersearch) -> None:
     assert ls.corpus() is ls.entities.corpus()
     saved = ls.save_memory("Revenue excludes refunds", entities=["shop.orders"])
     assert ls.entities.get_memory(saved.id) == saved
+
+
+def test_a_small_full_text_index_is_searched_on_the_calling_thread(
+    ls: Layersearch, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Below ``FULLTEXT_THREAD_MIN_DOCS`` documents full text ranks before the schema
+    channel on the searching thread; from it, on a worker beside it: the same hits."""
+    import threading
+
+    from layersearch.corpora.entities import process
+    from layersearch.ranking.fulltext import FullTextIndex
+
+    ls.save_memory("Revenue excludes refunds", entities=["shop.orders"])
+    threads: list[str] = []
+    search = FullTextIndex.search
+
+    def recorded(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        threads.append(threading.current_thread().name)
+        return search(self, *args, **kwargs)
+
+    monkeypatch.setattr(FullTextIndex, "search", recorded)
+    here = ls.search(question="order revenue", explain=True)
+    assert threads == [threading.current_thread().name] * 2  # entities, then memories
+    threads.clear()
+    monkeypatch.setattr(process, "FULLTEXT_THREAD_MIN_DOCS", 0)
+    beside = ls.search(question="order revenue", explain=True)
+    assert len(threads) == 2 and all(t.startswith("layersearch-fulltext") for t in threads)
+    assert beside == here
+
+
+def test_a_full_text_error_on_the_calling_thread_waits_for_its_result() -> None:
+    from layersearch.corpora.entities.process import fulltext_future
+
+    def fails() -> None:
+        raise ValueError("index gone")
+
+    pending = fulltext_future(1, fails)
+    with pytest.raises(ValueError, match="index gone"):
+        pending.result()
+    assert fulltext_future(1, lambda x: x + 1, 41).result() == 42

@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
+from pathlib import Path
+
+import pytest
 
 import layersearch
+from layersearch.corpora.entities.process import BLAS_THREAD_VARIABLES
 from tests.support import ROOT
 
 EXPECTED = {
@@ -77,3 +82,28 @@ def test_import_layersearch_is_light() -> None:
     mods = _modules_after("import layersearch")
     top = {m.split(".")[0] for m in mods}
     assert not (HEAVY | {"tantivy", "numpy", "pydantic", "rich", "click"}) & top
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("chosen", "expected"), [(None, 1), ("2", 2)])
+def test_opening_a_store_runs_blas_on_one_thread_unless_chosen(
+    tmp_path: Path, chosen: str | None, expected: int
+) -> None:
+    """A search's matrix products are small: BLAS's spinning workers only slow it, so a
+    process that opens a store runs BLAS on one thread, unless the user chose a count."""
+    pytest.importorskip("threadpoolctl")
+    code = (
+        "import json, numpy, threadpoolctl\n"
+        "from layersearch import Layersearch\n"
+        f"Layersearch({str(tmp_path / 's.duckdb')!r}).close()\n"
+        "print(json.dumps(sorted({i['num_threads'] for i in threadpoolctl.threadpool_info()"
+        " if i['user_api'] == 'blas'})))"
+    )
+    env = {k: v for k, v in os.environ.items() if k not in BLAS_THREAD_VARIABLES}
+    if chosen is not None:
+        env["OPENBLAS_NUM_THREADS"] = chosen
+    env["PYTHONPATH"] = str(ROOT / "src")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert out.returncode == 0, out.stderr
+    threads = json.loads(out.stdout)
+    assert threads in ([expected], []), threads  # [] : numpy without a BLAS threadpoolctl knows

@@ -470,11 +470,15 @@ def test_scoped_search_lists_the_tables_its_words_did_not_reach(tmp_path: Path) 
 def test_full_text_runs_beside_the_schema_channel_and_its_errors_reach_the_caller(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Full text ranks on a worker thread while the schema channel ranks: the answer is the
-    one of running them in turn, and a failure on the worker is the search's failure."""
+    """Full text of a large index ranks on a worker thread while the schema channel ranks
+    (here any index: ``FULLTEXT_THREAD_MIN_DOCS`` set to 0): the answer is the one of
+    running them in turn, and a failure on the worker is the search's failure."""
     import threading
 
+    from layersearch.corpora.entities import process
     from layersearch.errors import StoreError
+
+    monkeypatch.setattr(process, "FULLTEXT_THREAD_MIN_DOCS", 0)
 
     ls = Layersearch(tmp_path / "s.duckdb")
     ls.load(MODELS)
@@ -505,11 +509,16 @@ def test_full_text_runs_beside_the_schema_channel_and_its_errors_reach_the_calle
 
 
 @pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="needs fork")
-def test_a_forked_child_searches_with_workers_of_its_own(tmp_path: Path) -> None:
+def test_a_forked_child_searches_with_workers_of_its_own(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The full-text workers are threads: a child forked after the parent searched has none
     of them, and must start its own rather than queue work nobody runs."""
     import multiprocessing
 
+    from layersearch.corpora.entities import process
+
+    monkeypatch.setattr(process, "FULLTEXT_THREAD_MIN_DOCS", 0)  # workers for any index
     ls = Layersearch(tmp_path / "s.duckdb")
     ls.load(MODELS)
     want = [h.id for h in ls.search(question="store revenue").results]

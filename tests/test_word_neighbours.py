@@ -124,6 +124,38 @@ def test_search_reads_question_words_in_their_catalog_synonyms(tmp_path: Path) -
         assert len(emb.documents) == embedded, "a question word is embedded once"
 
 
+def test_a_question_word_the_catalog_holds_takes_its_stored_vector(tmp_path: Path) -> None:
+    """A question word that is a catalog word has its vector stored (``layersearch
+    embed``): it is read from there, not embedded again, and reads the same."""
+    from layersearch.corpora.dense import DenseCorpus
+    from layersearch.corpora.entities.neighbours import WORDS_CORPUS
+
+    emb = synonyms()
+    with Layersearch(tmp_path / "s.duckdb", embedder=emb) as ls:  # type: ignore[arg-type]
+        ls.load(hr_layer(tmp_path))
+        ls.embed()
+        emb.documents.clear()
+        asked = "budget of each department head by age"
+        resp = ls.search(question=asked, explain=True)
+        assert emb.documents == [], "budget, department, head and age are catalog words"
+        ls.search(question="the xdivs budget")
+        assert emb.documents == ["xdivs"], "only the word the catalog lacks is embedded"
+        # the readings equal those of the words embedded afresh
+        stored = ls.dense(WORDS_CORPUS).index()
+        index = ls.corpus().coverage(None)
+        read = ls.entities.vectors.words(ls.entities.request(question=asked), [])
+        assert read is not None
+        fresh = DenseCorpus(ls.store, WORDS_CORPUS, emb)  # type: ignore[arg-type]
+        from layersearch.ranking.analyzer import read_words
+        from layersearch.ranking.neighbours import WordSpace
+
+        words = read_words(asked)
+        space = WordSpace(stored.ids, np.stack([stored.vector(i) for i in stored.ids]), index.vocab)
+        vectors = fresh.document_vectors([raw for raw, _ in words])
+        assert read(index, asked) == space.bridges([key for _, key in words], vectors)
+        assert resp.results
+
+
 def test_a_store_embedded_without_word_vectors_warns_and_still_searches(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

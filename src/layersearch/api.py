@@ -26,7 +26,7 @@ from layersearch.corpora.entities.memories import (
     check_query,
     memory_identity,
 )
-from layersearch.corpora.entities.process import FORK_MIN_ENTITIES
+from layersearch.corpora.entities.process import FORK_MIN_ENTITIES, one_blas_thread
 from layersearch.corpora.entities.service import EntityService
 from layersearch.corpora.entities.vector import ENTITY_CORPUS, NO_EMBEDDER
 from layersearch.errors import ConfigError, EmbeddingUnavailable
@@ -111,6 +111,7 @@ class Layersearch:
         embedder_config: dict[str, Any] | None = None,
     ):
         self._tmp: tempfile.TemporaryDirectory[str] | None = None
+        one_blas_thread()
         if isinstance(store, Store):
             self.store = store
         else:

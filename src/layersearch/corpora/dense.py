@@ -9,16 +9,18 @@ on its own).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
 import os
 import threading
 import time
 import weakref
-from collections import OrderedDict
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections import OrderedDict, deque
+from collections.abc import Callable, Collection, Generator, Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
+from itertools import islice
 
 import numpy as np
 
@@ -133,6 +135,10 @@ class DenseCorpus:
         self._index_gen = -1
         self._parts: tuple[VectorIndex, dict[bool, VectorIndex]] | None = None
         self._checked_gen = -1
+        #: (store generation, why this model has no vectors here then): decided once per
+        #: generation (every write of vectors moves it), so a search served without
+        #: vectors reads nothing from the store
+        self._missing: tuple[int, LayersearchError] | None = None
         self._queries: OrderedDict[str, np.ndarray] = OrderedDict()
         self._texts: OrderedDict[str, np.ndarray] = OrderedDict()
         self._pending: dict[str, Future[np.ndarray]] = {}
@@ -153,30 +159,56 @@ class DenseCorpus:
             self._fp = self.embedder.fingerprint
         return self._fp
 
-    def check(self) -> None:
+    def check(self, gen: int | None = None) -> None:
         """Raise ModelMismatch when vectors exist for this corpus but none from this model;
         EmbeddingUnavailable when there are none at all, or when the embedder cannot run
-        here (saying which extra to install)."""
+        here (saying which extra to install); decided once per generation (``gen``: the
+        store's generation, when the caller has just read it)."""
+        gen = self.store.generation() if gen is None else gen
+        with self._lock:
+            error = self._verdict(gen)
+        if error is not None:
+            raise error
+
+    def _known_missing(self, gen: int) -> LayersearchError | None:
+        """A new error saying why this model had no vectors at generation ``gen``, when
+        that was decided; under the lock."""
+        if self._missing is None or self._missing[0] != gen:
+            return None
+        known = self._missing[1]
+        return type(known)(known.message)
+
+    def _verdict(self, gen: int) -> LayersearchError | None:
+        """:meth:`check`'s error at generation ``gen``, or None; under the lock."""
+        known = self._known_missing(gen)
+        if known is not None:
+            return known
         key = self.fingerprint.key()
         stored = self.store.vector_fingerprints(self.corpus)
         if key in stored:
-            return
+            return None
         # An embedder that cannot run here (its extra not installed) is the first thing to
         # fix: `layersearch embed` would fail on it too.
         missing = getattr(self.embedder, "unavailable", None)
         reason = missing() if missing is not None else None
         if reason:
-            raise EmbeddingUnavailable(reason)
+            unavailable = EmbeddingUnavailable(reason)
+            self._missing = (gen, unavailable)
+            return EmbeddingUnavailable(reason)
         configured = self.fingerprint.describe()
+        error: LayersearchError
         if stored:
             names = ", ".join(describe_key(k) for k in stored)
-            raise ModelMismatch(
+            error = ModelMismatch(
                 f"stored: {names} — configured: {configured}; run `layersearch embed` with the "
                 "configured model, or configure the stored one"
             )
-        raise EmbeddingUnavailable(
-            f"no vectors stored for {configured} in '{self.corpus}' yet; run `layersearch embed`"
-        )
+        else:
+            error = EmbeddingUnavailable(
+                f"no vectors stored for {configured} in '{self.corpus}' yet; run `layersearch embed`"
+            )
+        self._missing = (gen, error)
+        return type(error)(error.message)
 
     # -- writing --------------------------------------------------------------------------------
 
@@ -187,35 +219,48 @@ class DenseCorpus:
         batch_size: int = BATCH,
         progress: Progress | None = None,
         prune: bool = True,
+        workers: int | None = None,
     ) -> EmbedReport:
+        """Embed the documents whose text has no vector from this model yet (or another
+        text's), and store them. Batches run on ``workers`` threads at once (default: the
+        embedder's ``bulk_workers``, 1 without it: an in-process model's forward pass
+        runs outside the GIL, so two threads use two cores); vectors are written in
+        order, a transaction per :data:`FLUSH_ROWS` rows or :data:`FLUSH_SECONDS`."""
         docs = list(docs)
         key = self.fingerprint.key()
         stored = self.store.vector_hashes(self.corpus, key)
         todo = [d for d in docs if stored.get(d.id) != content_hash(d.text)]
         # Texts of similar length share a batch: less padding through the model (the
         # Spider catalog: 16 s of CPU instead of 33 s). A text's vector does not depend
-        # on its batch, so the vectors are the ones an unsorted run gives.
+        # on its batch, so the vectors are the ones an unsorted run gives; and a text
+        # several documents hold is embedded once.
         todo.sort(key=lambda d: len(d.text))
+        holders: dict[str, list[DenseDoc]] = {}
+        for d in todo:
+            holders.setdefault(d.text, []).append(d)
+        texts = list(holders)
+        batches = [texts[i : i + batch_size] for i in range(0, len(texts), batch_size)]
+        if workers is None:
+            workers = int(getattr(self.embedder, "bulk_workers", 1))
         done = 0
         failed: list[str] = []
         pending = _Pending()
         if progress:
             progress(0, len(todo))
         try:
-            for start in range(0, len(todo), batch_size):
-                batch = todo[start : start + batch_size]
-                try:
-                    matrix = self.embedder.embed_documents([d.text for d in batch])
-                except EmbeddingUnavailable:
-                    raise
-                except LayersearchError as exc:
-                    failed.extend(f"{d.id}: {exc}" for d in batch)
-                    continue
-                pending.add(batch, matrix)
-                if pending.due():
-                    done += self._write(key, pending)
-                if progress:
-                    progress(done + pending.rows, len(todo))
+            with contextlib.closing(self._embedded(batches, workers)) as embedded:
+                for batch, result in embedded:
+                    rows = [d for t in batch for d in holders[t]]
+                    if isinstance(result, LayersearchError):
+                        failed.extend(f"{d.id}: {result}" for d in rows)
+                        continue
+                    if len(rows) > len(batch):
+                        result = result[[i for i, t in enumerate(batch) for _ in holders[t]]]
+                    pending.add(rows, result)
+                    if pending.due():
+                        done += self._write(key, pending)
+                    if progress:
+                        progress(done + pending.rows, len(todo))
         finally:
             # An interruption (Ctrl-C, a provider that gives up) keeps what was embedded;
             # only a killed process loses the batches not yet written.
@@ -233,6 +278,40 @@ class DenseCorpus:
             pruned=pruned,
             failed=failed,
         )
+
+    def _embedded(
+        self, batches: Sequence[list[str]], workers: int
+    ) -> Generator[tuple[list[str], np.ndarray | LayersearchError], None, None]:
+        """Each batch of texts with its vectors (or the error a provider gave for it), in
+        order, embedded on ``workers`` threads with at most two batches each in flight.
+        EmbeddingUnavailable (and an interruption) is raised, after the running batches
+        finish."""
+
+        def run(batch: list[str]) -> np.ndarray | LayersearchError:
+            try:
+                return self.embedder.embed_documents(batch)
+            except EmbeddingUnavailable:
+                raise
+            except LayersearchError as exc:
+                return exc
+
+        if workers <= 1 or len(batches) <= 1:
+            for batch in batches:
+                yield batch, run(batch)
+            return
+        pool = ThreadPoolExecutor(workers, thread_name_prefix="layersearch-embed-bulk")
+        try:
+            ahead = iter(batches)
+            flight = deque((b, pool.submit(run, b)) for b in islice(ahead, 2 * workers))
+            while flight:
+                batch, future = flight.popleft()
+                result = future.result()
+                following = next(ahead, None)
+                if following is not None:
+                    flight.append((following, pool.submit(run, following)))
+                yield batch, result
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
 
     def _write(self, key: str, pending: _Pending) -> int:
         ids, hashes, matrix = pending.take()
@@ -255,16 +334,23 @@ class DenseCorpus:
 
     # -- reading --------------------------------------------------------------------------------
 
-    def index(self) -> VectorIndex:
-        gen = self.store.generation()
+    def index(self, gen: int | None = None) -> VectorIndex:
+        """This model's vectors in the store at generation ``gen`` (read from the store
+        when not given: a search passes the one its snapshot was taken at)."""
+        gen = self.store.generation() if gen is None else gen
         with self._lock:
             if self._index is None or gen != self._index_gen:
-                ids, matrix = self.store.load_vectors(self.corpus, self.fingerprint.key())
-                if not ids:
-                    # None from this model: say why (another model's, or none yet). Vectors
-                    # found need no check, and a new process's first search reads the
-                    # store once instead of twice (a DuckDB connection is ~15 ms).
-                    self.check()
+                # None from this model: say why (another model's, or none yet), decided
+                # once per generation, so a store without them costs a search nothing.
+                # Vectors found need no check, and a new process's first search reads
+                # the store once instead of twice (a DuckDB connection is ~15 ms).
+                error = self._known_missing(gen)
+                if error is None:
+                    ids, matrix = self.store.load_vectors(self.corpus, self.fingerprint.key())
+                    if not ids:
+                        error = self._verdict(gen)
+                if error is not None:
+                    raise error
                 self._index = VectorIndex(ids, matrix)
                 self._index_gen = gen
             return self._index
@@ -364,12 +450,14 @@ class DenseCorpus:
         allow: Collection[str] | None = None,
         *,
         memories: bool | None = None,
+        gen: int | None = None,
     ) -> list[tuple[str, float]]:
         """Top ``k`` ids by cosine to ``text``'s vector; ``memories``: True ranks the
-        memories (``memory:<n>`` ids) alone, False everything else, None all of it."""
+        memories (``memory:<n>`` ids) alone, False everything else, None all of it;
+        ``gen``: the store generation to rank at (see :meth:`index`)."""
         in_store = getattr(self.store, "search_vectors", None)
         if in_store is None:
-            index = self.index() if memories is None else self._part(memories)
+            index = self.index(gen) if memories is None else self._part(memories, gen)
             return index.search(self.query_vector(text), k, allow)
         # The store ranks in the database (PostgreSQL's HNSW), so nothing is loaded here;
         # the model check runs once per store generation, as the in-memory index does.
@@ -400,10 +488,10 @@ class DenseCorpus:
         )
         return found
 
-    def _part(self, memories: bool) -> VectorIndex:
+    def _part(self, memories: bool, gen: int | None = None) -> VectorIndex:
         """The in-memory index of memories alone, or of everything else: one ranking per
         kind, so that many saved memories cannot crowd entities out of the top k."""
-        index = self.index()
+        index = self.index(gen)
         with self._lock:
             parts = self._parts
             if parts is None or parts[0] is not index:

@@ -118,6 +118,12 @@ class LocalEmbedder(ModelEmbedder):
         self._prefetch: threading.Thread | None = None
 
     @property
+    def bulk_workers(self) -> int:
+        """Threads that embed batches at once in ``layersearch embed``: a core each (the
+        forward pass runs outside the GIL), over the intra-op threads one already uses."""
+        return max(1, (os.cpu_count() or 1) // self.threads)
+
+    @property
     def model_name(self) -> str:
         if self._source is None:
             return DEFAULT_LOCAL_MODEL

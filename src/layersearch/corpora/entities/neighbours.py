@@ -52,19 +52,20 @@ class QuestionWords:
             weakref.WeakKeyDictionary()
         )
 
-    def reader(self, warnings: list[str]) -> Callable[[CoverageIndex, str], Bridges] | None:
+    def reader(
+        self, warnings: list[str], gen: int | None = None
+    ) -> Callable[[CoverageIndex, str], Bridges] | None:
         """The bridges of a search's question on a schema index, or None when the
         catalog's words have no vectors from this model (said in ``warnings`` when its
-        entities have some: an embedding made before words were embedded)."""
+        entities have some: an embedding made before words were embedded). ``gen``: the
+        store generation the search's snapshot was taken at."""
         try:
             dense = self._dense(WORDS_CORPUS)
-            stored = dense.index()
+            stored = dense.index(gen)
         except LayersearchError as exc:
             try:
-                entities = self._dense(ENTITY_CORPUS)
-                has_entities = entities.fingerprint.key() in entities.store.vector_fingerprints(
-                    ENTITY_CORPUS
-                )
+                self._dense(ENTITY_CORPUS).check(gen)  # decided once per store generation
+                has_entities = True
             except LayersearchError:
                 has_entities = False
             if has_entities:
@@ -87,7 +88,7 @@ class QuestionWords:
         if not len(space) or not words:
             return ()
         try:
-            vectors = dense.document_vectors([raw for raw, _ in words])
+            vectors = _word_vectors(dense, stored, [raw for raw, _ in words])
         except LayersearchError as exc:
             warnings.append(f"question words not read through the embedder: {exc}")
             return ()
@@ -104,3 +105,14 @@ class QuestionWords:
         with self._lock:
             self._spaces[index] = (stored, space)
         return space
+
+
+def _word_vectors(dense: DenseCorpus, stored: VectorIndex, texts: list[str]) -> np.ndarray:
+    """The vectors of ``texts`` (rows) as the words corpus's documents: a text that is a
+    stored catalog word (its id is its text) takes its stored vector, the others are
+    embedded (``document_vectors``, kept across searches). A model gives a text one
+    vector whichever batch it comes in (the local model bit for bit), so this spares
+    the work and changes no reading."""
+    missing = [t for t in texts if t not in stored]
+    fresh = dict(zip(missing, dense.document_vectors(missing), strict=True)) if missing else {}
+    return np.stack([fresh[t] if t in fresh else stored.vector(t) for t in texts])

@@ -6,11 +6,13 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import Future
 from functools import lru_cache, partial
 from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
 
+from layersearch.corpora.entities.process import fulltext_future
 from layersearch.ranking.analyzer import stem
 from layersearch.ranking.coverage_terms import VALUE_NONE, value_kind
 from layersearch.ranking.fusion import Fused, FusedList
@@ -22,6 +24,7 @@ if TYPE_CHECKING:
     from layersearch.corpora.entities.search import CorpusSearch
     from layersearch.corpora.snapshot import EntityMap
     from layersearch.ranking.coverage_terms import Bridges
+    from layersearch.ranking.fulltext import FullTextIndex
 
 _Key = TypeVar("_Key", bound="SupportsRichComparison")
 
@@ -612,6 +615,41 @@ def _memory_order(memory_id: str) -> int:
 
 def visible_tags(tags: Iterable[str], entities: Mapping[str, Entity]) -> list[str]:
     return [t for t in tags if t in entities and not entities[t].hidden]
+
+
+#: full-text hits of a search, on a worker or already done
+FullTextHits = Future[list[tuple[str, float]]]
+
+
+def fulltext_searches(
+    fulltext: FullTextIndex,
+    entities: EntityMap,
+    memories: bool,
+    question: str,
+    scopes: list[str] | None,
+    allow: frozenset[str] | None,
+    levels: dict[str, int],
+) -> tuple[FullTextHits, FullTextHits | None]:
+    """Full text's entity hits (their fusion levels put in ``levels``) and, when the
+    corpus has ``memories``, its memory hits: each on a worker or already done
+    (``process.fulltext_future``)."""
+    docs = fulltext.num_docs
+    found = fulltext_future(
+        docs,
+        fulltext.search,
+        question,
+        CHANNEL_DEPTH,
+        scopes=scopes,
+        ids=allow,
+        exclude_kinds=("memory",) if memories else (),
+        resolve=ids_by_hash(entities, levels),
+    )
+    if not memories:
+        return found, None
+    kept = fulltext_future(
+        docs, fulltext.search, question, CHANNEL_DEPTH, scopes=scopes, ids=allow, kinds=("memory",)
+    )
+    return found, kept
 
 
 def ids_by_hash(

@@ -17,7 +17,6 @@ from layersearch.corpora.entities.documents import (
     render_memory,
 )
 from layersearch.corpora.entities.matched import schema_words
-from layersearch.corpora.entities.process import fulltext_pool
 from layersearch.corpora.entities.rank import (
     _COVERAGE_FUSION_LEVEL,
     _LEAF_KINDS,
@@ -32,7 +31,7 @@ from layersearch.corpora.entities.rank import (
     _table_of,
     dense_columns,
     dense_in_context,
-    ids_by_hash,
+    fulltext_searches,
     join_key_order,
     merge_kinds,
     name_joins,
@@ -260,32 +259,20 @@ class CorpusSearch:
         # may drop hits (a scoped search has its datasource's own index).
         depth = CHANNEL_DEPTH if allow_set is None else CHANNEL_DEPTH * 2
         scopes = [ds] if ds is not None else None
-        # Full text ranks on workers while the schema channel ranks here: tantivy
-        # searches outside the GIL, so a search pays for the longest of them. With
+        # Full text of a large index ranks on workers while the schema channel ranks
+        # here: tantivy searches outside the GIL, so a search pays for the longest of
+        # them; a small one ranks here first (``process.fulltext_future``). With
         # memories present each kind is its own search, so that ten thousand saved
         # examples cannot push every entity out of the entity list, nor the reverse.
         ft_levels: dict[str, int] = {}
-        pool = fulltext_pool()
-        pending = pool.submit(
-            self.fulltext.search,
+        pending, pending_memories = fulltext_searches(
+            self.fulltext,
+            self.entities,
+            bool(self.memories),
             question,
-            CHANNEL_DEPTH,
-            scopes=scopes,
-            ids=allow_set,
-            exclude_kinds=("memory",) if self.memories else (),
-            resolve=ids_by_hash(self.entities, ft_levels),
-        )
-        pending_memories = (
-            pool.submit(
-                self.fulltext.search,
-                question,
-                CHANNEL_DEPTH,
-                scopes=scopes,
-                ids=allow_set,
-                kinds=("memory",),
-            )
-            if self.memories
-            else None
+            scopes,
+            allow_set,
+            ft_levels,
         )
         try:
             index = self.coverage(ds)
@@ -658,13 +645,15 @@ class CorpusSearch:
         # memory order and the places only grow, so the memories come out in place
         # order group by group, and the walk stops once a group fills CHANNEL_DEPTH.
         seen: set[str] = set()
+        walked: set[str] = set()  # tables whose memories are all in ``seen`` already
         ranked: list[tuple[str, float]] = []
         for pos, eid in enumerate(entity_ids):
             table = eid if eid in by_table else eid.rsplit(".", 1)[0]
-            for at, mids in (
-                (float(pos), by_tag.get(eid, ())),
-                (pos + 0.5, by_table.get(table, ())),
-            ):
+            of_table = None if table in walked else by_table.get(table)
+            walked.add(table)
+            for at, mids in ((float(pos), by_tag.get(eid)), (pos + 0.5, of_table)):
+                if not mids:  # most ranked entities have no memory tagged with them
+                    continue
                 group = [m for m in mids if m not in seen]
                 seen.update(group)
                 group = [m for m in group if admitted(m)]

@@ -107,12 +107,17 @@ class EntityService:
 
     def corpus(self) -> EntityCorpus:
         """The current snapshot, reloaded when the store changed since it was taken."""
+        return self._current()[0]
+
+    def _current(self) -> tuple[EntityCorpus, int | None]:
+        """The current snapshot and the store generation it was taken at (None when it
+        is not known to be current: the next call takes another one)."""
         gen = self.store.generation()
         with self._lock:
             if self._corpus is None or gen != self._gen:
                 self._reload()
             assert self._corpus is not None
-            return self._corpus
+            return self._corpus, (self._gen if self._gen >= 0 else None)
 
     def require_content(self) -> EntityCorpus:
         """The current snapshot, or :class:`StoreEmpty` when the store holds no semantic
@@ -438,14 +443,16 @@ class EntityService:
                 f"search takes a SearchRequest or keyword arguments, not {type(request).__name__}"
                 " (e.g. search(question=...))"
             )
-        corpus = self.corpus()
+        # One read of the store's generation per search: the vector channel ranks the
+        # vectors of the generation the snapshot was taken at.
+        corpus, gen = self._current()
         warnings = self._take_pending()
         channels = corpus.check_request(request)
         request, cut = bounded_request(request)
         warnings += [cut] if cut else []
         vector_warnings: list[str] = []
-        vector = self.vectors.channel(corpus, request, vector_warnings)
-        words = self.vectors.words(request, vector_warnings)
+        vector = self.vectors.channel(corpus, request, vector_warnings, gen)
+        words = self.vectors.words(request, vector_warnings, gen)
         allow = None
         if request.cypher_filter is not None and request.cypher_filter.strip():
             allow = self.filter_ids(request.cypher_filter, request.params)

@@ -49,10 +49,15 @@ class VectorSearch:
         self._words = QuestionWords(dense)
 
     def channel(
-        self, corpus: EntityCorpus, request: SearchRequest, warnings: list[str]
+        self,
+        corpus: EntityCorpus,
+        request: SearchRequest,
+        warnings: list[str],
+        gen: int | None = None,
     ) -> VectorChannel | None:
         """The channel for one search of ``corpus`` (None when the request does not use it);
-        its problems are added to ``warnings``."""
+        its problems are added to ``warnings``. ``gen``: the store generation ``corpus``
+        was taken at (read from the store when not given)."""
         if not self._wanted(request) or request.question is None:
             return None
         if self.embedder() is None:
@@ -66,14 +71,16 @@ class VectorSearch:
             dense = self.dense(ENTITY_CORPUS)
             if dense.confirmed:
                 dense.prefetch(request.question)
-        return partial(self._ranked, corpus, warnings)
+        return partial(self._ranked, corpus, warnings, gen)
 
-    def words(self, request: SearchRequest, warnings: list[str]) -> WordReader | None:
+    def words(
+        self, request: SearchRequest, warnings: list[str], gen: int | None = None
+    ) -> WordReader | None:
         """The question's words read through the embedder for the schema channel, when
         the vector channel runs (``ranking.neighbours``); problems go to ``warnings``."""
         if not self._wanted(request) or self.embedder() is None:
             return None
-        return self._words.reader(warnings)
+        return self._words.reader(warnings, gen)
 
     @staticmethod
     def _wanted(request: SearchRequest) -> bool:
@@ -84,6 +91,7 @@ class VectorSearch:
         self,
         corpus: EntityCorpus,
         warnings: list[str],
+        gen: int | None,
         question: str,
         k: int,
         ds: str | None,
@@ -96,8 +104,8 @@ class VectorSearch:
             if ds is not None:
                 in_ds = corpus.scope_ids(ds)
                 scope = in_ds if allow is None else in_ds & set(allow)
-            found = dense.search(question, k, scope, memories=memories)
-            partial_vectors = self._partial_vectors(dense)
+            found = dense.search(question, k, scope, memories=memories, gen=gen)
+            partial_vectors = self._partial_vectors(dense, gen)
             if partial_vectors is not None and partial_vectors not in warnings:
                 warnings.append(partial_vectors)
             return found
@@ -107,10 +115,10 @@ class VectorSearch:
                 warnings.append(message)
             return []
 
-    def _partial_vectors(self, dense: DenseCorpus) -> str | None:
+    def _partial_vectors(self, dense: DenseCorpus, gen: int | None = None) -> str | None:
         """A warning when some entities or memories have no vector from the configured
         model (an interrupted ``layersearch embed``): counted once per store generation."""
-        key = (self.store.generation(), dense.fingerprint.key())
+        key = (self.store.generation() if gen is None else gen, dense.fingerprint.key())
         with self._lock:
             cached = self._coverage
         if cached is None or cached[0] != key:

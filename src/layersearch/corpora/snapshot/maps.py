@@ -86,6 +86,8 @@ class EntityMap(_Decoded[Entity]):
         # id → kind (None: not an entity), for the ids searches keep ranking: a hash probe
         # in Python costs a few µs and a search asks for a few hundred ids.
         self._kinds: dict[str, str | None] = {}
+        # id → visible (an entity that is not hidden), for the same reason
+        self._visible: dict[str, bool] = {}
 
     def _cached(self, i: int) -> Entity:
         key = self.tables.ids[i]
@@ -97,6 +99,7 @@ class EntityMap(_Decoded[Entity]):
     def clear_cache(self) -> None:
         self._cache.clear()
         self._kinds.clear()
+        self._visible.clear()
 
     def _find(self, key: str) -> int:
         return self.tables.id_index.find(key)
@@ -140,8 +143,16 @@ class EntityMap(_Decoded[Entity]):
         return np.where(t.hash_sorted[at] == h, t.hash_order[at], -1)
 
     def is_visible(self, key: str) -> bool:
+        try:
+            return self._visible[key]
+        except KeyError:
+            pass
         i = self.tables.id_index.find(key)
-        return i >= 0 and not bool(self.tables.hidden[i])
+        visible = i >= 0 and not bool(self.tables.hidden[i])
+        if len(self._visible) >= KIND_CACHE:
+            self._visible.clear()
+        self._visible[key] = visible
+        return visible
 
     def visible_in_scope(self, datasource: str) -> list[str]:
         """Visible ids equal to ``datasource`` or under ``datasource.`` (a range of the sorted ids)."""
