@@ -40,7 +40,7 @@ def test_settings_example_loads(tmp_path: Path) -> None:
     assert "configuration.md" in DOC and "LAYERSEARCH_TRUST_PROJECT_CONFIG" in page
     s = load_settings(env={}, cwd=tmp_path)
     assert s.models == tmp_path / "models"
-    assert s.embedder == "local" and s.embedder_options == {"dimensions": 256}
+    assert s.embedder == "local" and s.embedder_options == {"batch_size": 64}
     assert s.facts_llm_options == {"timeout": 30}
 
 

@@ -173,10 +173,10 @@ def test_a_bad_configuration_fails_in_create_server(tmp_path: Path) -> None:
 
 def test_the_documented_settings_pass_the_startup_check(tmp_path: Path) -> None:
     doc = (ROOT / "docs" / "mcp.md").read_text(encoding="utf-8")
-    (toml,) = re.findall(r"```toml\n(.*?)```", doc, re.S)
+    settings = (ROOT / "docs" / "configuration.md").read_text(encoding="utf-8")
+    toml = re.findall(r"```toml\n(.*?)```", settings, re.S)[0]
     (tmp_path / "layersearch.toml").write_text(toml)
     (tmp_path / "models").mkdir()
-    # the example sets api_base: a project file may only with the user's trust
-    check_settings(load_settings(env={"LAYERSEARCH_TRUST_PROJECT_CONFIG": "1"}, cwd=tmp_path))
+    check_settings(load_settings(env={}, cwd=tmp_path))
     for spec in re.findall(r'"LAYERSEARCH_EMBEDDER": "([^"]+)"', doc):
         check_settings(Settings(embedder=spec))

@@ -285,11 +285,21 @@ def test_full_disk_during_load_names_the_cause_and_keeps_the_last_state(tmp_path
         error = json.loads(failed.stdout)["error"]
         assert error["code"] == "disk_full", error
         assert "no space left" in error["message"] and "cannot rollback" not in error["message"]
-        # Still full: the last complete state is readable, and says its index is in memory.
+        # Still full: a complete state is readable, and says its index is in memory. Which
+        # one depends on where the disk filled: DuckDB can report a commit failed after
+        # its WAL holds the whole transaction, which the next open replays (a known gap,
+        # docs/reliability.md). Never a mix of the two catalogs.
         read = cli(*store, "search", "tax", "--json")
         assert read.returncode == 0, read.stderr
         out = json.loads(read.stdout)
-        assert out["results"][0]["id"] == "shop.orders.tax_paid", out
+        first = out["results"][0]["id"]
+        assert first in ("shop.orders.tax_paid", "shop.orders.tax_collected"), (error, out)
+
+        def there(entity: str) -> bool:
+            return bool(json.loads(cli(*store, "inspect", entity, "--json").stdout).get("entities"))
+
+        old, new = there("shop.orders.tax_paid"), there("shop.orders.tax_collected")
+        assert old != new and old == (first == "shop.orders.tax_paid"), (old, new, out)
         assert cli(*store, "memory", "list", "--json").returncode == 0
         filler.unlink()
         assert cli(*store, "load", str(MODELS)).returncode == 0

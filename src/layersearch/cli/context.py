@@ -96,7 +96,9 @@ class Ctx:
 
         self._ls.close()
         self._ls = None
-        for side in (path, *(path.with_name(path.name + ext) for ext in (".wal", ".gen"))):
+        # the lock file too: no other process knew of this store to wait on it
+        sides = (".wal", ".gen", ".lock")
+        for side in (path, *(path.with_name(path.name + ext) for ext in sides)):
             with contextlib.suppress(OSError):
                 side.unlink()
         shutil.rmtree(path.with_name(path.name + ".index"), ignore_errors=True)
