@@ -26,14 +26,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import random
 import subprocess
 import sys
 import tempfile
 import time
 from collections import Counter
-from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
@@ -43,7 +41,15 @@ ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results" / "fairness.json"
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from load import HOST, client, free_port, pct, stop_server, wait_for_port  # noqa: E402
+from load import (  # noqa: E402
+    HOST,
+    client,
+    free_port,
+    machine,
+    pct,
+    stop_server,
+    wait_for_port,
+)
 
 PLAIN = [
     {"question": "monthly revenue by store"},
@@ -230,13 +236,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "no_unexpected_errors": not errors,
         },
         "unexpected_errors": errors[:10],
-        "machine": {
-            "python": platform.python_version(),
-            "mcp": version("mcp"),
-            "cpus": os.cpu_count(),
-            "load_average_1m": os.getloadavg()[0],
-            "platform": platform.platform(),
-        },
+        "machine": machine(),
     }
 
 
