@@ -59,7 +59,9 @@ MAX_ANALYSED_CHARS = 1_000
 CALL_SECONDS = 30.0
 
 
-def _seconds_env(name: str, default: float, top: float) -> float:
+def seconds_env(name: str, default: float, top: float) -> float:
+    """Seconds from the environment variable ``name`` (above 0, at most ``top``), else
+    ``default``; read on each call, a bad value a ConfigError naming the variable."""
     raw = os.environ.get(name, "").strip()
     if not raw:
         return default
@@ -75,7 +77,7 @@ def _seconds_env(name: str, default: float, top: float) -> float:
 def call_seconds() -> float:
     """``LAYERSEARCH_CALL_SECONDS`` when set (above 0, at most 3600), else
     :data:`CALL_SECONDS`."""
-    return _seconds_env("LAYERSEARCH_CALL_SECONDS", CALL_SECONDS, 3600)
+    return seconds_env("LAYERSEARCH_CALL_SECONDS", CALL_SECONDS, 3600)
 
 
 def expensive_slots() -> int:

@@ -30,7 +30,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from layersearch.errors import ConfigError, StoreBusy, StoreError
+from layersearch.calls import seconds_env
+from layersearch.errors import StoreBusy, StoreError
 
 try:
     import fcntl
@@ -47,19 +48,7 @@ def lock_timeout() -> float:
     """``LAYERSEARCH_LOCK_TIMEOUT`` when set (seconds above 0, at most a day), else
     :data:`LOCK_TIMEOUT_S`; read on each call. The PostgreSQL store bounds its wait
     for another writer by the same number."""
-    raw = os.environ.get("LAYERSEARCH_LOCK_TIMEOUT", "").strip()
-    if not raw:
-        return LOCK_TIMEOUT_S
-    try:
-        value = float(raw)
-    except ValueError:
-        value = float("nan")
-    if not 0 < value <= 86_400:
-        raise ConfigError(
-            f"LAYERSEARCH_LOCK_TIMEOUT={raw!r} must be a number of seconds above 0 and at "
-            "most 86400"
-        )
-    return value
+    return seconds_env("LAYERSEARCH_LOCK_TIMEOUT", LOCK_TIMEOUT_S, 86_400)
 
 
 #: opens a DuckDB connection to the file: (read-write, deadline) -> connection
