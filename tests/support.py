@@ -154,3 +154,14 @@ class ConceptEmbedder:
 
     def embed_query(self, text: str) -> np.ndarray:
         return self._vec(text)
+
+
+def loaded_store(tmp_path: Path) -> Path:
+    """A DuckDB store in ``tmp_path`` holding the mini layer and one memory."""
+    from layersearch import Layersearch
+
+    path = tmp_path / "s.duckdb"
+    with Layersearch(path) as ls:
+        ls.load(MINI)
+        ls.save_memory("revenue excludes refunds", entities=["shop.orders"])
+    return path

@@ -24,15 +24,7 @@ from layersearch.ranking.generations import (
     read_small,
     sweep,
 )
-from tests.support import MINI, ROOT
-
-
-def _loaded(tmp_path: Path) -> Path:
-    path = tmp_path / "s.duckdb"
-    with Layersearch(path) as ls:
-        ls.load(MINI)
-        ls.save_memory("revenue excludes refunds", entities=["shop.orders"])
-    return path
+from tests.support import ROOT, loaded_store
 
 
 def _fifo(p: Path) -> None:
@@ -91,7 +83,7 @@ def _search_within(path: Path, seconds: float) -> list[str]:
 def test_a_pointer_that_is_no_small_regular_file_is_rebuilt(
     tmp_path: Path, index: str, damage: str
 ) -> None:
-    path = _loaded(tmp_path)
+    path = loaded_store(tmp_path)
     pointer = path.with_name(path.name + ".index") / index / "CURRENT"
     POINTER_DAMAGE[damage](pointer)
     warnings = _search_within(path, 60)
@@ -102,7 +94,7 @@ def test_a_pointer_that_is_no_small_regular_file_is_rebuilt(
 
 
 def test_a_marker_that_is_a_fifo_is_rebuilt(tmp_path: Path) -> None:
-    path = _loaded(tmp_path)
+    path = loaded_store(tmp_path)
     sub = current_dir(path.with_name(path.name + ".index") / "entities")
     assert sub is not None
     marker = sub / "layersearch-index.json"
@@ -228,7 +220,7 @@ def test_a_generation_of_an_older_version_waits_for_the_grace_period(tmp_path: P
 def test_killed_writers_leave_no_generations_behind(tmp_path: Path) -> None:
     """Writers killed while they rebuild the index (the reported case: 47 kills left 37
     generation folders): the next process that publishes removes all they left."""
-    path = _loaded(tmp_path)
+    path = loaded_store(tmp_path)
     index = path.with_name(path.name + ".index")
     writer = (
         "import sys\nfrom layersearch import Layersearch\n"

@@ -26,7 +26,7 @@ from layersearch.errors import (
     StoreReadOnly,
 )
 from layersearch.store import duckdb as duckdb_store
-from tests.support import MINI, MODELS, ROOT
+from tests.support import MINI, MODELS, ROOT, loaded_store
 
 pytestmark = pytest.mark.slow
 
@@ -142,14 +142,6 @@ def test_lock_errors_are_matched_as_phrases(tmp_path: Path) -> None:
 # -- 7: damaged derived indexes are rebuilt, with a warning ------------------------------------
 
 
-def _loaded(tmp_path: Path) -> Path:
-    path = tmp_path / "s.duckdb"
-    with Layersearch(path) as ls:
-        ls.load(MINI)
-        ls.save_memory("revenue excludes refunds", entities=["shop.orders"])
-    return path
-
-
 INDEX_DAMAGE = {
     "entities-current-not-utf8": lambda ix: (ix / "entities" / "CURRENT").write_bytes(
         b"\xff\xfe\x00garbage"
@@ -168,7 +160,7 @@ INDEX_DAMAGE = {
 
 @pytest.mark.parametrize("damage", sorted(INDEX_DAMAGE))
 def test_garbage_current_pointer_is_rebuilt_with_a_warning(tmp_path: Path, damage: str) -> None:
-    path = _loaded(tmp_path)
+    path = loaded_store(tmp_path)
     INDEX_DAMAGE[damage](path.with_name(path.name + ".index"))
     with Layersearch(path) as ls:
         resp = ls.search(question="revenue refunds")
@@ -180,7 +172,7 @@ def test_garbage_current_pointer_is_rebuilt_with_a_warning(tmp_path: Path, damag
 
 
 def test_a_file_where_the_index_folder_belongs(tmp_path: Path) -> None:
-    path = _loaded(tmp_path)
+    path = loaded_store(tmp_path)
     index = path.with_name(path.name + ".index")
     import shutil
 
@@ -205,12 +197,12 @@ def read_only_store(tmp_path: Path) -> Iterator[Path]:
     mount = tmp_path / "ro"
     if os.geteuid() == 0:
         with tmpfs(mount, "32m"):
-            _loaded(mount)
+            loaded_store(mount)
             _remount_read_only(mount)
             yield mount / "s.duckdb"
         return
     mount.mkdir()
-    path = _loaded(mount)
+    path = loaded_store(mount)
     for p in [path, *mount.iterdir()]:
         if p.is_file():
             p.chmod(0o444)
@@ -311,7 +303,7 @@ def test_generation_file_that_cannot_be_written_is_not_left_stale(
 ) -> None:
     """After a commit whose generation file write fails (a full disk), readers must not
     wait for a file that never catches up: it is removed, and they read the database."""
-    path = _loaded(tmp_path)
+    path = loaded_store(tmp_path)
     gen_file = path.with_name(path.name + ".gen")
     before = int(gen_file.read_text())
     real = Path.write_text
