@@ -39,6 +39,13 @@ def _without_option(f: Callable[..., Any]) -> Callable[..., Any]:
     )(f)
 
 
+def _check_without(without: tuple[str, ...]) -> None:
+    """Refuses an unknown ``--without`` stage before any input is read."""
+    from layersearch.corpora.entities.config import EntityRankingConfig
+
+    EntityRankingConfig().without_stages(without)
+
+
 @contextlib.contextmanager
 def _catalog_store(
     obj: Ctx,
@@ -137,6 +144,7 @@ def eval_schema_linking(
         write_details,
     )
 
+    _check_without(without)
     sets = parse_channel_sets(channel_sets)
     questions = select_half(read_questions(questions_path, catalog_path), half)[:limit]
     with (
@@ -215,6 +223,7 @@ def eval_examples(
     from layersearch.eval.examples import read_pairs, run_examples
     from layersearch.eval.schema_linking import select_half
 
+    _check_without(without)
     chosen = _one_channel_set(channels)
     pairs = select_half(read_pairs(pairs_path), half)[:limit]
     with (
