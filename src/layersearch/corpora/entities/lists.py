@@ -55,6 +55,10 @@ class _Rankings:
         self.levels[doc_id] = FUSION_LEVEL.get(kind, -1)
         return True
 
+    def is_schema(self, doc_id: str) -> bool:
+        """Whether an id is a table or a leaf (fusion level 0 or more)."""
+        return self.level(doc_id) >= 0
+
     def level(self, doc_id: str) -> int:
         at = self.levels.get(doc_id)
         if at is None:

@@ -12,13 +12,11 @@ a hit goes into the list's :class:`~layersearch.ranking.pipeline.Trace`, which
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from functools import partial
-from typing import TYPE_CHECKING, Protocol
 
-from layersearch.corpora.entities.config import EntityRankingConfig
-from layersearch.corpora.entities.lists import Picked, _Ordered, _Rankings
+from layersearch.corpora.entities.channels import rank_channels, read_question
+from layersearch.corpora.entities.lists import _Ordered
 from layersearch.corpora.entities.matched import schema_words
 from layersearch.corpora.entities.rank import (
     TABLE_CHANNEL,
@@ -31,190 +29,16 @@ from layersearch.corpora.entities.rank import (
     unlisted_votes,
     visible_leaves,
 )
+from layersearch.corpora.entities.state import SearchState
 from layersearch.corpora.entities.words import plain_share
-from layersearch.ranking.fusion import FusedList, fuse, separation
-from layersearch.ranking.pipeline import Pipeline, Stage, Trace, between, settle
-from layersearch.semantic.canonical import in_scope
-from layersearch.types import SearchRequest
-
-if TYPE_CHECKING:
-    from layersearch.corpora.snapshot import EdgeMap, EntityMap
-    from layersearch.ranking.bm25 import EntityOverlapIndex
-    from layersearch.ranking.coverage import CoverageIndex
-    from layersearch.ranking.coverage_terms import Bridges
-    from layersearch.semantic.canonical import Resolver
-    from layersearch.types import Memory
+from layersearch.ranking.fusion import fuse, separation
+from layersearch.ranking.pipeline import Pipeline, Stage, between, settle
 
 __all__ = ["ENTITY_PIPELINE", "SearchState"]
 
-#: The vector channel a search is handed: (question, k, datasource, allowed ids,
-#: memories) → ranked ids; ``memories`` asks for memories only, else entities only.
-VectorChannel = Callable[
-    [str, int, str | None, Collection[str] | None, bool], list[tuple[str, float]]
-]
-#: The question's words read through the embedder (``ranking.neighbours``): (schema
-#: index, question) → the index's bridges
-WordReader = Callable[["CoverageIndex", str], "Bridges"]
 #: Memory channels that match the request itself: named ids, tags overlapping the named
 #: entities, the question's words in the memory's text, the newest (no input).
 _DIRECT_MEMORY_CHANNELS = frozenset({"input", "bm25", "fulltext", "words", "recent"})
-
-
-class RankedCorpus(Protocol):
-    """What the stages read of the corpus (``search.CorpusSearch`` provides it)."""
-
-    entities: EntityMap
-    memories: dict[str, Memory]
-    edges_out: EdgeMap
-    resolver: Resolver
-
-    def coverage(self, datasource: str | None = None) -> CoverageIndex: ...
-    def memory_scopes(self, m: Memory) -> set[str]: ...
-    def _kind_lookup(self) -> Callable[[str], str | None]: ...
-    def _overlap_index(
-        self, datasource: str | None, allow: frozenset[str] | None
-    ) -> EntityOverlapIndex: ...
-    def _lexical(self, s: SearchState, question: str) -> None: ...
-    def _vector(self, s: SearchState, question: str) -> None: ...
-    def _table_of_id(self, level: Callable[[str], int]) -> Callable[[str], str | None]: ...
-    def _question_share(
-        self, question: str, ds: str | None
-    ) -> Callable[[Collection[str]], float]: ...
-    def _closeness(
-        self,
-        share: Callable[[Collection[str]], float],
-        plain: Callable[[Collection[str]], float],
-    ) -> Callable[[str], tuple[float, float]]: ...
-    def _covers_more(
-        self,
-        share: Callable[[Collection[str]], float],
-        plain: Callable[[Collection[str]], float],
-    ) -> Callable[[str, str], bool]: ...
-    def _words_ranking(
-        self, text_hits: Sequence[tuple[str, float]], close: Callable[[str], tuple[float, float]]
-    ) -> list[tuple[str, float]]: ...
-    def _tag_ranking(
-        self,
-        entity_ids: Sequence[str],
-        admitted: Callable[[str], bool],
-        text_hits: Sequence[tuple[str, float]] = (),
-        depth: int = ...,
-    ) -> list[tuple[str, float]]: ...
-    def _query_key(self, memory_id: str) -> str | None: ...
-    def _newest(self, admitted: Callable[[str], bool], depth: int) -> list[tuple[str, float]]: ...
-
-
-@dataclass(eq=False)
-class SearchState:
-    """One search on its way through :data:`ENTITY_PIPELINE`."""
-
-    corpus: RankedCorpus
-    req: SearchRequest
-    config: EntityRankingConfig
-    channels: Sequence[str]
-    allow: frozenset[str] | None
-    vector: VectorChannel | None
-    words: WordReader | None
-    warnings: list[str]
-    # read-question
-    ds: str | None = None
-    ranks: _Rankings = field(init=False)
-    named: frozenset[str] = frozenset()
-    res_ids: list[str] = field(default_factory=list)
-    question: str | None = None
-    no_input: bool = False
-    # the entity list
-    superseded: dict[str, Callable[[str], bool]] | None = None
-    weighed: dict[str, tuple[float, float, float]] = field(default_factory=dict)
-    given: dict[str, list[tuple[str, int, float]]] = field(default_factory=dict)
-    fused: FusedList | None = None
-    order: list[int] | None = None
-    trace: Trace = field(default_factory=Trace)
-    entities: _Ordered | None = None
-    # the memory list
-    memory_lists: dict[str, list[tuple[str, float]]] = field(default_factory=dict)
-    close: Callable[[str], tuple[float, float]] | None = None
-    leads: Callable[[str, str], bool] | None = None
-    memory_fused: FusedList | None = None
-    memory_order: list[int] | None = None
-    #: position in ``memory_fused`` → the score a stage added to that memory's own
-    memory_adjust: dict[int, float] = field(default_factory=dict)
-    memory_trace: Trace = field(default_factory=Trace)
-    memories: _Ordered | None = None
-    # results
-    lead: bool = False
-    run: int = 1
-    merge_trace: Trace = field(default_factory=Trace)
-    merged: list[Picked] = field(default_factory=list)
-
-    def __post_init__(self) -> None:
-        self.ds = self.req.datasource
-        self.ranks = _Rankings(self.corpus.memories, self.corpus._kind_lookup())
-
-    def admitted(self, doc_id: str) -> bool:
-        """Whether the filter and the datasource admit an id."""
-        if self.allow is not None and doc_id not in self.allow:
-            return False
-        if self.ds is None:
-            return True
-        m = self.corpus.memories.get(doc_id)
-        if m is not None:
-            return self.ds in self.corpus.memory_scopes(m)
-        return in_scope(doc_id, self.ds)
-
-    def fuse_entities(self, given: Mapping[str, list[tuple[str, int, float]]]) -> FusedList:
-        """The entity channels fused with this search's weights and ``given`` votes."""
-        weights = {c: w for c, (w, _, _) in self.weighed.items()}
-        return fuse(
-            self.ranks.entity,
-            k=self.config.rrf_k,
-            weights=weights,
-            level=self.ranks.level,
-            by_level=self.config.rank_by_level,
-            superseded=self.superseded,
-            given=given,
-        )
-
-    def ordered_ids(self) -> list[str]:
-        assert self.fused is not None
-        ids = self.fused.ids
-        return ids if self.order is None else [ids[i] for i in self.order]
-
-
-# -- reading the request and ranking the channels ---------------------------------------------
-
-
-def read_question(s: SearchState) -> None:
-    """The named entities and the question (empty text is no question)."""
-    res = s.corpus.resolver.resolve(s.req.entities, s.req.query, s.ds)
-    s.warnings.extend(res.warnings)
-    s.named = frozenset(res.ids)
-    q = s.req.question
-    s.question = q if q and q.strip() else None
-    s.no_input = not s.req.entities and not s.req.query and s.question is None
-    if s.named:
-        # (in the resolver's order: ``input`` ranks the named ids as named)
-        s.ranks.put_mixed("input", [(i, 1.0) for i in res.ids if s.admitted(i)])
-    s.res_ids = res.ids
-
-
-def rank_channels(s: SearchState) -> None:
-    """bm25 (memories tagged with the named entities), the schema channel and full text,
-    the vector channel, and the newest memories when nothing was asked."""
-    depth = s.config.channel_depth
-    if s.named and "bm25" in s.channels:
-        idx = s.corpus._overlap_index(s.ds, s.allow)
-        hits = idx.search(s.res_ids, depth)
-        if hits:
-            s.ranks.memory["bm25"] = hits
-    if s.question is not None:
-        if "fulltext" in s.channels:
-            s.corpus._lexical(s, s.question)
-        if "vector" in s.channels and s.vector is not None:
-            s.corpus._vector(s, s.question)
-    if s.no_input:
-        s.warnings.append("no entities, query or question given: showing the newest memories")
-        s.ranks.memory["recent"] = s.corpus._newest(s.admitted, depth)
 
 
 # -- the entity list --------------------------------------------------------------------------
@@ -227,8 +51,7 @@ def schema_over_fulltext(s: SearchState) -> None:
     # let isolated matches from unrelated databases back in. Datasources keep their
     # full-text rank as it was (among all entities).
     if "schema" in s.ranks.entity:
-        level = s.ranks.level
-        s.superseded = {"fulltext": lambda i: level(i) >= 0}
+        s.superseded = {"fulltext": s.ranks.is_schema}
 
 
 def evidence_weights_stage(s: SearchState) -> None:
@@ -240,7 +63,7 @@ def evidence_weights_stage(s: SearchState) -> None:
         return
     rankings = s.ranks.entity
     reach = (
-        {"schema": s.corpus.coverage(s.ds).query_reach(s.question, s.ranks.bridges)}
+        {"schema": s.index().query_reach(s.question, s.ranks.bridges)}
         if "schema" in rankings
         else {}
     )
@@ -351,7 +174,7 @@ def entity_scores(s: SearchState) -> None:
     shown = settle(s.ordered_ids(), scores, s.trace, "join-keys")
     corpus = s.corpus
     words = schema_words(
-        lambda: corpus.coverage(s.ds),
+        s.index,
         s.ranks.entity,
         s.ranks.bridges,
         s.question,
@@ -374,7 +197,7 @@ def read_memory_question(s: SearchState) -> None:
     s.memory_lists = {c: h for c, h in s.ranks.memory.items() if h}
     if s.question is None:
         return
-    share = s.corpus._question_share(s.question, s.ds)
+    share = s.corpus._question_share(s.question, s.ds, s.index)
     s.close = s.corpus._closeness(share, plain_share(s.question))
     s.leads = s.corpus._covers_more(share, plain_share(s.question, stop_words_only=True))
 
