@@ -116,7 +116,10 @@ def stages_text(moves: Sequence[StageMove]) -> str:
 class Hit(BaseModel):
     kind: HitKind
     id: str
-    score: float = Field(description="fused Reciprocal Rank Fusion score (k=60)")
+    score: float = Field(
+        description="fused Reciprocal Rank Fusion score (k=60), plus the adjustments of the "
+        "stages that moved the hit: never higher than the score above it (docs/ranking.md)"
+    )
     description: str = Field("", description="one-line summary")
     text: str | None = Field(
         None, description="the whole rendered entity or memory (compact=false)"
