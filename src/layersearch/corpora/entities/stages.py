@@ -211,6 +211,13 @@ def memory_words(s: SearchState) -> None:
 def fuse_memories(s: SearchState) -> None:
     """Reciprocal Rank Fusion of the memory channels."""
     s.memory_fused = fuse(s.memory_lists, k=s.config.rrf_k)
+    text = s.ranks.memory.get("fulltext")
+    if s.req.explain and text and "words" in s.memory_lists:
+        # for an explanation: the list full text's own order would have given
+        lists = {c: h for c, h in s.memory_lists.items() if c != "words"}
+        before = fuse({**lists, "fulltext": text}, k=s.config.rrf_k).ids
+        note = "full text's memories by the share of the question they hold"
+        s.memory_trace.reorder("memory-words", before, s.memory_fused.ids, note)
 
 
 def memory_tags(s: SearchState) -> None:
