@@ -141,3 +141,12 @@ def test_eval_schema_linking_reports_without(tmp_path: Path) -> None:
         pytest.skip("the mini layer is not a schema-linking catalog")
     assert res.exit_code == 0, res.output
     assert json.loads(res.stdout)["without"] == ["join-keys", "table-votes"]
+
+
+def test_shown_scores_of_n_results_are_a_prefix_of_n_plus_k(mini: Layersearch) -> None:
+    for req in REQUESTS:
+        q = {k: v for k, v in req.items() if k != "max_results"}
+        full = [(h.id, h.score) for h in mini.search(**q, max_results=30).results]  # type: ignore[arg-type]
+        for n in (1, 2, 3, 5, 8):
+            got = [(h.id, h.score) for h in mini.search(**q, max_results=n).results]  # type: ignore[arg-type]
+            assert got == full[:n], (req, n)
