@@ -72,8 +72,33 @@ class StageTimer:
         self._undo.clear()
 
 
-def instrument(timer: StageTimer) -> None:
+def _time_declared_stages(timer: StageTimer) -> None:
+    """Each declared stage of the entity search (``stages.ENTITY_PIPELINE``) as a stage
+    of its own: the search runs a copy whose stages call wrapped entry points."""
+    import types
+
     import layersearch.corpora.entities.search as search_mod
+    from layersearch.ranking.pipeline import Pipeline, Stage
+
+    declared = search_mod.ENTITY_PIPELINE
+    runs = types.SimpleNamespace(**{s.name: s.run for s in declared.stages})
+
+    def call(name: str) -> Callable[[Any], None]:
+        return lambda state: getattr(runs, name)(state)
+
+    copy = Pipeline(
+        declared.corpus,
+        tuple(Stage(s.name, s.doc, call(s.name), s.switchable) for s in declared.stages),
+    )
+    search_mod.ENTITY_PIPELINE = copy
+    timer._undo.append(lambda: setattr(search_mod, "ENTITY_PIPELINE", declared))
+    for s in declared.stages:
+        timer.wrap(runs, s.name, f"stage {s.name}")
+
+
+def instrument(timer: StageTimer) -> None:
+    import layersearch.corpora.entities.channels as channels_mod
+    import layersearch.corpora.entities.stages as stages_mod
     from layersearch.corpora.dense import DenseCorpus
     from layersearch.corpora.entities.neighbours import QuestionWords
     from layersearch.corpora.entities.search import CorpusSearch
@@ -89,18 +114,16 @@ def instrument(timer: StageTimer) -> None:
         (VectorSearch, "channel", "dense: start the query embedding"),
         (VectorSearch, "words", "dense: words reader"),
         (Resolver, "resolve", "resolve named entities"),
-        (CorpusSearch, "_lexical", "lexical: submit full text, join it"),
+        (channels_mod, "lexical", "lexical: submit full text, join it"),
         (FullTextIndex, "search", "full text (on this thread below 250k documents)"),
         (QuestionWords, "_bridges", "word readings (embedder)"),
-        (search_mod, "static_bridges", "word readings (shipped vectors)"),
+        (channels_mod, "static_bridges", "word readings (shipped vectors)"),
         (DenseCorpus, "document_vectors", "word readings: embed new words"),
         (CoverageIndex, "search_levels", "schema channel"),
         (Future, "result", "wait for another thread"),
-        (CorpusSearch, "_vector", "vector channel"),
+        (channels_mod, "vector_channel", "vector channel"),
         (DenseCorpus, "query_vector", "vector channel: the query's vector"),
-        (CorpusSearch, "_entity_order", "entity list: fusion"),
-        (CorpusSearch, "_memory_order", "memory list"),
-        (search_mod, "merge_kinds", "merge entities and memories"),
+        (stages_mod, "merge_kinds", "merge entities and memories"),
         (CorpusSearch, "_hits", "hits: render"),
         (CorpusSearch, "search", "other (question shares, response)"),
     ]
@@ -108,6 +131,7 @@ def instrument(timer: StageTimer) -> None:
         if isinstance(owner, type) and attr not in owner.__dict__:
             continue
         timer.wrap(owner, attr, label)
+    _time_declared_stages(timer)
 
 
 def main() -> int:

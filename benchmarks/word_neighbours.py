@@ -90,8 +90,8 @@ def _lexical() -> tuple[Any, Callable[[bool], None], dict[str, float]]:
 def _joins(catalog: Any) -> tuple[Any, Callable[[bool], None], dict[str, float]]:
     """A lexical store (Spider, or the synthetic ``catalog``) and the switch of the
     joins inferred from names."""
-    import layersearch.corpora.entities.rank as rank
     from layersearch import Layersearch
+    from layersearch.corpora.entities.config import EntityRankingConfig
 
     ls = Layersearch(":memory:")
     if catalog is not None:
@@ -100,7 +100,7 @@ def _joins(catalog: Any) -> tuple[Any, Callable[[bool], None], dict[str, float]]
         ls.load(SPIDER / "tables.json")
 
     def switch(on: bool) -> None:
-        rank.INFER_JOINS = on
+        ls.entities.ranking = EntityRankingConfig(infer_joins=on)
 
     return ls, switch, {}
 

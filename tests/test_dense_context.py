@@ -137,7 +137,11 @@ def test_join_keys_follow_the_later_of_the_two_tables() -> None:
     scores = [f.score for f in got]
     assert scores == sorted(scores, reverse=True)
     moved = {f.id: f for f in got}["db.pets.pet_id"]
-    assert moved.score == pytest.approx(1.0 / 65)  # has_pet's score
+    # lifted to its place with a score of its own, between has_pet's keys and pets
+    # (it does not take has_pet's score, 1/65, as it did before scores followed the order)
+    at = [f.id for f in got].index("db.pets.pet_id")
+    assert got[at - 1].score > moved.score > got[at + 1].score
+    assert moved.score != pytest.approx(1.0 / 65) and moved.score > 1.0 / 70
     # the explanation is untouched: what ranked it, where, and its own contribution
     assert moved.channels == {"schema": (10, 1.0, 1.0 / 70)}
     assert contributions["db.pets.pet_id"] == pytest.approx(1.0 / 70)
@@ -221,8 +225,8 @@ def test_every_column_of_the_best_tables_gets_a_dense_vote(
     columns of the question's tables; after fusion it ranks all of the best three's."""
     from pathlib import Path
 
-    import layersearch.corpora.entities.search as entity_search
     from layersearch import Layersearch
+    from layersearch.corpora.entities.config import EntityRankingConfig
     from layersearch.corpora.entities.rank import visible_leaves
 
     question = "What is the first name of every student who has a dog but does not have a cat?"
@@ -236,9 +240,9 @@ def test_every_column_of_the_best_tables_gets_a_dense_vote(
             dense = {h.id for h in hits for c in h.explanation or [] if c.channel == "vector"}
             return tables, {h.id for h in hits}, dense
 
-        monkeypatch.setattr(entity_search, "DENSE_COLUMN_TABLES", 0)
+        ls.entities.ranking = EntityRankingConfig(dense_column_tables=0)
         _, shown_before, before = voted()
-        monkeypatch.setattr(entity_search, "DENSE_COLUMN_TABLES", 3)
+        ls.entities.ranking = EntityRankingConfig(dense_column_tables=3)
         tables, shown, after = voted()
         top = [c for t in tables[:3] for c in visible_leaves(ls.corpus().entities, t)]
     # the three best tables' columns: some were shown with no dense vote, now all have one

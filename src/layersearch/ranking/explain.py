@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 
 from layersearch.ranking.fusion import Fused
-from layersearch.types import ChannelScore
+from layersearch.ranking.pipeline import Move
+from layersearch.types import ChannelScore, StageMove, explain_text, stages_text
 
-__all__ = ["explain", "explain_text"]
+__all__ = ["explain", "explain_stages", "explain_text", "stages_text"]
 
 
 def explain(
@@ -38,12 +39,15 @@ def explain(
     return out
 
 
-def explain_text(parts: list[ChannelScore]) -> str:
-    """``schema #1 (0.93) x1.24 [name, divisions→department 0.31] + vector #3 (0.61)
-    x0.76``: a weight other than 1 is shown, and the words a channel matched."""
-    return " + ".join(
-        f"{p.channel} #{p.rank} ({p.score:.3g})"
-        + (f" x{p.weight:.2f}" if p.weight is not None and p.weight != 1.0 else "")
-        + (f" [{', '.join(p.matched)}]" if p.matched else "")
-        for p in parts
-    )
+def explain_stages(moves: Sequence[Move]) -> list[StageMove]:
+    """A hit's :class:`~layersearch.ranking.pipeline.Move` list as it is shown."""
+    return [
+        StageMove(
+            stage=m.stage,
+            before=m.before,
+            after=m.after,
+            note=m.note,
+            adjustment=round(m.adjustment, 6),
+        )
+        for m in moves
+    ]
