@@ -288,6 +288,15 @@ class Layersearch:
         ``conversation:<message_id>`` messages and ``vault:<slug>`` notes)."""
         return self.scope.inspect(ids)
 
+    @staticmethod
+    def scoped_ids(ids: Iterable[str]) -> bool:
+        """Whether any of ``ids`` is opened by another corpus than the semantic layer and
+        memories (a conversation message, a vault note; ``corpora.registry``): then
+        ``inspect`` needs no semantic layer loaded."""
+        from layersearch.corpora.registry import scoped_id
+
+        return any(scoped_id(i) for i in ids)
+
     def save_memory(
         self,
         learning: str,

@@ -6,12 +6,11 @@ the idf-weighted share of the question's analysed words its full-text document h
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
-from layersearch.types import ChannelScore, Hit
+from layersearch.corpora import registry
+from layersearch.corpora.protocol import Ranked
+from layersearch.types import ChannelScore
 
 __all__ = [
-    "SOURCE_ORDER",
     "UNMATCHED_SHARE",
     "WEAK_SHARE",
     "Ranked",
@@ -23,8 +22,6 @@ __all__ = [
     "waiting_tiers",
 ]
 
-#: fusion's tie-break between sources' hits of the same rank, first to last
-SOURCE_ORDER = ("semantic", "memory", "vault", "conversation")
 #: a hit (after its source's first) holding less than this fraction of the share of the
 #: question its source's best hit holds is weak evidence: it goes after every source's
 #: other hits
@@ -36,17 +33,6 @@ UNMATCHED_SHARE = 0.5
 
 #: per source with hits, (its best share, each kept hit's share)
 Shares = dict[str, tuple[float, list[float]]]
-
-
-@dataclass
-class Ranked:
-    """One source's hits, best first, and what it had to say."""
-
-    hits: list[Hit] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
-    empty: bool = False  # nothing loaded in this corpus
-    #: entity hits moved first because the best memory is tagged with them
-    lifted: frozenset[str] = frozenset()
 
 
 def memory_reads_better(shares: Shares) -> bool:
@@ -115,9 +101,10 @@ def leading_hits(ranked: dict[str, Ranked], shares: Shares, cap: int) -> set[str
 def tie_order(ranked: dict[str, Ranked], shares: Shares, cap: int) -> dict[str, int]:
     """Each kept hit's place among hits of the same place in their sources (the same turn,
     or the same tier and rank when waiting), id → position: the hit holding the larger
-    share of the question first, then :data:`SOURCE_ORDER`. Without shares (one source,
+    share of the question first, then the sources' tie order
+    (:func:`registry.source_order`). Without shares (one source,
     no question) the source order alone."""
-    order = {s: i for i, s in enumerate(SOURCE_ORDER)}
+    order = {s: i for i, s in enumerate(registry.source_order())}
     keys = []
     for source, r in ranked.items():
         values = shares[source][1] if source in shares else []

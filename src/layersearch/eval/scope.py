@@ -533,14 +533,10 @@ def _score_query(
 
 
 def _source_of(key: str) -> str:
-    """The source of a hit key: its prefix, else a memory or an entity."""
-    if key.startswith("conversation:"):
-        return "conversation"
-    if key.startswith("vault:"):
-        return "vault"
-    if key.startswith("memory:"):
-        return "memory"
-    return "semantic"
+    """The source of a hit key: the corpus its prefix names (an entity without one)."""
+    from layersearch.corpora.registry import corpus_of_id
+
+    return corpus_of_id(key).source
 
 
 def _own_rank(key: str, source: str, tools: Mapping[str, list[str]]) -> int | None:
