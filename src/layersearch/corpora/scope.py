@@ -1,26 +1,22 @@
 """One search across every corpus: ``scope`` (issue #24).
 
-Each corpus ranks its own hits with the search it already has: the semantic layer and
-memories with :meth:`EntityService.search`, conversation messages with
+The corpora are those of the registry (:mod:`layersearch.corpora.registry`). Each ranks
+its own hits with the search it already has: the semantic layer and memories with
+:meth:`EntityService.search`, conversation messages with
 :meth:`ConversationService.search_messages`, vault notes with :meth:`VaultService.search`
 (hybrid). Each source's list is one channel of the fusion core (RRF, k=60): sources'
 ids never overlap, so the fused list takes the sources in turn, rank by rank, ties broken
-by source (semantic, memory, vault, conversation) and then by id. ``max_per_source``
-caps each source, ``max_results`` the list. When two or more sources are fused, the
-places go by evidence: every hit's share of the question (the idf-weighted share of the
-question's analysed words its full-text document holds, the same quantity and the same
-idf for every source) is read (:meth:`ScopeService._shares`), and hits wait after every
-hit in turn (:func:`waiting_tiers`): those after the first of a source with no real match
-(its best share under :data:`UNMATCHED_SHARE` of the best-matched source's) and a first
-hit holding under :data:`UNMATCHED_SHARE` of its own source's best, then the weak ones
-(after their source's first, under :data:`WEAK_SHARE` of its best share). A source whose
-hits hold the question alike keeps its turns; one whose best hit stands out keeps only
-the hits close to it. A source's hits holding the top share (the largest share any hit
-holds) take its first turns (:func:`leading_hits`). Hits at the same place (the same turn,
-or the same tier and rank when waiting) go by their share, then by source. The entities
-the best memory is tagged with go first in the entity list and never wait (two corpora
-agree on them); when that memory reads the question better than the entity list, those
-the entity search did not return join them.
+by source (the corpora's ``tie``: semantic, memory, vault, conversation) and then by id.
+``max_per_source`` caps each source, ``max_results`` the list. When two or more sources
+are fused, the places go by evidence: every hit's share of the question (the
+idf-weighted share of the question's analysed words its full-text document holds, the
+same quantity and the same idf for every source; :meth:`ScopeService.shares`). The rules
+on top are the declared stages of :data:`~layersearch.corpora.scope_stages.SCOPE_PIPELINE`
+(the entities the best memory is tagged with first, and joined; the waiting tiers; the
+hits holding the top share leading their source; ties by share), their numbers in
+:class:`~layersearch.corpora.scope_places.ScopeRankingConfig` (:attr:`ScopeService.config`).
+A source whose hits hold the question alike keeps its turns; one whose best hit stands
+out keeps only the hits close to it.
 
 Hit ids: an entity's id, ``memory:N``, ``conversation:<message_id>`` (a message id
 starts with its conversation's id), ``vault:<slug>``; :meth:`ScopeService.inspect` opens
@@ -31,29 +27,26 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from layersearch.calls import checkpoint
 from layersearch.corpora import registry
 from layersearch.corpora.entities.corpus import bounded_request
 from layersearch.corpora.protocol import ScopeRun, Services
 from layersearch.corpora.scope_places import (
-    WEAK_SHARE,
     Ranked,
+    ScopeRankingConfig,
     Shares,
-    leading_hits,
     memory_reads_better,
-    share_note,
-    tie_order,
-    waiting_tiers,
 )
 from layersearch.corpora.scope_sources import (
     MAX_RESULTS,
     conversation_hit_id,
     entity_response,
 )
+from layersearch.corpora.scope_stages import LIST_STAGES, SCOPE_PIPELINE, Memo, Places
 from layersearch.errors import ConfigError, NotFound
-from layersearch.ranking.fusion import RRF_K, rrf
+from layersearch.ranking.pipeline import Pipeline, Trace
 from layersearch.types import (
     ChannelScore,
     Hit,
@@ -105,10 +98,6 @@ def parse_scope(scope: str | Sequence[str] | None) -> tuple[str, ...]:
     return tuple(s for s in scopes if s in names)
 
 
-#: per source, the kept hits' ids and their shares of the question, within one search
-_Memo = dict[str, tuple[tuple[str, ...], list[float]]]
-
-
 @dataclass
 class _Gathered:
     """What one scoped search gathered before fusing: see :meth:`ScopeService._gather`."""
@@ -117,7 +106,6 @@ class _Gathered:
     ranked: dict[str, Ranked]
     semantic: SearchResponse | None  # the entity search's response, when it ran
     warnings: list[str]
-    memo: _Memo
     alone: bool  # scope=semantic: the entity search's own list, not fused
 
 
@@ -130,11 +118,22 @@ class ScopeService:
         conversations: Callable[[], ConversationService],
         vault: Callable[[], VaultService],
         embedder: Callable[[], Embedder | None],
+        config: ScopeRankingConfig | None = None,
     ) -> None:
         self._entities = entities
         self._services = Services(entities, conversations, vault, embedder)
+        self._config = config or ScopeRankingConfig()
 
     # -- search -------------------------------------------------------------------------------
+
+    @property
+    def config(self) -> ScopeRankingConfig:
+        """The tuned numbers and switched-off stages of the fused list's places."""
+        return self._config
+
+    @config.setter
+    def config(self, config: ScopeRankingConfig) -> None:
+        self._config = config
 
     def search(self, req: SearchRequest) -> SearchResponse:
         req, cut = bounded_request(req)
@@ -146,7 +145,11 @@ class ScopeService:
             assert g.semantic is not None
             results = _capped(g.semantic, req)
         else:
-            results = self._fuse(g.ranked, req, g.memo)
+            places = Places(self, g.ranked, req, self._config)
+            if req.explain:
+                places.trace = Trace()
+                places.order = [p[0] for p in places.placed()]
+            results = SCOPE_PIPELINE.run(places, self._config.without).results
         resp = SearchResponse(results=results, warnings=g.warnings)
         if g.semantic is not None and "semantic" in g.sources:
             resp.entities = g.semantic.entities
@@ -157,11 +160,17 @@ class ScopeService:
     def source_lists(self, req: SearchRequest) -> dict[str, list[Hit]]:
         """Per source the scope names, the list :meth:`search` fuses, as the fusion reads
         it: capped at ``max_per_source`` (else ``max_results``), the entity list with the
-        best memory's tagged entities lifted and joined. For diagnostics (``eval scope``'s
-        ``own_split``): what ten places drawn from these lists could hold. For
-        ``scope="semantic"`` the entity and memory lists apart, before the lift, which
-        that scope does not apply."""
-        g = self._gather(bounded_request(req)[0])
+        best memory's tagged entities lifted and joined (the stages of
+        :data:`LIST_STAGES` that run). For diagnostics (``eval scope``'s ``own_split``):
+        what ten places drawn from these lists could hold. For ``scope="semantic"`` the
+        entity and memory lists apart, before the lift, which that scope does not
+        apply."""
+        req = bounded_request(req)[0]
+        g = self._gather(req)
+        if not g.alone:
+            places = Places(self, g.ranked, req, self._config)
+            lists = Pipeline("scope", LIST_STAGES)
+            lists.run(places, self._config.without & set(lists.switchable))
         cap = req.max_per_source or req.max_results
         return {s: r.hits[:cap] for s, r in g.ranked.items()}
 
@@ -195,72 +204,10 @@ class ScopeService:
             warnings.extend(f"{s}: {w}" for w in ranked[s].warnings)
         warnings.extend(self._filter_warnings(req, ranked))
         alone = set(sources) == {"semantic", "memory"} and semantic is not None
-        memo: _Memo = {}  # the shares, read once for the lists the lift leaves alone
-        if not alone and "semantic" in ranked and "memory" in ranked:
-            ranked["semantic"] = self._tagged_first(ranked, req, memo)
-        return _Gathered(sources, ranked, semantic, warnings, memo, alone)
+        return _Gathered(sources, ranked, semantic, warnings, alone)
 
-    def _fuse(
-        self, ranked: dict[str, Ranked], req: SearchRequest, memo: _Memo | None = None
-    ) -> list[Hit]:
-        """The sources' lists fused by RRF, each capped at ``max_per_source``; with two or
-        more sources, the hits :func:`leading_hits` names first in their source's turns and
-        the hits :func:`waiting_tiers` names after every other hit."""
-        cap = req.max_per_source or req.max_results
-        by_id: dict[str, tuple[str, Hit]] = {}
-        channels: dict[str, list[tuple[str, float]]] = {}
-        late: list[tuple[int, int, int, str]] = []  # (tier, rank in its source, tie, id)
-        shares = self._shares(ranked, req, cap, memo)
-        waiting = waiting_tiers(ranked, shares, cap)
-        tie = tie_order(ranked, shares, cap)
-        leading = leading_hits(ranked, shares, cap)
-        for source, r in ranked.items():
-            kept = r.hits[:cap]
-            turns = [(h.id, h.score) for h in kept if h.id not in waiting]
-            # the hits holding the top share take their source's first turns
-            channels[source] = [t for t in turns if t[0] in leading] + [
-                t for t in turns if t[0] not in leading
-            ]
-            late.extend(
-                (waiting[h.id], n, tie[h.id], h.id)
-                for n, h in enumerate(kept, 1)
-                if h.id in waiting
-            )
-            by_id.update((h.id, (source, h)) for h in kept)
-        fused = rrf(channels, level=tie.__getitem__, by_level=())
-        # (id, rank in its source, fused score, RRF contribution) in the fused order: the
-        # waiting hits after every other hit, as if ranked ``cap`` places lower per tier
-        placed = []
-        for f in fused:
-            source = by_id[f.id][0]
-            rank, _score, contribution = f.channels[source]
-            placed.append((f.id, rank, f.score, contribution))
-        for tier, rank, _o, hid in sorted(late):
-            score = 1.0 / (RRF_K + (tier + 1) * cap + rank)
-            placed.append((hid, rank, score, score))
-        out = []
-        ranks = {h.id: n for r in ranked.values() for n, h in enumerate(r.hits[:cap], 1)}
-        for hid, _rank, fused_score, contribution in placed[: req.max_results]:
-            source, hit = by_id[hid]
-            rank, score = ranks[hid], hit.score
-            update: dict[str, Any] = {"score": round(fused_score, 6)}
-            if req.explain:
-                head = ChannelScore(
-                    channel=source,
-                    rank=rank,
-                    score=round(score, 6),
-                    contribution=round(contribution, 6),
-                )
-                inner = [
-                    c.model_copy(update={"channel": f"{source}/{c.channel}"})
-                    for c in hit.explanation or []
-                ]
-                update["explanation"] = [head, *inner, *share_note(shares, source, rank)]
-            out.append(hit.model_copy(update=update))
-        return out
-
-    def _shares(
-        self, ranked: dict[str, Ranked], req: SearchRequest, cap: int, memo: _Memo | None = None
+    def shares(
+        self, ranked: dict[str, Ranked], req: SearchRequest, cap: int, memo: Memo | None = None
     ) -> Shares:
         """Per source with hits, (its best share, each kept hit's share): the idf-weighted
         share of the question's analysed words (idf of the schema index, a word it does not
@@ -293,47 +240,58 @@ class ScopeService:
         return out
 
     def _tagged_first(
-        self, ranked: dict[str, Ranked], req: SearchRequest, memo: _Memo | None = None
+        self, ranked: dict[str, Ranked], req: SearchRequest, memo: Memo | None = None
     ) -> Ranked:
-        """The entity list with the entities the best memory is tagged with first (in their
-        own order), the rest after: two corpora agreeing on an entity is evidence neither
-        ranking has alone. The hits' order within each part is kept. When the best memory
-        reads the question better than the entity list (:func:`memory_reads_better`), the
-        entities it is tagged with that the entity search did not return join them, after
-        the returned ones: the memory was saved against them. A best memory that is weak in
-        its own list (holding less than :data:`WEAK_SHARE` of the share its list's best
-        holds: ranked first by vectors, say) lifts nothing."""
+        """The entity list after ``tagged-first`` and ``tagged-join`` (see
+        :meth:`lift_tagged` and :meth:`join_tagged`)."""
+        lifted = dict(ranked)
+        lifted["semantic"] = self.lift_tagged(ranked, req, memo)
+        return self.join_tagged(lifted, req, memo)
+
+    def _best_tags(
+        self, ranked: dict[str, Ranked], req: SearchRequest, memo: Memo | None, weak: float
+    ) -> tuple[str, list[str], Shares] | None:
+        """The best memory's id, the entities it is tagged with and the lists' shares;
+        None with no entity or memory hit, or a best memory weak in its own list (under
+        ``weak`` of the share its list's best holds: ranked first by vectors, say)."""
         semantic, memory = ranked["semantic"], ranked["memory"]
         if not memory.hits or not semantic.hits:
-            return semantic
+            return None
         cap = req.max_per_source or req.max_results
-        shares = self._shares(ranked, req, cap, memo)
-        if "memory" in shares and shares["memory"][1][0] < WEAK_SHARE * shares["memory"][0]:
-            return semantic
+        shares = self.shares(ranked, req, cap, memo)
+        if "memory" in shares and shares["memory"][1][0] < weak * shares["memory"][0]:
+            return None
         best = memory.hits[0].id
-        corpus = self._entities.corpus()
-        found = corpus.memories.get(best)
+        found = self._entities.corpus().memories.get(best)
         tagged = list(dict.fromkeys(found.entities)) if found is not None else []
+        return best, tagged, shares
+
+    def lift_tagged(
+        self,
+        ranked: dict[str, Ranked],
+        req: SearchRequest,
+        memo: Memo | None = None,
+        config: ScopeRankingConfig | None = None,
+    ) -> Ranked:
+        """``tagged-first``: the entity list with the entities the best memory is tagged
+        with first (in their own order), the rest after: two corpora agreeing on an
+        entity is evidence neither ranking has alone. The hits' order within each part
+        is kept. A best memory weak in its own list lifts nothing."""
+        c = config or self._config
+        semantic = ranked["semantic"]
+        got = self._best_tags(ranked, req, memo, c.weak_share)
+        if got is None:
+            return semantic
+        best, tagged, _shares = got
         tags = set(tagged)
-        first = [h for h in semantic.hits if h.id in tags]
         note = ChannelScore(channel=f"tagged by {best}", rank=1, score=0.0, contribution=0.0)
         first = [
             h.model_copy(update={"explanation": [note, *h.explanation]})
             if h.explanation is not None
             else h
-            for h in first
+            for h in semantic.hits
+            if h.id in tags
         ]
-        if memory_reads_better(shares):
-            have = {h.id for h in first}
-            missing = [t for t in tagged if t not in have and _joinable(corpus, t, req)]
-            # said apart: the entity search did not return them
-            joined = note.model_copy(update={"channel": f"{note.channel} (joined)"})
-            first.extend(
-                corpus.hit(
-                    t, 0.0, compact=req.compact, explanation=[joined] if req.explain else None
-                ).model_copy(update={"source": "semantic"})
-                for t in missing
-            )
         if not first:
             return semantic
         rest = [h for h in semantic.hits if h.id not in tags]
@@ -341,7 +299,52 @@ class ScopeService:
             hits=first + rest,
             warnings=semantic.warnings,
             empty=semantic.empty,
-            lifted=frozenset(h.id for h in first),
+            lifted=semantic.lifted | frozenset(h.id for h in first),
+        )
+
+    def join_tagged(
+        self,
+        ranked: dict[str, Ranked],
+        req: SearchRequest,
+        memo: Memo | None = None,
+        config: ScopeRankingConfig | None = None,
+    ) -> Ranked:
+        """``tagged-join``: when the best memory reads the question better than the
+        entity list (:func:`memory_reads_better`), the entities it is tagged with that
+        the entity search did not return join the list after the lifted ones: the
+        memory was saved against them."""
+        c = config or self._config
+        semantic = ranked["semantic"]
+        got = self._best_tags(ranked, req, memo, c.weak_share)
+        if got is None:
+            return semantic
+        best, tagged, shares = got
+        if not memory_reads_better(shares, c.unmatched_share):
+            return semantic
+        corpus = self._entities.corpus()
+        have = {h.id for h in semantic.hits}
+        missing = [t for t in tagged if t not in have and _joinable(corpus, t, req)]
+        if not missing:
+            return semantic
+        # said apart: the entity search did not return them
+        joined = ChannelScore(
+            channel=f"tagged by {best} (joined)", rank=1, score=0.0, contribution=0.0
+        )
+        hits = [
+            corpus.hit(
+                t, 0.0, compact=req.compact, explanation=[joined] if req.explain else None
+            ).model_copy(update={"source": "semantic"})
+            for t in missing
+        ]
+        head = next(
+            (n for n, h in enumerate(semantic.hits) if h.id not in semantic.lifted),
+            len(semantic.hits),
+        )
+        return Ranked(
+            hits=semantic.hits[:head] + hits + semantic.hits[head:],
+            warnings=semantic.warnings,
+            empty=semantic.empty,
+            lifted=semantic.lifted | frozenset(missing),
         )
 
     # -- filters --------------------------------------------------------------------------------
