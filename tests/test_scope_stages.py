@@ -97,3 +97,18 @@ def test_explain_shows_the_stages_that_moved_a_hit(full: Layersearch) -> None:
     assert "tagged-first" in moves["shop.stores"]
     first = next(m for m in resp.results if m.id == "shop.stores").stages or []
     assert first[0].before == 0 and first[0].note.startswith("tagged by the best memory")
+
+
+def test_the_settings_and_eval_reach_the_scope_config(tmp_path: Path) -> None:
+    from layersearch.eval.scope import stage_switches
+
+    ranking = {"scope": {"without": ["leading"], "weak_share": 0.6}}
+    with Layersearch(tmp_path / "s.duckdb", ranking=ranking) as ls:
+        assert ls.scope.config.without == {"leading"} and ls.scope.config.weak_share == 0.6
+        ls.set_ranking({})
+        assert ls.scope.config == DEFAULTS
+    with pytest.raises(ConfigError, match=r"ranking.scope: unknown key 'weak'"):
+        Layersearch(tmp_path / "t.duckdb", ranking={"scope": {"weak": 0.6}})
+    assert stage_switches(["leading", "table-votes"]) == ({"table-votes"}, {"leading"})
+    with pytest.raises(ConfigError, match="did you mean 'share-ties'"):
+        stage_switches(["share-tie"])

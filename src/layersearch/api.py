@@ -146,8 +146,9 @@ class Layersearch:
         """Each corpus's ranking settings (``[ranking.<corpus>]``), checked: an unknown
         corpus, key, value type or stage name is a :class:`ConfigError`."""
         from layersearch.corpora.entities.config import EntityRankingConfig
+        from layersearch.corpora.scope_places import ScopeRankingConfig
 
-        known = {"entities": EntityRankingConfig}
+        known = {"entities": EntityRankingConfig, "scope": ScopeRankingConfig}
         for corpus in ranking:
             if corpus not in known:
                 raise ConfigError(
@@ -156,6 +157,11 @@ class Layersearch:
         self.entities.ranking = EntityRankingConfig.from_mapping(
             ranking.get("entities", {}), "ranking.entities"
         )
+        self._scope_ranking = ScopeRankingConfig.from_mapping(
+            ranking.get("scope", {}), "ranking.scope"
+        )
+        if getattr(self, "_scope", None) is not None:
+            self.scope.config = self._scope_ranking
 
     # -- lifecycle ----------------------------------------------------------------------------
 
@@ -233,6 +239,7 @@ class Layersearch:
                     lambda: self.conversations,
                     lambda: self.vault,
                     lambda: self.embedder,
+                    self._scope_ranking,
                 )
             return service
 

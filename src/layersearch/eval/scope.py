@@ -76,6 +76,7 @@ __all__ = [
     "score",
     "scope_supported",
     "select_half",
+    "stage_switches",
     "validate_queries",
 ]
 
@@ -566,6 +567,26 @@ def _misses(
     return out
 
 
+def stage_switches(without: Iterable[str]) -> tuple[frozenset[str], frozenset[str]]:
+    """``--without``'s stage names split into (the entity search's, scope=all's); an
+    unknown name is a ConfigError listing both pipelines' stages (and the closest)."""
+    import difflib
+
+    from layersearch.corpora.entities.config import EntityRankingConfig
+    from layersearch.corpora.scope_places import ScopeRankingConfig
+
+    entity, scope = EntityRankingConfig.PIPELINE_STAGES, ScopeRankingConfig.PIPELINE_STAGES
+    names = frozenset(without)
+    for name in sorted(names - set(entity) - set(scope)):
+        close = difflib.get_close_matches(name, [*scope, *entity], n=1, cutoff=0.5)
+        hint = f" (did you mean '{close[0]}'?)" if close else ""
+        raise ConfigError(
+            f"unknown ranking stage '{name}'{hint}; scope=all's: {', '.join(scope)}; "
+            f"the entity search's: {', '.join(entity)}"
+        )
+    return names & set(entity), names & set(scope)
+
+
 def evaluate_scope(
     *,
     locomo: str | Path | None = None,
@@ -581,8 +602,14 @@ def evaluate_scope(
     progress: Callable[[str, int, int], None] | None = None,
     status: Callable[[str], None] | None = None,
     details: Callable[[dict[str, Any]], None] | None = None,
+    without: Iterable[str] = (),
+    ranking: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """Build the mixed store in a temporary folder and score both runs.
+
+    ``ranking``: the corpora's ranking settings (``[ranking.<corpus>]``); ``without``:
+    stages switched off as well, of scope=all's places or of the entity search
+    (:func:`stage_switches`).
 
     ``half`` (``A``: the odd lines of ``queries``, ``B``: the even lines) is taken before
     ``limit``. Returns ``queries``, ``half``, the store's ``counts``, the runs
@@ -591,13 +618,20 @@ def evaluate_scope(
     ``scope_unsupported`` saying why) and ``warnings``."""
     from layersearch.api import Layersearch
 
+    entity_off, scope_off = stage_switches(without)
     items = select_half(read_scope_queries(queries), half)[:limit]
     with (
         tempfile.TemporaryDirectory(prefix="layersearch-scope-") as tmp,
         Layersearch(
-            Path(tmp) / "store.duckdb", embedder=embedder, embedder_config=embedder_config
+            Path(tmp) / "store.duckdb",
+            embedder=embedder,
+            embedder_config=embedder_config,
+            ranking=ranking,
         ) as ls,
     ):
+        ls.entities.ranking = ls.entities.ranking.without_stages(entity_off)
+        ls.scope.config = ls.scope.config.without_stages(scope_off)
+        off = sorted(ls.entities.ranking.without | ls.scope.config.without)
         store = build_mixed_store(
             ls,
             locomo=locomo if locomo is not None else default_locomo(),
@@ -633,6 +667,7 @@ def evaluate_scope(
         "half": half.strip().upper() if half is not None else None,
         "counts": store.counts,
         "embedder": model,
+        "without": off,
         **{run: _summarise(scores) if scores else None for run, scores in runs.items()},
         "scope_unsupported": unsupported,
         "warnings": warnings,
