@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from layersearch.corpora.protocol import Ranked
 from layersearch.corpora.scope_places import (
@@ -40,11 +40,9 @@ from layersearch.ranking.fusion import RRF_K, rrf
 from layersearch.ranking.pipeline import Pipeline, Stage, Trace, settle
 from layersearch.types import ChannelScore, Hit, SearchRequest
 
-if TYPE_CHECKING:
-    from layersearch.corpora.scope import ScopeService
-
 __all__ = [
     "LIST_STAGES",
+    "Lists",
     "SCOPE_PIPELINE",
     "Places",
     "ScopeRankingConfig",
@@ -58,11 +56,35 @@ Placed = tuple[str, int, float, float]
 Memo = dict[str, tuple[tuple[str, ...], list[float]]]
 
 
+class Lists(Protocol):
+    """What the stages ask of the scoped search (``corpora.scope.ScopeService``)."""
+
+    def shares(
+        self, ranked: dict[str, Ranked], req: SearchRequest, cap: int, memo: Memo | None = None
+    ) -> Shares: ...
+
+    def lift_tagged(
+        self,
+        ranked: dict[str, Ranked],
+        req: SearchRequest,
+        memo: Memo | None = None,
+        config: ScopeRankingConfig | None = None,
+    ) -> Ranked: ...
+
+    def join_tagged(
+        self,
+        ranked: dict[str, Ranked],
+        req: SearchRequest,
+        memo: Memo | None = None,
+        config: ScopeRankingConfig | None = None,
+    ) -> Ranked: ...
+
+
 @dataclass
 class Places:
     """One scoped search's lists on their way to the fused list."""
 
-    service: ScopeService
+    service: Lists
     ranked: dict[str, Ranked]
     req: SearchRequest
     config: ScopeRankingConfig
@@ -216,9 +238,12 @@ def _fuse(s: Places) -> None:
                 for c in hit.explanation or []
             ]
             update["explanation"] = [head, *inner, *share_note(s.shares, source, rank)]
-            moves = s.trace.moves(hid) if s.trace is not None else []
-            if moves:
-                update["stages"] = explain_stages(moves)
+            # the stages of the source's own ranking (positions in its list), then these
+            stages = [
+                m.model_copy(update={"stage": f"{source}/{m.stage}"}) for m in hit.stages or []
+            ]
+            stages += explain_stages(s.trace.moves(hid)) if s.trace is not None else []
+            update["stages"] = stages or None
         s.results.append(hit.model_copy(update=update))
 
 

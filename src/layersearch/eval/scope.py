@@ -587,6 +587,36 @@ def stage_switches(without: Iterable[str]) -> tuple[frozenset[str], frozenset[st
     return names & set(entity), names & set(scope)
 
 
+def _score_queries(
+    ls: Layersearch,
+    items: Sequence[ScopeQuery],
+    store: MixedStore,
+    warnings: list[str],
+    scope: bool,
+    details: Callable[[dict[str, Any]], None] | None,
+    progress: Callable[[str, int, int], None] | None,
+) -> dict[str, list[dict[str, Any]]]:
+    """Each run's per-query scores (:data:`_RUNS`), each record passed to ``details``."""
+    runs: dict[str, list[dict[str, Any]]] = {r: [] for r in _RUNS}
+    for i, q in enumerate(items, start=1):
+        record = _score_query(ls, q, store, warnings, scope=scope)
+        for run, scores in runs.items():
+            if run in record:
+                scores.append(record[run])
+        if details is not None:
+            details(record)
+        if progress is not None:
+            progress("queries", i, len(items))
+    return runs
+
+
+def _switch_off(ls: Layersearch, entity: Iterable[str], scope: Iterable[str]) -> list[str]:
+    """Switch those stages off in ``ls``; every stage now off, sorted."""
+    ls.entities.ranking = ls.entities.ranking.without_stages(entity)
+    ls.scope.config = ls.scope.config.without_stages(scope)
+    return sorted(ls.entities.ranking.without | ls.scope.config.without)
+
+
 def evaluate_scope(
     *,
     locomo: str | Path | None = None,
@@ -629,9 +659,7 @@ def evaluate_scope(
             ranking=ranking,
         ) as ls,
     ):
-        ls.entities.ranking = ls.entities.ranking.without_stages(entity_off)
-        ls.scope.config = ls.scope.config.without_stages(scope_off)
-        off = sorted(ls.entities.ranking.without | ls.scope.config.without)
+        off = _switch_off(ls, entity_off, scope_off)
         store = build_mixed_store(
             ls,
             locomo=locomo if locomo is not None else default_locomo(),
@@ -652,16 +680,7 @@ def evaluate_scope(
         unsupported = scope_supported(ls)
         if unsupported:
             warnings.append(f"scope=all not run: {unsupported}; baseline only")
-        runs: dict[str, list[dict[str, Any]]] = {r: [] for r in _RUNS}
-        for i, q in enumerate(items, start=1):
-            record = _score_query(ls, q, store, warnings, scope=not unsupported)
-            for run, scores in runs.items():
-                if run in record:
-                    scores.append(record[run])
-            if details is not None:
-                details(record)
-            if progress is not None:
-                progress("queries", i, len(items))
+        runs = _score_queries(ls, items, store, warnings, not unsupported, details, progress)
     return {
         "queries": len(items),
         "half": half.strip().upper() if half is not None else None,
