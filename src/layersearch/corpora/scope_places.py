@@ -8,6 +8,7 @@ the idf-weighted share of the question's analysed words its full-text document h
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 from layersearch.corpora import registry
 from layersearch.corpora.protocol import Ranked
@@ -37,7 +38,7 @@ class ScopeRankingConfig(RankingConfig):
     source whose best share is under this fraction of the top share has no real match
     (``waiting-unmatched``, and no ``tagged-join`` from such a memory list)."""
 
-    PIPELINE_STAGES = (
+    PIPELINE_STAGES: ClassVar[tuple[str, ...]] = (
         "tagged-first",
         "tagged-join",
         "waiting-unmatched",

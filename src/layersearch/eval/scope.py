@@ -401,13 +401,11 @@ def run_single_sources(ls: Layersearch, question: str) -> dict[str, list[str]]:
     found = ls.search(
         question=question, scope="semantic", max_results=2 * DEPTH, max_per_source=DEPTH
     )
+    from layersearch.corpora.registry import by_source
+
     out = {"semantic": [_hit_key(h) for h in found.results if h.source == "semantic"]}
-    for source, scope in (
-        ("memory", "memory"),
-        ("conversation", "conversations"),
-        ("vault", "vault"),
-    ):
-        out[source] = _scoped_keys(ls, question, scope)
+    for source in SOURCES[1:]:  # each alone, by its name in ``scope``
+        out[source] = _scoped_keys(ls, question, by_source(source).scope)
     return out
 
 
