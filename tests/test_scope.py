@@ -472,23 +472,25 @@ def test_waiting_tiers_from_shares() -> None:
 def test_hits_wait_only_when_sources_meet(
     full: Layersearch, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from layersearch.corpora import scope as scope_module
+    from layersearch.corpora import scope_stages
 
     calls: list[set[str]] = []
-    real = scope_module.waiting_tiers
+    real = scope_stages.waiting_tiers
 
-    def counted(ranked, shares, cap):  # type: ignore[no-untyped-def]
+    def counted(ranked, shares, cap, **numbers):  # type: ignore[no-untyped-def]
         calls.append(set(shares))
-        return real(ranked, shares, cap)
+        return real(ranked, shares, cap, **numbers)
 
-    monkeypatch.setattr(scope_module, "waiting_tiers", counted)
+    monkeypatch.setattr(scope_stages, "waiting_tiers", counted)
     for scope in ("memory", "semantic", ["semantic", "memory"], "vault"):
         full.search(question="customers revenue", scope=scope)
-    # scope=semantic is the entity search's own list; a source alone keeps its order
-    assert calls == [set(), set()]
+    # scope=semantic is the entity search's own list; a source alone keeps its order (each
+    # of the two waiting stages asks once)
+    assert calls == [set()] * 4
     full.search(question="customers revenue", scope=["memory", "vault"])
     full.search(question="customers revenue", scope="all")
-    assert calls[2:] == [{"memory", "vault"}, {"semantic", "memory", "vault", "conversation"}]
+    every = {"semantic", "memory", "vault", "conversation"}
+    assert calls[4:] == [{"memory", "vault"}] * 2 + [every] * 2
 
 
 def test_no_explanation_unless_asked_in_any_list(full: Layersearch) -> None:

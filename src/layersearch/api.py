@@ -146,8 +146,9 @@ class Layersearch:
         """Each corpus's ranking settings (``[ranking.<corpus>]``), checked: an unknown
         corpus, key, value type or stage name is a :class:`ConfigError`."""
         from layersearch.corpora.entities.config import EntityRankingConfig
+        from layersearch.corpora.scope_places import ScopeRankingConfig
 
-        known = {"entities": EntityRankingConfig}
+        known = {"entities": EntityRankingConfig, "scope": ScopeRankingConfig}
         for corpus in ranking:
             if corpus not in known:
                 raise ConfigError(
@@ -156,6 +157,11 @@ class Layersearch:
         self.entities.ranking = EntityRankingConfig.from_mapping(
             ranking.get("entities", {}), "ranking.entities"
         )
+        self._scope_ranking = ScopeRankingConfig.from_mapping(
+            ranking.get("scope", {}), "ranking.scope"
+        )
+        if getattr(self, "_scope", None) is not None:
+            self.scope.config = self._scope_ranking
 
     # -- lifecycle ----------------------------------------------------------------------------
 
@@ -233,6 +239,7 @@ class Layersearch:
                     lambda: self.conversations,
                     lambda: self.vault,
                     lambda: self.embedder,
+                    self._scope_ranking,
                 )
             return service
 
@@ -306,6 +313,15 @@ class Layersearch:
         """Full detail for ids (entities, hidden ones included when named exactly, memories,
         ``conversation:<message_id>`` messages and ``vault:<slug>`` notes)."""
         return self.scope.inspect(ids)
+
+    @staticmethod
+    def scoped_ids(ids: Iterable[str]) -> bool:
+        """Whether any of ``ids`` is opened by another corpus than the semantic layer and
+        memories (a conversation message, a vault note; ``corpora.registry``): then
+        ``inspect`` needs no semantic layer loaded."""
+        from layersearch.corpora.registry import scoped_id
+
+        return any(scoped_id(i) for i in ids)
 
     def save_memory(
         self,

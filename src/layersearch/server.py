@@ -348,26 +348,9 @@ def search(
     It does not run queries, return data rows, or write SQL. `warnings` explain
     unresolved names (with "did you mean"), empty filters and skipped channels: read them.
     """
-    request = SearchRequest(
-        entities=entities,
-        query=query,
-        question=question,
-        datasource=datasource,
-        max_results=max_results,
-        compact=compact,
-        cypher_filter=cypher_filter,
-        params=params,
-        explain=explain,
-        channels=list(channels) if channels is not None else None,
-        max_entities=max_entities,
-        max_memories=max_memories,
-        max_example_queries=max_example_queries,
-        scope=scope,
-        max_per_source=max_per_source,
-        tags=tags,
-        status=status,
-        role=role,
-    )
+    fields = dict(locals())  # the tool's arguments are the request's fields
+    del fields["ctx"]
+    request = SearchRequest.model_validate(fields)
     if scope is not None:  # each corpus the scope names says itself when it is empty
         return _api(ctx).search(request)
     return _read_api(ctx).search(request)
@@ -397,9 +380,10 @@ def inspect(
     `warnings`; the call fails only when none of the ids is found. It does not search:
     use `search` to discover ids.
     """
-    if any(i.startswith(("conversation:", "vault:")) for i in ids):
-        return _api(ctx).inspect(ids)
-    return _read_api(ctx).inspect(ids)
+    api = _api(ctx)
+    if not api.scoped_ids(ids):  # ids of the semantic layer and memories alone
+        api.require_content()
+    return api.inspect(ids)
 
 
 @_tool(title="Save a memory", read_only=False)

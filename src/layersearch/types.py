@@ -13,15 +13,6 @@ from typing import Annotated, Any, Literal, get_args
 from pydantic import BaseModel, ConfigDict, Field, model_serializer
 
 Kind = Literal["datasource", "model", "column", "measure", "aggregation", "memory"]
-#: what a search hit can be: an entity or memory kind, or (scoped searches) a
-#: conversation message or a vault note
-HitKind = Literal[
-    "datasource", "model", "column", "measure", "aggregation", "memory", "conversation", "vault"
-]
-#: the corpora a scoped search can name (``SearchRequest.scope``); ``all`` is every one
-SCOPES: tuple[str, ...] = ("semantic", "memory", "conversations", "vault")
-#: the ``source`` of a scoped hit
-Source = Literal["semantic", "memory", "conversation", "vault"]
 #: the channels a search request may name (``SearchRequest.channels``)
 RequestChannel = Literal["bm25", "fulltext", "vector"]
 #: the channels that rank entities, as hits report them (``ChannelScore.channel``): the
@@ -114,7 +105,10 @@ def stages_text(moves: Sequence[StageMove]) -> str:
 
 
 class Hit(BaseModel):
-    kind: HitKind
+    kind: str = Field(
+        description="datasource | model | column | measure | aggregation | memory | "
+        "conversation | vault (or a registered corpus's kind)"
+    )
     id: str
     score: float = Field(
         description="fused Reciprocal Rank Fusion score (k=60), plus the adjustments of the "
@@ -134,10 +128,11 @@ class Hit(BaseModel):
         "in the order they ran",
     )
     # Present only on hits of a scoped search (``scope``): unscoped output is unchanged.
-    source: Source | None = Field(
+    source: str | None = Field(
         default=None,
         exclude_if=_absent,
-        description="scoped searches: semantic (an entity) | memory | conversation | vault",
+        description="scoped searches: semantic (an entity) | memory | conversation | vault "
+        "(or a registered corpus's source)",
     )
     conv_id: str | None = Field(
         default=None, exclude_if=_absent, description="a conversation hit's conversation id"
@@ -285,6 +280,15 @@ class MessageDetail(BaseModel):
     content: str
 
 
+class DocumentDetail(BaseModel):
+    """A document of a registered corpus (``corpora.registry``) as ``inspect`` shows it."""
+
+    id: str
+    source: str
+    title: str = ""
+    text: str = ""
+
+
 class InspectResponse(BaseModel):
     entities: list[EntityInfo] = Field(default_factory=list)
     memories: list[Memory] = Field(default_factory=list)
@@ -295,6 +299,11 @@ class InspectResponse(BaseModel):
     )
     notes: list[NoteDetail] | None = Field(
         default=None, exclude_if=_absent, description="vault:<slug> ids"
+    )
+    documents: list[DocumentDetail] | None = Field(
+        default=None,
+        exclude_if=_absent,
+        description="ids of a registered corpus without a field of its own",
     )
 
 

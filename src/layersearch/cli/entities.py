@@ -150,7 +150,9 @@ def inspect(obj: Ctx, ids: tuple[str, ...], as_json: bool) -> None:
     """Full detail for the ids of any hits.
 
     Entity ids, memory:<n>, conversation:<message> and vault:<slug>."""
-    scoped = any(i.startswith(("conversation:", "vault:")) for i in ids)
+    from layersearch.api import Layersearch
+
+    scoped = Layersearch.scoped_ids(ids)
     resp = (obj.api() if scoped else obj.read_api()).inspect(list(ids))
     if as_json:
         emit_json(resp)
@@ -187,6 +189,9 @@ def inspect(obj: Ctx, ids: tuple[str, ...], as_json: bool) -> None:
     for n in resp.notes or []:
         con.print(f"[bold]vault note {escape(n.slug)}[/]  {escape(n.title)}", markup=True)
         con.print(n.body, markup=False)
+    for d in resp.documents or []:
+        con.print(f"[bold]{escape(d.source)} {escape(d.id)}[/]  {escape(d.title)}", markup=True)
+        con.print(d.text, markup=False)
 
 
 def bundled_models() -> Path:

@@ -581,6 +581,7 @@ def eval_vault(
     help="Write one JSON line per query (gold ids, each tool's hits, scope=all hits, "
     "each miss's rank in its own tool) here.",
 )
+@_without_option
 @json_option
 @click.pass_obj
 @handle_errors
@@ -591,6 +592,7 @@ def eval_scope(
     half: str | None,
     limit: int | None,
     details_path: str | None,
+    without: tuple[str, ...],
     as_json: bool,
 ) -> None:
     """Recall@10 of scope=all against calling each tool.
@@ -598,9 +600,10 @@ def eval_scope(
     The mixed store holds models/ and its memories, the LoCoMo conversations and the
     vault fixture, plus the notes written for this evaluation; the baseline is the
     union of the top 10 of search, conversation message search and vault search."""
-    from layersearch.eval.scope import DEFAULT_QUERIES, evaluate_scope
+    from layersearch.eval.scope import DEFAULT_QUERIES, evaluate_scope, stage_switches
 
-    obj.settings()
+    settings = obj.settings()
+    stage_switches(without)  # an unknown stage is refused before the store is built
     with contextlib.ExitStack() as stack:
         write = _details_writer(stack, details_path)
 
@@ -615,6 +618,8 @@ def eval_scope(
                 progress=lambda _stage, done, total: progress(done, total),
                 status=progress.relabel,
                 details=write,
+                without=without,
+                ranking=settings.ranking,
             )
     if as_json:
         emit_json(result)
@@ -631,7 +636,7 @@ def _print_scope(result: dict[str, Any]) -> None:
             f"{result['queries']} queries{which}; store: {counts['entities']} entities, "
             f"{counts['memories']} memories, {counts['messages']} messages in "
             f"{counts['conversations']} conversations, {counts['vault_notes']} vault notes; "
-            f"dense: {result['embedder']}",
+            f"dense: {result['embedder']}; without: {', '.join(result['without']) or 'none'}",
             width=80,
         )
     )

@@ -1,26 +1,22 @@
 """One search across every corpus: ``scope`` (issue #24).
 
-Each corpus ranks its own hits with the search it already has: the semantic layer and
-memories with :meth:`EntityService.search`, conversation messages with
+The corpora are those of the registry (:mod:`layersearch.corpora.registry`). Each ranks
+its own hits with the search it already has: the semantic layer and memories with
+:meth:`EntityService.search`, conversation messages with
 :meth:`ConversationService.search_messages`, vault notes with :meth:`VaultService.search`
 (hybrid). Each source's list is one channel of the fusion core (RRF, k=60): sources'
 ids never overlap, so the fused list takes the sources in turn, rank by rank, ties broken
-by source (semantic, memory, vault, conversation) and then by id. ``max_per_source``
-caps each source, ``max_results`` the list. When two or more sources are fused, the
-places go by evidence: every hit's share of the question (the idf-weighted share of the
-question's analysed words its full-text document holds, the same quantity and the same
-idf for every source) is read (:meth:`ScopeService._shares`), and hits wait after every
-hit in turn (:func:`waiting_tiers`): those after the first of a source with no real match
-(its best share under :data:`UNMATCHED_SHARE` of the best-matched source's) and a first
-hit holding under :data:`UNMATCHED_SHARE` of its own source's best, then the weak ones
-(after their source's first, under :data:`WEAK_SHARE` of its best share). A source whose
-hits hold the question alike keeps its turns; one whose best hit stands out keeps only
-the hits close to it. A source's hits holding the top share (the largest share any hit
-holds) take its first turns (:func:`leading_hits`). Hits at the same place (the same turn,
-or the same tier and rank when waiting) go by their share, then by source. The entities
-the best memory is tagged with go first in the entity list and never wait (two corpora
-agree on them); when that memory reads the question better than the entity list, those
-the entity search did not return join them.
+by source (the corpora's ``tie``: semantic, memory, vault, conversation) and then by id.
+``max_per_source`` caps each source, ``max_results`` the list. When two or more sources
+are fused, the places go by evidence: every hit's share of the question (the
+idf-weighted share of the question's analysed words its full-text document holds, the
+same quantity and the same idf for every source; :meth:`ScopeService.shares`). The rules
+on top are the declared stages of :data:`~layersearch.corpora.scope_stages.SCOPE_PIPELINE`
+(the entities the best memory is tagged with first, and joined; the waiting tiers; the
+hits holding the top share leading their source; ties by share), their numbers in
+:class:`~layersearch.corpora.scope_places.ScopeRankingConfig` (:attr:`ScopeService.config`).
+A source whose hits hold the question alike keeps its turns; one whose best hit stands
+out keeps only the hits close to it.
 
 Hit ids: an entity's id, ``memory:N``, ``conversation:<message_id>`` (a message id
 starts with its conversation's id), ``vault:<slug>``; :meth:`ScopeService.inspect` opens
@@ -31,18 +27,30 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from layersearch.calls import checkpoint
+from layersearch.corpora import registry
 from layersearch.corpora.entities.corpus import bounded_request
-from layersearch.errors import ConfigError, LayersearchError, NotFound
-from layersearch.ranking.fusion import RRF_K, rrf
+from layersearch.corpora.protocol import ScopeRun, Services
+from layersearch.corpora.scope_places import (
+    Ranked,
+    ScopeRankingConfig,
+    Shares,
+    memory_reads_better,
+)
+from layersearch.corpora.scope_sources import (
+    MAX_RESULTS,
+    conversation_hit_id,
+    entity_response,
+)
+from layersearch.corpora.scope_stages import LIST_STAGES, SCOPE_PIPELINE, Memo, Places
+from layersearch.errors import ConfigError, NotFound
+from layersearch.ranking.pipeline import Pipeline, Trace
 from layersearch.types import (
-    SCOPES,
     ChannelScore,
     Hit,
     InspectResponse,
-    MessageDetail,
     SearchRequest,
     SearchResponse,
 )
@@ -54,49 +62,19 @@ if TYPE_CHECKING:
     from layersearch.corpora.vault.search import VaultService
     from layersearch.embed.base import Embedder
 
-from layersearch.corpora.scope_places import (
-    SOURCE_ORDER,
-    WEAK_SHARE,
-    Ranked,
-    Shares,
-    leading_hits,
-    memory_reads_better,
-    share_note,
-    tie_order,
-    waiting_tiers,
-)
+__all__ = ["ScopeService", "conversation_hit_id", "parse_scope"]
 
-__all__ = ["SOURCE_ORDER", "ScopeService", "conversation_hit_id", "parse_scope"]
-
-#: scope name → the sources it searches
-_SOURCES = {
-    "semantic": ("semantic", "memory"),
-    "memory": ("memory",),
-    "conversations": ("conversation",),
-    "vault": ("vault",),
-}
-CONVERSATION_PREFIX = "conversation:"
-VAULT_PREFIX = "vault:"
 #: what a table puts in the middle of an id too long for it (``cli/output.elide``)
 ELIDED = "…"
-DESCRIPTION_CHARS = 160
-#: a role filter is applied to this many ranked messages (message search's depth)
-ROLE_DEPTH = 100
-_MAX_RESULTS = 100
-_NO_VAULT = "no vault indexed in this store: run `layersearch vault index PATH`"
-
-
-def conversation_hit_id(message_id: str) -> str:
-    """The hit id of a conversation message: ``conversation:<message_id>``. The message id
-    (``<conversation id>#<position>-<hash>``) already names its conversation."""
-    return f"{CONVERSATION_PREFIX}{message_id}"
 
 
 def parse_scope(scope: str | Sequence[str] | None) -> tuple[str, ...]:
     """The scope names of ``scope`` (a name, a comma list, or a list of them), in the
-    canonical order; ``all`` is every one. Unknown names are a ConfigError."""
+    canonical order (:func:`registry.scope_names`); ``all`` is every one. Unknown names
+    are a ConfigError."""
     if scope is None:
         return ("semantic",)
+    scopes = registry.scope_names()
     items = [scope] if isinstance(scope, str) else list(scope)
     names: set[str] = set()
     for item in items:
@@ -107,26 +85,17 @@ def parse_scope(scope: str | Sequence[str] | None) -> tuple[str, ...]:
             if not name:
                 continue  # "vault," or an empty --scope
             if name == "all":
-                names.update(SCOPES)
-            elif name in SCOPES:
+                names.update(scopes)
+            elif name in scopes:
                 names.add(name)
             else:
                 raise ConfigError(
-                    f"unknown scope {part.strip()!r}: use {', '.join(SCOPES)} or all "
+                    f"unknown scope {part.strip()!r}: use {', '.join(scopes)} or all "
                     "(or a list of them)"
                 )
     if not names:
-        raise ConfigError(f"scope is empty: use {', '.join(SCOPES)} or all")
-    return tuple(s for s in SCOPES if s in names)
-
-
-def _sources(names: Sequence[str]) -> tuple[str, ...]:
-    wanted = {src for n in names for src in _SOURCES[n]}
-    return tuple(s for s in SOURCE_ORDER if s in wanted)
-
-
-#: per source, the kept hits' ids and their shares of the question, within one search
-_Memo = dict[str, tuple[tuple[str, ...], list[float]]]
+        raise ConfigError(f"scope is empty: use {', '.join(scopes)} or all")
+    return tuple(s for s in scopes if s in names)
 
 
 @dataclass
@@ -137,7 +106,6 @@ class _Gathered:
     ranked: dict[str, Ranked]
     semantic: SearchResponse | None  # the entity search's response, when it ran
     warnings: list[str]
-    memo: _Memo
     alone: bool  # scope=semantic: the entity search's own list, not fused
 
 
@@ -150,13 +118,22 @@ class ScopeService:
         conversations: Callable[[], ConversationService],
         vault: Callable[[], VaultService],
         embedder: Callable[[], Embedder | None],
+        config: ScopeRankingConfig | None = None,
     ) -> None:
         self._entities = entities
-        self._conversations = conversations
-        self._vault = vault
-        self._embedder = embedder
+        self._services = Services(entities, conversations, vault, embedder)
+        self._config = config or ScopeRankingConfig()
 
     # -- search -------------------------------------------------------------------------------
+
+    @property
+    def config(self) -> ScopeRankingConfig:
+        """The tuned numbers and switched-off stages of the fused list's places."""
+        return self._config
+
+    @config.setter
+    def config(self, config: ScopeRankingConfig) -> None:
+        self._config = config
 
     def search(self, req: SearchRequest) -> SearchResponse:
         req, cut = bounded_request(req)
@@ -168,7 +145,11 @@ class ScopeService:
             assert g.semantic is not None
             results = _capped(g.semantic, req)
         else:
-            results = self._fuse(g.ranked, req, g.memo)
+            places = Places(self, g.ranked, req, self._config)
+            if req.explain:
+                places.trace = Trace()
+                places.order = [p[0] for p in places.placed()]
+            results = SCOPE_PIPELINE.run(places, self._config.without).results
         resp = SearchResponse(results=results, warnings=g.warnings)
         if g.semantic is not None and "semantic" in g.sources:
             resp.entities = g.semantic.entities
@@ -179,11 +160,17 @@ class ScopeService:
     def source_lists(self, req: SearchRequest) -> dict[str, list[Hit]]:
         """Per source the scope names, the list :meth:`search` fuses, as the fusion reads
         it: capped at ``max_per_source`` (else ``max_results``), the entity list with the
-        best memory's tagged entities lifted and joined. For diagnostics (``eval scope``'s
-        ``own_split``): what ten places drawn from these lists could hold. For
-        ``scope="semantic"`` the entity and memory lists apart, before the lift, which
-        that scope does not apply."""
-        g = self._gather(bounded_request(req)[0])
+        best memory's tagged entities lifted and joined (the stages of
+        :data:`LIST_STAGES` that run). For diagnostics (``eval scope``'s ``own_split``):
+        what ten places drawn from these lists could hold. For ``scope="semantic"`` the
+        entity and memory lists apart, before the lift, which that scope does not
+        apply."""
+        req = bounded_request(req)[0]
+        g = self._gather(req)
+        if not g.alone:
+            places = Places(self, g.ranked, req, self._config)
+            lists = Pipeline("scope", LIST_STAGES)
+            lists.run(places, self._config.without & set(lists.switchable))
         cap = req.max_per_source or req.max_results
         return {s: r.hits[:cap] for s, r in g.ranked.items()}
 
@@ -193,23 +180,18 @@ class ScopeService:
         names = parse_scope(req.scope)
         if req.max_per_source is not None and req.max_per_source < 1:
             raise ConfigError(f"max_per_source must be at least 1, got {req.max_per_source}")
-        if not 1 <= req.max_results <= _MAX_RESULTS:
-            raise ConfigError(
-                f"max_results must be from 1 to {_MAX_RESULTS}, got {req.max_results}"
-            )
-        sources = _sources(names)
+        if not 1 <= req.max_results <= MAX_RESULTS:
+            raise ConfigError(f"max_results must be from 1 to {MAX_RESULTS}, got {req.max_results}")
+        sources = registry.sources_of(names)
         warnings = self._misplaced_filters(req, sources)
+        run = ScopeRun(req, sources, self._services)
         ranked: dict[str, Ranked] = {}
-        semantic: SearchResponse | None = None
-        if "semantic" in sources or "memory" in sources:
-            semantic = self._semantic(req, sources, ranked)
-        if "conversation" in sources:
-            checkpoint()
-            ranked["conversation"] = self._messages(req)
-        if "vault" in sources:
-            checkpoint()
-            ranked["vault"] = self._notes(req)
+        for corpus in list(registry.CORPORA):
+            if corpus.source in sources:
+                checkpoint()
+                ranked[corpus.source] = corpus.search(run)
         checkpoint()
+        semantic = entity_response(run) if "semantic" in sources or "memory" in sources else None
         empty = [s for s in sources if ranked[s].empty]
         explicit_all = any(
             p.strip().lower() == "all"
@@ -222,72 +204,10 @@ class ScopeService:
             warnings.extend(f"{s}: {w}" for w in ranked[s].warnings)
         warnings.extend(self._filter_warnings(req, ranked))
         alone = set(sources) == {"semantic", "memory"} and semantic is not None
-        memo: _Memo = {}  # the shares, read once for the lists the lift leaves alone
-        if not alone and "semantic" in ranked and "memory" in ranked:
-            ranked["semantic"] = self._tagged_first(ranked, req, memo)
-        return _Gathered(sources, ranked, semantic, warnings, memo, alone)
+        return _Gathered(sources, ranked, semantic, warnings, alone)
 
-    def _fuse(
-        self, ranked: dict[str, Ranked], req: SearchRequest, memo: _Memo | None = None
-    ) -> list[Hit]:
-        """The sources' lists fused by RRF, each capped at ``max_per_source``; with two or
-        more sources, the hits :func:`leading_hits` names first in their source's turns and
-        the hits :func:`waiting_tiers` names after every other hit."""
-        cap = req.max_per_source or req.max_results
-        by_id: dict[str, tuple[str, Hit]] = {}
-        channels: dict[str, list[tuple[str, float]]] = {}
-        late: list[tuple[int, int, int, str]] = []  # (tier, rank in its source, tie, id)
-        shares = self._shares(ranked, req, cap, memo)
-        waiting = waiting_tiers(ranked, shares, cap)
-        tie = tie_order(ranked, shares, cap)
-        leading = leading_hits(ranked, shares, cap)
-        for source, r in ranked.items():
-            kept = r.hits[:cap]
-            turns = [(h.id, h.score) for h in kept if h.id not in waiting]
-            # the hits holding the top share take their source's first turns
-            channels[source] = [t for t in turns if t[0] in leading] + [
-                t for t in turns if t[0] not in leading
-            ]
-            late.extend(
-                (waiting[h.id], n, tie[h.id], h.id)
-                for n, h in enumerate(kept, 1)
-                if h.id in waiting
-            )
-            by_id.update((h.id, (source, h)) for h in kept)
-        fused = rrf(channels, level=tie.__getitem__, by_level=())
-        # (id, rank in its source, fused score, RRF contribution) in the fused order: the
-        # waiting hits after every other hit, as if ranked ``cap`` places lower per tier
-        placed = []
-        for f in fused:
-            source = by_id[f.id][0]
-            rank, _score, contribution = f.channels[source]
-            placed.append((f.id, rank, f.score, contribution))
-        for tier, rank, _o, hid in sorted(late):
-            score = 1.0 / (RRF_K + (tier + 1) * cap + rank)
-            placed.append((hid, rank, score, score))
-        out = []
-        ranks = {h.id: n for r in ranked.values() for n, h in enumerate(r.hits[:cap], 1)}
-        for hid, _rank, fused_score, contribution in placed[: req.max_results]:
-            source, hit = by_id[hid]
-            rank, score = ranks[hid], hit.score
-            update: dict[str, Any] = {"score": round(fused_score, 6)}
-            if req.explain:
-                head = ChannelScore(
-                    channel=source,
-                    rank=rank,
-                    score=round(score, 6),
-                    contribution=round(contribution, 6),
-                )
-                inner = [
-                    c.model_copy(update={"channel": f"{source}/{c.channel}"})
-                    for c in hit.explanation or []
-                ]
-                update["explanation"] = [head, *inner, *share_note(shares, source, rank)]
-            out.append(hit.model_copy(update=update))
-        return out
-
-    def _shares(
-        self, ranked: dict[str, Ranked], req: SearchRequest, cap: int, memo: _Memo | None = None
+    def shares(
+        self, ranked: dict[str, Ranked], req: SearchRequest, cap: int, memo: Memo | None = None
     ) -> Shares:
         """Per source with hits, (its best share, each kept hit's share): the idf-weighted
         share of the question's analysed words (idf of the schema index, a word it does not
@@ -302,9 +222,9 @@ class ScopeService:
             return {}
         from layersearch.ranking.analyzer import analyze_query
 
-        corpus = self._entities.corpus()
-        share = corpus.question_share(question, req.datasource)
+        share = self._entities.corpus().question_share(question, req.datasource)
         asked = list(dict.fromkeys(analyze_query(question)))
+        run = ScopeRun(req, tuple(ranked), self._services)
         out: Shares = {}
         for source in present:
             kept = ranked[source].hits[:cap]
@@ -312,71 +232,66 @@ class ScopeService:
             if memo is not None and source in memo and memo[source][0] == ids:
                 out[source] = (max(memo[source][1]), memo[source][1])
                 continue
-            if source in ("semantic", "memory"):
-                words = [corpus.document_words(h.id) for h in kept]
-            elif source == "vault":
-                notes = self._vault().note_words([h.slug or "" for h in kept], asked)
-                words = [notes.get(h.slug or "", frozenset()) for h in kept]
-            else:
-                words = self._message_words(kept)
+            words = registry.by_source(source).documents(run, kept, asked)
             values = [share(w) for w in words]
             out[source] = (max(values), values)
             if memo is not None:
                 memo[source] = (ids, values)
         return out
 
-    def _message_words(self, hits: Sequence[Hit]) -> list[frozenset[str]]:
-        from layersearch.ranking.analyzer import analyze
-
-        snap = self._conversations().snapshot()
-        out = []
-        for h in hits:
-            m = snap.messages.get(h.message_id or "")
-            out.append(frozenset(analyze(m.content)) if m is not None else frozenset())
-        return out
-
     def _tagged_first(
-        self, ranked: dict[str, Ranked], req: SearchRequest, memo: _Memo | None = None
+        self, ranked: dict[str, Ranked], req: SearchRequest, memo: Memo | None = None
     ) -> Ranked:
-        """The entity list with the entities the best memory is tagged with first (in their
-        own order), the rest after: two corpora agreeing on an entity is evidence neither
-        ranking has alone. The hits' order within each part is kept. When the best memory
-        reads the question better than the entity list (:func:`memory_reads_better`), the
-        entities it is tagged with that the entity search did not return join them, after
-        the returned ones: the memory was saved against them. A best memory that is weak in
-        its own list (holding less than :data:`WEAK_SHARE` of the share its list's best
-        holds: ranked first by vectors, say) lifts nothing."""
+        """The entity list after ``tagged-first`` and ``tagged-join`` (see
+        :meth:`lift_tagged` and :meth:`join_tagged`)."""
+        lifted = dict(ranked)
+        lifted["semantic"] = self.lift_tagged(ranked, req, memo)
+        return self.join_tagged(lifted, req, memo)
+
+    def _best_tags(
+        self, ranked: dict[str, Ranked], req: SearchRequest, memo: Memo | None, weak: float
+    ) -> tuple[str, list[str], Shares] | None:
+        """The best memory's id, the entities it is tagged with and the lists' shares;
+        None with no entity or memory hit, or a best memory weak in its own list (under
+        ``weak`` of the share its list's best holds: ranked first by vectors, say)."""
         semantic, memory = ranked["semantic"], ranked["memory"]
         if not memory.hits or not semantic.hits:
-            return semantic
+            return None
         cap = req.max_per_source or req.max_results
-        shares = self._shares(ranked, req, cap, memo)
-        if "memory" in shares and shares["memory"][1][0] < WEAK_SHARE * shares["memory"][0]:
-            return semantic
+        shares = self.shares(ranked, req, cap, memo)
+        if "memory" in shares and shares["memory"][1][0] < weak * shares["memory"][0]:
+            return None
         best = memory.hits[0].id
-        corpus = self._entities.corpus()
-        found = corpus.memories.get(best)
+        found = self._entities.corpus().memories.get(best)
         tagged = list(dict.fromkeys(found.entities)) if found is not None else []
+        return best, tagged, shares
+
+    def lift_tagged(
+        self,
+        ranked: dict[str, Ranked],
+        req: SearchRequest,
+        memo: Memo | None = None,
+        config: ScopeRankingConfig | None = None,
+    ) -> Ranked:
+        """``tagged-first``: the entity list with the entities the best memory is tagged
+        with first (in their own order), the rest after: two corpora agreeing on an
+        entity is evidence neither ranking has alone. The hits' order within each part
+        is kept. A best memory weak in its own list lifts nothing."""
+        c = config or self._config
+        semantic = ranked["semantic"]
+        got = self._best_tags(ranked, req, memo, c.weak_share)
+        if got is None:
+            return semantic
+        best, tagged, _shares = got
         tags = set(tagged)
-        first = [h for h in semantic.hits if h.id in tags]
         note = ChannelScore(channel=f"tagged by {best}", rank=1, score=0.0, contribution=0.0)
         first = [
             h.model_copy(update={"explanation": [note, *h.explanation]})
             if h.explanation is not None
             else h
-            for h in first
+            for h in semantic.hits
+            if h.id in tags
         ]
-        if memory_reads_better(shares):
-            have = {h.id for h in first}
-            missing = [t for t in tagged if t not in have and _joinable(corpus, t, req)]
-            # said apart: the entity search did not return them
-            joined = note.model_copy(update={"channel": f"{note.channel} (joined)"})
-            first.extend(
-                corpus.hit(
-                    t, 0.0, compact=req.compact, explanation=[joined] if req.explain else None
-                ).model_copy(update={"source": "semantic"})
-                for t in missing
-            )
         if not first:
             return semantic
         rest = [h for h in semantic.hits if h.id not in tags]
@@ -384,196 +299,77 @@ class ScopeService:
             hits=first + rest,
             warnings=semantic.warnings,
             empty=semantic.empty,
-            lifted=frozenset(h.id for h in first),
+            lifted=semantic.lifted | frozenset(h.id for h in first),
         )
 
-    # -- the sources ----------------------------------------------------------------------------
-
-    def _semantic(
-        self, req: SearchRequest, sources: Sequence[str], ranked: dict[str, Ranked]
-    ) -> SearchResponse | None:
-        """Entities and memories from today's search; memories alone for ``memory``."""
+    def join_tagged(
+        self,
+        ranked: dict[str, Ranked],
+        req: SearchRequest,
+        memo: Memo | None = None,
+        config: ScopeRankingConfig | None = None,
+    ) -> Ranked:
+        """``tagged-join``: when the best memory reads the question better than the
+        entity list (:func:`memory_reads_better`), the entities it is tagged with that
+        the entity search did not return join the list after the lifted ones: the
+        memory was saved against them."""
+        c = config or self._config
+        semantic = ranked["semantic"]
+        got = self._best_tags(ranked, req, memo, c.weak_share)
+        if got is None:
+            return semantic
+        best, tagged, shares = got
+        if not memory_reads_better(shares, c.unmatched_share):
+            return semantic
         corpus = self._entities.corpus()
-        both = "semantic" in sources
-        if not corpus.entities and not corpus.memories or (not both and not corpus.memories):
-            what = "no semantic layer or memories" if both else "no memories"
-            for s in ("semantic", "memory"):
-                if s in sources:
-                    ranked[s] = Ranked(
-                        warnings=[f"{what} in this store: run `layersearch load PATH`"],
-                        empty=True,
-                    )
-            return None
-        depth = req.max_per_source or req.max_results
-        # The entity search interleaves entities and memories: twice the depth gives each
-        # kind ``depth`` hits of its own ranking when it has them.
-        inner = req.model_copy(
-            update={
-                "scope": None,
-                "max_per_source": None,
-                "tags": None,
-                "status": None,
-                "role": None,
-                "max_results": _inner_depth(req, sources, depth),
-            }
+        have = {h.id for h in semantic.hits}
+        missing = [t for t in tagged if t not in have and _joinable(corpus, t, req)]
+        if not missing:
+            return semantic
+        # said apart: the entity search did not return them
+        joined = ChannelScore(
+            channel=f"tagged by {best} (joined)", rank=1, score=0.0, contribution=0.0
         )
-        resp = self._entities.search(inner)
-        warnings = list(resp.warnings)
-        if both:
-            ranked["semantic"] = Ranked(
-                hits=[
-                    h.model_copy(update={"source": "semantic"})
-                    for h in resp.results
-                    if h.kind != "memory"
-                ],
-                warnings=warnings,
-            )
-            warnings = []
-        if "memory" in sources:
-            ranked["memory"] = Ranked(
-                hits=[
-                    h.model_copy(update={"source": "memory"})
-                    for h in resp.results
-                    if h.kind == "memory"
-                ],
-                warnings=warnings,
-            )
-        return resp
-
-    def _messages(self, req: SearchRequest) -> Ranked:
-        """Conversation messages ranked by message search (full text, and vectors when an
-        embedder is configured), then the ``role`` filter."""
-        question = _question(req)
-        conversations = self._conversations()
-        snap = conversations.snapshot()
-        if not snap.messages:
-            return Ranked(
-                warnings=["no conversations imported: run `layersearch conversations import PATH`"],
-                empty=True,
-            )
-        if question is None:
-            return Ranked(warnings=["needs a question: conversations not searched"])
-        role = req.role
-        if role is not None and role not in ("user", "assistant"):
-            raise ConfigError(f"role must be 'user' or 'assistant', got {role!r}")
-        depth = req.max_per_source or req.max_results
-        channels = None if self._embedder() is not None else ["fulltext"]
-        found = conversations.search_messages(
-            question, ROLE_DEPTH if role else depth, channels=channels
+        hits = [
+            corpus.hit(
+                t, 0.0, compact=req.compact, explanation=[joined] if req.explain else None
+            ).model_copy(update={"source": "semantic"})
+            for t in missing
+        ]
+        head = next(
+            (n for n, h in enumerate(semantic.hits) if h.id not in semantic.lifted),
+            len(semantic.hits),
         )
-        hits = []
-        for m in found.hits:
-            if role is not None and m.role != role:
-                continue
-            row = snap.messages[m.message_id]
-            explanation = None
-            if req.explain:
-                explanation = [
-                    ChannelScore(channel=c, rank=r, score=0.0, contribution=0.0)
-                    for c, r in sorted(m.channels.items(), key=lambda kv: (kv[1], kv[0]))
-                ]
-            hits.append(
-                Hit(
-                    kind="conversation",
-                    id=conversation_hit_id(m.message_id),
-                    score=round(m.score, 6),
-                    description=_line(row.content),
-                    text=None if req.compact else row.content,
-                    explanation=explanation,
-                    source="conversation",
-                    conv_id=m.conversation_id,
-                    message_id=m.message_id,
-                )
-            )
-            if len(hits) == depth:
-                break
-        return Ranked(hits=hits, warnings=list(found.warnings))
-
-    def _notes(self, req: SearchRequest) -> Ranked:
-        """Vault notes ranked by vault search in hybrid mode (full text alone without an
-        embedder), with the ``tags`` and ``status`` filters."""
-        question = _question(req)
-        vault = self._vault()
-        if question is None:
-            from layersearch.corpora.vault.store import load_meta
-
-            if load_meta(vault.store).root is None:
-                return Ranked(warnings=[_NO_VAULT], empty=True)
-            return Ranked(warnings=["needs a question: the vault not searched"])
-        depth = req.max_per_source or req.max_results
-        inner: list[str] = []
-        try:
-            found = vault.search(
-                question,
-                tags=req.tags,
-                status=req.status,
-                limit=depth,
-                mode="hybrid",
-                explain=req.explain,
-                warnings=inner,
-            )
-        except NotFound as exc:
-            return Ranked(warnings=[str(exc)], empty=True)
-        if self._embedder() is None:
-            # Without an embedder, lexical is what was asked for, as in entity search.
-            inner = [w for w in inner if not w.startswith("embedding unavailable")]
-        hits = []
-        for v in found:
-            text = None if req.compact else vault.get_note(v.slug).body
-            hits.append(
-                Hit(
-                    kind="vault",
-                    id=f"{VAULT_PREFIX}{v.slug}",
-                    score=v.score,
-                    description=v.title,
-                    text=text,
-                    explanation=v.explanation,
-                    source="vault",
-                    slug=v.slug,
-                )
-            )
-        return Ranked(hits=hits, warnings=inner)
+        return Ranked(
+            hits=semantic.hits[:head] + hits + semantic.hits[head:],
+            warnings=semantic.warnings,
+            empty=semantic.empty,
+            lifted=semantic.lifted | frozenset(missing),
+        )
 
     # -- filters --------------------------------------------------------------------------------
 
     @staticmethod
     def _misplaced_filters(req: SearchRequest, sources: Sequence[str]) -> list[str]:
-        """A filter for a corpus the scope does not search is ignored, and said so."""
+        """A filter for a corpus the scope does not search is ignored, and said so (the
+        filters in the request's field order)."""
         out = []
-        checks = (
-            (
-                "datasource",
-                req.datasource,
-                ("semantic", "memory"),
-                "the semantic layer and memories",
-            ),
-            (
-                "cypher_filter",
-                req.cypher_filter,
-                ("semantic", "memory"),
-                "the semantic layer and memories",
-            ),
-            ("tags", req.tags, ("vault",), "the vault"),
-            ("status", req.status, ("vault",), "the vault"),
-            ("role", req.role, ("conversation",), "conversations"),
-        )
-        for name, value, applies, what in checks:
-            if value is not None and not set(applies) & set(sources):
-                out.append(f"{name} applies only to {what}, which the scope leaves out: ignored")
+        for name in SearchRequest.model_fields:
+            applies = [c for c in registry.CORPORA if name in c.filters]
+            value = getattr(req, name)
+            if not applies or value is None or {c.source for c in applies} & set(sources):
+                continue
+            what = " and ".join(c.what for c in applies)
+            out.append(f"{name} applies only to {what}, which the scope leaves out: ignored")
         return out
 
     @staticmethod
     def _filter_warnings(req: SearchRequest, ranked: dict[str, Ranked]) -> list[str]:
         """A source-only filter that left its source without a hit."""
-        filters: dict[str, list[tuple[str, object]]] = {
-            "semantic": [("datasource", req.datasource), ("cypher_filter", req.cypher_filter)],
-            "memory": [("datasource", req.datasource), ("cypher_filter", req.cypher_filter)],
-            "conversation": [("role", req.role)],
-            "vault": [("tags", req.tags), ("status", req.status)],
-        }
         out = []
         for source, r in ranked.items():
-            given = [name for name, value in filters[source] if value is not None]
+            filters = registry.by_source(source).filters
+            given = [name for name in filters if getattr(req, name) is not None]
             if given and not r.hits and not r.empty:
                 out.append(f"{' and '.join(given)} excluded every {source} hit")
         return out
@@ -582,94 +378,47 @@ class ScopeService:
 
     def inspect(self, ids: Iterable[str]) -> InspectResponse:
         """Full detail for ids of any source: entities and memories as ``inspect`` always
-        showed them, ``conversation:…`` messages, ``vault:…`` notes."""
+        showed them, and each other corpus's ids (``conversation:…`` messages, ``vault:…``
+        notes) by the corpus its prefix names."""
         from layersearch.corpora.entities.detail import checked_ids
 
-        checked = [self._whole(i) if ELIDED in i else i for i in checked_ids(ids)]
-        convs = [i for i in checked if i.strip().startswith(CONVERSATION_PREFIX)]
-        notes = [i for i in checked if i.strip().startswith(VAULT_PREFIX)]
-        rest = [i for i in checked if i not in convs and i not in notes]
-        if not convs and not notes:
+        run = ScopeRun(SearchRequest.model_validate({}), (), self._services)
+        checked = [self._whole(run, i) if ELIDED in i else i for i in checked_ids(ids)]
+        by: dict[str, list[str]] = {}
+        for i in checked:
+            c = registry.corpus_of_id(i)
+            by.setdefault(c.opened_by or c.source, []).append(i)
+        rest = by.pop("semantic", [])
+        if not by:
             return self._entities.inspect(rest)
         out = InspectResponse()
         if rest:
-            try:
-                out = self._entities.inspect(rest)
-            except NotFound as exc:
-                out.warnings.append(str(exc))
-        if convs:
-            out.conversations = self._open_messages(convs, out.warnings)
-        if notes:
-            out.notes = []
-            for raw in notes:
-                try:
-                    out.notes.append(self._vault().get_note(raw.strip()[len(VAULT_PREFIX) :]))
-                except LayersearchError as exc:
-                    out.warnings.append(str(exc))
-        if not (out.entities or out.memories or out.conversations or out.notes):
+            registry.by_source("semantic").inspect(run, rest, out)
+        for corpus in list(registry.CORPORA):
+            if corpus.source in by:
+                corpus.inspect(run, by[corpus.source], out)
+        found = out.entities or out.memories or out.conversations or out.notes
+        if not (found or out.documents):
             raise NotFound("; ".join(out.warnings) or "nothing found")
         return out
 
-    def _whole(self, shown: str) -> str:
+    @staticmethod
+    def _whole(run: ScopeRun, shown: str) -> str:
         """The id a table printed shortened in the middle (``conversation:sl…#1-dd10b246``,
         see the CLI's ``elide``): the one id of its kind with that start and end, else
         ``shown`` as it is (then unknown, or an id that holds the character)."""
         key = shown.strip()
         head, _, tail = key.partition(ELIDED)
-        ids: Iterable[str]
-        if key.startswith(CONVERSATION_PREFIX):
-            ids = (conversation_hit_id(m) for m in self._conversations().snapshot().messages)
-        elif key.startswith(VAULT_PREFIX):
-            from layersearch.corpora.vault.store import all_slugs
-
-            ids = (f"{VAULT_PREFIX}{slug}" for slug in all_slugs(self._vault().store))
-        else:
-            corpus = self._entities.corpus()
-            ids = (e for e in corpus.entities if corpus.entities.is_visible(e))
+        corpus = registry.corpus_of_id(key)
+        if corpus.opened_by is not None:
+            corpus = registry.by_source(corpus.opened_by)
         found = []
-        for i in ids:
+        for i in corpus.ids(run):
             if i == key:
                 return key
             if len(i) > len(head) + len(tail) and i.startswith(head) and i.endswith(tail):
                 found.append(i)
         return found[0] if len(found) == 1 else shown
-
-    def _open_messages(self, ids: Sequence[str], warnings: list[str]) -> list[MessageDetail]:
-        snap = self._conversations().snapshot()
-        out = []
-        for raw in ids:
-            key = raw.strip()
-            rest = key[len(CONVERSATION_PREFIX) :]
-            found = snap.messages.get(rest)
-            # The older conversation:<conv_id>:<message_id>; a conversation id may itself
-            # hold ':', so every split of the rest is tried.
-            for i, ch in enumerate(rest):
-                if found is not None:
-                    break
-                if ch != ":":
-                    continue
-                m = snap.messages.get(rest[i + 1 :])
-                if m is not None and m.conversation_id == rest[:i]:
-                    found = m
-            if found is None:
-                warnings.append(
-                    f"unknown conversation message '{key}' (ids are conversation:<message_id>)"
-                )
-                continue
-            c = snap.conversations.get(found.conversation_id)
-            out.append(
-                MessageDetail(
-                    id=conversation_hit_id(found.id),
-                    conv_id=found.conversation_id,
-                    message_id=found.id,
-                    conversation_title=c.title if c else None,
-                    role=found.role,
-                    speaker=found.speaker,
-                    created=found.created,
-                    content=found.content,
-                )
-            )
-        return out
 
 
 def _joinable(corpus: EntityCorpus, entity_id: str, req: SearchRequest) -> bool:
@@ -683,17 +432,6 @@ def _joinable(corpus: EntityCorpus, entity_id: str, req: SearchRequest) -> bool:
     if entity_id not in corpus.entities or not corpus.entities.is_visible(entity_id):
         return False
     return req.datasource is None or in_scope(entity_id, req.datasource)
-
-
-def _inner_depth(req: SearchRequest, sources: Sequence[str], depth: int) -> int:
-    """How many hits to ask the entity search for: as many as asked for scope=semantic
-    (its list as it is), twice the depth when entities and memories are fused apart
-    (the list interleaves them), the most it gives for memories alone."""
-    if set(sources) == {"semantic", "memory"} and req.max_per_source is None:
-        return req.max_results
-    if "semantic" in sources and "memory" not in sources:
-        return min(_MAX_RESULTS, 2 * depth)
-    return _MAX_RESULTS
 
 
 def _capped(resp: SearchResponse, req: SearchRequest) -> list[Hit]:
@@ -713,8 +451,3 @@ def _capped(resp: SearchResponse, req: SearchRequest) -> list[Hit]:
 def _question(req: SearchRequest) -> str | None:
     q = req.question
     return q if q is not None and q.strip() else None
-
-
-def _line(text: str) -> str:
-    one = " ".join(text.split())
-    return one if len(one) <= DESCRIPTION_CHARS else one[: DESCRIPTION_CHARS - 1] + "…"

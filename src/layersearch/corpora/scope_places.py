@@ -1,19 +1,23 @@
 """How the places of a scoped list are shared (``corpora.scope``): which hits wait, which
 lead their source, how hits of the same place are ordered, and when the best memory reads
-the question better than the entity list. Everything here reads each hit's share of the
-question (:meth:`ScopeService._shares <layersearch.corpora.scope.ScopeService._shares>`):
+the question better than the entity list, with the numbers of
+:class:`ScopeRankingConfig`. Everything here reads each hit's share of the
+question (:meth:`ScopeService.shares <layersearch.corpora.scope.ScopeService.shares>`):
 the idf-weighted share of the question's analysed words its full-text document holds."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from typing import ClassVar
 
-from layersearch.types import ChannelScore, Hit
+from layersearch.corpora import registry
+from layersearch.corpora.protocol import Ranked
+from layersearch.ranking.pipeline import RankingConfig
+from layersearch.types import ChannelScore
 
 __all__ = [
-    "SOURCE_ORDER",
-    "UNMATCHED_SHARE",
-    "WEAK_SHARE",
+    "DEFAULTS",
+    "ScopeRankingConfig",
     "Ranked",
     "Shares",
     "leading_hits",
@@ -23,53 +27,64 @@ __all__ = [
     "waiting_tiers",
 ]
 
-#: fusion's tie-break between sources' hits of the same rank, first to last
-SOURCE_ORDER = ("semantic", "memory", "vault", "conversation")
-#: a hit (after its source's first) holding less than this fraction of the share of the
-#: question its source's best hit holds is weak evidence: it goes after every source's
-#: other hits
-WEAK_SHARE = 0.7
-#: a source whose best hit holds less than this fraction of the share of the question the
-#: best-matched source's best hit holds has no real match: its hits after the first wait;
-#: a source's first hit holding less than this fraction of its source's best share waits
-UNMATCHED_SHARE = 0.5
 
+@dataclass(frozen=True, slots=True)
+class ScopeRankingConfig(RankingConfig):
+    """The tuned numbers of a scoped list's places, and the stages switched off.
+
+    ``weak_share``: a hit after its source's first holding less than this fraction of
+    its source's best share waits (``waiting-weak``); a best memory under it in its own
+    list lifts nothing (``tagged-first``, ``tagged-join``). ``unmatched_share``: a
+    source whose best share is under this fraction of the top share has no real match
+    (``waiting-unmatched``, and no ``tagged-join`` from such a memory list)."""
+
+    PIPELINE_STAGES: ClassVar[tuple[str, ...]] = (
+        "tagged-first",
+        "tagged-join",
+        "waiting-unmatched",
+        "waiting-weak",
+        "leading",
+        "share-ties",
+    )
+
+    weak_share: float = 0.7
+    unmatched_share: float = 0.5
+
+
+#: the defaults, one place
+DEFAULTS = ScopeRankingConfig()
 #: per source with hits, (its best share, each kept hit's share)
 Shares = dict[str, tuple[float, list[float]]]
 
 
-@dataclass
-class Ranked:
-    """One source's hits, best first, and what it had to say."""
-
-    hits: list[Hit] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
-    empty: bool = False  # nothing loaded in this corpus
-    #: entity hits moved first because the best memory is tagged with them
-    lifted: frozenset[str] = frozenset()
-
-
-def memory_reads_better(shares: Shares) -> bool:
+def memory_reads_better(shares: Shares, unmatched: float = DEFAULTS.unmatched_share) -> bool:
     """Whether the best memory holds more of the question than the entity list's best
-    hit, in a memory list with a real match (its best share at least
-    :data:`UNMATCHED_SHARE` of the best-matched source's). False without shares (one
-    source with hits, no question)."""
+    hit, in a memory list with a real match (its best share at least ``unmatched`` of
+    the best-matched source's). False without shares (one source with hits, no
+    question)."""
     if "memory" not in shares:
         return False
     top = max(best for best, _values in shares.values())
     memory_best, values = shares["memory"]
     entity_best = shares["semantic"][0] if "semantic" in shares else 0.0
-    return memory_best >= UNMATCHED_SHARE * top and values[0] > entity_best
+    return memory_best >= unmatched * top and values[0] > entity_best
 
 
-def waiting_tiers(ranked: dict[str, Ranked], shares: Shares, cap: int) -> dict[str, int]:
-    """The hits that wait after every other source's hits, id → tier (0 first). Tier 0:
-    the hits after the first of a source with no real match, whose best hit holds less
-    than :data:`UNMATCHED_SHARE` of the share the best-matched source's best hit holds,
-    and a source's first hit when it holds less than :data:`UNMATCHED_SHARE` of its
-    source's best share (then the source's turns go to its next hits).
-    Tier 1: a hit after its source's first holding less than :data:`WEAK_SHARE` of its
-    source's best share. The entities the best memory is tagged with never wait, even in
+def waiting_tiers(
+    ranked: dict[str, Ranked],
+    shares: Shares,
+    cap: int,
+    *,
+    weak: float | None = DEFAULTS.weak_share,
+    unmatched: float | None = DEFAULTS.unmatched_share,
+) -> dict[str, int]:
+    """The hits that wait after every other source's hits, id → tier (0 first). Tier 0
+    (``unmatched``; None: none): the hits after the first of a source with no real
+    match, whose best hit holds less than ``unmatched`` of the share the best-matched
+    source's best hit holds, and a source's first hit when it holds less than
+    ``unmatched`` of its source's best share (then the source's turns go to its next
+    hits). Tier 1 (``weak``; None: none): a hit after its source's first holding less
+    than ``weak`` of its source's best share. The entities the best memory is tagged with never wait, even in
     an entity list with no real match: two corpora agree on them, and the memory's share
     of the question is their evidence. Nothing waits without shares (one source, no
     question)."""
@@ -79,18 +94,18 @@ def waiting_tiers(ranked: dict[str, Ranked], shares: Shares, cap: int) -> dict[s
     out: dict[str, int] = {}
     for source, (best, values) in shares.items():
         r = ranked[source]
-        unmatched = best < UNMATCHED_SHARE * top
+        no_match = unmatched is not None and best < unmatched * top
         for n, h in enumerate(r.hits[:cap]):
             if h.id in r.lifted:
                 continue  # a tagged entity keeps its turn: its evidence is the memory's
             if n == 0:
                 # the first keeps its source's turn unless it is no real match of what its
                 # source holds best
-                if values[0] < UNMATCHED_SHARE * best:
+                if unmatched is not None and values[0] < unmatched * best:
                     out[h.id] = 0
-            elif values[n] < WEAK_SHARE * best:
+            elif weak is not None and values[n] < weak * best:
                 out[h.id] = 1
-            elif unmatched:
+            elif no_match:
                 out[h.id] = 0
     return out
 
@@ -115,9 +130,10 @@ def leading_hits(ranked: dict[str, Ranked], shares: Shares, cap: int) -> set[str
 def tie_order(ranked: dict[str, Ranked], shares: Shares, cap: int) -> dict[str, int]:
     """Each kept hit's place among hits of the same place in their sources (the same turn,
     or the same tier and rank when waiting), id → position: the hit holding the larger
-    share of the question first, then :data:`SOURCE_ORDER`. Without shares (one source,
+    share of the question first, then the sources' tie order
+    (:func:`registry.source_order`). Without shares (one source,
     no question) the source order alone."""
-    order = {s: i for i, s in enumerate(SOURCE_ORDER)}
+    order = {s: i for i, s in enumerate(registry.source_order())}
     keys = []
     for source, r in ranked.items():
         values = shares[source][1] if source in shares else []
@@ -131,9 +147,9 @@ def tie_order(ranked: dict[str, Ranked], shares: Shares, cap: int) -> dict[str, 
 def share_note(shares: Shares, source: str, rank: int) -> list[ChannelScore]:
     """The explanation of a hit's evidence in the fused list (see :func:`waiting_tiers`):
     ``share``, the share of the question its document holds; ``share/source best``, that
-    over its source's best (below :data:`WEAK_SHARE`, after the first: weak);
+    over its source's best (below ``weak_share``, after the first: weak);
     ``source best/top``, its source's best over the best source's (below
-    :data:`UNMATCHED_SHARE`: a source with no real match)."""
+    ``unmatched_share``: a source with no real match)."""
     if source not in shares:
         return []
     best, values = shares[source]

@@ -76,6 +76,7 @@ __all__ = [
     "score",
     "scope_supported",
     "select_half",
+    "stage_switches",
     "validate_queries",
 ]
 
@@ -400,13 +401,11 @@ def run_single_sources(ls: Layersearch, question: str) -> dict[str, list[str]]:
     found = ls.search(
         question=question, scope="semantic", max_results=2 * DEPTH, max_per_source=DEPTH
     )
+    from layersearch.corpora.registry import by_source
+
     out = {"semantic": [_hit_key(h) for h in found.results if h.source == "semantic"]}
-    for source, scope in (
-        ("memory", "memory"),
-        ("conversation", "conversations"),
-        ("vault", "vault"),
-    ):
-        out[source] = _scoped_keys(ls, question, scope)
+    for source in SOURCES[1:]:  # each alone, by its name in ``scope``
+        out[source] = _scoped_keys(ls, question, by_source(source).scope)
     return out
 
 
@@ -533,14 +532,10 @@ def _score_query(
 
 
 def _source_of(key: str) -> str:
-    """The source of a hit key: its prefix, else a memory or an entity."""
-    if key.startswith("conversation:"):
-        return "conversation"
-    if key.startswith("vault:"):
-        return "vault"
-    if key.startswith("memory:"):
-        return "memory"
-    return "semantic"
+    """The source of a hit key: the corpus its prefix names (an entity without one)."""
+    from layersearch.corpora.registry import corpus_of_id
+
+    return corpus_of_id(key).source
 
 
 def _own_rank(key: str, source: str, tools: Mapping[str, list[str]]) -> int | None:
@@ -570,6 +565,56 @@ def _misses(
     return out
 
 
+def stage_switches(without: Iterable[str]) -> tuple[frozenset[str], frozenset[str]]:
+    """``--without``'s stage names split into (the entity search's, scope=all's); an
+    unknown name is a ConfigError listing both pipelines' stages (and the closest)."""
+    import difflib
+
+    from layersearch.corpora.entities.config import EntityRankingConfig
+    from layersearch.corpora.scope_places import ScopeRankingConfig
+
+    entity, scope = EntityRankingConfig.PIPELINE_STAGES, ScopeRankingConfig.PIPELINE_STAGES
+    names = frozenset(without)
+    for name in sorted(names - set(entity) - set(scope)):
+        close = difflib.get_close_matches(name, [*scope, *entity], n=1, cutoff=0.5)
+        hint = f" (did you mean '{close[0]}'?)" if close else ""
+        raise ConfigError(
+            f"unknown ranking stage '{name}'{hint}; scope=all's: {', '.join(scope)}; "
+            f"the entity search's: {', '.join(entity)}"
+        )
+    return names & set(entity), names & set(scope)
+
+
+def _score_queries(
+    ls: Layersearch,
+    items: Sequence[ScopeQuery],
+    store: MixedStore,
+    warnings: list[str],
+    scope: bool,
+    details: Callable[[dict[str, Any]], None] | None,
+    progress: Callable[[str, int, int], None] | None,
+) -> dict[str, list[dict[str, Any]]]:
+    """Each run's per-query scores (:data:`_RUNS`), each record passed to ``details``."""
+    runs: dict[str, list[dict[str, Any]]] = {r: [] for r in _RUNS}
+    for i, q in enumerate(items, start=1):
+        record = _score_query(ls, q, store, warnings, scope=scope)
+        for run, scores in runs.items():
+            if run in record:
+                scores.append(record[run])
+        if details is not None:
+            details(record)
+        if progress is not None:
+            progress("queries", i, len(items))
+    return runs
+
+
+def _switch_off(ls: Layersearch, entity: Iterable[str], scope: Iterable[str]) -> list[str]:
+    """Switch those stages off in ``ls``; every stage now off, sorted."""
+    ls.entities.ranking = ls.entities.ranking.without_stages(entity)
+    ls.scope.config = ls.scope.config.without_stages(scope)
+    return sorted(ls.entities.ranking.without | ls.scope.config.without)
+
+
 def evaluate_scope(
     *,
     locomo: str | Path | None = None,
@@ -585,8 +630,14 @@ def evaluate_scope(
     progress: Callable[[str, int, int], None] | None = None,
     status: Callable[[str], None] | None = None,
     details: Callable[[dict[str, Any]], None] | None = None,
+    without: Iterable[str] = (),
+    ranking: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """Build the mixed store in a temporary folder and score both runs.
+
+    ``ranking``: the corpora's ranking settings (``[ranking.<corpus>]``); ``without``:
+    stages switched off as well, of scope=all's places or of the entity search
+    (:func:`stage_switches`).
 
     ``half`` (``A``: the odd lines of ``queries``, ``B``: the even lines) is taken before
     ``limit``. Returns ``queries``, ``half``, the store's ``counts``, the runs
@@ -595,13 +646,18 @@ def evaluate_scope(
     ``scope_unsupported`` saying why) and ``warnings``."""
     from layersearch.api import Layersearch
 
+    entity_off, scope_off = stage_switches(without)
     items = select_half(read_scope_queries(queries), half)[:limit]
     with (
         tempfile.TemporaryDirectory(prefix="layersearch-scope-") as tmp,
         Layersearch(
-            Path(tmp) / "store.duckdb", embedder=embedder, embedder_config=embedder_config
+            Path(tmp) / "store.duckdb",
+            embedder=embedder,
+            embedder_config=embedder_config,
+            ranking=ranking,
         ) as ls,
     ):
+        off = _switch_off(ls, entity_off, scope_off)
         store = build_mixed_store(
             ls,
             locomo=locomo if locomo is not None else default_locomo(),
@@ -622,21 +678,13 @@ def evaluate_scope(
         unsupported = scope_supported(ls)
         if unsupported:
             warnings.append(f"scope=all not run: {unsupported}; baseline only")
-        runs: dict[str, list[dict[str, Any]]] = {r: [] for r in _RUNS}
-        for i, q in enumerate(items, start=1):
-            record = _score_query(ls, q, store, warnings, scope=not unsupported)
-            for run, scores in runs.items():
-                if run in record:
-                    scores.append(record[run])
-            if details is not None:
-                details(record)
-            if progress is not None:
-                progress("queries", i, len(items))
+        runs = _score_queries(ls, items, store, warnings, not unsupported, details, progress)
     return {
         "queries": len(items),
         "half": half.strip().upper() if half is not None else None,
         "counts": store.counts,
         "embedder": model,
+        "without": off,
         **{run: _summarise(scores) if scores else None for run, scores in runs.items()},
         "scope_unsupported": unsupported,
         "warnings": warnings,
