@@ -74,6 +74,23 @@ def _absent(value: object) -> bool:
     return value is None
 
 
+class StageMove(BaseModel):
+    """What one ranking stage (``docs/ranking.md``) did to a hit."""
+
+    model_config = ConfigDict(frozen=True)
+
+    stage: str = Field(description="the stage's name (the name --without takes)")
+    before: int = Field(
+        description="1-based position in the stage's list before it ran (0: not in it)"
+    )
+    after: int = Field(description="1-based position in the stage's list after it ran")
+    note: str = Field(description="what the stage did to the hit")
+    adjustment: float = Field(
+        default=0.0,
+        description="the score the stage added to the hit's own, so that scores follow the order",
+    )
+
+
 class Hit(BaseModel):
     kind: HitKind
     id: str
@@ -84,6 +101,12 @@ class Hit(BaseModel):
     )
     explanation: list[ChannelScore] | None = Field(
         None, description="which channels ranked this hit, at which rank and score (explain=true)"
+    )
+    stages: list[StageMove] | None = Field(
+        default=None,
+        exclude_if=_absent,
+        description="explain=true: every ranking stage after fusion that moved this hit, "
+        "in the order they ran",
     )
     # Present only on hits of a scoped search (``scope``): unscoped output is unchanged.
     source: Source | None = Field(
@@ -111,6 +134,10 @@ class Hit(BaseModel):
             from layersearch.ranking.explain import explain_text
 
             line += f"  why: {explain_text(self.explanation)}"
+        if explain and self.stages:
+            from layersearch.ranking.explain import stages_text
+
+            line += f"  moved: {stages_text(self.stages)}"
         return line
 
 

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 
 from layersearch.ranking.fusion import Fused
-from layersearch.types import ChannelScore
+from layersearch.ranking.pipeline import Move
+from layersearch.types import ChannelScore, StageMove
 
-__all__ = ["explain", "explain_text"]
+__all__ = ["explain", "explain_stages", "explain_text", "stages_text"]
 
 
 def explain(
@@ -46,4 +47,28 @@ def explain_text(parts: list[ChannelScore]) -> str:
         + (f" x{p.weight:.2f}" if p.weight is not None and p.weight != 1.0 else "")
         + (f" [{', '.join(p.matched)}]" if p.matched else "")
         for p in parts
+    )
+
+
+def explain_stages(moves: Sequence[Move]) -> list[StageMove]:
+    """A hit's :class:`~layersearch.ranking.pipeline.Move` list as it is shown."""
+    return [
+        StageMove(
+            stage=m.stage,
+            before=m.before,
+            after=m.after,
+            note=m.note,
+            adjustment=round(m.adjustment, 6),
+        )
+        for m in moves
+    ]
+
+
+def stages_text(moves: Sequence[StageMove]) -> str:
+    """``join-keys #9→#4 +0.0021 (join key of two first tables); table-votes new→#3``."""
+    return "; ".join(
+        f"{m.stage} {'#' + str(m.before) if m.before else 'new'}→#{m.after}"
+        + (f" {m.adjustment:+.4f}" if m.adjustment else "")
+        + (f" ({m.note})" if m.note else "")
+        for m in moves
     )
