@@ -8,8 +8,10 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
+from typing import ClassVar
 
 from layersearch.ranking.fusion import Fused
+from layersearch.ranking.pipeline import RankingConfig
 from layersearch.ranking.wordlists import word_list, word_set
 
 # Words that carry no content in questions about people's lives and chats, beyond the
@@ -22,12 +24,31 @@ DOC_FORMAT = 2
 
 
 @dataclass(frozen=True)
-class MessageSearchConfig:
-    """How messages become ranking documents and how the channels count.
+class MessageSearchConfig(RankingConfig):
+    """How messages become ranking documents and how the channels count: every tuned
+    number and switch of message search (the conversations corpus's ranking config);
+    ``without`` names the stages of ``stages.MESSAGE_PIPELINE`` switched off.
 
     The defaults are argued from first principles in docs/conversations.md and were
     checked (not fitted) on two LoCoMo conversations; see docs/quality.md.
     """
+
+    #: the stages ``without`` may name (``stages.MESSAGE_PIPELINE.switchable``; a test
+    #: keeps the two equal)
+    PIPELINE_STAGES: ClassVar[tuple[str, ...]] = (
+        "feedback",
+        "word-neighbours",
+        "channel-tops",
+        "session-text",
+        "two-stage",
+        "answers-follow-questions",
+        "date-match",
+        "answer-types",
+    )
+
+    @classmethod
+    def corpus_name(cls) -> str:
+        return "conversations"
 
     #: neighbouring turns added as context, before and after the turn
     context_before: int = 1
