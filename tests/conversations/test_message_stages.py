@@ -100,3 +100,19 @@ def test_eval_conversations_without_a_stage() -> None:
     assert result.exit_code == 2
     assert "unknown conversations ranking stage 'sesion-text'" in result.output
     assert "did you mean 'session-text'" in result.output
+
+
+def test_summary_search_runs_its_declared_stages(svc: ConversationService) -> None:
+    from layersearch.corpora.conversations.stages import SUMMARY_PIPELINE
+
+    assert SUMMARY_PIPELINE.names == ("fulltext", "vector", "fuse")
+    assert SUMMARY_PIPELINE.switchable == ()
+    svc.import_summaries(FIXTURES / "summaries.jsonl")
+    svc.embed()
+    for mode in ("fts", "vector", "hybrid"):
+        hits = svc.search_summaries("churn", mode=mode).hits
+        assert hits, mode
+        scores = [h.score for h in hits]
+        assert scores == sorted(scores, reverse=True), mode
+        wanted = {"fts": {"fulltext"}, "vector": {"vector"}, "hybrid": {"fulltext", "vector"}}
+        assert set().union(*(h.channels for h in hits)) <= wanted[mode]

@@ -29,7 +29,6 @@ from layersearch.errors import (
 )
 from layersearch.ranking.analyzer import analyze
 from layersearch.ranking.fulltext import FTDoc, FullTextIndex, open_or_rebuild
-from layersearch.ranking.fusion import rrf
 from layersearch.ranking.pipeline import Trace
 from layersearch.store.base import Store
 from layersearch.types import (
@@ -68,7 +67,7 @@ from .ranking import (
 from .records import Conversation, has_question
 from .render import render_conversations, render_semantic, render_summaries
 from .sessions import SessionIndex
-from .stages import MESSAGE_PIPELINE, MessageRanking
+from .stages import MESSAGE_PIPELINE, SUMMARY_PIPELINE, MessageRanking, SummaryRanking
 from .store import ConversationRow, ImportReport, MessageRow, SummaryImportReport
 from .summaries import IMPORTANCE, THINKING_STAGES, Summary, import_summaries
 from .vectors import (
@@ -693,18 +692,8 @@ class ConversationService:
                 key=lambda s: (-(s.created.timestamp() if s.created else float("-inf")), s.id)
             )
             return [(s.id, 0.0, {}) for s in pool]
-        rankings: dict[str, list[tuple[str, float]]] = {}
-        if mode in ("hybrid", "fts"):
-            rankings["fulltext"] = snap.summaries_ft.search(query, DEPTH, ids=allow)
-        if mode in ("hybrid", "vector"):
-            try:
-                dense = self._checked_dense(SUMMARY_CORPUS)
-                rankings["vector"] = dense.search(query, DEPTH, allow)
-            except EmbeddingUnavailable as exc:
-                if mode == "vector":
-                    raise
-                warnings.append(f"{exc}; showing full-text results only")
+        state = SummaryRanking(self, snap, query, mode, allow, warnings)
+        fused = SUMMARY_PIPELINE.run(state).fused
         return [
-            (f.id, f.score, {c: r for c, (r, _, _) in sorted(f.channels.items())})
-            for f in rrf(rankings)
+            (f.id, f.score, {c: r for c, (r, _, _) in sorted(f.channels.items())}) for f in fused
         ]

@@ -1,4 +1,5 @@
-"""Message search as one declared pipeline: :data:`MESSAGE_PIPELINE`.
+"""Message search and summary search as declared pipelines: :data:`MESSAGE_PIPELINE`,
+:data:`SUMMARY_PIPELINE`.
 
 The stages run in this order on a :class:`MessageRanking` (one search's state); each
 one reads :class:`~.ranking.MessageSearchConfig` (every tuned number and switch of
@@ -19,6 +20,10 @@ scores of the list are non-increasing after each stage and no turn takes another
 position's score; a moved turn's ``channels`` keeps what the rule did (its rank before)
 under the rule's label, as it always has, and the :class:`Trace` of the search records
 each stage's reordering (``ConversationService.search_messages(trace=...)``).
+
+Summary search has no rule after fusion: ``fulltext`` and ``vector`` (chosen by its
+``mode``: ``fts``, ``vector`` or ``hybrid``), then ``fuse`` (RRF, k = 60), each
+ranking ``DEPTH`` summaries; none is switched off by name (``mode`` chooses).
 """
 
 from __future__ import annotations
@@ -28,7 +33,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING
 
-from layersearch.errors import LayersearchError
+from layersearch.errors import EmbeddingUnavailable, LayersearchError
 from layersearch.ranking.analyzer import analyze_query
 from layersearch.ranking.fusion import Fused, rrf
 from layersearch.ranking.pipeline import Pipeline, Stage, Trace
@@ -53,7 +58,13 @@ from .sessions import SessionIndex, session_lift
 if TYPE_CHECKING:
     from .service import ConversationService, _Snapshot
 
-__all__ = ["MESSAGE_PIPELINE", "MESSAGE_STAGES", "MessageRanking"]
+__all__ = [
+    "MESSAGE_PIPELINE",
+    "MESSAGE_STAGES",
+    "SUMMARY_PIPELINE",
+    "MessageRanking",
+    "SummaryRanking",
+]
 
 
 @dataclass(slots=True)
@@ -318,3 +329,56 @@ MESSAGE_STAGES: tuple[Stage[MessageRanking], ...] = (
     Stage("answer-types", "turns holding the asked-for time, amount or name lifted", _answer_types),
 )
 MESSAGE_PIPELINE: Pipeline[MessageRanking] = Pipeline("conversations", MESSAGE_STAGES)
+
+
+@dataclass(slots=True)
+class SummaryRanking:
+    """One summary search as its stages read and update it."""
+
+    service: ConversationService
+    snap: _Snapshot
+    query: str
+    mode: str
+    allow: set[str] | None
+    warnings: list[str]
+    rankings: dict[str, list[tuple[str, float]]] = field(default_factory=dict)
+    fused: list[Fused] = field(default_factory=list)
+
+
+def _summary_fulltext(state: SummaryRanking) -> None:
+    from .service import DEPTH
+
+    if state.mode in ("hybrid", "fts"):
+        state.rankings["fulltext"] = state.snap.summaries_ft.search(
+            state.query, DEPTH, ids=state.allow
+        )
+
+
+def _summary_vector(state: SummaryRanking) -> None:
+    from .service import DEPTH
+    from .vectors import SUMMARY_CORPUS
+
+    if state.mode not in ("hybrid", "vector"):
+        return
+    try:
+        dense = state.service._checked_dense(SUMMARY_CORPUS)
+        state.rankings["vector"] = dense.search(state.query, DEPTH, state.allow)
+    except EmbeddingUnavailable as exc:
+        if state.mode == "vector":
+            raise
+        state.warnings.append(f"{exc}; showing full-text results only")
+
+
+def _summary_fuse(state: SummaryRanking) -> None:
+    state.fused = rrf(state.rankings)
+
+
+#: the stages of summary search, in the order they run (``mode`` chooses the channels)
+SUMMARY_PIPELINE: Pipeline[SummaryRanking] = Pipeline(
+    "summaries",
+    (
+        Stage("fulltext", "BM25 over the summaries", _summary_fulltext, switchable=False),
+        Stage("vector", "cosine of the summary vectors", _summary_vector, switchable=False),
+        Stage("fuse", "Reciprocal Rank Fusion of the channels", _summary_fuse, switchable=False),
+    ),
+)
