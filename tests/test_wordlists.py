@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from layersearch.corpora.conversations import ranking, records
+from layersearch.corpora.conversations import dates, ranking, records
 from layersearch.ranking import analyzer, wordlists
 from tests.support import ROOT
 
@@ -48,6 +48,16 @@ ABBREVIATIONS = {
     "emp": "employee", "mgr": "manager", "nbr": "number", "num": "number", "pct": "percent",
     "qty": "quantity", "tel": "telephone", "yr": "year",
 }  # fmt: skip
+DATE_NUMBERS = {
+    "a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6,
+    "seven": 7, "eight": 8, "nine": 9, "ten": 10, "a couple of": 2, "a few": 3,
+}  # fmt: skip
+DATE_PATTERN = (
+    r"\b(?:(?P<day>yesterday|tomorrow)|(?P<dir>last|past|next)\s+(?P<unit>wednesday|thursday"
+    r"|saturday|tuesday|monday|friday|sunday|thurs|tues|thur|mon|tue|wed|thu|fri|sat|sun"
+    r"|weekend|week|month|year)|(?P<n>\d{1,2}|a\ couple\ of|a\ few|three|seven|eight|four"
+    r"|five|nine|one|two|six|ten|an|a)\s+(?P<ago>day|week|month|year)s?\s+ago)\b"
+)
 TIME_EXPRESSION = (
     r"(?i:\b(?:yesterday|today|tonight|tomorrow|ago|weekend|monday|tuesday|wednesday|thursday"
     r"|friday|saturday|sunday|january|february|march|april|june|july|august|september|october"
@@ -93,6 +103,9 @@ def test_the_loaded_lists_equal_what_the_code_held() -> None:
     assert ranking.TIME_EXPRESSION.pattern == TIME_EXPRESSION
     assert ranking.ASKS_PLACE.pattern == ASKS_PLACE
     assert ranking.ASKS_NAME.pattern == ASKS_NAME
+    assert list(dates._NUMBER.items()) == list(DATE_NUMBERS.items())
+    assert dates._PATTERN.pattern == DATE_PATTERN
+    assert list(dates._MONTHS.values()) == list(range(1, 13))
 
 
 def test_a_bad_list_is_a_clear_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -105,6 +118,8 @@ def test_a_bad_list_is_a_clear_error(tmp_path: Path, monkeypatch: pytest.MonkeyP
         wordlists._read("absent")
     with pytest.raises(ValueError, match="not 'key value'"):
         wordlists.word_pairs("pairs")
+    with pytest.raises(ValueError, match="not 'words number'"):
+        wordlists.word_numbers("pairs")
     wordlists._read.cache_clear()
 
 

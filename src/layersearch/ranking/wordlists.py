@@ -1,8 +1,8 @@
 """The English word lists the ranking reads, as data: ``ranking/words/NAME.txt``.
 
 Each file's first line is a ``#`` comment saying what the list is for; every other
-non-blank line is one entry (a word, or for :func:`word_pairs` two words separated by
-a space). Each list is read once per process (cached); the readers return immutable
+non-blank line is one entry (a word; for :func:`word_pairs` two words separated by a
+space; for :func:`word_numbers` words and a whole number). Each list is read once per process (cached); the readers return immutable
 values, so callers share them.
 """
 
@@ -11,7 +11,15 @@ from __future__ import annotations
 from functools import cache
 from pathlib import Path
 
-__all__ = ["WORDS_DIR", "list_names", "purpose", "word_list", "word_pairs", "word_set"]
+__all__ = [
+    "WORDS_DIR",
+    "list_names",
+    "purpose",
+    "word_list",
+    "word_numbers",
+    "word_pairs",
+    "word_set",
+]
 
 #: the folder of the shipped lists (package data)
 WORDS_DIR = Path(__file__).parent / "words"
@@ -56,6 +64,18 @@ def word_pairs(name: str) -> dict[str, str]:
         if not sep or not value.strip() or " " in value.strip():
             raise ValueError(f"{WORDS_DIR / name}.txt: {entry!r} is not 'key value'")
         out[key] = value.strip()
+    return out
+
+
+def word_numbers(name: str) -> dict[str, int]:
+    """List ``name`` read as ``words number`` lines (the words may hold spaces: ``a
+    couple of 2``), in file order (a fresh dict)."""
+    out: dict[str, int] = {}
+    for entry in word_list(name):
+        key, sep, value = entry.rpartition(" ")
+        if not sep or not key.strip() or not value.lstrip("-").isdigit():
+            raise ValueError(f"{WORDS_DIR / name}.txt: {entry!r} is not 'words number'")
+        out[key.strip()] = int(value)
     return out
 
 
