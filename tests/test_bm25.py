@@ -164,3 +164,11 @@ def test_idf_variants() -> None:
     assert math.isnan(lucene[1])  # a term in no document counts for nothing
     with pytest.raises(ValueError, match="unknown idf variant"):
         idf(9, [1], "okapi")  # type: ignore[arg-type]
+
+
+def test_the_sessions_parameters_are_message_searchs_config() -> None:
+    from layersearch.corpora.conversations.search import MessageSearchConfig
+
+    cfg = MessageSearchConfig()
+    assert (cfg.session_k1, cfg.session_b) == (SESSION_BM25.k1, SESSION_BM25.b)
+    assert SESSION_BM25 == OKAPI

@@ -144,6 +144,9 @@ class MessageSearchConfig(RankingConfig):
     #: ``sessions``): the words of a question are often spread over the exchange that
     #: answers it. 0 turns it off
     session_weight: float = 0.2
+    #: the sessions' BM25 (``sessions.SESSION_BM25``: the textbook k1 and b, Lucene's idf)
+    session_k1: float = 1.2
+    session_b: float = 0.75
     #: how many sessions the second stage ranks turns in
     two_stage_sessions: int = 3
     #: how many of a session's best turns make its score (their sum)

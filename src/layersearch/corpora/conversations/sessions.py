@@ -92,7 +92,9 @@ class SessionIndex:
                 mask[at] = True
         return mask
 
-    def scores(self, tokens: Iterable[str], mask: np.ndarray | None) -> np.ndarray:
+    def scores(
+        self, tokens: Iterable[str], mask: np.ndarray | None, params: BM25Params = SESSION_BM25
+    ) -> np.ndarray:
         """BM25 of ``tokens`` (each counted once) against every session, with idf and
         mean length over the sessions ``mask`` keeps (None: all); the others score 0."""
         out = np.zeros(len(self.lengths), dtype=np.float64)
@@ -111,8 +113,8 @@ class SessionIndex:
                 at, tf = at[inside], tf[inside]
             if len(at) == 0:
                 continue
-            (word_idf,) = idf(n, [len(at)], SESSION_BM25.idf)
-            out[at] += term_scores(word_idf, tf, self.lengths[at], mean, SESSION_BM25)
+            (word_idf,) = idf(n, [len(at)], params.idf)
+            out[at] += term_scores(word_idf, tf, self.lengths[at], mean, params)
         return out
 
 
@@ -154,9 +156,11 @@ def session_lift(
     tokens: Sequence[str],
     scope: Collection[str] | None,
     weight: float,
+    params: BM25Params = SESSION_BM25,
 ) -> list[Fused]:
-    """The fused turns moved by their sessions' BM25 against ``tokens`` (the full-text
-    query's words), standardised over the sessions in ``scope`` (see the module)."""
+    """The fused turns moved by their sessions' BM25 (``params``) against ``tokens`` (the
+    full-text query's words), standardised over the sessions in ``scope`` (see the
+    module)."""
     mask = index.searched(scope)
-    z = standard_scores(index.scores(tokens, mask), mask)
+    z = standard_scores(index.scores(tokens, mask, params), mask)
     return lift_sessions(fused, session_of, z, weight)

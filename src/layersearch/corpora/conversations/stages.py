@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING
 
 from layersearch.errors import EmbeddingUnavailable, LayersearchError
 from layersearch.ranking.analyzer import analyze_query
+from layersearch.ranking.bm25 import BM25Params
 from layersearch.ranking.fusion import Fused, rrf
 from layersearch.ranking.pipeline import Pipeline, Stage, Trace
 
@@ -197,8 +198,10 @@ def _session_text(state: MessageRanking) -> None:
     snap = state.snap
     if snap.session_docs is None:  # built on the first search that reads it
         snap.session_docs = SessionIndex.build(snap.turns, snap.session)
+    cfg = state.config
+    params = BM25Params(k1=cfg.session_k1, b=cfg.session_b, idf="lucene", delta=0.0)
     after = session_lift(
-        state.fused, snap.session_docs, snap.session.get, state.words(), state.scope, weight
+        state.fused, snap.session_docs, snap.session.get, state.words(), state.scope, weight, params
     )
     state.reorder(
         "session-text",
