@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from layersearch.corpora.entities import rank
+from layersearch.corpora.entities.config import EntityRankingConfig
 from layersearch.corpora.entities.rank import inferred_joins, join_key_order
 from layersearch.semantic.model import EdgeRecord, Entity
 
@@ -190,7 +190,7 @@ def test_search_brings_the_inferred_keys_and_the_graph_keeps_declared_joins(
             return [h.id for h in hits if h.kind == "column"]
 
         with_joins = columns()
-        monkeypatch.setattr(rank, "INFER_JOINS", False)
+        ls.entities.ranking = EntityRankingConfig(infer_joins=False)
         without = columns()
         assert "air.airlines.uid" in with_joins
         assert with_joins.index("air.airlines.uid") < without.index("air.airlines.uid")

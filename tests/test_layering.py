@@ -28,7 +28,6 @@ LAYERS: list[set[str]] = [
 UPWARD = {
     ("cli", "__init__"): "the CLI opens the public API like a user",
     ("server", "__init__"): "the server opens the public API like a user",
-    ("types", "ranking"): "Hit.line imports ranking.explain inside the method",
 }
 #: the only packages one of the lowest layers may use beside errors
 LIGHT = {"ranking": {"errors", "types"}, "graph": {"errors", "jsonlimits"}, "embed": {"errors"}}

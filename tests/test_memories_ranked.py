@@ -458,8 +458,8 @@ def _merged(leading: set[str], n: int = 9) -> list[str]:
 
     ents = fuse({"fulltext": [(f"e{i}", 1.0 / (i + 1)) for i in range(5)]})
     mems = fuse({"fulltext": [(f"memory:{i}", 1.0 / (i + 1)) for i in range(1, 6)]})
-    e = _Ordered(ents, [(i, i) for i in range(len(ents))])
-    m = _Ordered(mems, [(i, i) for i in range(len(mems))])
+    e = _Ordered(ents, list(enumerate(ents.scores)))
+    m = _Ordered(mems, list(enumerate(mems.scores)))
     out = merge_kinds(e, m, n, lambda mid, _eid: mid in leading)
     return [o.fused.ids[i] for o, i, _ in out]
 

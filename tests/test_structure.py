@@ -90,3 +90,107 @@ def test_the_function_count_sees_long_code(tmp_path: Path) -> None:
         ("outer", 84),
         ("inner", 81),
     ]
+
+
+def _module_name(path: Path, root: Path) -> str:
+    parts = list(path.relative_to(root).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+def _module_level_imports(path: Path, root: Path, known: set[str]) -> set[str]:
+    """The modules of ``known`` that a module imports when it is imported: its imports
+    outside functions and classes, ``if TYPE_CHECKING:`` blocks left out. ``from p import
+    m`` counts as importing the module ``p.m`` when there is one, else ``p``."""
+    name = _module_name(path, root)
+    package = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
+    out: set[str] = set()
+
+    def visit(body: list[ast.stmt]) -> None:
+        for node in body:
+            if isinstance(node, ast.If):
+                if not _is_type_checking(node.test):
+                    visit(node.body)
+                visit(node.orelse)
+            elif isinstance(node, ast.Try):
+                for block in (node.body, node.orelse, node.finalbody):
+                    visit(block)
+                for handler in node.handlers:
+                    visit(handler.body)
+            elif isinstance(node, ast.Import):
+                out.update(a.name for a in node.names)
+            elif isinstance(node, ast.ImportFrom):
+                base = package[: len(package) - (node.level - 1)] if node.level else []
+                mod = ".".join(base + ([node.module] if node.module else []))
+                for a in node.names:
+                    sub = f"{mod}.{a.name}"
+                    out.add(sub if sub in known else mod)
+
+    visit(ast.parse(path.read_text(encoding="utf-8")).body)
+    return {m for m in out if m in known and m != name}
+
+
+def import_cycles(package: Path = PACKAGE) -> list[list[str]]:
+    """The groups of modules under ``package`` that import one another in a cycle
+    (strongly connected components of more than one module, or one importing itself)."""
+    paths = {_module_name(p, package.parent): p for p in sorted(package.rglob("*.py"))}
+    known = set(paths)
+    graph = {m: sorted(_module_level_imports(p, package.parent, known)) for m, p in paths.items()}
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    cycles: list[list[str]] = []
+
+    def connect(v: str) -> None:  # Tarjan's strongly connected components
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in graph[v]:
+            if w not in index:
+                connect(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            group = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                group.append(w)
+                if w == v:
+                    break
+            if len(group) > 1:
+                cycles.append(sorted(group))
+
+    for v in sorted(graph):
+        if v not in index:
+            connect(v)
+    return cycles
+
+
+def test_no_import_cycle_among_modules() -> None:
+    cycles = import_cycles()
+    assert not cycles, "modules that import one another at module level: " + "; ".join(
+        " <-> ".join(c) for c in cycles
+    )
+
+
+def test_the_cycle_check_sees_a_cycle(tmp_path: Path) -> None:
+    pkg = tmp_path / "layersearch"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "a.py").write_text("from layersearch.b import x\n")
+    (pkg / "b.py").write_text(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from layersearch import c\n"
+        "def f():\n    from layersearch.a import y\nfrom . import c\n"
+    )
+    (pkg / "c.py").write_text("from .a import z\n")
+    assert import_cycles(pkg) == [["layersearch.a", "layersearch.b", "layersearch.c"]]
+    (pkg / "c.py").write_text("def g():\n    from .a import z\n")
+    assert import_cycles(pkg) == []

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-import layersearch.corpora.entities.search as entity_search
+from layersearch.corpora.entities.config import EntityRankingConfig
 from layersearch.corpora.entities.rank import table_votes
 from layersearch.ranking.fusion import fuse
 
@@ -74,9 +74,9 @@ def test_a_look_alike_column_falls_below_the_third_tables_columns(
             hits = ls.search(question=question, max_results=40, explain=True).results
             return [h.id.lower() for h in hits if h.kind == "column"]
 
-        monkeypatch.setattr(entity_search, "TABLE_VOTES", False)
+        ls.entities.ranking = EntityRankingConfig(without=frozenset({"table-votes"}))
         before = columns()
-        monkeypatch.setattr(entity_search, "TABLE_VOTES", True)
+        ls.entities.ranking = EntityRankingConfig()
         after = columns()
         hits = ls.search(question=question, max_results=40, explain=True).results
     look_alike, wanted = "behavior_monitoring.teachers.first_name", "pets_1.student.sex"

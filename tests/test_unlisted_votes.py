@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-import layersearch.corpora.entities.search as entity_search
 from layersearch import Layersearch
+from layersearch.corpora.entities.config import EntityRankingConfig
 from layersearch.corpora.entities.rank import unlisted_votes
 from layersearch.ranking import neighbours
 from layersearch.ranking.fusion import fuse
@@ -74,9 +74,9 @@ def test_search_explains_the_vote_of_an_unlisted_hit(
                 if c.channel == "schema"
             }
 
-        monkeypatch.setattr(entity_search, "UNLISTED_CHANNELS", ())
+        ls.entities.ranking = EntityRankingConfig(unlisted_channels=())
         before = schema_votes()
-        monkeypatch.setattr(entity_search, "UNLISTED_CHANNELS", ("schema",))
+        ls.entities.ranking = EntityRankingConfig()
         after = schema_votes()
     added = {i: v for i, v in after.items() if i not in before}
     assert added, "the vector channel ranks entities the schema channel did not list"

@@ -109,7 +109,10 @@ class Layersearch:
         create: bool = True,
         embedder: str | Embedder | None = None,
         embedder_config: dict[str, Any] | None = None,
+        ranking: Mapping[str, Mapping[str, Any]] | None = None,
     ):
+        """``ranking``: corpus → its ranking settings, as ``[ranking.<corpus>]`` of the
+        settings file gives them (docs/ranking.md); unknown keys are refused."""
         self._tmp: tempfile.TemporaryDirectory[str] | None = None
         one_blas_thread()
         if isinstance(store, Store):
@@ -133,10 +136,26 @@ class Layersearch:
         self.embedder: Embedder | None = embedder
         self._dense: dict[str, DenseCorpus] = {}
         self.entities = EntityService(self.store, self.dense, lambda: self.embedder)
+        self.set_ranking(ranking or {})
         # The index generations this object reads are locked against sweeps while it is open
         # (ranking.generations); closed, it lets go of them.
         self._index_root: Path | None = Path(self.store.index_dir)
         generations.using(self._index_root)
+
+    def set_ranking(self, ranking: Mapping[str, Mapping[str, Any]]) -> None:
+        """Each corpus's ranking settings (``[ranking.<corpus>]``), checked: an unknown
+        corpus, key, value type or stage name is a :class:`ConfigError`."""
+        from layersearch.corpora.entities.config import EntityRankingConfig
+
+        known = {"entities": EntityRankingConfig}
+        for corpus in ranking:
+            if corpus not in known:
+                raise ConfigError(
+                    f"ranking: unknown corpus '{corpus}' (known: {', '.join(sorted(known))})"
+                )
+        self.entities.ranking = EntityRankingConfig.from_mapping(
+            ranking.get("entities", {}), "ranking.entities"
+        )
 
     # -- lifecycle ----------------------------------------------------------------------------
 

@@ -18,6 +18,9 @@ the file::
     [facts_llm_options]                     # api_base, api_key, timeout, max_tries of the facts LLM
     api_base = "http://127.0.0.1:8000/v1"
 
+    [ranking.entities]                      # a corpus's ranking settings (docs/ranking.md)
+    without = ["memory-runs"]               # stages switched off
+
 Relative paths in the file are relative to the file; relative paths in the
 environment are relative to the working directory.
 
@@ -77,7 +80,9 @@ CONFIG_ENV = "LAYERSEARCH_CONFIG"
 
 _STRING_KEYS = ("store", "models", "embedder", "vault", "facts_llm")
 _TABLE_KEYS = ("embedder_options", "facts_llm_options")
-_KNOWN_KEYS = (*_STRING_KEYS, *_TABLE_KEYS)
+#: ``[ranking.<corpus>]``: a corpus's ranking settings, read by the API (docs/ranking.md)
+_RANKING_KEY = "ranking"
+_KNOWN_KEYS = (*_STRING_KEYS, *_TABLE_KEYS, _RANKING_KEY)
 
 
 @dataclass(frozen=True)
@@ -93,6 +98,8 @@ class Settings:
     #: (``litellm:<model>``); ``None`` or ``none``: off
     facts_llm: str | None = None
     facts_llm_options: dict[str, Any] = field(default_factory=dict)
+    #: corpus → its ranking settings (``[ranking.entities]``), checked by the API
+    ranking: dict[str, dict[str, Any]] = field(default_factory=dict)
     #: The file the settings were read from, if any.
     source: Path | None = None
 
@@ -124,6 +131,7 @@ def load_settings(
         vault=_path_value(values.get("vault"), file.parent if file else base),
         facts_llm=values.get("facts_llm"),
         facts_llm_options=dict(values.get("facts_llm_options") or {}),
+        ranking={k: dict(v) for k, v in (values.get(_RANKING_KEY) or {}).items()},
         source=file,
     )
     return _apply_env(settings, env, base)
@@ -328,6 +336,13 @@ def _check_key(file: Path, key: str, value: Any) -> None:
     if key in _STRING_KEYS and (not isinstance(value, str) or not value.strip()):
         raise ConfigError(
             f"{file}: '{key}' must be a non-empty string, got {type(value).__name__} {value!r}"
+        )
+    if key == _RANKING_KEY and not (
+        isinstance(value, dict) and all(isinstance(v, dict) for v in value.values())
+    ):
+        raise ConfigError(
+            f"{file}: '{key}' must hold one table per corpus, e.g. [ranking.entities] "
+            f'with without = ["memory-runs"]'
         )
     if key in _TABLE_KEYS and not isinstance(value, dict):
         raise ConfigError(

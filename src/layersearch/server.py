@@ -152,6 +152,7 @@ class Service:
                 create=catalog is not None,
                 embedder=spec or NO_EMBEDDER,  # not None: that reads $LAYERSEARCH_EMBEDDER
                 embedder_config=dict(self.settings.embedder_options or {}) or None,
+                ranking=self.settings.ranking,
             )
             self._api = api
             self._load_models_if_empty(api, catalog)

@@ -6,6 +6,7 @@ then the conversation contracts and the vault. Field order is the JSON order."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import date, datetime
 from typing import Annotated, Any, Literal, get_args
 
@@ -91,10 +92,34 @@ class StageMove(BaseModel):
     )
 
 
+def explain_text(parts: Sequence[ChannelScore]) -> str:
+    """``schema #1 (0.93) x1.24 [name, divisions→department 0.31] + vector #3 (0.61)
+    x0.76``: a weight other than 1 is shown, and the words a channel matched."""
+    return " + ".join(
+        f"{p.channel} #{p.rank} ({p.score:.3g})"
+        + (f" x{p.weight:.2f}" if p.weight is not None and p.weight != 1.0 else "")
+        + (f" [{', '.join(p.matched)}]" if p.matched else "")
+        for p in parts
+    )
+
+
+def stages_text(moves: Sequence[StageMove]) -> str:
+    """``join-keys #9→#4 +0.0021 (join key of two first tables); table-votes new→#3``."""
+    return "; ".join(
+        f"{m.stage} {'#' + str(m.before) if m.before else 'new'}→#{m.after}"
+        + (f" {m.adjustment:+.4f}" if m.adjustment else "")
+        + (f" ({m.note})" if m.note else "")
+        for m in moves
+    )
+
+
 class Hit(BaseModel):
     kind: HitKind
     id: str
-    score: float = Field(description="fused Reciprocal Rank Fusion score (k=60)")
+    score: float = Field(
+        description="fused Reciprocal Rank Fusion score (k=60), plus the adjustments of the "
+        "stages that moved the hit: never higher than the score above it (docs/ranking.md)"
+    )
     description: str = Field("", description="one-line summary")
     text: str | None = Field(
         None, description="the whole rendered entity or memory (compact=false)"
@@ -131,12 +156,8 @@ class Hit(BaseModel):
         desc = f"  {self.description}" if self.description else ""
         line = f"{self.kind:<11} {self.id}  {self.score:.4f}{desc}"
         if explain and self.explanation:
-            from layersearch.ranking.explain import explain_text
-
             line += f"  why: {explain_text(self.explanation)}"
         if explain and self.stages:
-            from layersearch.ranking.explain import stages_text
-
             line += f"  moved: {stages_text(self.stages)}"
         return line
 

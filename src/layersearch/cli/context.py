@@ -54,7 +54,7 @@ class Ctx:
         ``embeds_query``: a local model then loads on another thread while the store
         opens."""
         if self._ls is None:
-            self.settings()
+            settings = self.settings()
             embedder = self._embedder(prefetch=embeds_query)
             from layersearch.api import Layersearch, resolve_store_location, store_missing
 
@@ -68,6 +68,7 @@ class Ctx:
                 create=create,
                 embedder=embedder,
                 embedder_config=self.embedder_options,
+                ranking=settings.ranking,
             )
             if new and not keep_empty:
                 self._created = (path, self._ls.store.generation(), folders)

@@ -29,16 +29,44 @@ def eval_group() -> None:
     """Measure search quality on labelled questions."""
 
 
+def _without_option(f: Callable[..., Any]) -> Callable[..., Any]:
+    return click.option(
+        "--without",
+        "without",
+        multiple=True,
+        metavar="STAGE",
+        help="Switch a ranking stage off (repeatable; docs/ranking.md lists them).",
+    )(f)
+
+
+def _check_without(without: tuple[str, ...]) -> None:
+    """Refuses an unknown ``--without`` stage before any input is read."""
+    from layersearch.corpora.entities.config import EntityRankingConfig
+
+    EntityRankingConfig().without_stages(without)
+
+
 @contextlib.contextmanager
 def _catalog_store(
-    obj: Ctx, catalog_path: str, as_json: bool, sample_values: int = 0
+    obj: Ctx,
+    catalog_path: str,
+    as_json: bool,
+    sample_values: int = 0,
+    without: tuple[str, ...] = (),
 ) -> Iterator[Any]:
     """A throwaway in-memory store holding the catalog (and, with an embedder, its
-    vectors), for an evaluation; ``sample_values`` as ``load --sample-values``."""
+    vectors), for an evaluation; ``sample_values`` as ``load --sample-values``; the
+    settings file's ranking with the stages ``without`` names switched off."""
     from layersearch.api import Layersearch
 
-    obj.settings()
-    with Layersearch(":memory:", embedder=obj.embedder, embedder_config=obj.embedder_options) as ls:
+    settings = obj.settings()
+    with Layersearch(
+        ":memory:",
+        embedder=obj.embedder,
+        embedder_config=obj.embedder_options,
+        ranking=settings.ranking,
+    ) as ls:
+        ls.entities.ranking = ls.entities.ranking.without_stages(without)
         with status(f"loading {catalog_path}", as_json):
             report = ls.load(catalog_path, sample_values=sample_values)
             if sample_values:  # what could not be sampled, as load says it
@@ -85,6 +113,7 @@ def _catalog_store(
 )
 @click.option("--details", "details_path", default=None, help="Write per-question JSONL here.")
 @click.option("--plot", "plot_path", default=None, help="Draw recall@k curves to this PNG.")
+@_without_option
 @sample_values_option
 @json_option
 @click.pass_obj
@@ -99,6 +128,7 @@ def eval_schema_linking(
     limit: int | None,
     details_path: str | None,
     plot_path: str | None,
+    without: tuple[str, ...],
     sample_values: int,
     as_json: bool,
 ) -> None:
@@ -114,12 +144,14 @@ def eval_schema_linking(
         write_details,
     )
 
+    _check_without(without)
     sets = parse_channel_sets(channel_sets)
     questions = select_half(read_questions(questions_path, catalog_path), half)[:limit]
     with (
-        _catalog_store(obj, catalog_path, as_json, sample_values) as ls,
+        _catalog_store(obj, catalog_path, as_json, sample_values, without) as ls,
         Progress("asking questions", as_json, total=len(questions) * len(sets)) as advance,
     ):
+        off = sorted(ls.entities.ranking.without)
         results = run_schema_linking(ls, questions, mode=mode, channel_sets=sets, progress=advance)
     if details_path:
         write_details(results, details_path)
@@ -128,11 +160,21 @@ def eval_schema_linking(
     best, union = best_of_sets(results), channel_union(results)
     if as_json:
         if len(results) == 1:
-            emit_json({**results[0].summary(), "mode": mode})
+            emit_json({**results[0].summary(), "mode": mode, "without": off})
         else:
             runs = [r.summary() for r in results]
-            emit_json({"mode": mode, "runs": runs, "best_of_sets": best, "channel_union": union})
+            emit_json(
+                {
+                    "mode": mode,
+                    "without": off,
+                    "runs": runs,
+                    "best_of_sets": best,
+                    "channel_union": union,
+                }
+            )
         return
+    if off:
+        console().print(f"without: {', '.join(off)}")
     _print_eval(results, mode)
     if best is not None:
         print_metrics(f"best of {len(results)} sets", best)
@@ -161,6 +203,7 @@ def eval_schema_linking(
 )
 @click.option("--limit", default=None, type=click.IntRange(1), help="Only the first N pairs.")
 @click.option("--details", "details_path", default=None, help="Write per-pair JSONL here.")
+@_without_option
 @json_option
 @click.pass_obj
 @handle_errors
@@ -173,18 +216,21 @@ def eval_examples(
     half: str | None,
     limit: int | None,
     details_path: str | None,
+    without: tuple[str, ...],
     as_json: bool,
 ) -> None:
     """Measure whether saved example queries come back."""
     from layersearch.eval.examples import read_pairs, run_examples
     from layersearch.eval.schema_linking import select_half
 
+    _check_without(without)
     chosen = _one_channel_set(channels)
     pairs = select_half(read_pairs(pairs_path), half)[:limit]
     with (
-        _catalog_store(obj, catalog_path, as_json) as ls,
+        _catalog_store(obj, catalog_path, as_json, without=without) as ls,
         Progress("asking questions", as_json, total=len(pairs) * 2) as advance,
     ):
+        off = sorted(ls.entities.ranking.without)
         result = run_examples(
             ls,
             pairs,
@@ -198,11 +244,18 @@ def eval_examples(
         with Path(details_path).open("w", encoding="utf-8") as fh:
             for row in result.details:
                 fh.write(json.dumps(row, ensure_ascii=False) + "\n")
-    summary = {**result.summary(), "ask": ask, "channels": channels or "default"}
+    summary = {
+        **result.summary(),
+        "ask": ask,
+        "channels": channels or "default",
+        "without": off,
+    }
     if as_json:
         emit_json(summary)
         return
-    print_metrics(f"example queries, asked with {ask}", summary)
+    print_metrics(
+        f"example queries, asked with {ask}", {**summary, "without": ", ".join(off) or "none"}
+    )
 
 
 @eval_group.command("abbreviate-catalog")

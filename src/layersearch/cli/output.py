@@ -201,7 +201,7 @@ def escape(text: str) -> str:
 def print_hits(resp: Any, *, full: bool, explain: bool, empty: str | None = None) -> None:
     from rich.markup import escape
 
-    from layersearch.ranking.explain import explain_text
+    from layersearch.ranking.explain import explain_text, stages_text
 
     con = console()
     err = console(stderr=True)
@@ -216,6 +216,8 @@ def print_hits(resp: Any, *, full: bool, explain: bool, empty: str | None = None
             con.print(f"[bold]{i}. {h.kind} {escape(h.id)}[/]  score {h.score:.4f}", markup=True)
             if explain and h.explanation:
                 con.print(f"   why: {explain_text(h.explanation)}", markup=False)
+            if explain and getattr(h, "stages", None):
+                con.print(f"   moved: {stages_text(h.stages)}", markup=False)
             con.print(h.text or h.description, markup=False)
             con.print()
         return
@@ -375,9 +377,12 @@ def one_line(text: str | None) -> str:
 
 
 def why(hit: Any) -> str:
-    from layersearch.ranking.explain import explain_text
+    """The channels that ranked a hit, then the stages that moved it."""
+    from layersearch.ranking.explain import explain_text, stages_text
 
-    return explain_text(hit.explanation or [])
+    text = explain_text(hit.explanation or [])
+    moved = getattr(hit, "stages", None)
+    return f"{text}; moved: {stages_text(moved)}" if moved else text
 
 
 def detail(con: Any, line: str) -> None:

@@ -42,7 +42,6 @@ from __future__ import annotations
 import threading
 import weakref
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from functools import partial
 from typing import Any, cast
 
@@ -82,6 +81,7 @@ from layersearch.ranking.coverage_terms import (
     VALUE_TIME,
     Abbreviations,
     Bridges,
+    CoverageNode,
     QueryReading,
     _bridges,
     _forward,
@@ -116,17 +116,6 @@ TOP_LEAF_TABLES = 10
 #: capitalised name) as evidence for the leaves whose type can hold it, as a share of
 #: one average question word.
 VALUE_FIT = 0.5
-
-
-@dataclass(slots=True)
-class CoverageNode:
-    id: str
-    level: str  # "group" | "table" | "leaf"
-    parent: str | None
-    #: field name → raw text
-    fields: Mapping[str, str | None]
-    #: a leaf's declared data type (``integer``, ``varchar(20)``, ``date``…), if known
-    data_type: str | None = None
 
 
 _LEVELS = {"group": 0, "table": 1, "leaf": 2}

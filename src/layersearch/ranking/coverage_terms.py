@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, NamedTuple
+from dataclasses import dataclass
+from typing import NamedTuple, Protocol
 
 import numpy as np
 
@@ -24,8 +25,29 @@ from layersearch.ranking.bridges import (
     truncation_candidates,
 )
 
-if TYPE_CHECKING:
-    from layersearch.ranking.coverage import CoverageIndex, CoverageNode
+
+@dataclass(slots=True)
+class CoverageNode:
+    """One entity as the schema channel's index reads it (``coverage.CoverageIndex``)."""
+
+    id: str
+    level: str  # "group" | "table" | "leaf"
+    parent: str | None
+    #: field name → raw text
+    fields: Mapping[str, str | None]
+    #: a leaf's declared data type (``integer``, ``varchar(20)``, ``date``…), if known
+    data_type: str | None = None
+
+
+class TermIndex(Protocol):
+    """What :func:`read_query` reads of an index (``coverage.CoverageIndex`` is one)."""
+
+    @property
+    def vocab(self) -> Mapping[str, int]: ...
+    def has_bridges(self) -> bool: ...
+    def _synonyms(self, key: str) -> list[tuple[int, float]]: ...
+    def _abbreviating(self, word: str, known: int = -1) -> list[tuple[int, float]]: ...
+
 
 #: Whether a question word the catalog uses also gets bridges to other words.
 BRIDGE_KNOWN_WORDS = False
@@ -182,7 +204,7 @@ class QueryReading(NamedTuple):
     keys: tuple[str, ...] = ()
 
 
-def read_query(index: CoverageIndex, text: str, extra: Bridges = ()) -> QueryReading:
+def read_query(index: TermIndex, text: str, extra: Bridges = ()) -> QueryReading:
     """The question as slots: each known term of ``index.query_terms`` alone at weight 1,
     then for each question word the catalog does not use, the catalog terms its bridges
     reach (abbreviations and synonyms); a word it uses gets its commoner abbreviations

@@ -6,7 +6,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 from layersearch.ranking.fusion import Fused
 from layersearch.ranking.pipeline import Move
-from layersearch.types import ChannelScore, StageMove
+from layersearch.types import ChannelScore, StageMove, explain_text, stages_text
 
 __all__ = ["explain", "explain_stages", "explain_text", "stages_text"]
 
@@ -39,17 +39,6 @@ def explain(
     return out
 
 
-def explain_text(parts: list[ChannelScore]) -> str:
-    """``schema #1 (0.93) x1.24 [name, divisions→department 0.31] + vector #3 (0.61)
-    x0.76``: a weight other than 1 is shown, and the words a channel matched."""
-    return " + ".join(
-        f"{p.channel} #{p.rank} ({p.score:.3g})"
-        + (f" x{p.weight:.2f}" if p.weight is not None and p.weight != 1.0 else "")
-        + (f" [{', '.join(p.matched)}]" if p.matched else "")
-        for p in parts
-    )
-
-
 def explain_stages(moves: Sequence[Move]) -> list[StageMove]:
     """A hit's :class:`~layersearch.ranking.pipeline.Move` list as it is shown."""
     return [
@@ -62,13 +51,3 @@ def explain_stages(moves: Sequence[Move]) -> list[StageMove]:
         )
         for m in moves
     ]
-
-
-def stages_text(moves: Sequence[StageMove]) -> str:
-    """``join-keys #9→#4 +0.0021 (join key of two first tables); table-votes new→#3``."""
-    return "; ".join(
-        f"{m.stage} {'#' + str(m.before) if m.before else 'new'}→#{m.after}"
-        + (f" {m.adjustment:+.4f}" if m.adjustment else "")
-        + (f" ({m.note})" if m.note else "")
-        for m in moves
-    )

@@ -117,13 +117,18 @@ class Pipeline(Generic[S]):
             )
         return names
 
+    def active(self, without: Collection[str] = frozenset()) -> tuple[Stage[S], ...]:
+        """The stages that run, in order: all but those ``without`` names (checked: an
+        unknown name is an error, never silently ignored)."""
+        if not without:
+            return self.stages
+        off = self.check(without)
+        return tuple(s for s in self.stages if s.name not in off)
+
     def run(self, state: S, without: Collection[str] = frozenset()) -> S:
-        """Runs every stage in order on ``state``, skipping those ``without`` names
-        (checked: an unknown name is an error, never silently ignored)."""
-        off = self.check(without) if without else frozenset()
-        for stage in self.stages:
-            if stage.name not in off:
-                stage.run(state)
+        """Runs every :meth:`active` stage in order on ``state``."""
+        for stage in self.active(without):
+            stage.run(state)
         return state
 
     def describe(self) -> list[tuple[str, str, bool]]:

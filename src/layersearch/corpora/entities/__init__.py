@@ -2,7 +2,11 @@
 
 - ``documents``: entities and memories as ranking documents and rendered hits;
 - ``coverage``: the schema channel's index built from entities and joins;
-- ``rank``: fusion levels, dense and join-key context, merging the two kinds;
+- ``config``: :class:`EntityRankingConfig`, every tuned number and switch of the ranking;
+- ``stages``: the ranking as declared stages (``ENTITY_PIPELINE``, docs/ranking.md), on
+  a ``state.SearchState``; ``channels``: the channels; ``texts``: the memory texts;
+- ``rank``: the rules the stages apply (dense and join-key context, table and unlisted
+  votes, the merge of the two kinds); ``lists``: the rankings and ordered lists;
 - ``corpus`` / ``search``: one snapshot (:class:`EntityCorpus`) and its search;
 - ``vector``: the dense channel a search is handed;
 - ``memories``, ``detail``: memory checks and the memories of loaded files, ``inspect``;
@@ -34,8 +38,8 @@ from layersearch.corpora.entities.rank import (
     merge_kinds,
     visible_tags,
 )
-from layersearch.corpora.entities.search import VectorChannel
 from layersearch.corpora.entities.service import EntityService
+from layersearch.corpora.entities.state import VectorChannel
 
 __all__ = [
     "CHANNEL_DEPTH",

@@ -8,15 +8,13 @@ or through a bridge (an abbreviation, a WordNet synonym, a nearest word by vecto
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
 
 from layersearch.ranking.analyzer import query_words, token_words
 from layersearch.ranking.coverage import query_reading
 
 if TYPE_CHECKING:
-    from layersearch.corpora.entities.rank import _Rankings
-    from layersearch.corpora.entities.search import CorpusSearch
     from layersearch.ranking.coverage import CoverageIndex
     from layersearch.ranking.coverage_terms import Bridges, QueryReading
     from layersearch.semantic.model import Entity
@@ -70,11 +68,15 @@ def matched_reader(
 
 
 def schema_words(
-    corpus: CorpusSearch, ranks: _Rankings, question: str | None, ds: str | None
+    coverage: Callable[[], CoverageIndex],
+    rankings: Mapping[str, Any],
+    bridges: Bridges,
+    question: str | None,
+    entity_of: Callable[[str], Entity | None],
 ) -> dict[str, Callable[[str], list[str]]] | None:
-    """The schema channel's :func:`matched_reader` for a search's explanations; None
+    """The schema channel's :func:`matched_reader` for a search's explanations
+    (``coverage``: the search's schema index; ``rankings``: its entity channels); None
     when the channel did not rank (no question, or a layer without a schema index)."""
-    if question is None or "schema" not in ranks.entity:
+    if question is None or "schema" not in rankings:
         return None
-    index = corpus.coverage(ds)
-    return {"schema": matched_reader(index, question, ranks.bridges, corpus.entities.get)}
+    return {"schema": matched_reader(coverage(), question, bridges, entity_of)}

@@ -5,144 +5,55 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from concurrent.futures import Future
 from functools import lru_cache, partial
 from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
 
+from layersearch.corpora.entities.config import MAX_RESULTS_LIMIT, EntityRankingConfig
+from layersearch.corpora.entities.lists import FUSION_LEVEL, Picked, _Ordered, _Rankings
 from layersearch.corpora.entities.process import fulltext_future
 from layersearch.ranking.analyzer import stem
 from layersearch.ranking.coverage_terms import VALUE_NONE, value_kind
 from layersearch.ranking.fusion import Fused, FusedList
+from layersearch.ranking.pipeline import Trace, between, settle
 from layersearch.semantic.model import EdgeRecord, Entity
 
 if TYPE_CHECKING:
     from _typeshed import SupportsRichComparison
 
-    from layersearch.corpora.entities.search import CorpusSearch
     from layersearch.corpora.snapshot import EntityMap
-    from layersearch.ranking.coverage_terms import Bridges
     from layersearch.ranking.fulltext import FullTextIndex
+
+__all__ = [
+    "CHANNEL_DEPTH",
+    "MAX_RESULTS_LIMIT",
+    "Picked",
+    "_Ordered",
+    "_Rankings",
+]
 
 _Key = TypeVar("_Key", bound="SupportsRichComparison")
 
-MAX_RESULTS_LIMIT = 100
-#: Every channel ranks this deep whatever max_results is, so that the results
-#: for n are a prefix of those for n+k.
-CHANNEL_DEPTH = MAX_RESULTS_LIMIT
+_DEFAULTS = EntityRankingConfig()
+#: Every channel ranks this deep whatever max_results is (``EntityRankingConfig``).
+CHANNEL_DEPTH = _DEFAULTS.channel_depth
 MAX_QUESTION_CHARS = 100_000
-#: Channels whose vote on a table is its rank among tables, and on a leaf its rank
-#: among leaves. The vector ranking scores tables by their best leaf (see
-#: dense_in_context), so it is a table ranking and a leaf ranking interleaved; a
-#: table's position among all of them would count its own leaves (and every other
-#: table's) against it a second time.
-RANK_BY_LEVEL = frozenset({"vector"})
-
-
-#: At most this many memories in a row in ``results`` (each one covering more of the
-#: question than the entity whose turn it takes): entities keep every third place.
-MEMORY_RUN = 2
-
+#: At most this many memories in a row in ``results`` (``EntityRankingConfig.memory_run``).
+MEMORY_RUN = _DEFAULTS.memory_run
+#: The best-fused tables whose every leaf the vector channel ranks (``dense_columns``).
+DENSE_COLUMN_TABLES = _DEFAULTS.dense_column_tables
+#: How many of the best-ranked tables count as "the question's tables" whose join keys
+#: are brought forward.
+JOIN_KEY_TABLES = _DEFAULTS.join_key_tables
 
 _SCHEMA_KINDS = frozenset({"model", "column", "measure", "aggregation"})
 _LEAF_KINDS = frozenset({"column", "measure", "aggregation"})
-#: Levels for RANK_BY_LEVEL (memories and datasources keep their rank among all
-#: hits); on equal fused scores a leaf, the specific evidence, precedes a table. Its
-#: kinds are _SCHEMA_KINDS: a level of 0 or more says "a model or a leaf".
-_FUSION_LEVEL = {"column": 0, "measure": 0, "aggregation": 0, "model": 1}
+_FUSION_LEVEL = FUSION_LEVEL
 #: CoverageIndex node level (1: table, 2: leaf) → fusion level
 _COVERAGE_FUSION_LEVEL = {1: 1, 2: 0}
-
-
-class _Rankings:
-    """The channel rankings of one search, entities and memories apart, and the fusion
-    levels of the ids seen (from the channels that know them, else the snapshot)."""
-
-    __slots__ = ("entity", "memory", "levels", "dense", "bridges", "_corpus", "_kind_of")
-
-    def __init__(self, corpus: CorpusSearch) -> None:
-        self.entity: dict[str, list[tuple[str, float]]] = {}
-        self.memory: dict[str, list[tuple[str, float]]] = {}
-        # id → fusion level (-1: datasources, anything not a ranked schema entity)
-        self.levels: dict[str, int] = {}
-        #: the question's cosine to given entities (the vector channel's, when it ran)
-        self.dense: Callable[[Collection[str]], dict[str, float]] | None = None
-        #: the schema channel's bridges from the embedder (``ranking.neighbours``)
-        self.bridges: Bridges = ()
-        self._corpus = corpus
-        self._kind_of = corpus._kind_lookup()
-
-    def put_mixed(self, channel: str, hits: list[tuple[str, float]]) -> None:
-        """A channel that ranks both kinds: each kind's hits in its own list."""
-        memories = self._corpus.memories
-        ents = [h for h in hits if h[0] not in memories]
-        mems = [h for h in hits if h[0] in memories]
-        if ents:
-            self.entity[channel] = ents
-        if mems:
-            self.memory[channel] = mems
-
-    def known(self, doc_id: str) -> bool:
-        """Whether this snapshot holds the id (an entity's level is remembered)."""
-        if doc_id in self.levels or doc_id in self._corpus.memories:
-            return True
-        kind = self._kind_of(doc_id)
-        if kind is None:
-            return False
-        self.levels[doc_id] = _FUSION_LEVEL.get(kind, -1)
-        return True
-
-    def level(self, doc_id: str) -> int:
-        at = self.levels.get(doc_id)
-        if at is None:
-            self.known(doc_id)  # remembers an entity's level; any other id is -1
-            at = self.levels.setdefault(doc_id, -1)
-        return at
-
-
-class _Ordered:
-    """One kind's ranking: fused positions in their final order as (position, position
-    whose score it takes), and which positions may be merged into ``results``."""
-
-    __slots__ = ("fused", "order", "_matched", "weighed", "words")
-
-    def __init__(
-        self,
-        fused: FusedList,
-        order: list[tuple[int, int]],
-        matched: Callable[[int], bool] | None = None,
-        weighed: Mapping[str, tuple[float, float, float]] | None = None,
-        words: Mapping[str, Callable[[str], list[str]]] | None = None,
-    ) -> None:
-        self.fused = fused
-        self.order = order
-        self._matched = matched
-        #: channel → (weight, separation, reach) of the channels fusion weighed
-        self.weighed = weighed
-        #: channel → the question words an id matched in it (for explanations)
-        self.words = words
-
-    def ids(self, n: int) -> list[str]:
-        return [self.fused.ids[i] for i, _ in self.order[:n]]
-
-    def top(self, n: int) -> list[tuple[_Ordered, int, int]]:
-        return [(self, i, src) for i, src in self.order[:n]]
-
-    def where(self, keep: Callable[[str], bool], n: int) -> list[tuple[_Ordered, int, int]]:
-        out: list[tuple[_Ordered, int, int]] = []
-        for i, src in self.order:
-            if len(out) >= n:
-                break
-            if keep(self.fused.ids[i]):
-                out.append((self, i, src))
-        return out
-
-    def mergeable(self) -> Iterator[tuple[_Ordered, int, int]]:
-        for i, src in self.order:
-            if self._matched is None or self._matched(i):
-                yield (self, i, src)
 
 
 def merge_kinds(
@@ -150,49 +61,81 @@ def merge_kinds(
     memories: _Ordered,
     n: int,
     memory_leads: Callable[[str, str], bool] | None = None,
-) -> list[tuple[_Ordered, int, int]]:
+    *,
+    lead: bool = True,
+    run: int = MEMORY_RUN,
+    trace: Trace | None = None,
+) -> list[Picked]:
     """``results``: the entity and memory lists taken in turn (entity, memory, entity, …
     or memory first), each in its own order; when one list runs out the other fills the
-    rest. The memory list goes first when ``memory_leads(first memory, first entity)``
-    says so (see :meth:`EntityCorpus._covers_more`), and after a memory the next memory
-    takes the entity's turn too when it leads the next entity the same way, up to
-    :data:`MEMORY_RUN` memories in a row. Otherwise,
-    and always when the first entity is one the request named, an entity does. Only
-    memories that match the request
-    itself take a turn (see :meth:`EntityCorpus._memory_order`). Results for n are a
-    prefix of those for n+k."""
-    out: list[tuple[_Ordered, int, int]] = []
+    rest. The memory list goes first when ``lead`` and ``memory_leads(first memory,
+    first entity)`` says so (see :meth:`EntityCorpus._covers_more`), and after a memory
+    the next memory takes the entity's turn too when it leads the next entity the same
+    way, up to ``run`` memories in a row. Otherwise, and always when the first entity is
+    one the request named, an entity does. Only memories that match the request itself
+    take a turn (see :meth:`EntityCorpus._memory_order`). Results for n are a prefix of
+    those for n+k.
+
+    Scores: an entity shows its entity-list score; a memory shows its own unless that
+    is not between the score shown above it and the next entity's, when it takes their
+    midpoint (``ranking.pipeline.between``): scores never increase down ``results``. A
+    memory placed so is noted in ``trace`` under the stage that placed it."""
+    out: list[Picked] = []
     ents = iter(entities.top(len(entities.order)))
     mems = memories.mergeable()
     e, m = next(ents, None), next(mems, None)
     memory_first = (
-        memory_leads is not None
+        lead
+        and memory_leads is not None
         and e is not None
         and m is not None
         and "input" not in e[0].fused.fused(e[1]).channels
         and memory_leads(m[0].fused.ids[m[1]], e[0].fused.ids[e[1]])
     )
     streak = 0  # memories taken in a row
+    taken = 0  # memories taken so far
     while len(out) < n and (e is not None or m is not None):
         entity_turn = out[-1][0] is memories if out else not memory_first
+        took_turn = False
         if (
             entity_turn
-            and 0 < streak < MEMORY_RUN
+            and 0 < streak < run
             and e is not None
             and m is not None
             and memory_leads is not None
             and memory_leads(m[0].fused.ids[m[1]], e[0].fused.ids[e[1]])
         ):
-            entity_turn = False
+            entity_turn, took_turn = False, True
         streak = 0 if entity_turn else streak + 1
         if m is None or (entity_turn and e is not None):
             assert e is not None
             out.append(e)
             e = next(ents, None)
-        else:
-            out.append(m)
-            m = next(mems, None)
+            continue
+        lst, i, own = m
+        shown = between(out[-1][2] if out else None, None if e is None else e[2], own)
+        taken += 1
+        if trace is not None:
+            led = memory_first and not out
+            _note_merge(trace, lst.fused.ids[i], len(out) + 1, taken, shown - own, led, took_turn)
+        out.append((lst, i, shown))
+        m = next(mems, None)
     return out
+
+
+def _note_merge(
+    trace: Trace, doc_id: str, at: int, nth: int, adj: float, led: bool, took_turn: bool
+) -> None:
+    """What the merge did to the memory it placed at ``at`` (its ``nth`` memory)."""
+    if led:
+        stage, before, note = "memory-lead", 2, "covers more of the question than the entity"
+    elif took_turn:
+        stage, before, note = "memory-runs", at + 1, "took an entity's turn: covers more than it"
+    elif adj:
+        stage, before, note = "merge", nth, f"memory #{nth} placed at its turn"
+    else:
+        return
+    trace.note(stage, doc_id, before, at, note, adj)
 
 
 def same_query_order(
@@ -272,10 +215,6 @@ def visible_leaves(entities: EntityMap, table: str) -> list[str]:
         for i in entities.visible_in_scope(table)
         if i != table and i.rsplit(".", 1)[0] == table and entities.kind_of(i) in _LEAF_KINDS
     ]
-
-
-#: The best-fused tables whose every leaf the vector channel ranks (``dense_columns``).
-DENSE_COLUMN_TABLES = 3
 
 
 def dense_columns(
@@ -394,11 +333,6 @@ def unlisted_votes(
     return out
 
 
-#: How many of the best-ranked tables count as "the question's tables" whose join keys
-#: are brought forward.
-JOIN_KEY_TABLES = 5
-
-
 def join_keys_in_context(
     fused: list[Fused],
     entities: Mapping[str, Entity],
@@ -415,8 +349,9 @@ def join_keys_in_context(
     columns right after the later of the two tables' first hits, with that
     hit's fused score, unless they already rank higher. Only hits some channel
     ranked move (their explanation still says which channels ranked them and
-    how; the lift is the difference between the contributions' sum and the
-    score). Everything else keeps its order, so the list stays sorted by score.
+    how). Everything else keeps its order; a moved key's score is lifted just
+    above the hit after it (``ranking.pipeline.settle``), so the list stays
+    sorted by score and no hit takes another's.
     """
     top = JOIN_KEY_TABLES if top is None else top
     order = join_key_order(
@@ -427,12 +362,10 @@ def join_keys_in_context(
     )
     if order is None:
         return list(fused)
-    out = []
-    for i, src in order:
-        g = fused[i]
-        if src != i:
-            g.score = fused[src].score
-        out.append(g)
+    out = [fused[i] for i, _ in order]
+    shown = settle([g.id for g in out], [g.score for g in out])
+    for g, score in zip(out, shown, strict=True):
+        g.score = score
     return out
 
 
@@ -484,11 +417,6 @@ def join_key_order(
             if moving[c] == i:
                 out.append((pos[c], i))
     return out
-
-
-#: Whether the join keys of two best tables that no declared join links are inferred
-#: from their names (see :func:`inferred_joins`).
-INFER_JOINS = True
 
 
 @lru_cache(maxsize=100_000)
@@ -584,11 +512,9 @@ def inferred_joins(
 InferJoins = Callable[[Sequence[str], Sequence[EdgeRecord], Sequence[str]], list[EdgeRecord]]
 
 
-def name_joins(entities: EntityMap) -> InferJoins | None:
+def name_joins(entities: EntityMap) -> InferJoins:
     """:func:`inferred_joins` over a snapshot's entities, for ``join_key_order``'s
-    ``infer``; None when INFER_JOINS is off."""
-    if not INFER_JOINS:
-        return None
+    ``infer`` (``EntityRankingConfig.infer_joins`` says whether a search infers)."""
 
     def leaves_of(table: str) -> list[str]:
         # (the ids one level under the table: its leaves; kinds are read on a match)
@@ -629,6 +555,7 @@ def fulltext_searches(
     scopes: list[str] | None,
     allow: frozenset[str] | None,
     levels: dict[str, int],
+    depth: int = CHANNEL_DEPTH,
 ) -> tuple[FullTextHits, FullTextHits | None]:
     """Full text's entity hits (their fusion levels put in ``levels``) and, when the
     corpus has ``memories``, its memory hits: each on a worker or already done
@@ -638,7 +565,7 @@ def fulltext_searches(
         docs,
         fulltext.search,
         question,
-        CHANNEL_DEPTH,
+        depth,
         scopes=scopes,
         ids=allow,
         exclude_kinds=("memory",) if memories else (),
@@ -647,7 +574,7 @@ def fulltext_searches(
     if not memories:
         return found, None
     kept = fulltext_future(
-        docs, fulltext.search, question, CHANNEL_DEPTH, scopes=scopes, ids=allow, kinds=("memory",)
+        docs, fulltext.search, question, depth, scopes=scopes, ids=allow, kinds=("memory",)
     )
     return found, kept
 

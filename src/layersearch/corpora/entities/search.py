@@ -3,98 +3,39 @@ fused list, and the hits (the search half of :class:`EntityCorpus`)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterator, Sequence
-from functools import lru_cache, partial
+from collections.abc import Callable, Collection, Sequence
 from typing import TYPE_CHECKING
 
+from layersearch.corpora.entities.config import EntityRankingConfig
 from layersearch.corpora.entities.documents import (
     describe_entity,
     describe_memory,
-    entity_doc,
-    memory_doc,
-    query_key,
     render_entity,
     render_memory,
 )
-from layersearch.corpora.entities.matched import schema_words
-from layersearch.corpora.entities.rank import (
-    _COVERAGE_FUSION_LEVEL,
-    _LEAF_KINDS,
-    CHANNEL_DEPTH,
-    DENSE_COLUMN_TABLES,
-    JOIN_KEY_TABLES,
-    RANK_BY_LEVEL,
-    TABLE_CHANNEL,
-    _memory_order,
-    _Ordered,
-    _Rankings,
-    _table_of,
-    dense_columns,
-    dense_in_context,
-    fulltext_searches,
-    join_key_order,
-    merge_kinds,
-    name_joins,
-    same_query_order,
-    table_votes,
-    unlisted_votes,
-    visible_leaves,
-)
-from layersearch.corpora.entities.words import analysed_tokens, plain_share, surface_words
-from layersearch.ranking.explain import explain
-from layersearch.ranking.fusion import evidence_weights, fuse, separation
-from layersearch.ranking.static_words import static_bridges
-from layersearch.semantic.canonical import in_scope
-from layersearch.semantic.model import Entity
+from layersearch.corpora.entities.lists import Picked, _Ordered
+from layersearch.corpora.entities.stages import ENTITY_PIPELINE
+from layersearch.corpora.entities.state import SearchState, VectorChannel, WordReader
+from layersearch.corpora.entities.texts import ENTITY_WORDS, CorpusText
+from layersearch.ranking.explain import explain, explain_stages
+from layersearch.ranking.pipeline import Trace
 from layersearch.types import ChannelScore, Hit, SearchRequest, SearchResponse
 
 if TYPE_CHECKING:
     from layersearch.corpora.snapshot import EdgeMap, EntityMap
     from layersearch.ranking.bm25 import EntityOverlapIndex
     from layersearch.ranking.coverage import CoverageIndex
-    from layersearch.ranking.coverage_terms import Bridges
     from layersearch.ranking.fulltext import FullTextIndex
     from layersearch.semantic.canonical import Resolver
     from layersearch.types import Memory
 
-#: Channels weighed by their evidence in fusion (``ranking.fusion.evidence_weights``):
-#: the two that rank the schema from the question. Their weights are read on their
-#: table rankings (the level both rank) and average 1, so equally separated lists fuse
-#: as plain RRF; every other channel keeps weight 1. Empty: plain RRF.
-EVIDENCE_CHANNELS: tuple[str, ...] = ("schema", "vector")
-#: With a question, every fused table and leaf (column, measure, aggregation) gets one
-#: more vote, the ``table`` channel, at its table's rank among the fused tables
-#: (``rank.table_votes``), weighed by the ``separation`` of the fused table scores: the
-#: tables' evidence counts as far as the fusion could tell its tables apart.
-TABLE_VOTES = True
-#: Channels whose unlisted tables and leaves vote just after their list when another
-#: channel ranked them (``rank.unlisted_votes``): the lexical schema channel, which
-#: cannot read what the catalog does not say. Empty: an unlisted entity gets no vote.
-UNLISTED_CHANNELS: tuple[str, ...] = ("schema",)
+__all__ = ["ENTITY_WORDS", "CorpusSearch", "VectorChannel", "WordReader"]
 
-#: The vector channel a search is handed: (question, k, datasource, allowed ids,
-#: memories) → ranked ids; ``memories`` asks for memories only, else entities only.
-VectorChannel = Callable[
-    [str, int, str | None, Collection[str] | None, bool], list[tuple[str, float]]
-]
-#: The question's words read through the embedder (``ranking.neighbours``): (schema
-#: index, question) → the index's bridges
-WordReader = Callable[["CoverageIndex", str], "Bridges"]
-#: Entities whose memories the ``tags`` channel ranks: the entity list this deep.
-TAG_DEPTH = CHANNEL_DEPTH
-#: A memory that only ``tags`` ranks (and perhaps dense retrieval) is merged into
-#: ``results`` when one of its own tags (not their tables) is among this many first
-#: entities: the entities an agent sees. A fixed depth, so that results for n stay a
-#: prefix of those for n+k.
-MERGE_TAG_DEPTH = 10
-#: Memory channels that match the request itself: named ids, tags overlapping the named
-#: entities, the question's words in the memory's text, the newest (no input).
-_DIRECT_MEMORY_CHANNELS = frozenset({"input", "bm25", "fulltext", "words", "recent"})
-#: Analysed entity documents kept for the merge of ``results`` (beside every memory's).
-ENTITY_WORDS = 50_000
+#: The ranking a search runs with when it is given none (every default, every stage).
+DEFAULT_RANKING = EntityRankingConfig()
 
 
-class CorpusSearch:
+class CorpusSearch(CorpusText):
     """The search methods of :class:`~layersearch.corpora.entities.corpus.EntityCorpus`
     (its data, lookups and schema indexes are declared here for the type checker)."""
 
@@ -129,104 +70,33 @@ class CorpusSearch:
         vector: VectorChannel | None = None,
         warnings: list[str] | None = None,
         words: WordReader | None = None,
+        ranking: EntityRankingConfig | None = None,
     ) -> SearchResponse:
-        """Entities and memories ranked in their own lists, then merged (see
-        :func:`merge_kinds`); the buckets a request sizes come from the same two lists.
-        ``channels``: the request's channels, when :meth:`check_request` already checked
-        it (else it is checked here)."""
+        """Entities and memories ranked in their own lists, then merged: the stages of
+        ``stages.ENTITY_PIPELINE`` with ``ranking``'s settings (the defaults when None);
+        the buckets a request sizes come from the same two lists. ``channels``: the
+        request's channels, when :meth:`check_request` already checked it (else it is
+        checked here)."""
         if channels is None:
             channels = self.check_request(req)
-        warnings = list(warnings or [])
-        allow_set = frozenset(allow) if allow is not None else None
-        ds = req.datasource
-
-        def admitted(doc_id: str) -> bool:
-            if allow_set is not None and doc_id not in allow_set:
-                return False
-            if ds is None:
-                return True
-            m = self.memories.get(doc_id)
-            if m is not None:
-                return ds in self.memory_scopes(m)
-            return in_scope(doc_id, ds)
-
-        ranks = _Rankings(self)
-        res = self.resolver.resolve(req.entities, req.query, ds)
-        warnings.extend(res.warnings)
-        question = req.question if req.question and req.question.strip() else None
-        if res.ids:
-            named = [(i, 1.0) for i in res.ids if admitted(i)]
-            ranks.put_mixed("input", named)
-            if "bm25" in channels:
-                idx = self._overlap_index(ds, allow_set if allow_set is not None else None)
-                hits = idx.search(res.ids, CHANNEL_DEPTH)
-                if hits:
-                    ranks.memory["bm25"] = hits
-        if question is not None:
-            if "fulltext" in channels:
-                self._lexical(question, ds, allow_set, admitted, ranks, warnings, words)
-            if "vector" in channels and vector is not None:
-                self._vector(vector, question, ds, allow_set, admitted, ranks)
-        no_input = not req.entities and not req.query and question is None
-        if no_input:
-            warnings.append("no entities, query or question given: showing the newest memories")
-            newest = sorted(
-                (m for m in self.memories.values() if admitted(m.id)),
-                key=lambda m: (m.created_at, _memory_order(m.id)),
-                reverse=True,
-            )
-            ranks.memory["recent"] = [(m.id, 0.0) for m in newest[:CHANNEL_DEPTH]]
-        entities = self._entity_order(ranks, question, ds)
-        # ``tags`` belongs with bm25: both rank memories by the entities they are tagged with
-        tags = "bm25" in channels
-        share = plain = close = lead = None
-        if question is not None:
-            share = self._question_share(question, ds)
-            plain = plain_share(question)
-            close = self._closeness(share, plain)
-            lead = self._covers_more(share, plain_share(question, stop_words_only=True))
-        memories = self._memory_order(ranks, entities, admitted, frozenset(res.ids), tags, close)
-        merged = merge_kinds(entities, memories, req.max_results, lead)
-        if not merged and not no_input:
-            warnings.append(
-                "no results: nothing matched"
-                + (f" in datasource '{ds}'" if ds else "")
-                + (" within the filter" if allow_set is not None else "")
-            )
-        resp = SearchResponse(results=self._hits(merged, req), warnings=warnings)
-        self._buckets(resp, req, entities, memories)
+        cfg = DEFAULT_RANKING if ranking is None else ranking
+        state = SearchState(
+            corpus=self,
+            req=req,
+            config=cfg,
+            channels=channels,
+            allow=frozenset(allow) if allow is not None else None,
+            vector=vector,
+            words=words,
+            warnings=list(warnings or []),
+        )
+        for stage in ENTITY_PIPELINE.active(cfg.without):
+            stage.run(state)
+        assert state.entities is not None and state.memories is not None
+        results = self._hits(state.merged, req, state.merge_trace)
+        resp = SearchResponse(results=results, warnings=state.warnings)
+        self._buckets(resp, req, state.entities, state.memories)
         return resp
-
-    def _vector(
-        self,
-        vector: VectorChannel,
-        question: str,
-        ds: str | None,
-        allow_set: frozenset[str] | None,
-        admitted: Callable[[str], bool],
-        ranks: _Rankings,
-    ) -> None:
-        """The vector channel: entities in their table's context, and memories apart."""
-        hits = [h for h in vector(question, CHANNEL_DEPTH, ds, allow_set, False)]
-        hits = [h for h in hits if admitted(h[0]) and h[0] not in self.memories]
-        hits = [h for h in dense_in_context(hits, self.entities) if admitted(h[0])]
-        if hits:
-            ranks.entity["vector"] = hits
-
-            def cosine(ids: Collection[str]) -> dict[str, float]:
-                # the question's vector is cached: this ranks only the given ids
-                wanted = frozenset(ids) if allow_set is None else allow_set.intersection(ids)
-                if not wanted:
-                    return {}
-                found = vector(question, len(wanted), ds, wanted, False)
-                return {i: s for i, s in found if admitted(i)}
-
-            ranks.dense = cosine
-        if self.memories:
-            found = vector(question, CHANNEL_DEPTH, ds, allow_set, True)
-            mems = [h for h in found if h[0] in self.memories and admitted(h[0])]
-            if mems:
-                ranks.memory["vector"] = mems
 
     def _buckets(
         self, resp: SearchResponse, req: SearchRequest, entities: _Ordered, memories: _Ordered
@@ -243,515 +113,20 @@ class CorpusSearch:
             )
             resp.example_queries = self._hits(examples, req)
 
-    def _lexical(
-        self,
-        question: str,
-        ds: str | None,
-        allow_set: frozenset[str] | None,
-        admitted: Callable[[str], bool],
-        ranks: _Rankings,
-        warnings: list[str],
-        words: WordReader | None,
-    ) -> None:
-        """The schema channel and full text (entities and memories in their own lists);
-        ``words``: the question's words read through the embedder, for the schema channel."""
-        # Rankings are prefixes of deeper ones: the over-fetch only pays when a filter
-        # may drop hits (a scoped search has its datasource's own index).
-        depth = CHANNEL_DEPTH if allow_set is None else CHANNEL_DEPTH * 2
-        scopes = [ds] if ds is not None else None
-        # Full text of a large index ranks on workers while the schema channel ranks
-        # here: tantivy searches outside the GIL, so a search pays for the longest of
-        # them; a small one ranks here first (``process.fulltext_future``). With
-        # memories present each kind is its own search, so that ten thousand saved
-        # examples cannot push every entity out of the entity list, nor the reverse.
-        ft_levels: dict[str, int] = {}
-        pending, pending_memories = fulltext_searches(
-            self.fulltext,
-            self.entities,
-            bool(self.memories),
-            question,
-            scopes,
-            allow_set,
-            ft_levels,
-        )
-        try:
-            index = self.coverage(ds)
-            ranks.bridges = (
-                words(index, question)
-                if words is not None
-                else static_bridges(index, question, self._entity_names)
-            )
-            ranked, node_levels = index.search_levels(question, depth, extra=ranks.bridges)
-        except BaseException:
-            pending.cancel()
-            if pending_memories is not None:
-                pending_memories.cancel()
-            raise
-        # The schema channel says which of its ids are tables and which leaves: most
-        # of the ids fusion needs a level for need no lookup in the snapshot.
-        for (doc_id, _), at in zip(ranked, node_levels, strict=True):
-            ranks.levels[doc_id] = _COVERAGE_FUSION_LEVEL.get(at, -1)
-        schema = [h for h in ranked if admitted(h[0])][:CHANNEL_DEPTH]
-        if ds is not None and len(schema) < CHANNEL_DEPTH:
-            schema += self._unreached_tables(ds, schema, admitted)
-        hits = pending.result()
-        ranks.levels.update(ft_levels)
-        # The index on disk may already hold a document another process added after
-        # this snapshot was taken: it is answered by the next snapshot, not half now.
-        hits = [h for h in hits if ranks.known(h[0]) and h[0] not in self.memories]
-        mem_hits = [] if pending_memories is None else pending_memories.result()
-        mem_hits = [h for h in mem_hits if h[0] in self.memories]
-        if not hits and not mem_hits and not self._has_words(question):
-            warnings.append("question has no searchable words (only stop words or punctuation)")
-        if schema:
-            ranks.entity["schema"] = schema
-        if hits:
-            ranks.entity["fulltext"] = hits
-        if mem_hits:
-            ranks.memory["fulltext"] = mem_hits
-
-    def _entity_order(self, ranks: _Rankings, question: str | None, ds: str | None) -> _Ordered:
-        """The entity list: its channels fused (weighed by their evidence), join keys
-        lifted beside their tables."""
-        # Once the schema channel ranked, full text's votes on tables and leaves do not
-        # count: the schema channel scores those same words with their table and
-        # database context; counting their per-entity full-text ranks as well would
-        # count the words twice and let isolated matches from unrelated databases back
-        # in. Datasources keep their full-text rank as it was (among all entities).
-        level = ranks.level
-        superseded = {"fulltext": lambda i: level(i) >= 0} if "schema" in ranks.entity else None
-        weighed = self._evidence(ranks, question, ds, level)
-        weights = {c: w for c, (w, _, _) in weighed.items()}
-        fuse_channels = partial(
-            fuse, weights=weights, level=level, by_level=RANK_BY_LEVEL, superseded=superseded
-        )
-        given = unlisted_votes(ranks.entity, UNLISTED_CHANNELS, level, superseded)
-        fused = fuse_channels(ranks.entity, given=given)
-        vector = ranks.entity.get("vector")
-        if question is not None and vector and ranks.dense is not None and DENSE_COLUMN_TABLES:
-            # the vector channel ranks every leaf of the best fused tables (weights are
-            # read on table scores, which this does not change)
-            leaves = partial(visible_leaves, self.entities)
-            filled = dense_columns(fused, level, vector, leaves, ranks.dense)
-            if filled is not None:
-                ranks.entity["vector"] = filled
-                # (the column fill changed the vector ranking: its ids are read again)
-                given = unlisted_votes(ranks.entity, UNLISTED_CHANNELS, level, superseded)
-                fused = fuse_channels(ranks.entity, given=given)
-        table_of = self._table_of_id(level)
-        if question is not None and TABLE_VOTES:
-            # tables and leaves vote once more, at their table's rank among the fused
-            # tables, weighed by how far those tables stand apart
-            votes = table_votes(fused, level, table_of)
-            if votes:
-                sep = separation(
-                    [s for i, s in zip(fused.ids, fused.scores, strict=True) if level(i) == 1]
-                )
-                weighed = {**weighed, TABLE_CHANNEL: (sep, sep, 1.0)}
-                fused = fuse(
-                    ranks.entity,
-                    weights={**weights, TABLE_CHANNEL: sep},
-                    level=level,
-                    by_level=RANK_BY_LEVEL,
-                    superseded=superseded,
-                    given={**given, TABLE_CHANNEL: votes},
-                )
-        lifted = None
-        if question is not None and JOIN_KEY_TABLES > 0:
-            # (a snapshot decodes only the JOINS edges, not its CONTAINS)
-            joins_of = partial(self.edges_out.of_type, edge_type="JOINS")
-            infer = name_joins(self.entities)
-            lifted = join_key_order(fused.ids, table_of, joins_of, JOIN_KEY_TABLES, infer)
-        # (position in the fused ranking, position whose score it takes)
-        order = [(i, i) for i in range(len(fused))] if lifted is None else lifted
-        return _Ordered(
-            fused, order, weighed=weighed, words=schema_words(self, ranks, question, ds)
-        )
-
-    def _evidence(
-        self,
-        ranks: _Rankings,
-        question: str | None,
-        ds: str | None,
-        level: Callable[[str], int],
-    ) -> dict[str, tuple[float, float, float]]:
-        """Fusion weights of the channels weighed by their evidence (EVIDENCE_CHANNELS):
-        channel → (weight, separation, reach), see ``fusion.evidence_weights``. The schema
-        channel's reach is the share of the question's words its catalog uses or bridges
-        to; the vector channel reads them all."""
-        if question is None or not EVIDENCE_CHANNELS:
-            return {}
-        rankings = ranks.entity
-        reach = (
-            {"schema": self.coverage(ds).query_reach(question, ranks.bridges)}
-            if "schema" in rankings
-            else {}
-        )
-        return evidence_weights(
-            rankings, EVIDENCE_CHANNELS, keep=lambda i: level(i) == 1, reach=reach
-        )
-
-    def _memory_order(
-        self,
-        ranks: _Rankings,
-        entities: _Ordered,
-        admitted: Callable[[str], bool],
-        named: frozenset[str],
-        tags: bool,
-        close: Callable[[str], tuple[float, float]] | None = None,
-    ) -> _Ordered:
-        """The memory list: the memories the request itself matches (its words, named ids,
-        tags overlapping the named entities, dense retrieval), fused by RRF as entities
-        are; then those that only ``tags`` reaches.
-
-        ``tags`` ranks the memories tagged with the entities the entity list ranks, by
-        the best position of one of them (a memory on the #1 entity is about what is
-        asked); a memory tagged with an entity's table, or with a leaf of a table that
-        ranks, follows those tagged with the entity itself. It is second-hand evidence
-        (the entity list comes from the same words), so it adds memories the words did
-        not reach instead of voting again for those they did. Entities the request named
-        are left to ``bm25``, which ranks the memories tagged with them.
-
-        With a question (``close``: :meth:`_closeness`), the memories full text found are
-        ranked by how much of the question their own words hold (``words``, full text's
-        order breaking its ties), which takes full text's vote, and paraphrases of one
-        example query are ordered the same way (:func:`same_query_order`)."""
-        lists = {c: h for c, h in ranks.memory.items() if h}
-        if close is not None and "fulltext" in lists:
-            lists["words"] = self._words_ranking(lists.pop("fulltext"), close)
-        fused = fuse(lists)
-        if tags and self.memories and entities.order:
-            ids = [i for i in entities.ids(TAG_DEPTH + len(named)) if i not in named]
-            tagged = self._tag_ranking(ids[:TAG_DEPTH], admitted, ranks.memory.get("fulltext", ()))
-            seen = set(fused.ids)
-            rest = [h for h in tagged if h[0] not in seen]
-            if rest:
-                fused = fused.then(fuse({"tags": rest}))
-        moved = None
-        if close is not None and len(fused) > 1:
-            moved = same_query_order(fused.ids, self._query_key, close)
-        order = [(i, i) for i in range(len(fused))] if moved is None else moved
-        # A memory that only tags (or only dense retrieval) reaches takes no place from an
-        # entity in ``results`` unless one of its own tags is an entity shown there.
-        shown = {i for i in entities.ids(MERGE_TAG_DEPTH + len(named)) if i not in named}
-
-        def about_shown(i: int) -> bool:
-            return not shown.isdisjoint(self.memories[fused.ids[i]].entities)
-
-        def matched(i: int) -> bool:
-            f = fused.fused(i)
-            if any(c in f.channels for c in _DIRECT_MEMORY_CHANNELS):
-                return True
-            return "tags" in f.channels and about_shown(i)
-
-        return _Ordered(fused, order, matched)
-
-    def question_share(
-        self, question: str, ds: str | None = None
-    ) -> Callable[[Collection[str]], float]:
-        """:meth:`_question_share` for other corpora's hits: a scoped search reads the share
-        of the question every source's hits hold with the same idf (``corpora.scope``)."""
-        return self._question_share(question, ds)
-
-    def document_words(self, item_id: str) -> frozenset[str]:
-        """The analysed words of an entity's or a memory's full-text document (kept per
-        snapshot); empty for an id the corpus does not hold."""
-        if item_id in self.memories:
-            return self._memory_doc_words(item_id)
-        e = self.entities.get(item_id)
-        return self._entity_words(e) if e is not None else frozenset()
-
-    def _question_share(self, question: str, ds: str | None) -> Callable[[Collection[str]], float]:
-        """The idf-weighted share of ``question``'s words among the given analysed tokens.
-        Idf is the schema index's (a word it does not know counts as its rarest)."""
-        from layersearch.ranking.analyzer import analyze_query
-
-        words = list(dict.fromkeys(analyze_query(question)))
-        # (word, idf) pairs and their total, read from the index on the first call
-        pairs: list[tuple[str, float]] = []
-        totals: list[float] = []
-
-        def share(have: Collection[str]) -> float:
-            if not totals:
-                cov = self.coverage(ds)
-                rare = cov.rarest_idf()
-                pairs.extend(
-                    (w, float(cov.idf[j]) if (j := cov.vocab.get(w)) is not None else rare)
-                    for w in words
-                )
-                totals.append(sum(w for _, w in pairs))
-            total = totals[0]
-            if total <= 0:
-                return 0.0
-            held = 0.0  # the same additions, in the same order, as sum() over the held words
-            for word, w in pairs:
-                if word in have:
-                    held += w
-            return held / total
-
-        return share
-
-    def _closeness(
-        self,
-        share: Callable[[Collection[str]], float],
-        plain: Callable[[Collection[str]], float],
-    ) -> Callable[[str], tuple[float, float]]:
-        """How close a memory's own text (learning and description) is to the question:
-        the idf-weighted share of the question's analysed words it holds (``share``),
-        then, to order memories that share alike, the share of the question's plain words
-        (``plain``: lower-cased, stop words and inflections kept) it holds. Analysis
-        folds "How many accounts do we have?" and "Count the number of accounts." to the
-        same evidence (``account``); of two saved examples that say the question's words,
-        the one worded as the question comes first. Both are shares of the question, not
-        similarities, so no length enters: memories that tie on both keep their
-        full-text order."""
-        cache: dict[str, tuple[float, float]] = {}
-
-        def close(memory_id: str) -> tuple[float, float]:
-            got = cache.get(memory_id)
-            if got is None:
-                mine = self._memory_words(memory_id)
-                got = cache[memory_id] = (share(mine), plain(self._memory_surface(memory_id)))
-            return got
-
-        return close
-
-    def _memory_doc_plain(self, memory_id: str) -> frozenset[str]:
-        """The plain words of a memory's whole document, kept per snapshot."""
-        words = self._doc_plain.get(memory_id)
-        if words is None:
-            doc = memory_doc(self.memories[memory_id]).fields
-            # the learning and description's own words are kept apart: read them once
-            words = self._memory_surface(memory_id) | surface_words(doc["formula"], doc["tags"])
-            self._doc_plain[memory_id] = words
-        return words
-
-    def _doc_plain_words(self, e: Entity) -> frozenset[str]:
-        """The plain words of an entity's full-text document, kept as :meth:`_entity_words`
-        keeps its analysed ones."""
-        words = self._doc_plain.get(e.id)
-        if words is None:
-            if len(self._doc_plain) >= ENTITY_WORDS + len(self.memories):
-                self._doc_plain.clear()
-            words = self._doc_plain[e.id] = surface_words(*entity_doc(e).fields.values())
-        return words
-
-    def _memory_surface(self, memory_id: str) -> frozenset[str]:
-        """The plain words of a memory's learning and description, kept per snapshot."""
-        words = self._surface.get(memory_id)
-        if words is None:
-            m = self.memories[memory_id]
-            words = self._surface[memory_id] = surface_words(m.learning, m.description)
-        return words
-
-    def _covers_more(
-        self,
-        share: Callable[[Collection[str]], float],
-        plain: Callable[[Collection[str]], float],
-    ) -> Callable[[str, str], bool]:
-        """Whether a memory accounts for more of the question than an entity does: the
-        share (:meth:`_question_share`) of the question's words found in the memory's text
-        (its learning, description, query and tag names) against the share found in the
-        entity's text with its table's; when both hold the same share (more than none),
-        the share of the question's stop words (``plain``: the words that say how it is
-        asked, which analysis drops) in the same two texts. Rank fusion says how each
-        kind's hits compare among themselves, not across kinds; this puts the two heads on
-        one scale. An entity's text is names and descriptions, a saved question is worded
-        as questions are: asked "How many farms are there?", the example saved with those
-        words leads the column ``Farm_ID``, which holds the same content word. A keyword
-        search ("store") has no stop words, and its entity keeps the lead."""
-
-        def leads(memory_id: str, entity_id: str) -> bool:
-            mine = share(self._memory_doc_words(memory_id))
-            e = self.entities.get(entity_id)
-            if e is None:
-                return mine > 0
-            words = self._entity_words(e)
-            table = _table_of(e, self.entities)
-            t = self.entities[table] if table is not None and table != e.id else None
-            if t is not None:
-                words = words | self._entity_words(t)
-            theirs = share(words)
-            if mine != theirs or mine <= 0:
-                return mine > theirs
-            said = self._doc_plain_words(e)
-            if t is not None:
-                said = said | self._doc_plain_words(t)
-            return plain(self._memory_doc_plain(memory_id)) > plain(said)
-
-        return leads
-
-    def _memory_words(self, memory_id: str) -> frozenset[str]:
-        """The analysed words of a memory's own text (learning and description), kept
-        per snapshot: the memory list reads them for every question."""
-        words = self._words.get(memory_id)
-        if words is None:
-            m = self.memories[memory_id]
-            words = self._words[memory_id] = frozenset(analysed_tokens((m.learning, m.description)))
-        return words
-
-    def _memory_doc_words(self, memory_id: str) -> frozenset[str]:
-        """The analysed words of a memory's whole document (learning, description, query,
-        tag names), kept per snapshot: the merge of ``results`` reads them at every turn."""
-        words = self._doc_words.get(memory_id)
-        if words is None:
-            doc = memory_doc(self.memories[memory_id]).fields
-            # the learning and description's own words are kept apart: analyse them once
-            words = self._memory_words(memory_id) | analysed_tokens((doc["formula"], doc["tags"]))
-            self._doc_words[memory_id] = words
-        return words
-
-    def _query_key(self, memory_id: str) -> str | None:
-        """:func:`query_key` of a memory, kept per snapshot."""
-        if memory_id not in self._query_keys:
-            self._query_keys[memory_id] = query_key(self.memories[memory_id])
-        return self._query_keys[memory_id]
-
-    def _entity_words(self, e: Entity) -> frozenset[str]:
-        """The analysed words of an entity's full-text document, kept for the entities
-        searches merged against (at most ENTITY_WORDS of them)."""
-        words = self._doc_words.get(e.id)
-        if words is None:
-            if len(self._doc_words) >= ENTITY_WORDS + len(self.memories):
-                self._doc_words.clear()
-            words = self._doc_words[e.id] = frozenset(
-                analysed_tokens(entity_doc(e).fields.values())
-            )
-        return words
-
-    def _words_ranking(
-        self, text_hits: Sequence[tuple[str, float]], close: Callable[[str], tuple[float, float]]
-    ) -> list[tuple[str, float]]:
-        """``words``: the memories full text found, ranked by the share of the question's
-        words their own text holds, then by the share of its plain words
-        (:meth:`_closeness`; ties in full-text order). BM25 ranks by term weights
-        normalised by length, so a short note that shares a few rare words outranks one
-        that says everything the question says; this ranks by how much of it is said."""
-        scored = [(mid, close(mid)) for mid, _ in text_hits]
-        order = sorted(range(len(scored)), key=lambda r: (-scored[r][1][0], -scored[r][1][1], r))
-        return [(scored[r][0], scored[r][1][0]) for r in order]
-
-    def _tag_ranking(
-        self,
-        entity_ids: Sequence[str],
-        admitted: Callable[[str], bool],
-        text_hits: Sequence[tuple[str, float]] = (),
-    ) -> list[tuple[str, float]]:
-        by_tag, by_table = self._tag_index()
-        # Among memories tagged alike, the one whose words match the question goes first.
-        words = {mid: r for r, (mid, _) in enumerate(text_hits)}
-        last = len(words)
-        # A memory's place is where one of its tags first ranks. The tag lists are in
-        # memory order and the places only grow, so the memories come out in place
-        # order group by group, and the walk stops once a group fills CHANNEL_DEPTH.
-        seen: set[str] = set()
-        walked: set[str] = set()  # tables whose memories are all in ``seen`` already
-        ranked: list[tuple[str, float]] = []
-        for pos, eid in enumerate(entity_ids):
-            table = eid if eid in by_table else eid.rsplit(".", 1)[0]
-            of_table = None if table in walked else by_table.get(table)
-            walked.add(table)
-            for at, mids in ((float(pos), by_tag.get(eid)), (pos + 0.5, of_table)):
-                if not mids:  # most ranked entities have no memory tagged with them
-                    continue
-                group = [m for m in mids if m not in seen]
-                seen.update(group)
-                group = [m for m in group if admitted(m)]
-                group.sort(key=lambda m: words.get(m, last))  # stable: memory order kept
-                ranked.extend((m, 1.0 / (1.0 + at)) for m in group)
-            if len(ranked) >= CHANNEL_DEPTH:
-                break
-        return ranked[:CHANNEL_DEPTH]
-
-    def _tag_index(self) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
-        """tag → memories tagged with it; table → memories tagged with it or its leaves."""
-        if self._tags is None:
-            by_tag: dict[str, list[str]] = {}
-            by_table: dict[str, list[str]] = {}
-            for m in sorted(self.memories.values(), key=lambda m: _memory_order(m.id)):
-                tables: set[str] = set()
-                for t in m.entities:
-                    if t.startswith("memory:"):
-                        continue
-                    by_tag.setdefault(t, []).append(m.id)
-                    tables.update(self._tag_keys_of(t))
-                for table in sorted(tables):
-                    by_table.setdefault(table, []).append(m.id)
-            self._tags = (by_tag, by_table)
-        return self._tags
-
-    def _tag_keys_of(self, tag: str) -> list[str]:
-        """A tag's table (itself for a model); none for a datasource."""
-        kind = self._kind_lookup()(tag)
-        if kind == "model":
-            return [tag]
-        if kind in _LEAF_KINDS:
-            return [tag.rsplit(".", 1)[0]]
-        return []
-
-    def _hits(self, picked: Sequence[tuple[_Ordered, int, int]], req: SearchRequest) -> list[Hit]:
+    def _hits(
+        self, picked: Sequence[Picked], req: SearchRequest, merged: Trace | None = None
+    ) -> list[Hit]:
+        """The hits of a list as shown (``merged``: what the merge did, for ``results``)."""
         out = []
-        for lst, i, src in picked:
-            why = explain(lst.fused.fused(i), lst.weighed, lst.words) if req.explain else None
-            hit = self.hit(
-                lst.fused.ids[i], lst.fused.scores[src], compact=req.compact, explanation=why
-            )
+        for lst, i, score in picked:
+            doc_id = lst.fused.ids[i]
+            hit = self.hit(doc_id, score, compact=req.compact)
+            if req.explain:
+                moves = lst.trace.moves(doc_id) + (merged.moves(doc_id) if merged else [])
+                hit.explanation = explain(lst.fused.fused(i), lst.weighed, lst.words)
+                hit.stages = explain_stages(moves) or None
             out.append(hit)
         return out
-
-    def _unreached_tables(
-        self,
-        ds: str,
-        ranked: list[tuple[str, float]],
-        admitted: Callable[[str], bool],
-    ) -> list[tuple[str, float]]:
-        """The datasource's tables the schema channel did not rank, after those it did.
-
-        A search confined to one datasource asks which of its tables matter, and
-        every one of them is a candidate: a question that names its subject only by
-        a value ("Jetblue Airways", "English") or a synonym reaches none of a table's
-        words, but the table is still more likely than nothing. The most joined
-        tables come first; they score 0, below every match.
-        """
-        seen = {doc_id for doc_id, _ in ranked}
-        room = CHANNEL_DEPTH - len(ranked)
-        out: list[tuple[str, float]] = []
-        for table in self.coverage(ds).tables_by_links():
-            if len(out) >= room:
-                break
-            if table not in seen and admitted(table):
-                out.append((table, 0.0))
-        return out
-
-    def _table_of_id(self, level: Callable[[str], int]) -> Callable[[str], str | None]:
-        """:func:`_table_of` by id, from fusion levels and visibility: nothing is decoded."""
-        visible = self.entities.is_visible
-        found: dict[str, str | None] = {}  # per search: the table votes ask ~100 times
-
-        def table_of(doc_id: str) -> str | None:
-            if doc_id in found:
-                return found[doc_id]
-            at = level(doc_id)
-            table = None
-            if at >= 0:  # a model or a leaf
-                table = doc_id if at == 1 else doc_id.rsplit(".", 1)[0]
-                if not (level(table) == 1 and visible(table)):
-                    table = None
-            found[doc_id] = table
-            return table
-
-        return table_of
-
-    def _entity_names(self) -> Iterator[str]:
-        """Every entity's own name, the last part of its id (read without decoding)."""
-        return (i.rsplit(".", 1)[-1] for i in self.entities)
-
-    @staticmethod
-    @lru_cache(maxsize=1024)
-    def _has_words(text: str) -> bool:
-        from layersearch.ranking.analyzer import analyze_query
-
-        return bool(analyze_query(text))
 
     def hit(
         self,

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from layersearch.calls import checkpoint
 from layersearch.calls import current as current_call
 from layersearch.corpora.entities import process
+from layersearch.corpora.entities.config import EntityRankingConfig
 from layersearch.corpora.entities.corpus import EntityCorpus, bounded_request
 from layersearch.corpora.entities.coverage import coverage_of
 from layersearch.corpora.entities.detail import checked_ids, inspect
@@ -98,6 +99,8 @@ class EntityService:
         #: (generation, tables, their entities in table order, a process building their
         #: schema index or None) just written by load_catalog
         self._built: tuple[int, EntityTables, list[Entity], CoverageBuild | None] | None = None
+        #: the ranking's settings and the stages switched off (``[ranking.entities]``)
+        self.ranking = EntityRankingConfig()
 
     # -- the snapshot and its reload protocol ---------------------------------------------------
 
@@ -462,7 +465,13 @@ class EntityService:
                 return SearchResponse(results=[], warnings=warnings)
         checkpoint()
         resp = corpus.search(
-            request, channels=channels, allow=allow, warnings=warnings, vector=vector, words=words
+            request,
+            channels=channels,
+            allow=allow,
+            warnings=warnings,
+            vector=vector,
+            words=words,
+            ranking=self.ranking,
         )
         resp.warnings.extend(vector_warnings)
         return resp

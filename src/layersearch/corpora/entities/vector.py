@@ -18,7 +18,7 @@ from layersearch.types import SearchRequest
 if TYPE_CHECKING:
     from layersearch.corpora.dense import DenseCorpus
     from layersearch.corpora.entities.corpus import EntityCorpus
-    from layersearch.corpora.entities.search import VectorChannel, WordReader
+    from layersearch.corpora.entities.state import VectorChannel, WordReader
     from layersearch.embed.base import Embedder
 
 #: the dense corpus of entities and memories (``layersearch.corpora.dense.ENTITY_CORPUS``)
