@@ -19,6 +19,9 @@ from layersearch.ranking.wordlists import word_list, word_set
 CONVERSATION_STOP_WORDS = word_set("conversation_stop_words")
 _RAW_WORD = re.compile(r"[\w'’-]+", re.UNICODE)
 
+#: every channel ranks this deep, whatever the limit, so results for n are a prefix of n + k
+DEPTH = 100
+
 #: bumped whenever message_doc changes what it indexes, so stored indexes are rebuilt
 DOC_FORMAT = 2
 

@@ -27,7 +27,6 @@ from layersearch.errors import (
     LimitExceeded,
     ModelMismatch,
 )
-from layersearch.ranking.analyzer import analyze
 from layersearch.ranking.fulltext import FTDoc, FullTextIndex, open_or_rebuild
 from layersearch.ranking.pipeline import Trace
 from layersearch.store.base import Store
@@ -44,7 +43,7 @@ from layersearch.types import (
 )
 
 from . import store as db
-from .dates import Period, period_of, resolve_dates
+from .dates import Period
 from .documents import (
     SUMMARY_BOOSTS,
     message_doc,
@@ -58,10 +57,9 @@ from .facts import FACTS_FORMAT, FactsReport, extract_facts, session_groups, tur
 from .importers import import_conversations
 from .mirror import build_mirror
 from .ranking import (
+    DEPTH,
     MessageSearchConfig,
-    holds_answer,
     query_text,
-    question_sentences,
     strip_names,
 )
 from .records import Conversation, has_question
@@ -98,8 +96,6 @@ ROLES = ("user", "assistant")
 EXTRACTS = ("summary", "questions", "decisions", "quotes")
 MODES = ("hybrid", "fts", "vector")
 MAX_LIMIT = 100
-#: every channel ranks this deep, whatever the limit, so results for n are a prefix of n + k
-DEPTH = 100
 KEYWORD_PREVIEW = 200
 SEMANTIC_PREVIEW = 400
 _FREE_TEXT = re.compile(r"^[a-zA-Z0-9\s\-_.,]+$")
@@ -151,40 +147,6 @@ def _free_text(name: str, value: str | None) -> str | None:
     return value.strip()
 
 
-def _periods(snap: _Snapshot, mid: str, config: MessageSearchConfig) -> tuple[Period, ...]:
-    """The day turn ``mid`` was written, and with ``date_match_resolved`` the dates its
-    relative times resolve to; computed once per snapshot (a regex over the turn costs
-    ~20 µs, too much for every turn at load, nothing for the ~200 a query ranks)."""
-    found = snap.periods.get(mid)
-    if found is None:
-        m = snap.messages[mid]
-        if m.created is None:
-            found = ()
-        else:
-            own: Period = (m.created.year, m.created.month, m.created.day)
-            resolved = resolve_dates(m.content, m.created) if config.date_match_resolved else []
-            found = (own, *(period_of(w) for w in resolved))
-        snap.periods[mid] = found
-    return found
-
-
-def _asked(snap: _Snapshot, mid: str) -> frozenset[str]:
-    """The analysed words of turn ``mid``'s question sentences, computed once per snapshot."""
-    found = snap.asked.get(mid)
-    if found is None:
-        found = snap.asked[mid] = frozenset(analyze(question_sentences(snap.messages[mid].content)))
-    return found
-
-
-def _holds(snap: _Snapshot, mid: str, kind: str) -> bool:
-    """:func:`holds_answer` for a turn, remembered in the snapshot."""
-    if (mid, kind) not in snap.answers:
-        m = snap.messages[mid]
-        who = snap.speakers.get(m.conversation_id, frozenset())
-        snap.answers[mid, kind] = holds_answer(kind, m.content, who)
-    return snap.answers[mid, kind]
-
-
 def _turns(messages: Sequence[MessageRow]) -> dict[str, list[MessageRow]]:
     """The searchable turns of each conversation, in order."""
     turns: dict[str, list[MessageRow]] = {}
@@ -226,13 +188,13 @@ class _Snapshot:
     #: searchable turns that ask something
     questions: frozenset[str]
     #: searchable turn → the dates it is within (written, resolved), filled on demand
-    #: by the turns a question naming a date ranks (see :func:`_periods`)
+    #: by the turns a question naming a date ranks (see :func:`.stages._periods`)
     periods: dict[str, tuple[Period, ...]]
     #: searchable turn → its session (a number unique in the snapshot, see :func:`_sessions`)
     session: dict[str, int]
     #: question turn → the analysed words of its question sentences, filled on demand
     asked: dict[str, frozenset[str]]
-    #: (turn, answer type) → whether the turn holds one (see :func:`_holds`), on demand
+    #: (turn, answer type) → whether the turn holds one (see :func:`.stages._holds`), on demand
     answers: dict[tuple[str, str], bool]
     #: the sessions as documents (``sessions``), built on the first search that needs them
     session_docs: SessionIndex | None

@@ -34,27 +34,33 @@ from functools import partial
 from typing import TYPE_CHECKING
 
 from layersearch.errors import EmbeddingUnavailable, LayersearchError
-from layersearch.ranking.analyzer import analyze_query
+from layersearch.ranking.analyzer import analyze, analyze_query
 from layersearch.ranking.bm25 import BM25Params
 from layersearch.ranking.fusion import Fused, rrf
 from layersearch.ranking.pipeline import Pipeline, Stage, Trace
 
-from .dates import named_periods, within
+from .dates import Period, named_periods, period_of, resolve_dates, within
+from .expansion import with_feedback
 from .ranking import (
+    DEPTH,
     MessageSearchConfig,
+    answer_type,
     answers_follow_questions,
     asks_list,
     demote,
+    holds_answer,
     keep_channel_tops,
     prefer_answer_types,
     prefer_times,
     query_text,
+    question_sentences,
     strip_names,
     two_stage,
     zscore_fusion,
 )
 from .sessions import LABEL as SESSION_LABEL
 from .sessions import SessionIndex, session_lift
+from .vectors import SUMMARY_CORPUS
 
 if TYPE_CHECKING:
     from .service import ConversationService, _Snapshot
@@ -104,6 +110,40 @@ class MessageRanking:
         self.trace.reorder(stage, before, [f.id for f in after], say)
 
 
+def _periods(snap: _Snapshot, mid: str, config: MessageSearchConfig) -> tuple[Period, ...]:
+    """The day turn ``mid`` was written, and with ``date_match_resolved`` the dates its
+    relative times resolve to; computed once per snapshot (a regex over the turn costs
+    ~20 µs, too much for every turn at load, nothing for the ~200 a query ranks)."""
+    found = snap.periods.get(mid)
+    if found is None:
+        m = snap.messages[mid]
+        if m.created is None:
+            found = ()
+        else:
+            own: Period = (m.created.year, m.created.month, m.created.day)
+            resolved = resolve_dates(m.content, m.created) if config.date_match_resolved else []
+            found = (own, *(period_of(w) for w in resolved))
+        snap.periods[mid] = found
+    return found
+
+
+def _asked(snap: _Snapshot, mid: str) -> frozenset[str]:
+    """The analysed words of turn ``mid``'s question sentences, computed once per snapshot."""
+    found = snap.asked.get(mid)
+    if found is None:
+        found = snap.asked[mid] = frozenset(analyze(question_sentences(snap.messages[mid].content)))
+    return found
+
+
+def _holds(snap: _Snapshot, mid: str, kind: str) -> bool:
+    """:func:`holds_answer` for a turn, remembered in the snapshot."""
+    if (mid, kind) not in snap.answers:
+        m = snap.messages[mid]
+        who = snap.speakers.get(m.conversation_id, frozenset())
+        snap.answers[mid, kind] = holds_answer(kind, m.content, who)
+    return snap.answers[mid, kind]
+
+
 def _fulltext(state: MessageRanking) -> None:
     if "fulltext" in state.wanted:
         state.rankings["fulltext"] = state.service._fulltext_pass(
@@ -118,8 +158,6 @@ def _feedback(state: MessageRanking) -> None:
         return
     if cfg.feedback_lists_only and not asks_list(state.query):
         return
-    from .expansion import with_feedback
-
     names = state.service._names(state.snap, state.scope)
     snap = state.snap
     after = with_feedback(
@@ -236,8 +274,6 @@ def _answers_follow_questions(state: MessageRanking) -> None:
     cfg = state.config
     if not cfg.answers_follow_questions:
         return
-    from .service import _asked
-
     snap = state.snap
     is_question: Callable[[str], bool] = snap.questions.__contains__
     below: Callable[[str], bool] | None = None
@@ -278,8 +314,6 @@ def _date_match(state: MessageRanking) -> None:
     asked = named_periods(state.query) if cfg.date_match_bonus > 0 else []
     if not asked:
         return
-    from .service import _periods
-
     snap = state.snap
     after = prefer_times(
         state.fused,
@@ -296,9 +330,6 @@ def _date_match(state: MessageRanking) -> None:
 
 
 def _answer_types(state: MessageRanking) -> None:
-    from .ranking import answer_type
-    from .service import _holds
-
     kind = answer_type(state.query)
     if kind is None:
         return
@@ -349,8 +380,6 @@ class SummaryRanking:
 
 
 def _summary_fulltext(state: SummaryRanking) -> None:
-    from .service import DEPTH
-
     if state.mode in ("hybrid", "fts"):
         state.rankings["fulltext"] = state.snap.summaries_ft.search(
             state.query, DEPTH, ids=state.allow
@@ -358,9 +387,6 @@ def _summary_fulltext(state: SummaryRanking) -> None:
 
 
 def _summary_vector(state: SummaryRanking) -> None:
-    from .service import DEPTH
-    from .vectors import SUMMARY_CORPUS
-
     if state.mode not in ("hybrid", "vector"):
         return
     try:
