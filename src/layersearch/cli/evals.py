@@ -415,6 +415,14 @@ def _one_channel_set(channels: str | None) -> list[str] | None:
     help="Override a message search setting, e.g. --set resolve_dates=true (repeatable).",
 )
 @click.option(
+    "--without",
+    "without",
+    multiple=True,
+    metavar="STAGE",
+    help="Switch off a message search stage, e.g. --without session-text (repeatable; "
+    "docs/ranking.md lists them).",
+)
+@click.option(
     "--facts-llm",
     "facts_llm",
     default=None,
@@ -433,6 +441,7 @@ def eval_conversations_cmd(
     chosen: str | None,
     details_path: str | None,
     overrides: tuple[str, ...],
+    without: tuple[str, ...],
     facts_llm: str | None,
     as_json: bool,
 ) -> None:
@@ -450,7 +459,7 @@ def eval_conversations_cmd(
     )
 
     sets = parse_channel_sets(channels)
-    config = parse_config(overrides)
+    config = parse_config(overrides).without_stages(without)
     llm = make_llm(facts_llm, obj.settings().facts_llm_options) if facts_llm else None
     embedder = None
     if any("vector" in CHANNEL_SETS[s] for s in sets):
@@ -481,6 +490,7 @@ def _print_locomo(result: dict[str, Any]) -> None:
     click.echo(
         f"{result['questions']} questions over {len(result['conversations'])} conversations"
         + (f"; dense: {result['embedder']}" if result["embedder"] else "")
+        + (f"; without: {', '.join(result['without'])}" if result.get("without") else "")
     )
     if "facts" in result:
         f = result["facts"]
@@ -529,23 +539,39 @@ def _print_locomo(result: dict[str, Any]) -> None:
 @click.option(
     "--mode", default="vector", show_default=True, type=click.Choice(["vector", "hybrid"])
 )
+@click.option(
+    "--without",
+    "without",
+    multiple=True,
+    metavar="STAGE",
+    help="Switch off a vault search stage: vector or fulltext (repeatable).",
+)
 @json_option
 @click.pass_obj
 @handle_errors
 def eval_vault(
-    obj: Ctx, vault_dir: str | None, queries: str | None, mode: str, as_json: bool
+    obj: Ctx,
+    vault_dir: str | None,
+    queries: str | None,
+    mode: str,
+    without: tuple[str, ...],
+    as_json: bool,
 ) -> None:
     """Vault search recall and MRR on labelled queries.
 
     Recall@5/@10 and MRR, in a temporary store."""
     from layersearch.eval.vault import evaluate_vault
 
-    result = evaluate_vault(vault_dir, queries, mode=mode, embedder=obj.embedder or "fake")
+    result = evaluate_vault(
+        vault_dir, queries, mode=mode, embedder=obj.embedder or "fake", without=without
+    )
     if as_json:
         emit_json(result)
         return
     click.echo(
-        f"{result['queries']} queries, {result['mode']} mode, {result['embedder']}: "
+        f"{result['queries']} queries, {result['mode']} mode, {result['embedder']}"
+        + (f", without {', '.join(result['without'])}" if result["without"] else "")
+        + ": "
         f"recall@5 {result['recall@5']:.3f}  recall@10 {result['recall@10']:.3f}  "
         f"mrr {result['mrr']:.3f}"
     )

@@ -131,7 +131,8 @@ def parse_config(pairs: Sequence[str]) -> MessageSearchConfig:
     """A :class:`MessageSearchConfig` with ``name=value`` overrides (``resolve_dates=true``)."""
     import dataclasses
 
-    fields = {f.name: f for f in dataclasses.fields(MessageSearchConfig)}
+    # the stages switched off are --without's
+    fields = {f.name: f for f in dataclasses.fields(MessageSearchConfig) if f.name != "without"}
     defaults = MessageSearchConfig()
     changes: dict[str, Any] = {}
     for pair in pairs:
@@ -242,6 +243,7 @@ def evaluate_locomo(
         "conversations": sorted({q.conversation_id for q in questions}),
         "channel_set": DEFAULT_SET if DEFAULT_SET in results else next(iter(results), None),
         "embedder": embedder.fingerprint.describe() if embedder and needs_vectors else None,
+        "without": sorted(config.without) if config is not None else [],
     }
     for key in METRIC_KEYS:
         out[key] = top[key] if top else None

@@ -9,6 +9,7 @@ temporary store, so an evaluation never touches the user's.
 from __future__ import annotations
 
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -51,14 +52,19 @@ def evaluate_vault(
     *,
     mode: str = "vector",
     embedder: Embedder | str = "fake",
+    without: Iterable[str] = (),
 ) -> dict[str, Any]:
     """Index ``vault`` in a temporary store and score every labelled query.
 
     Returns ``queries``, ``recall@5``, ``recall@10``, ``mrr`` (macro averages),
-    plus ``mode``, ``embedder`` and ``misses`` (queries with a relevant note
-    missing from the first five).
+    plus ``mode``, ``embedder``, ``without`` (the ranking stages switched off, see
+    ``corpora.vault.ranking``) and ``misses`` (queries with a relevant note missing
+    from the first five).
     """
     from layersearch.api import Layersearch
+    from layersearch.corpora.vault.ranking import VaultRankingConfig
+
+    config = VaultRankingConfig().without_stages(without)
 
     items = load_queries(queries or DEFAULT_QUERIES)
     root = Path(vault) if vault is not None else DEFAULT_VAULT
@@ -69,10 +75,14 @@ def evaluate_vault(
         ls.vault.index(root)
         model = ls.embedder.fingerprint.describe() if ls.embedder is not None else "none"
         r5 = r10 = mrr = 0.0
+        # with stages switched off, what a search says of it once, not once per query
+        said: list[str] | None = [] if config.without else None
         misses = []
         for item in items:
             filters = dict(item["filters"])
-            hits = ls.vault.search(item["query"], limit=_DEPTH, mode=mode, **filters)
+            hits = ls.vault.search(
+                item["query"], limit=_DEPTH, mode=mode, config=config, warnings=said, **filters
+            )
             ranked = [h.slug for h in hits]
             gold = item["relevant"]
             at5 = recall_at_k(ranked, gold, 5)
@@ -91,5 +101,7 @@ def evaluate_vault(
         "mrr": round(mrr / n, 4),
         "mode": mode,
         "embedder": model,
+        "without": sorted(config.without),
+        "warnings": sorted(set(said or [])),
         "misses": misses,
     }

@@ -16,6 +16,8 @@ from functools import lru_cache
 
 import snowballstemmer
 
+from layersearch.ranking.wordlists import word_pairs, word_set
+
 __all__ = [
     "ABBREVIATIONS",
     "FUNCTION_WORDS",
@@ -39,86 +41,7 @@ _DIGIT_SPLIT = re.compile(r"(?<=[a-z])(?=[0-9])|(?<=[0-9])(?=[a-z])")
 # Small English stop list for queries: function words that carry no schema
 # meaning. Documents keep every token (BM25's idf already discounts them);
 # questions drop them so "how many" does not pull in every `many` column.
-STOP_WORDS = frozenset(
-    [
-        "a",
-        "an",
-        "and",
-        "are",
-        "as",
-        "at",
-        "be",
-        "been",
-        "but",
-        "by",
-        "can",
-        "could",
-        "did",
-        "do",
-        "does",
-        "for",
-        "from",
-        "had",
-        "has",
-        "have",
-        "how",
-        "i",
-        "if",
-        "in",
-        "into",
-        "is",
-        "it",
-        "its",
-        "me",
-        "my",
-        "of",
-        "on",
-        "or",
-        "our",
-        "please",
-        "show",
-        "so",
-        "than",
-        "that",
-        "the",
-        "their",
-        "them",
-        "then",
-        "there",
-        "these",
-        "they",
-        "this",
-        "those",
-        "to",
-        "was",
-        "we",
-        "were",
-        "what",
-        "when",
-        "where",
-        "which",
-        "who",
-        "whom",
-        "whose",
-        "why",
-        "will",
-        "with",
-        "would",
-        "you",
-        "your",
-        "give",
-        "list",
-        "find",
-        "tell",
-        "all",
-        "each",
-        "every",
-        "also",
-        "just",
-        "many",
-        "much",
-    ]
-)
+STOP_WORDS = word_set("stop_words")
 
 # Words a question uses to quantify, determine, compare or relate rather than to name:
 # English grammar's determiners and quantifiers that are not already stop words, the
@@ -130,59 +53,7 @@ STOP_WORDS = frozenset(
 # but it has no synonym in a schema: read through a vocabulary bridge, such a word
 # reaches look-alikes ("distinct" → ``dst``, "least" → *last*, "some" → *most*, "use"
 # → ``role``, WordNet's noun sense; "compute" → ``cmpt``, a computer).
-FUNCTION_WORDS = frozenset(
-    [
-        "another",
-        "any",
-        "both",
-        "compute",
-        "different",
-        "display",
-        "distinct",
-        "either",
-        "enough",
-        "few",
-        "fewer",
-        "fewest",
-        "get",
-        "gets",
-        "getting",
-        "got",
-        "gotten",
-        "half",
-        "least",
-        "less",
-        "little",
-        "made",
-        "make",
-        "makes",
-        "making",
-        "more",
-        "most",
-        "neither",
-        "no",
-        "only",
-        "other",
-        "others",
-        "provide",
-        "report",
-        "retrieve",
-        "return",
-        "same",
-        "several",
-        "some",
-        "such",
-        "take",
-        "taken",
-        "takes",
-        "taking",
-        "took",
-        "use",
-        "used",
-        "uses",
-        "using",
-    ]
-)
+FUNCTION_WORDS = word_set("function_words")
 
 # Standard data-modelling abbreviations and the word each stands for. Applied the
 # same way to documents and questions: the abbreviation *adds* its full word
@@ -190,25 +61,7 @@ FUNCTION_WORDS = frozenset(
 # and an index built before an entry was added still matches the abbreviation.
 # Only unambiguous ones: ``no``, ``min``, ``cat``, ``pop``, ``temp`` are words
 # or stand for several things; ``id`` is what people say as well as write.
-ABBREVIATIONS: dict[str, str] = {
-    "acct": "account",
-    "addr": "address",
-    "amt": "amount",
-    "avg": "average",
-    "cnt": "count",
-    "cust": "customer",
-    "desc": "description",
-    "dept": "department",
-    "dt": "date",
-    "emp": "employee",
-    "mgr": "manager",
-    "nbr": "number",
-    "num": "number",
-    "pct": "percent",
-    "qty": "quantity",
-    "tel": "telephone",
-    "yr": "year",
-}
+ABBREVIATIONS: dict[str, str] = word_pairs("abbreviations")
 
 _stemmer = snowballstemmer.stemmer("english")
 
@@ -317,35 +170,16 @@ def analyze_query(text: str | None, *, sql_words: bool = True) -> list[str]:
 
 
 #: the names of SQL's AVG, MAX and MIN (see :func:`analyze_query`)
-AGGREGATE_WORDS = frozenset({"average", "avg", "mean", "maximum", "max", "minimum", "min"})
+AGGREGATE_WORDS = word_set("aggregate_words")
 #: the words of ORDER BY: its directions, said anywhere ("sorted alphabetically") …
-ORDER_DIRECTIONS = frozenset(
-    {
-        "ascending",
-        "descending",
-        "alphabetic",
-        "alphabetical",
-        "alphabetically",
-        "lexicographic",
-        "lexicographical",
-        "lexicographically",
-    }
-)
+ORDER_DIRECTIONS = word_set("order_directions")
 #: … the words that say an order before "order" ("in reverse order") …
-_ORDER_KINDS = ORDER_DIRECTIONS | {
-    "increasing",
-    "decreasing",
-    "reverse",
-    "reversed",
-    "chronological",
-    "numerical",
-    "numeric",
-}
+_ORDER_KINDS = ORDER_DIRECTIONS | word_set("order_kinds")
 #: … its head words, before "by" or "of" or a direction, or after one of those
 #: ("ordered by age", "in descending order of size") …
-_ORDER_HEADS = frozenset({"order", "ordered", "sort", "sorted"})
+_ORDER_HEADS = word_set("order_heads")
 #: … of which these name nothing else ("Sort the names")
-_SORTING = frozenset({"sort", "sorted", "sorting"})
+_SORTING = word_set("sorting_words")
 _ORDER_WORDS = _ORDER_KINDS | _ORDER_HEADS
 
 

@@ -1,11 +1,20 @@
-"""BM25Plus over token lists, sparse and vectorised.
+"""The one BM25 of the package: its term weight, its idf variants and their parameters,
+and BM25Plus over token lists, sparse and vectorised.
 
-Scores are exactly those of ``rank_bm25.BM25Plus`` on the same tokens (a test
-checks it with ``allclose``): idf = ln((N+1)/df), every query term present in
-the corpus adds ``idf·δ`` to *every* document, and a matching document adds
-``idf·tf·(k1+1)/(k1·(1-b+b·dl/avgdl)+tf)`` on top. The constant part does not
-change the order, so only documents that match at least one query term are
-returned as hits; :meth:`BM25Plus.scores` still gives the full vector.
+Every BM25 score in the ranking is :func:`term_scores` (``idf·tf·(k1+1)/(tf+k1·(1-b+
+b·len/avglen))``) with an :func:`idf` variant and a :class:`BM25Params`:
+
+- :data:`TAGS` (k1 = 1.5, b = 0.75, BM25+ idf ln((N+1)/df), δ = 1): :class:`BM25Plus`,
+  channel 1's entity-tag overlap; exactly ``rank_bm25.BM25Plus``'s scores;
+- :data:`OKAPI` (the textbook k1 = 1.2, b = 0.75, Lucene's idf ln(1+(N-df+0.5)/(df+0.5)),
+  never negative): the schema channel's bags of nodes (``coverage_arrays``) and message
+  search's sessions (``conversations.sessions``).
+
+:class:`BM25Plus` scores are exactly those of ``rank_bm25.BM25Plus`` on the same tokens
+(a test checks it with ``allclose``): every query term present in the corpus adds
+``idf·δ`` to *every* document, and a matching document adds the term weight on top.
+The constant part does not change the order, so only documents that match at least
+one query term are returned as hits; :meth:`BM25Plus.scores` still gives the full vector.
 
 :class:`EntityOverlapIndex` is channel 1: documents are entity-tag lists of
 canonical dotted ids; a tag also speaks, more softly, for its ancestors.
@@ -15,10 +24,72 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
 
 import numpy as np
 
-__all__ = ["BM25Plus", "EntityOverlapIndex", "ancestors", "ANCESTOR_WEIGHT"]
+__all__ = [
+    "ANCESTOR_WEIGHT",
+    "OKAPI",
+    "TAGS",
+    "BM25Params",
+    "BM25Plus",
+    "EntityOverlapIndex",
+    "IdfVariant",
+    "ancestors",
+    "idf",
+    "term_scores",
+]
+
+#: ``plus``: ln((N+1)/df), rank_bm25's BM25Plus; ``lucene``: ln(1+(N-df+0.5)/(df+0.5)),
+#: positive for every df ≤ N (a term in no document: nan, which callers skip)
+IdfVariant = Literal["plus", "lucene"]
+
+
+@dataclass(frozen=True, slots=True)
+class BM25Params:
+    """The parameters of one use of BM25: term-frequency saturation ``k1``, length
+    normalisation ``b``, the :data:`IdfVariant`, and BM25+'s ``delta`` (the lower bound
+    each present query term adds; only :class:`BM25Plus` reads it)."""
+
+    k1: float = 1.5
+    b: float = 0.75
+    idf: IdfVariant = "plus"
+    delta: float = 1.0
+
+
+#: channel 1, entity-tag overlap: rank_bm25.BM25Plus's defaults
+TAGS = BM25Params()
+#: the textbook Okapi parameters with Lucene's idf: schema bags and message sessions
+OKAPI = BM25Params(k1=1.2, b=0.75, idf="lucene", delta=0.0)
+
+
+def idf(n_docs: int, df: np.ndarray | Sequence[int], variant: IdfVariant) -> np.ndarray:
+    """Each term's idf among ``n_docs`` documents from its document frequency ``df``."""
+    if variant == "plus":
+        return np.log((n_docs + 1) / np.asarray(df, dtype=np.float64))
+    if variant == "lucene":
+        counts = df.tolist() if isinstance(df, np.ndarray) else list(df)
+        return np.array(
+            [math.log(1.0 + (n_docs - d + 0.5) / (d + 0.5)) if d else math.nan for d in counts],
+            dtype=np.float64,
+        )
+    raise ValueError(f"unknown idf variant {variant!r}: plus or lucene")
+
+
+def term_scores(
+    term_idf: np.ndarray | float,
+    tf: np.ndarray,
+    length: np.ndarray,
+    avg_length: float,
+    params: BM25Params,
+) -> np.ndarray:
+    """BM25's weight of a term in each document: ``idf·tf·(k1+1)/(tf+k1·(1-b+b·len/avglen))``
+    (elementwise over ``tf`` and the documents' ``length``)."""
+    k1, b = params.k1, params.b
+    return term_idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * length / avg_length))
+
 
 #: How much a tag counts for its ancestors (a note on shop.orders.total, asked
 #: about shop.orders): half of an exact match. See docs/decisions.md.
@@ -29,11 +100,15 @@ class BM25Plus:
     def __init__(
         self,
         corpus: Sequence[Sequence[str]],
-        k1: float = 1.5,
-        b: float = 0.75,
-        delta: float = 1.0,
+        k1: float = TAGS.k1,
+        b: float = TAGS.b,
+        delta: float = TAGS.delta,
+        idf_variant: IdfVariant = "plus",
     ) -> None:
+        """BM25 with ``k1``, ``b``, ``delta`` and the idf variant (``plus``: rank_bm25's
+        BM25Plus; with ``delta=0`` and ``lucene``, the Okapi weight of :data:`OKAPI`)."""
         self.k1, self.b, self.delta = k1, b, delta
+        self.params = BM25Params(k1=k1, b=b, idf=idf_variant, delta=delta)
         self.n_docs = len(corpus)
         self.vocab: dict[str, int] = {}
         rows: list[int] = []
@@ -55,12 +130,13 @@ class BM25Plus:
         col_idx = np.asarray(cols, dtype=np.int64)
         row_idx = np.asarray(rows, dtype=np.int64)
         df = np.bincount(col_idx, minlength=len(self.vocab)).astype(np.float64)
-        self.idf = np.log((self.n_docs + 1) / df) if len(df) else df
-        if self.n_docs and self.avgdl > 0:
-            norm = k1 * (1 - b + b * doc_len[row_idx] / self.avgdl)
-        else:
-            norm = np.full(len(tf), k1)
-        weight = self.idf[col_idx] * (tf * (k1 + 1)) / (norm + tf)
+        self.idf = idf(self.n_docs, df, idf_variant) if len(df) else df
+        # a posting means a token, so the mean length is positive whenever there is one
+        weight = (
+            term_scores(self.idf[col_idx], tf, doc_len[row_idx], self.avgdl, self.params)
+            if len(tf)
+            else tf
+        )
         # Column-major postings (CSC by hand, to keep scipy off the import path):
         # one query term = one contiguous slice of (doc, weight) pairs, docs ascending.
         order = np.lexsort((row_idx, col_idx))

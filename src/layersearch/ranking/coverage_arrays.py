@@ -1,15 +1,17 @@
 """Array building blocks of the schema channel's index (:mod:`layersearch.ranking.coverage`):
-BM25 over bags of nodes, CSR helpers and the sort keys of its rankings."""
+BM25 over bags of nodes (:mod:`layersearch.ranking.bm25` with :data:`BAGS`), CSR helpers
+and the sort keys of its rankings."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 
 import numpy as np
 
-BM25_K1 = 1.2
-BM25_B = 0.75
+from layersearch.ranking.bm25 import OKAPI, idf, term_scores
+
+#: the schema channel's BM25 over bags of nodes: the textbook Okapi with Lucene's idf
+BAGS = OKAPI
 
 
 class _Bags:
@@ -50,18 +52,10 @@ class _Bags:
             self.bags = uniq - u_term * max(1, n_bags)
         self.ptr = np.searchsorted(u_term, np.arange(n_terms + 1))
         # a term in no bag is rank_bm25-style "absent" (nan): it contributes 0
-        self.idf = np.array(
-            [
-                math.log(1.0 + (n - d + 0.5) / (d + 0.5)) if d else math.nan
-                for d in np.diff(self.ptr).tolist()
-            ],
-            dtype=np.float64,
-        )
-        # BM25 of one term in one bag depends on neither the query nor the other terms:
-        # idf · tf · (k1 + 1) / (tf + k1 · (1 − b + b · length / avg_length)), kept per entry
-        idf = self.idf[u_term]
-        norm = 1 - BM25_B + BM25_B * self.length[self.bags] / self.avg_length
-        contrib = idf * tf * (BM25_K1 + 1) / (tf + BM25_K1 * norm)
+        self.idf = idf(n, np.diff(self.ptr), BAGS.idf)
+        # BM25 of one term in one bag depends on neither the query nor the other terms,
+        # so it is kept per entry
+        contrib = term_scores(self.idf[u_term], tf, self.length[self.bags], self.avg_length, BAGS)
         self.ptr, self.bags, self.contrib, self.dense_row, self.dense = _densify(
             self.ptr, self.bags, contrib, n_bags
         )
@@ -108,14 +102,14 @@ class _Bags:
                     best[at] = np.maximum(best[at], _cut(m * scale * self.contrib[lo:hi], off, at))
             out += best
             top += peak
-        top *= BM25_K1 + 1
+        top *= BAGS.k1 + 1
         return out / top if top > 0 else np.zeros(n_bags, dtype=np.float64)
 
     def scores(self, query: Sequence[int], n_bags: int) -> np.ndarray:
         """BM25 of every bag, as a fraction of the best possible score (0 where no match)."""
         out = np.zeros(n_bags, dtype=np.float64)
         idfs = [self.idf[j] for j in query if not np.isnan(self.idf[j])]
-        top = sum(idfs) * (BM25_K1 + 1)
+        top = sum(idfs) * (BAGS.k1 + 1)
         if top <= 0:
             return out
         for j in query:

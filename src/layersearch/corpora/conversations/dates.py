@@ -18,17 +18,12 @@ from __future__ import annotations
 import re
 from datetime import date, datetime, timedelta
 
+from layersearch.ranking.wordlists import word_numbers
+
 __all__ = ["Period", "day_words", "named_periods", "period_of", "resolve_dates", "within"]
 
-_WEEKDAY = {
-    "monday": 0, "mon": 0, "tuesday": 1, "tue": 1, "tues": 1, "wednesday": 2, "wed": 2,
-    "thursday": 3, "thu": 3, "thur": 3, "thurs": 3, "friday": 4, "fri": 4,
-    "saturday": 5, "sat": 5, "sunday": 6, "sun": 6,
-}  # fmt: skip
-_NUMBER = {
-    "a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6,
-    "seven": 7, "eight": 8, "nine": 9, "ten": 10, "a couple of": 2, "a few": 3,
-}  # fmt: skip
+_WEEKDAY = word_numbers("date_weekdays")
+_NUMBER = word_numbers("date_numbers")
 _WEEKDAYS = "|".join(sorted(_WEEKDAY, key=len, reverse=True))
 _NUMBERS = "|".join(sorted((re.escape(n) for n in _NUMBER), key=len, reverse=True))
 
@@ -105,14 +100,7 @@ def resolve_dates(text: str, written: datetime | date | None) -> list[str]:
 #: a year, a month of a year, or a day: ``(2023, 5, None)`` is May 2023
 Period = tuple[int, int | None, int | None]
 
-_MONTHS = {
-    name.lower(): i
-    for i, name in enumerate(
-        ["January", "February", "March", "April", "May", "June", "July", "August",
-         "September", "October", "November", "December"],
-        start=1,
-    )
-}  # fmt: skip
+_MONTHS = word_numbers("date_months")
 _MONTH = "|".join(_MONTHS)
 _DAY = r"(?P<{0}>[0-3]?\d)(?:st|nd|rd|th)?"
 #: a date as questions name one: "May 3, 2023", "3 June, 2023", "December 2023", "2022"

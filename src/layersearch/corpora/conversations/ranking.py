@@ -8,78 +8,50 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
+from typing import ClassVar
 
 from layersearch.ranking.fusion import Fused
+from layersearch.ranking.pipeline import RankingConfig
+from layersearch.ranking.wordlists import word_list, word_set
 
 # Words that carry no content in questions about people's lives and chats, beyond the
 # analyzer's own stop list: pronouns, auxiliaries and question scaffolding.
-CONVERSATION_STOP_WORDS = frozenset(
-    {
-        "about",
-        "after",
-        "ago",
-        "any",
-        "anything",
-        "around",
-        "been",
-        "before",
-        "being",
-        "both",
-        "during",
-        "else",
-        "ever",
-        "he",
-        "her",
-        "hers",
-        "herself",
-        "him",
-        "himself",
-        "his",
-        "kind",
-        "kinds",
-        "likely",
-        "might",
-        "most",
-        "must",
-        "not",
-        "other",
-        "others",
-        "own",
-        "recently",
-        "same",
-        "several",
-        "she",
-        "should",
-        "some",
-        "something",
-        "still",
-        "such",
-        "thing",
-        "things",
-        "time",
-        "type",
-        "types",
-        "us",
-        "very",
-        "way",
-        "ways",
-        "well",
-        "yet",
-    }
-)
+CONVERSATION_STOP_WORDS = word_set("conversation_stop_words")
 _RAW_WORD = re.compile(r"[\w'’-]+", re.UNICODE)
+
+#: every channel ranks this deep, whatever the limit, so results for n are a prefix of n + k
+DEPTH = 100
 
 #: bumped whenever message_doc changes what it indexes, so stored indexes are rebuilt
 DOC_FORMAT = 2
 
 
 @dataclass(frozen=True)
-class MessageSearchConfig:
-    """How messages become ranking documents and how the channels count.
+class MessageSearchConfig(RankingConfig):
+    """How messages become ranking documents and how the channels count: every tuned
+    number and switch of message search (the conversations corpus's ranking config);
+    ``without`` names the stages of ``stages.MESSAGE_PIPELINE`` switched off.
 
     The defaults are argued from first principles in docs/conversations.md and were
     checked (not fitted) on two LoCoMo conversations; see docs/quality.md.
     """
+
+    #: the stages ``without`` may name (``stages.MESSAGE_PIPELINE.switchable``; a test
+    #: keeps the two equal)
+    PIPELINE_STAGES: ClassVar[tuple[str, ...]] = (
+        "feedback",
+        "word-neighbours",
+        "channel-tops",
+        "session-text",
+        "two-stage",
+        "answers-follow-questions",
+        "date-match",
+        "answer-types",
+    )
+
+    @classmethod
+    def corpus_name(cls) -> str:
+        return "conversations"
 
     #: neighbouring turns added as context, before and after the turn
     context_before: int = 1
@@ -175,6 +147,9 @@ class MessageSearchConfig:
     #: ``sessions``): the words of a question are often spread over the exchange that
     #: answers it. 0 turns it off
     session_weight: float = 0.2
+    #: the sessions' BM25 (``sessions.SESSION_BM25``: the textbook k1 and b, Lucene's idf)
+    session_k1: float = 1.2
+    session_b: float = 0.75
     #: how many sessions the second stage ranks turns in
     two_stage_sessions: int = 3
     #: how many of a session's best turns make its score (their sum)
@@ -440,13 +415,10 @@ def two_stage(
     return sorted(out, key=lambda f: (-f.score, f.best_rank, f.id))
 
 
-_UNITS = (
-    "day|days|week|weeks|weekend|weekends|month|months|year|years|night|morning|evening"
-    "|afternoon|summer|spring|fall|autumn|winter|mon|tue|tues|wed|thu|thurs|fri|sat|sun"
-)
-_WEEKDAYS = "monday|tuesday|wednesday|thursday|friday|saturday|sunday"
-# May is left out here (it is mostly the verb) and matched capitalised below
-_MONTH_NAMES = "january|february|march|april|june|july|august|september|october|november|december"
+_UNITS = "|".join(word_list("time_units"))
+_WEEKDAYS = "|".join(word_list("weekdays"))
+# May is left out of the list (it is mostly the verb) and matched capitalised below
+_MONTH_NAMES = "|".join(word_list("month_names"))
 #: words that place something in time, as people write them in chat
 TIME_EXPRESSION = re.compile(
     rf"(?i:\b(?:yesterday|today|tonight|tomorrow|ago|weekend|{_WEEKDAYS}|{_MONTH_NAMES})\b"
@@ -504,25 +476,20 @@ def states_time(text: str) -> bool:
 ASKS_AMOUNT = re.compile(r"^\W*how (?:many|much|old|long|far|often)\b", re.IGNORECASE)
 #: questions whose answer is a place: "Where …", "What city …", "In which country …"
 ASKS_PLACE = re.compile(
-    r"^\W*(?:where|(?:in |to |from )?(?:what|which) (?:city|cities|country|countries|state"
-    r"|states|town|towns|place|places|location|locations))\b",
+    rf"^\W*(?:where|(?:in |to |from )?(?:what|which) (?:{'|'.join(word_list('place_nouns'))}))\b",
     re.IGNORECASE,
 )
 #: questions whose answer is a name or a title: "What is the name of …", "What book …",
 #: "Which songs …" (a name or title noun within the first words after the wh-word)
 ASKS_NAME = re.compile(
-    r"^\W*(?:what|which)(?: is| was| are| were)?(?:\s+\S+){0,2}?\s+(?:names?|books?|movies?"
-    r"|films?|songs?|bands?|games?|shows?|novels?|authors?|artists?|titles?)\b",
+    r"^\W*(?:what|which)(?: is| was| are| were)?(?:\s+\S+){0,2}?\s+"
+    rf"(?:{'|'.join(w + 's?' for w in word_list('title_nouns'))})\b",
     re.IGNORECASE,
 )
-_NUMBER_TEXT = (
-    "one two three four five six seven eight nine ten eleven twelve fifteen twenty thirty "
-    "forty fifty hundred thousand dozen couple few several once twice"
-)
-_NUMBER_WORDS = frozenset(_NUMBER_TEXT.split())
+_NUMBER_WORDS = word_set("number_words")
 _LOWER_WORD = re.compile(r"[a-z]+|\d")
 _SENTENCE_WORDS = re.compile(r"[A-Za-z][\w'’-]*")
-_FIRST_PERSON = frozenset({"I", "I'm", "I've", "I'll", "I'd", "I’m", "I’ve", "I’ll", "I’d"})
+_FIRST_PERSON = word_set("first_person")
 
 
 def states_amount(text: str) -> bool:

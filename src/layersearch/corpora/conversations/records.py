@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from layersearch.errors import ConfigError
+from layersearch.ranking.wordlists import word_set
 
 __all__ = [
     "ROLES",
@@ -112,25 +113,11 @@ def message_id(conv_id: str, position: int, content: str) -> str:
 
 # --- question detection ------------------------------------------------------------------
 
-_WH_WORDS = frozenset(
-    {"what", "why", "how", "when", "where", "who", "whom", "whose", "which", "whats", "hows"}
-)
+_WH_WORDS = word_set("question_wh_words")
 # Auxiliaries start a question only when a pronoun subject follows ("can you …"),
 # so that imperatives such as "do the migration" are not taken for questions.
-_AUXILIARIES = frozenset(
-    {
-        "is", "are", "was", "were", "am", "do", "does", "did", "can", "could", "should",
-        "would", "will", "shall", "may", "might", "must", "have", "has", "had",
-        "isn't", "aren't", "wasn't", "weren't", "don't", "doesn't", "didn't", "can't",
-        "couldn't", "shouldn't", "wouldn't", "won't", "haven't", "hasn't",
-    }
-)  # fmt: skip
-_SUBJECTS = frozenset(
-    {
-        "i", "you", "we", "they", "it", "he", "she", "this", "that", "there", "these",
-        "those", "someone", "anyone", "anything", "something", "everything", "u", "ya",
-    }
-)  # fmt: skip
+_AUXILIARIES = word_set("question_auxiliaries")
+_SUBJECTS = word_set("question_subjects")
 _CODE_FENCE = re.compile(r"```.*?(?:```|\Z)", re.DOTALL)
 _INLINE_CODE = re.compile(r"`[^`\n]*`")
 _URL = re.compile(r"\bhttps?://\S+")

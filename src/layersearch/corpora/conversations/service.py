@@ -16,7 +16,6 @@ import threading
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -28,9 +27,8 @@ from layersearch.errors import (
     LimitExceeded,
     ModelMismatch,
 )
-from layersearch.ranking.analyzer import analyze, analyze_query
 from layersearch.ranking.fulltext import FTDoc, FullTextIndex, open_or_rebuild
-from layersearch.ranking.fusion import Fused, rrf
+from layersearch.ranking.pipeline import Trace
 from layersearch.store.base import Store
 from layersearch.types import (
     ConversationHit,
@@ -45,7 +43,7 @@ from layersearch.types import (
 )
 
 from . import store as db
-from .dates import Period, named_periods, period_of, resolve_dates, within
+from .dates import Period
 from .documents import (
     SUMMARY_BOOSTS,
     message_doc,
@@ -54,28 +52,20 @@ from .documents import (
     summary_dense_text,
     summary_doc,
 )
-from .expansion import WORDS_CORPUS, MessageWords, with_feedback
+from .expansion import WORDS_CORPUS, MessageWords
 from .facts import FACTS_FORMAT, FactsReport, extract_facts, session_groups, turn_facts
 from .importers import import_conversations
 from .mirror import build_mirror
 from .ranking import (
+    DEPTH,
     MessageSearchConfig,
-    answers_follow_questions,
-    asks_list,
-    demote,
-    holds_answer,
-    keep_channel_tops,
-    prefer_answer_types,
-    prefer_times,
     query_text,
-    question_sentences,
     strip_names,
-    two_stage,
-    zscore_fusion,
 )
 from .records import Conversation, has_question
 from .render import render_conversations, render_semantic, render_summaries
-from .sessions import SessionIndex, session_lift
+from .sessions import SessionIndex
+from .stages import MESSAGE_PIPELINE, SUMMARY_PIPELINE, MessageRanking, SummaryRanking
 from .store import ConversationRow, ImportReport, MessageRow, SummaryImportReport
 from .summaries import IMPORTANCE, THINKING_STAGES, Summary, import_summaries
 from .vectors import (
@@ -106,8 +96,6 @@ ROLES = ("user", "assistant")
 EXTRACTS = ("summary", "questions", "decisions", "quotes")
 MODES = ("hybrid", "fts", "vector")
 MAX_LIMIT = 100
-#: every channel ranks this deep, whatever the limit, so results for n are a prefix of n + k
-DEPTH = 100
 KEYWORD_PREVIEW = 200
 SEMANTIC_PREVIEW = 400
 _FREE_TEXT = re.compile(r"^[a-zA-Z0-9\s\-_.,]+$")
@@ -159,40 +147,6 @@ def _free_text(name: str, value: str | None) -> str | None:
     return value.strip()
 
 
-def _periods(snap: _Snapshot, mid: str, config: MessageSearchConfig) -> tuple[Period, ...]:
-    """The day turn ``mid`` was written, and with ``date_match_resolved`` the dates its
-    relative times resolve to; computed once per snapshot (a regex over the turn costs
-    ~20 µs, too much for every turn at load, nothing for the ~200 a query ranks)."""
-    found = snap.periods.get(mid)
-    if found is None:
-        m = snap.messages[mid]
-        if m.created is None:
-            found = ()
-        else:
-            own: Period = (m.created.year, m.created.month, m.created.day)
-            resolved = resolve_dates(m.content, m.created) if config.date_match_resolved else []
-            found = (own, *(period_of(w) for w in resolved))
-        snap.periods[mid] = found
-    return found
-
-
-def _asked(snap: _Snapshot, mid: str) -> frozenset[str]:
-    """The analysed words of turn ``mid``'s question sentences, computed once per snapshot."""
-    found = snap.asked.get(mid)
-    if found is None:
-        found = snap.asked[mid] = frozenset(analyze(question_sentences(snap.messages[mid].content)))
-    return found
-
-
-def _holds(snap: _Snapshot, mid: str, kind: str) -> bool:
-    """:func:`holds_answer` for a turn, remembered in the snapshot."""
-    if (mid, kind) not in snap.answers:
-        m = snap.messages[mid]
-        who = snap.speakers.get(m.conversation_id, frozenset())
-        snap.answers[mid, kind] = holds_answer(kind, m.content, who)
-    return snap.answers[mid, kind]
-
-
 def _turns(messages: Sequence[MessageRow]) -> dict[str, list[MessageRow]]:
     """The searchable turns of each conversation, in order."""
     turns: dict[str, list[MessageRow]] = {}
@@ -234,13 +188,13 @@ class _Snapshot:
     #: searchable turns that ask something
     questions: frozenset[str]
     #: searchable turn → the dates it is within (written, resolved), filled on demand
-    #: by the turns a question naming a date ranks (see :func:`_periods`)
+    #: by the turns a question naming a date ranks (see :func:`.stages._periods`)
     periods: dict[str, tuple[Period, ...]]
     #: searchable turn → its session (a number unique in the snapshot, see :func:`_sessions`)
     session: dict[str, int]
     #: question turn → the analysed words of its question sentences, filled on demand
     asked: dict[str, frozenset[str]]
-    #: (turn, answer type) → whether the turn holds one (see :func:`_holds`), on demand
+    #: (turn, answer type) → whether the turn holds one (see :func:`.stages._holds`), on demand
     answers: dict[tuple[str, str], bool]
     #: the sessions as documents (``sessions``), built on the first search that needs them
     session_docs: SessionIndex | None
@@ -498,48 +452,29 @@ class ConversationService:
         *,
         conversation_id: str | None = None,
         channels: Sequence[str] | None = None,
+        trace: Trace | None = None,
     ) -> MessageSearchResult:
         """Messages ranked by full text and vectors over turns-with-context, fused
-        (standardised scores by default, see :func:`zscore_fusion`).
+        (standardised scores by default, see :func:`zscore_fusion`), then the rules of
+        :data:`.stages.MESSAGE_PIPELINE` (those in ``config.without`` switched off).
 
         ``channels`` is a subset of ``fulltext`` and ``vector``; by default both, with
-        the vector channel skipped (and a warning) when it cannot run.
+        the vector channel skipped (and a warning) when it cannot run. ``trace``, when
+        given, records what each stage did to each turn.
         """
         _check_limit(limit)
         wanted = list(channels) if channels is not None else ["fulltext", "vector"]
         unknown = set(wanted) - {"fulltext", "vector"}
         if unknown or not wanted:
             raise ConfigError("channels must be a non-empty subset of fulltext, vector")
-        snap = self.snapshot()
-        warnings: list[str] = []
-        rankings: dict[str, list[tuple[str, float]]] = {}
         scope = None if conversation_id is None else [conversation_id]
-        if "fulltext" in wanted:
-            rankings["fulltext"] = self._fulltext(snap, query, scope)
-        if "vector" in wanted:
-            try:
-                dense = self._checked_dense(MESSAGE_CORPUS)
-                allow = None
-                if conversation_id is not None:
-                    allow = [m.id for m in snap.turns.get(conversation_id, [])]
-                turn = (
-                    (lambda: self._checked_dense(TURN_CORPUS)) if self.config.turn_vector else None
-                )
-                text = self._dense_query(snap, query, scope)
-                rankings["vector"] = vector_ranking(dense, turn, text, DEPTH, allow, warnings)
-                if "fulltext" in rankings:
-                    rankings["fulltext"] = self._widened(snap, query, scope, rankings, warnings)
-            except LayersearchError as exc:
-                if channels is not None:
-                    raise
-                warnings.append(str(exc))
-        weights = {"fulltext": self.config.weight_fulltext, "vector": self.config.weight_vector}
-        if self.config.fusion == "rrf":
-            fused = rrf(rankings, k=self.config.rrf_k, weights=weights)
-        else:
-            fused = zscore_fusion(rankings, weights)
-        fused = keep_channel_tops(fused, rankings, self.config.channel_top_turns)
-        fused = self._after_fusion(fused, snap, query, scope)
+        state = MessageRanking(
+            self, self.snapshot(), query, scope, wanted, channels is not None, self.config
+        )
+        if trace is not None:
+            state.trace = trace
+        MESSAGE_PIPELINE.run(state, self.config.without)
+        snap, fused = state.snap, state.fused
         hits = []
         for f in fused[:limit]:
             m = snap.messages[f.id]
@@ -554,82 +489,18 @@ class ConversationService:
                     channels={c: r for c, (r, _, _) in sorted(f.channels.items())},
                 )
             )
-        return MessageSearchResult(query=query, hits=hits, warnings=warnings)
+        return MessageSearchResult(query=query, hits=hits, warnings=state.warnings)
 
-    def _after_fusion(
-        self, fused: list[Fused], snap: _Snapshot, query: str, scope: list[str] | None
-    ) -> list[Fused]:
-        """The rules applied to the fused turns, each switched in the config: sessions as
-        documents, two stages, answers after their questions, the dates a question names,
-        turns that hold the type of answer it asks for."""
-        # the full-text query's words (names out), as the full-text channel reads them
-        words = analyze_query(query_text(strip_names(query, self._names(snap, scope)), self.config))
-        if self.config.session_weight > 0:
-            if snap.session_docs is None:  # built on the first search that reads it
-                snap.session_docs = SessionIndex.build(snap.turns, snap.session)
-            lift = self.config.session_weight
-            fused = session_lift(fused, snap.session_docs, snap.session.get, words, scope, lift)
-        if self.config.two_stage_weight > 0:
-            fused = two_stage(
-                fused,
-                snap.session.__getitem__,
-                sessions=self.config.two_stage_sessions,
-                turns=self.config.two_stage_turns,
-                weight=self.config.two_stage_weight,
-            )
-        if self.config.answers_follow_questions:
-            is_question: Callable[[str], bool] = snap.questions.__contains__
-            below: Callable[[str], bool] | None = None
-            if self.config.answers_need_question_words:
-                content = frozenset(words)
-
-                def below(mid: str) -> bool:
-                    return content.isdisjoint(_asked(snap, mid))
-
-            fused = answers_follow_questions(fused, snap.next_turn.get, is_question, below)
-            if self.config.answered_question_penalty > 0:
-                score = {f.id: f.score for f in fused}
-
-                def answered(mid: str) -> bool:
-                    reply = snap.next_turn.get(mid)
-                    return (
-                        is_question(mid)
-                        and reply is not None
-                        and score.get(reply, float("-inf")) > score[mid]
-                    )
-
-                fused = demote(fused, answered, self.config.answered_question_penalty)
-        asked = named_periods(query) if self.config.date_match_bonus > 0 else []
-        if asked:
-            fused = prefer_times(
-                fused,
-                lambda mid: any(
-                    within(p, q) for p in _periods(snap, mid, self.config) for q in asked
-                ),
-                self.config.date_match_bonus,
-                label="date",
-            )
-        return prefer_answer_types(fused, query, partial(_holds, snap), self.config)
-
-    def _fulltext(
-        self, snap: _Snapshot, query: str, scope: list[str] | None
+    def _vector_pass(
+        self, snap: _Snapshot, query: str, scope: list[str] | None, warnings: list[str]
     ) -> list[tuple[str, float]]:
-        """BM25 over the turn documents; a speaker named in the query counts only through
-        the ``speaker`` field.
-
-        A name in a question says whose turn is wanted, not which words: matched against
-        the text it finds the turns that *address* that person ("Thanks, Melanie!"), which
-        are the other speaker's. So names are taken out of the content query, and the
-        candidates it ranks get the name's ``speaker``-field score on top.
-        """
-        ranked = self._fulltext_pass(snap, query, scope)
-        cfg = self.config
-        if cfg.feedback_weight <= 0 or cfg.feedback_docs <= 0 or cfg.feedback_terms <= 0:
-            return ranked
-        if cfg.feedback_lists_only and not asks_list(query):
-            return ranked
-        names = self._names(snap, scope)
-        return with_feedback(snap.messages_ft, snap.messages, query, ranked, names, scope, cfg)
+        """The vector channel's ranking of the turns in ``scope`` (LayersearchError when
+        it cannot run)."""
+        dense = self._checked_dense(MESSAGE_CORPUS)
+        allow = None if scope is None else [m.id for m in snap.turns.get(scope[0], [])]
+        turn = (lambda: self._checked_dense(TURN_CORPUS)) if self.config.turn_vector else None
+        text = self._dense_query(snap, query, scope)
+        return vector_ranking(dense, turn, text, DEPTH, allow, warnings)
 
     def _widened(
         self,
@@ -783,18 +654,8 @@ class ConversationService:
                 key=lambda s: (-(s.created.timestamp() if s.created else float("-inf")), s.id)
             )
             return [(s.id, 0.0, {}) for s in pool]
-        rankings: dict[str, list[tuple[str, float]]] = {}
-        if mode in ("hybrid", "fts"):
-            rankings["fulltext"] = snap.summaries_ft.search(query, DEPTH, ids=allow)
-        if mode in ("hybrid", "vector"):
-            try:
-                dense = self._checked_dense(SUMMARY_CORPUS)
-                rankings["vector"] = dense.search(query, DEPTH, allow)
-            except EmbeddingUnavailable as exc:
-                if mode == "vector":
-                    raise
-                warnings.append(f"{exc}; showing full-text results only")
+        state = SummaryRanking(self, snap, query, mode, allow, warnings)
+        fused = SUMMARY_PIPELINE.run(state).fused
         return [
-            (f.id, f.score, {c: r for c, (r, _, _) in sorted(f.channels.items())})
-            for f in rrf(rankings)
+            (f.id, f.score, {c: r for c, (r, _, _) in sorted(f.channels.items())}) for f in fused
         ]

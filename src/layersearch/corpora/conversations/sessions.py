@@ -5,8 +5,8 @@ A question's words are often spread over the exchange that answers it ("Why did
 Caroline choose the adoption agency?": *adoption* in one turn, *agency* in the
 next, *chose* two turns later), and each turn alone holds one of them. Scored as
 one document, the session holds them all. So every session of a snapshot is a
-bag of its searchable turns' analysed words, ranked by BM25 (the textbook k1 =
-1.2, b = 0.75, idf over sessions) against the full-text query, and each fused
+bag of its searchable turns' analysed words, ranked by BM25 (``ranking.bm25`` with
+:data:`SESSION_BM25`: the textbook k1 = 1.2, b = 0.75, Lucene's idf over sessions) against the full-text query, and each fused
 turn gains ``weight`` standard deviations of the fused scores times its session's
 standard score among the sessions searched (the conversation in scope, else all).
 A session matching no better than the average one moves nothing up; one that
@@ -19,7 +19,6 @@ a session by its turns' fused scores.
 
 from __future__ import annotations
 
-import math
 from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -27,13 +26,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from layersearch.ranking.analyzer import analyze
+from layersearch.ranking.bm25 import OKAPI, BM25Params, idf, term_scores
 from layersearch.ranking.fusion import Fused
 
 from .ranking import shift_turns
 from .store import MessageRow
 
-K1 = 1.2
-B = 0.75
+#: sessions are ranked by the textbook Okapi BM25 with Lucene's idf
+SESSION_BM25: BM25Params = OKAPI
 #: the ``channels`` key of a turn whose session moved it: (its rank before, its
 #: session's standard score, the shift)
 LABEL = "session_text"
@@ -92,7 +92,9 @@ class SessionIndex:
                 mask[at] = True
         return mask
 
-    def scores(self, tokens: Iterable[str], mask: np.ndarray | None) -> np.ndarray:
+    def scores(
+        self, tokens: Iterable[str], mask: np.ndarray | None, params: BM25Params = SESSION_BM25
+    ) -> np.ndarray:
         """BM25 of ``tokens`` (each counted once) against every session, with idf and
         mean length over the sessions ``mask`` keeps (None: all); the others score 0."""
         out = np.zeros(len(self.lengths), dtype=np.float64)
@@ -100,7 +102,7 @@ class SessionIndex:
         if n == 0:
             return out
         kept = self.lengths if mask is None else self.lengths[mask]
-        norm = K1 * (1.0 - B + B * self.lengths / (float(kept.mean()) or 1.0))
+        mean = float(kept.mean()) or 1.0
         for word in dict.fromkeys(tokens):
             found = self.postings.get(word)
             if found is None:
@@ -111,8 +113,8 @@ class SessionIndex:
                 at, tf = at[inside], tf[inside]
             if len(at) == 0:
                 continue
-            idf = math.log(1.0 + (n - len(at) + 0.5) / (len(at) + 0.5))
-            out[at] += idf * tf * (K1 + 1.0) / (tf + norm[at])
+            (word_idf,) = idf(n, [len(at)], params.idf)
+            out[at] += term_scores(word_idf, tf, self.lengths[at], mean, params)
         return out
 
 
@@ -154,9 +156,11 @@ def session_lift(
     tokens: Sequence[str],
     scope: Collection[str] | None,
     weight: float,
+    params: BM25Params = SESSION_BM25,
 ) -> list[Fused]:
-    """The fused turns moved by their sessions' BM25 against ``tokens`` (the full-text
-    query's words), standardised over the sessions in ``scope`` (see the module)."""
+    """The fused turns moved by their sessions' BM25 (``params``) against ``tokens`` (the
+    full-text query's words), standardised over the sessions in ``scope`` (see the
+    module)."""
     mask = index.searched(scope)
-    z = standard_scores(index.scores(tokens, mask), mask)
+    z = standard_scores(index.scores(tokens, mask, params), mask)
     return lift_sessions(fused, session_of, z, weight)

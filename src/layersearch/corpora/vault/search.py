@@ -35,7 +35,7 @@ from layersearch.embed.base import Embedder
 from layersearch.errors import ConfigError, EmbeddingUnavailable, ModelMismatch, NotFound
 from layersearch.ranking.explain import explain
 from layersearch.ranking.fulltext import FTDoc, FullTextIndex, open_or_rebuild
-from layersearch.ranking.fusion import Fused, rrf
+from layersearch.ranking.fusion import Fused
 from layersearch.store.base import Store
 from layersearch.types import ChannelScore, EmbedReport, NoteDetail, VaultHit, VaultIndexReport
 
@@ -43,6 +43,7 @@ from . import store as tables
 from .chunking import Chunk, chunk_note
 from .config import VaultConfig, VaultFilters, load_config, validate_filters
 from .notes import Note, NoteTooLarge, parse_note, plan_sync, read_note_bytes, scan_vault, slug_for
+from .ranking import VAULT_PIPELINE, VaultRanking, VaultRankingConfig
 
 __all__ = [
     "CHANNEL_DEPTH",
@@ -62,8 +63,9 @@ MODES = ("vector", "hybrid")
 #: ``n + k <= CHANNEL_DEPTH``. Ten, not 100: on PostgreSQL, walking the HNSW index until 101
 #: notes of a broad filter have appeared reads ~800 passing rows (90-110 ms quiet); ten take
 #: what a vector search does. Recall@5 of the labelled vault queries is unchanged (hashing
-#: embedder 0.967, MiniLM 0.978; docs/decisions.md).
-CHANNEL_DEPTH = 10
+#: embedder 0.967, MiniLM 0.978; docs/decisions.md). The default of
+#: ``VaultRankingConfig.channel_depth``.
+CHANNEL_DEPTH = VaultRankingConfig().channel_depth
 FT_BOOSTS = {"title": 3.0, "tags": 2.0, "heading": 1.5, "body": 1.0}
 MAX_QUERY_CHARS = 100_000
 # Each batch is one embedder call and one committed write: big enough that the write
@@ -162,6 +164,8 @@ class VaultService:
         self._walk_measured: tuple[tuple[int, str], float] | None = None
         self._ft: FullTextIndex | None = None
         self._ft_stamp: str | None = None
+        #: how search ranks (its stages and numbers, :mod:`.ranking`)
+        self.ranking = VaultRankingConfig()
 
     @property
     def _ft_dir(self) -> Path:
@@ -326,6 +330,7 @@ class VaultService:
         min_score: float | None = None,
         explain: bool = False,
         warnings: list[str] | None = None,
+        config: VaultRankingConfig | None = None,
     ) -> list[VaultHit]:
         """Notes most similar to ``query`` among those passing every filter (AND).
 
@@ -339,6 +344,7 @@ class VaultService:
         same when the configured embedder cannot rank (no vectors stored, another
         model's); ``mode="vector"`` then raises, saying what to run. Chunks without a
         vector (an interrupted ``vault index``) are reported in ``warnings`` too.
+        ``config``: the ranking settings (default :attr:`ranking`; see :mod:`.ranking`).
         """
         _check_query(query)
         if mode not in MODES:
@@ -359,20 +365,25 @@ class VaultService:
             rows = _allowed_rows(snap, filters, statuses)
             if rows is not None and not len(rows):
                 return []
-            depth = limit if mode == "vector" else max(limit, CHANNEL_DEPTH)
-            channels: dict[str, list[tuple[str, float]]] = {}
-            try:
-                channels["vector"] = self._vector_channel(
-                    embedder, snap, query, depth, rows, filters, statuses, min_score, warnings
-                )
-            except (EmbeddingUnavailable, ModelMismatch) as exc:
-                if mode == "vector" and embedder is not None:
-                    raise
-                _warn(warnings, _fulltext_alone(exc, min_score))
-            if mode == "hybrid" or "vector" not in channels:
-                ids = None if rows is None else {snap.slugs[r] for r in rows}
-                channels["fulltext"] = self._fulltext(snap).search(query, depth, ids=ids)
-            fused = rrf(channels)[:limit]
+            cfg = config if config is not None else self.ranking
+            depth = limit if mode == "vector" else max(limit, cfg.channel_depth)
+            if not cfg.on("vector"):
+                _warn(warnings, "vector stage switched off: ranked by full text alone")
+            state = VaultRanking(
+                mode,
+                depth,
+                lambda n: self._vector_channel(
+                    embedder, snap, query, n, rows, filters, statuses, min_score, warnings
+                ),
+                lambda n: self._fulltext(snap).search(
+                    query, n, ids=None if rows is None else {snap.slugs[r] for r in rows}
+                ),
+                mode == "vector" and embedder is not None,
+                lambda exc: _warn(warnings, _fulltext_alone(exc, min_score)),
+                cfg,
+            )
+            channels = VAULT_PIPELINE.run(state, cfg.without).channels
+            fused = state.fused[:limit]
         # ranked by full text alone, the score is the fused (RRF) one, as in hybrid mode
         return _hits(snap, fused, mode if "vector" in channels else "hybrid", explain)
 

@@ -1,0 +1,118 @@
+"""Message search as a declared pipeline: each stage switched off by name ranks as its
+setting at zero does, scores never increase down a list, and the trace says which
+stage moved which turn."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from layersearch.cli import main
+from layersearch.corpora.conversations.search import ConversationService, MessageSearchConfig
+from layersearch.corpora.conversations.stages import MESSAGE_PIPELINE
+from layersearch.errors import ConfigError
+from layersearch.ranking.pipeline import Trace
+from tests.conversations.test_message_ranking import FIXTURES, loaded_service
+
+QUERIES = (
+    "orders by week",
+    "When did we talk about churn?",
+    "How many customers churned?",
+    "What did we decide about the revenue dashboard?",
+    "Which metric should I use for retention",
+)
+#: each switchable stage and the settings that turn it off another way
+OFF = {
+    "channel-tops": {"channel_top_turns": 0},
+    "session-text": {"session_weight": 0.0},
+    "answers-follow-questions": {"answers_follow_questions": False},
+    "date-match": {"date_match_bonus": 0.0},
+    "answer-types": {"time_answer_bonus": 0.0, "answer_type_bonus": 0.0},
+    "word-neighbours": {"word_neighbours": 0},
+}
+
+
+@pytest.fixture(scope="module")
+def svc(tmp_path_factory: pytest.TempPathFactory) -> ConversationService:
+    return loaded_service(tmp_path_factory.mktemp("stages") / "s.duckdb")
+
+
+def _ranked(svc: ConversationService, config: MessageSearchConfig) -> list[list[str]]:
+    svc.config = config
+    try:
+        return [[h.message_id for h in svc.search_messages(q, 30).hits] for q in QUERIES]
+    finally:
+        svc.config = MessageSearchConfig()
+
+
+def test_the_config_names_the_pipelines_switchable_stages() -> None:
+    assert MESSAGE_PIPELINE.switchable == MessageSearchConfig.PIPELINE_STAGES
+    assert set(OFF) | {"feedback", "two-stage"} == set(MESSAGE_PIPELINE.switchable)
+    assert {"fulltext", "vector", "fuse"} <= set(MESSAGE_PIPELINE.names)
+    with pytest.raises(ConfigError, match="did you mean 'date-match'"):
+        MessageSearchConfig().without_stages(["date-mtch"])
+    with pytest.raises(ConfigError, match="stage .fuse.; stages that can be switched off"):
+        MessageSearchConfig(without=frozenset({"fuse"}))
+
+
+@pytest.mark.parametrize("stage", sorted(OFF))
+def test_without_a_stage_ranks_as_its_setting_off(svc: ConversationService, stage: str) -> None:
+    without = _ranked(svc, MessageSearchConfig().without_stages([stage]))
+    zeroed = _ranked(svc, dataclasses.replace(MessageSearchConfig(), **OFF[stage]))
+    assert without == zeroed
+
+
+def test_scores_never_increase_and_the_trace_names_each_move(svc: ConversationService) -> None:
+    labels = {
+        "top": "channel-tops",
+        "session_text": "session-text",
+        "answers": "answers-follow-questions",
+        "when": "answer-types",
+        "amount": "answer-types",
+        "name": "answer-types",
+    }
+    seen: set[str] = set()
+    for q in QUERIES:
+        trace = Trace()
+        hits = svc.search_messages(q, 50, trace=trace).hits
+        scores = [h.score for h in hits]
+        assert scores == sorted(scores, reverse=True), q
+        for rank, h in enumerate(hits, start=1):
+            stages = {m.stage for m in trace.moves(h.message_id)}
+            for label, stage in labels.items():
+                moved = [m for m in trace.moves(h.message_id) if m.stage == stage]
+                if label in h.channels and any(m.after == rank for m in moved):
+                    seen.add(stage)
+            assert stages <= set(MESSAGE_PIPELINE.names)
+    assert {"session-text", "answers-follow-questions"} <= seen
+
+
+def test_eval_conversations_without_a_stage() -> None:
+    locomo = str(FIXTURES / "locomo" / "mini.json")
+    base = ["--embedder", "fake", "eval", "conversations", "--locomo", locomo]
+    result = CliRunner().invoke(main, [*base, "--without", "session-text", "--json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output)["without"] == ["session-text"]
+    result = CliRunner().invoke(main, [*base, "--without", "sesion-text"])
+    assert result.exit_code == 2
+    assert "unknown conversations ranking stage 'sesion-text'" in result.output
+    assert "did you mean 'session-text'" in result.output
+
+
+def test_summary_search_runs_its_declared_stages(svc: ConversationService) -> None:
+    from layersearch.corpora.conversations.stages import SUMMARY_PIPELINE
+
+    assert SUMMARY_PIPELINE.names == ("fulltext", "vector", "fuse")
+    assert SUMMARY_PIPELINE.switchable == ()
+    svc.import_summaries(FIXTURES / "summaries.jsonl")
+    svc.embed()
+    for mode in ("fts", "vector", "hybrid"):
+        hits = svc.search_summaries("churn", mode=mode).hits
+        assert hits, mode
+        scores = [h.score for h in hits]
+        assert scores == sorted(scores, reverse=True), mode
+        wanted = {"fts": {"fulltext"}, "vector": {"vector"}, "hybrid": {"fulltext", "vector"}}
+        assert set().union(*(h.channels for h in hits)) <= wanted[mode]
