@@ -30,6 +30,7 @@ from layersearch.corpora.entities.process import FORK_MIN_ENTITIES, one_blas_thr
 from layersearch.corpora.entities.service import EntityService
 from layersearch.corpora.entities.vector import ENTITY_CORPUS, NO_EMBEDDER
 from layersearch.errors import ConfigError, EmbeddingUnavailable
+from layersearch.plan import physical
 from layersearch.ranking import generations
 from layersearch.semantic.model import Catalog
 from layersearch.store.base import Store
@@ -259,12 +260,16 @@ class Layersearch:
     def search(self, request: SearchRequest | None = None, /, **kwargs: Any) -> SearchResponse:
         """Search the semantic layer and memories, or the corpora ``scope`` names
         (semantic, memory, conversations, vault, all). Takes a SearchRequest or its fields."""
-        scoped = kwargs.get("scope") if request is None else getattr(request, "scope", None)
-        if scoped is None:
-            return self.entities.search(request, **kwargs)
         if request is None:
-            request = self.entities.request(**kwargs)
-        return self.scope.search(request)
+            request, kwargs = self.entities.request(**kwargs), {}
+        if getattr(request, "scope", None) is None:
+            # checks the request's type and that no fields came beside it
+            resp = self.entities.search(request, **kwargs)
+        else:
+            resp = self.scope.search(request)
+        if not request.compact:
+            physical.attach_to_hits(self.store, resp)
+        return resp
 
     def warm(self) -> list[str]:
         """Do now what the first search would do (see :meth:`EntityService.warm`); returns
@@ -286,7 +291,9 @@ class Layersearch:
     def inspect(self, ids: Iterable[str]) -> InspectResponse:
         """Full detail for ids (entities, hidden ones included when named exactly, memories,
         ``conversation:<message_id>`` messages and ``vault:<slug>`` notes)."""
-        return self.scope.inspect(ids)
+        resp = self.scope.inspect(ids)
+        physical.attach_to_inspect(self.store, resp)
+        return resp
 
     def save_memory(
         self,

@@ -100,6 +100,11 @@ class Hit(BaseModel):
     slug: str | None = Field(
         default=None, exclude_if=_absent, description="a vault hit's note slug (vault_get_note)"
     )
+    physical: str | None = Field(
+        default=None,
+        exclude_if=_absent,
+        description="compact=false: a model's table or relation, a column's SQL expression",
+    )
 
     def line(self, explain: bool = False) -> str:
         """The compact one-line form; with ``explain``, the channels that ranked the hit
@@ -218,6 +223,11 @@ class EntityInfo(BaseModel):
     hidden: bool = False
     primary_key: bool = False
     values: list[str] = Field(default_factory=list)
+    physical: str | None = Field(
+        default=None,
+        description="the physical name where the layer has one: a model's table, view or "
+        "relation (FROM), a column's SQL expression",
+    )
     children: list[str] = Field(default_factory=list)
     joins: list[dict[str, Any]] = Field(default_factory=list)
     references: list[str] = Field(default_factory=list)

@@ -162,7 +162,7 @@ def inspect(obj: Ctx, ids: tuple[str, ...], as_json: bool) -> None:
         con.print(
             f"[bold]{e.kind} {escape(e.id)}[/]" + ("  (hidden)" if e.hidden else ""), markup=True
         )
-        for key in ("label", "data_type", "description", "formula"):
+        for key in ("label", "data_type", "description", "formula", "physical"):
             value = getattr(e, key)
             if value:
                 detail(con, f"  {key}: {value}")

@@ -217,6 +217,8 @@ def print_hits(resp: Any, *, full: bool, explain: bool, empty: str | None = None
             if explain and h.explanation:
                 con.print(f"   why: {explain_text(h.explanation)}", markup=False)
             con.print(h.text or h.description, markup=False)
+            if h.physical:
+                con.print(f"physical: {h.physical}", markup=False)
             con.print()
         return
     if con.width < WIDE or (explain and _cramped(con.width, resp.results)):

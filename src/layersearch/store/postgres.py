@@ -94,7 +94,7 @@ class PostgresStore(SQLStore):
     dialect = "postgres"
     SELECT_ENTITIES = (
         "SELECT id, kind, name, datasource, model, label, description, data_type, formula, "
-        'hidden, primary_key, sample_values FROM entities ORDER BY id COLLATE "C"'
+        'hidden, primary_key, sample_values, physical FROM entities ORDER BY id COLLATE "C"'
     )
     SELECT_EDGES = (
         'SELECT src, dst, type, props FROM edges ORDER BY type COLLATE "C", '

@@ -11,7 +11,7 @@ counter, bulk loading, the vector column's type and vector search.
 from __future__ import annotations
 
 from abc import abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
@@ -149,7 +149,7 @@ class SQLStore(Store):
     #: the entities, ordered by id (:func:`entity_from_row`'s columns)
     SELECT_ENTITIES = (
         "SELECT id, kind, name, datasource, model, label, description, data_type, formula, "
-        "hidden, primary_key, sample_values FROM entities ORDER BY id"
+        "hidden, primary_key, sample_values, physical FROM entities ORDER BY id"
     )
     SELECT_EDGES = "SELECT src, dst, type, props FROM edges ORDER BY type, src, dst"
     SELECT_DATASOURCES = (
@@ -173,6 +173,22 @@ class SQLStore(Store):
         with self.connect(write=False) as con:
             rows = con.execute(self.SELECT_DATASOURCES).fetchall()
         return [datasource_from_row(r) for r in rows]
+
+    def physical_names(self, ids: Sequence[str]) -> dict[str, str]:
+        """The physical names (table or relation, column expression) of ``ids`` that have one."""
+        found: dict[str, str] = {}
+        unique = sorted(set(ids))
+        with self.connect(write=False) as con:
+            for start in range(0, len(unique), 500):
+                chunk = unique[start : start + 500]
+                marks = ", ".join("?" for _ in chunk)
+                rows = con.execute(
+                    "SELECT id, physical FROM entities "  # noqa: S608 - placeholders only
+                    f"WHERE physical IS NOT NULL AND id IN ({marks})",
+                    chunk,
+                ).fetchall()
+                found.update({r[0]: r[1] for r in rows})
+        return found
 
     # -- memories -----------------------------------------------------------------------------
 
