@@ -14,7 +14,7 @@ SRC = ROOT / "src" / "layersearch"
 #: top to bottom, as docs/architecture.md draws it; "__init__" is the public API module
 LAYERS: list[set[str]] = [
     {"__main__"},
-    {"cli", "server", "server_browse"},
+    {"cli", "server", "server_browse", "server_args"},
     {"eval"},
     {"__init__", "api"},
     {"plan"},

@@ -34,6 +34,7 @@ from layersearch.config import Settings, check_token
 from layersearch.errors import (
     ConfigError,
     LayersearchError,
+    NotFound,
     StoreMissing,
     disk_full_error,
     is_disk_full,
@@ -41,6 +42,8 @@ from layersearch.errors import (
 )
 from layersearch.httpauth import BearerAuth
 from layersearch.logfilter import install as install_log_hygiene
+from layersearch.server_args import invalid_message as _invalid
+from layersearch.server_args import unknown_message as _unknown
 from layersearch.types import (
     ChannelsArg,
     CompactArg,
@@ -454,7 +457,10 @@ def forget_memory(
     from layersearch.store.duckdb import memory_number
 
     canonical = f"memory:{memory_number(memory_id)}"
-    _read_api(ctx).forget_memory(canonical)
+    try:
+        _read_api(ctx).forget_memory(canonical)
+    except NotFound:
+        raise NotFound(f"no memory {canonical}: the list_memories tool shows the ids") from None
     return ForgetResult(forgotten=canonical)
 
 
@@ -666,46 +672,11 @@ class _StrictTool(Tool):
             raise
 
 
-def _unknown(unknown: list[str], properties: dict[str, Any]) -> str:
-    import difflib
-
-    named = ", ".join(f"'{u}'" for u in unknown)
-    close = [m for u in unknown for m in difflib.get_close_matches(u, properties, n=1)]
-    hint = f" (did you mean {', '.join(close)}?)" if close else ""
-    noun = "argument" if len(unknown) == 1 else "arguments"
-    return (
-        f"invalid_argument: unknown {noun} {named}{hint}; the arguments are: "
-        f"{', '.join(properties)}"
-    )
-
-
-def _invalid(exc: ValidationError, properties: dict[str, Any]) -> str:
-    """One clause per failed argument: what was wrong, the value given, what it takes."""
-    parts = []
-    for err in exc.errors(include_url=False):
-        loc = [str(x) for x in err.get("loc", ())]
-        name = loc[0] if loc else "arguments"
-        where = name + "".join(f"[{x}]" if x.isdigit() else f".{x}" for x in loc[1:])
-        msg = str(err.get("msg", "is invalid"))
-        if err.get("type") == "missing":
-            text = f"missing required argument {where}"
-        elif msg.startswith("Input should "):
-            text = f"{where} should {msg[len('Input should ') :]}"
-        else:
-            text = f"{where}: {msg[:1].lower()}{msg[1:]}"
-        if err.get("type") != "missing" and "input" in err:
-            shown = repr(err["input"])
-            text += f" (got {shown if len(shown) <= 60 else shown[:57] + '...'})"
-        described = properties.get(name, {}).get("description")
-        if described:
-            text += f"; {name}: {described}"
-        parts.append(text)
-    return "invalid_argument: " + "; ".join(parts)
-
-
 def tool_names() -> list[str]:
     return [fn.__name__ for fn, _ in _TOOLS]
 
+
+from layersearch import server_browse  # noqa: E402, F401, I001 - registers the browsing tools
 
 # -- the server -------------------------------------------------------------------------------
 

@@ -569,3 +569,71 @@ RoleArg = Annotated[
     Literal["user", "assistant"] | None,
     Field(description="Scoped search: only conversation messages of this role."),
 ]
+
+
+# -- browsing the layer (list and describe tools) ----------------------------------------------
+
+
+class LayerItem(BaseModel):
+    """One datasource, model, column, measure or aggregation as a listing shows it."""
+
+    kind: Kind
+    id: str
+    name: str
+    datasource: str
+    label: str | None = Field(default=None, exclude_if=_absent)
+    description: str | None = Field(
+        default=None, exclude_if=_absent, description="its first line, up to 200 characters"
+    )
+    data_type: str | None = Field(default=None, exclude_if=_absent)
+    formula: str | None = Field(default=None, exclude_if=_absent)
+    physical: str | None = Field(
+        default=None,
+        exclude_if=_absent,
+        description="a model's table or relation, a column's SQL expression",
+    )
+    primary_key: bool | None = Field(default=None, exclude_if=_absent)
+
+
+class LayerPage(BaseModel):
+    """A page of a listing, sorted by id."""
+
+    items: list[LayerItem]
+    total: int = Field(description="how many match the filters, over all pages")
+    offset: int
+    next_offset: int | None = Field(
+        default=None, description="pass as offset for the next page; null on the last page"
+    )
+
+
+class JoinInfo(BaseModel):
+    """A join between two models, with its keys as full column ids."""
+
+    source: str = Field(description="the model that declares the join")
+    target: str = Field(description="the model it joins to")
+    keys: list[tuple[str, str]] = Field(
+        default_factory=list, description="(source column id, target column id) pairs"
+    )
+    cardinality: str | None = None
+    join_type: str | None = Field(default=None, exclude_if=_absent)
+
+
+class ModelDescription(BaseModel):
+    """A model with everything needed to query it."""
+
+    model: LayerItem
+    dimensions: list[LayerItem] = Field(description="its columns (visible ones)")
+    measures: list[LayerItem] = Field(description="its measures and aggregations (visible ones)")
+    joins: list[JoinInfo] = Field(
+        description="joins it declares and joins other models declare to it, with keys"
+    )
+    memories: list[str] = Field(default_factory=list, description="ids of memories tagged with it")
+
+
+class MemoryPage(BaseModel):
+    """A page of saved memories, newest first."""
+
+    memories: list[Memory]
+    total: int
+    offset: int
+    next_offset: int | None = None

@@ -111,6 +111,22 @@ class Store(ABC):
     def load_datasources(self) -> list[Datasource]: ...
 
     @abstractmethod
+    def list_entities(
+        self,
+        kinds: Sequence[str],
+        *,
+        datasource: str | None = None,
+        model: str | None = None,
+        offset: int = 0,
+        limit: int = 50,
+    ) -> tuple[list[Entity], int]:
+        """A page of visible entities of ``kinds`` sorted by id, and how many match."""
+
+    @abstractmethod
+    def joins_to(self, model_id: str) -> list[EdgeRecord]:
+        """The JOINS edges other models declare to ``model_id``."""
+
+    @abstractmethod
     def physical_names(self, ids: Sequence[str]) -> dict[str, str]:
         """``id → physical name`` for the ``ids`` whose layer states one."""
 

@@ -96,6 +96,8 @@ class PostgresStore(SQLStore):
         "SELECT id, kind, name, datasource, model, label, description, data_type, formula, "
         'hidden, primary_key, sample_values, physical FROM entities ORDER BY id COLLATE "C"'
     )
+    ORDER_IDS = 'id COLLATE "C"'
+    ORDER_SRC = 'src COLLATE "C"'
     SELECT_EDGES = (
         'SELECT src, dst, type, props FROM edges ORDER BY type COLLATE "C", '
         'src COLLATE "C", dst COLLATE "C"'

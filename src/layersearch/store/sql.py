@@ -21,6 +21,7 @@ from layersearch.errors import ConfigError, NotFound, StoreError
 from layersearch.semantic.model import Datasource, EdgeRecord, Entity
 from layersearch.store import migrations
 from layersearch.store.base import (
+    ENTITY_COLUMNS,
     Store,
     datasource_from_row,
     edge_from_row,
@@ -156,6 +157,9 @@ class SQLStore(Store):
         "SELECT name, label, description, dialect, source FROM datasources ORDER BY name"
     )
     SELECT_FINGERPRINTS = "SELECT DISTINCT fingerprint FROM vectors WHERE corpus = ? ORDER BY 1"
+    #: ordering by id and by an edge's source, as SELECT_ENTITIES and SELECT_EDGES order
+    ORDER_IDS = "id"
+    ORDER_SRC = "src"
 
     # -- semantic layer -----------------------------------------------------------------------
 
@@ -189,6 +193,45 @@ class SQLStore(Store):
                 ).fetchall()
                 found.update({r[0]: r[1] for r in rows})
         return found
+
+    def list_entities(
+        self,
+        kinds: Sequence[str],
+        *,
+        datasource: str | None = None,
+        model: str | None = None,
+        offset: int = 0,
+        limit: int = 50,
+    ) -> tuple[list[Entity], int]:
+        """Visible entities of ``kinds`` (of one datasource and model name), sorted by id:
+        the page at ``offset`` and how many match in all."""
+        where = [f"kind IN ({', '.join('?' for _ in kinds)})", "NOT hidden"]
+        args: list[Any] = list(kinds)
+        if datasource is not None:
+            where.append("datasource = ?")
+            args.append(datasource)
+        if model is not None:
+            where.append("model = ?")
+            args.append(model)
+        cond = " AND ".join(where)
+        with self.connect(write=False) as con:
+            row = con.execute(f"SELECT count(*) FROM entities WHERE {cond}", args).fetchone()  # noqa: S608
+            rows = con.execute(
+                f"SELECT {ENTITY_COLUMNS} FROM entities WHERE {cond} "  # noqa: S608
+                f"ORDER BY {self.ORDER_IDS} LIMIT ? OFFSET ?",
+                [*args, limit, offset],
+            ).fetchall()
+        return [entity_from_row(r) for r in rows], int(row[0]) if row else 0
+
+    def joins_to(self, model_id: str) -> list[EdgeRecord]:
+        """The JOINS edges other models declare to ``model_id``."""
+        with self.connect(write=False) as con:
+            rows = con.execute(
+                "SELECT src, dst, type, props FROM edges WHERE type = 'JOINS' AND dst = ? "  # noqa: S608
+                f"ORDER BY {self.ORDER_SRC}",
+                [model_id],
+            ).fetchall()
+        return [edge_from_row(r) for r in rows]
 
     # -- memories -----------------------------------------------------------------------------
 
