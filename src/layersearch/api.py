@@ -38,11 +38,8 @@ from layersearch.store.duckdb import DuckDBStore
 from layersearch.types import (
     EmbedReport,
     InspectResponse,
-    LayerPage,
     LoadReport,
     Memory,
-    MemoryPage,
-    ModelDescription,
     SearchRequest,
     SearchResponse,
 )
@@ -57,6 +54,7 @@ if TYPE_CHECKING:
     from layersearch.corpora.scope import ScopeService
     from layersearch.corpora.vault.search import VaultService
     from layersearch.embed.base import Embedder
+    from layersearch.plan.browse import Browser
 
 __all__ = [
     "Layersearch",
@@ -323,36 +321,9 @@ class Layersearch:
     def forget_memory(self, memory_id: str) -> None:
         self.entities.forget_memory(memory_id)
 
-    # -- browsing ------------------------------------------------------------------------------
+    @property
+    def browse(self) -> Browser:
+        """Pages of datasources, models, measures and memories; one model described."""
+        from layersearch.plan.browse import Browser
 
-    def list_layer(
-        self,
-        kinds: Sequence[str],
-        *,
-        datasource: str | None = None,
-        model: str | None = None,
-        offset: int = 0,
-        limit: int = 50,
-    ) -> LayerPage:
-        """A page of the visible entities of ``kinds`` (see :func:`plan.browse.list_layer`)."""
-        from layersearch.plan.browse import list_layer
-
-        self.require_content()
-        return list_layer(
-            self.store, kinds, datasource=datasource, model=model, offset=offset, limit=limit
-        )
-
-    def describe_model(self, model: str) -> ModelDescription:
-        """A model with its columns, measures, joins (keys included) and memories."""
-        from layersearch.plan.browse import describe_model
-
-        return describe_model(self.require_content(), self.store, model)
-
-    def memory_page(self, offset: int = 0, limit: int = 50) -> MemoryPage:
-        """A page of the saved memories, newest first, with how many there are."""
-        page = self.list_memories(limit, offset)
-        total = len(self.corpus().memories)
-        end = offset + len(page)
-        return MemoryPage(
-            memories=page, total=total, offset=offset, next_offset=end if end < total else None
-        )
+        return Browser(self.store, self.entities)

@@ -42,6 +42,7 @@ from layersearch.errors import (
 )
 from layersearch.httpauth import BearerAuth
 from layersearch.logfilter import install as install_log_hygiene
+from layersearch.server_args import flat_json as _flat_json
 from layersearch.server_args import invalid_message as _invalid
 from layersearch.server_args import unknown_message as _unknown
 from layersearch.types import (
@@ -662,7 +663,11 @@ class _StrictTool(Tool):
         if unknown:
             raise ToolError(f"Error executing tool {self.name}: {_unknown(unknown, properties)}")
         try:
-            return await super().run(arguments, context, convert_result)
+            result = await super().run(arguments, context, convert_result)
+            for block in result.content if isinstance(result, CallToolResult) else []:
+                if isinstance(block, TextContent):  # one line of JSON, not indented
+                    block.text = _flat_json(block.text)
+            return result
         except UnexpectedToolError:
             raise
         except ToolError as exc:

@@ -31,7 +31,7 @@ def list_datasources(ctx: Context, offset: OffsetArg = 0, limit: LimitArg = 50) 
     holds, with their descriptions. Use it first when you do not know what data exists
     or which datasource a question is about; then `list_models` with one of these ids,
     or `search` with it as `datasource`. Paged: `next_offset` is null on the last page."""
-    return _read_api(ctx).list_layer(("datasource",), offset=offset, limit=limit)
+    return _read_api(ctx).browse.list_layer(("datasource",), offset=offset, limit=limit)
 
 
 @_tool(title="List models", read_only=True)
@@ -46,7 +46,9 @@ def list_models(
     (`physical`, what goes after FROM). Use it to see what tables exist; call
     `describe_model` on one to get its columns, measures and joins. To find the models
     relevant to a question, `search` is faster. Paged with offset/next_offset."""
-    return _read_api(ctx).list_layer(("model",), datasource=datasource, offset=offset, limit=limit)
+    return _read_api(ctx).browse.list_layer(
+        ("model",), datasource=datasource, offset=offset, limit=limit
+    )
 
 
 @_tool(title="List measures and metrics", read_only=True)
@@ -72,7 +74,7 @@ def list_measures(
     by id. Use it to see which metrics exist before choosing one, or when `search`
     did not find the metric you expected. Paged with offset/next_offset."""
     kinds = (kind,) if kind else ("measure", "aggregation")
-    return _read_api(ctx).list_layer(
+    return _read_api(ctx).browse.list_layer(
         kinds, datasource=datasource, model=model, offset=offset, limit=limit
     )
 
@@ -93,7 +95,7 @@ def describe_model(
     and aggregations with formulas, its joins in both directions with the key columns
     as full ids, and the ids of memories tagged with it. Use it when you have chosen a
     model (from `search` or `list_models`) and need its columns or how to join it."""
-    return _read_api(ctx).describe_model(model)
+    return _read_api(ctx).browse.describe_model(model)
 
 
 @_tool(title="List saved memories", read_only=True)
@@ -102,4 +104,4 @@ def list_memories(ctx: Context, offset: OffsetArg = 0, limit: LimitArg = 50) -> 
     with their ids (memory:<n>), tags and total count. Use it to review what has been
     saved, or to find the id of a memory to correct or `forget_memory`; to find the
     memories relevant to a question, `search` instead. Paged with offset/next_offset."""
-    return _read_api(ctx).memory_page(offset, limit)
+    return _read_api(ctx).browse.memory_page(offset, limit)

@@ -79,11 +79,16 @@ class Hit(BaseModel):
     id: str
     score: float = Field(description="fused Reciprocal Rank Fusion score (k=60)")
     description: str = Field("", description="one-line summary")
+    # Absent rather than null when not asked for: compact hits carry no empty fields.
     text: str | None = Field(
-        None, description="the whole rendered entity or memory (compact=false)"
+        default=None,
+        exclude_if=_absent,
+        description="the whole rendered entity or memory (compact=false)",
     )
     explanation: list[ChannelScore] | None = Field(
-        None, description="which channels ranked this hit, at which rank and score (explain=true)"
+        default=None,
+        exclude_if=_absent,
+        description="which channels ranked this hit, at which rank and score (explain=true)",
     )
     # Present only on hits of a scoped search (``scope``): unscoped output is unchanged.
     source: Source | None = Field(

@@ -7,10 +7,11 @@ import difflib
 from collections.abc import Sequence
 
 from layersearch.corpora.entities.corpus import EntityCorpus
+from layersearch.corpora.entities.service import EntityService
 from layersearch.errors import ConfigError, NotFound
 from layersearch.semantic.model import EdgeRecord, Entity
 from layersearch.store.base import Store
-from layersearch.types import JoinInfo, LayerItem, LayerPage, ModelDescription
+from layersearch.types import JoinInfo, LayerItem, LayerPage, MemoryPage, ModelDescription
 
 #: the most items one page holds
 MAX_PAGE = 200
@@ -155,3 +156,40 @@ def join_info(edge: EdgeRecord) -> JoinInfo:
         cardinality=edge.props.get("cardinality"),
         join_type=edge.props.get("join_type"),
     )
+
+
+class Browser:
+    """The browsing calls of one store (``Layersearch.browse``): each reads the current
+    snapshot; an empty store is :class:`StoreEmpty`, as for search."""
+
+    def __init__(self, store: Store, entities: EntityService) -> None:
+        self.store = store
+        self.entities = entities
+
+    def list_layer(
+        self,
+        kinds: Sequence[str],
+        *,
+        datasource: str | None = None,
+        model: str | None = None,
+        offset: int = 0,
+        limit: int = 50,
+    ) -> LayerPage:
+        """A page of the visible entities of ``kinds`` (see :func:`list_layer`)."""
+        self.entities.require_content()
+        return list_layer(
+            self.store, kinds, datasource=datasource, model=model, offset=offset, limit=limit
+        )
+
+    def describe_model(self, model: str) -> ModelDescription:
+        """A model with its columns, measures, joins (keys included) and memories."""
+        return describe_model(self.entities.require_content(), self.store, model)
+
+    def memory_page(self, offset: int = 0, limit: int = 50) -> MemoryPage:
+        """A page of the saved memories, newest first, with how many there are."""
+        page = self.entities.list_memories(limit, offset)
+        total = len(self.entities.corpus().memories)
+        end = offset + len(page)
+        return MemoryPage(
+            memories=page, total=total, offset=offset, next_offset=end if end < total else None
+        )
