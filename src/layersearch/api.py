@@ -30,7 +30,7 @@ from layersearch.corpora.entities.process import FORK_MIN_ENTITIES, one_blas_thr
 from layersearch.corpora.entities.service import EntityService
 from layersearch.corpora.entities.vector import ENTITY_CORPUS, NO_EMBEDDER
 from layersearch.errors import ConfigError, EmbeddingUnavailable
-from layersearch.plan import physical
+from layersearch.plan import answer, physical
 from layersearch.ranking import generations
 from layersearch.semantic.model import Catalog
 from layersearch.store.base import Store
@@ -264,13 +264,12 @@ class Layersearch:
         if request is None:
             request, kwargs = self.entities.request(**kwargs), {}
         if getattr(request, "scope", None) is None:
-            # checks the request's type and that no fields came beside it
-            resp = self.entities.search(request, **kwargs)
+            # checks the request's type and that no fields came beside it; the weak-match
+            # check reads the hits' explanations (finish drops them when not asked for)
+            resp = self.entities.search(answer.explained(request), **kwargs)
         else:
             resp = self.scope.search(request)
-        if not request.compact:
-            physical.attach_to_hits(self.store, resp)
-        return resp
+        return answer.finish(self.store, self.entities, request, resp)
 
     def warm(self) -> list[str]:
         """Do now what the first search would do (see :meth:`EntityService.warm`); returns

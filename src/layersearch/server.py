@@ -348,6 +348,10 @@ def search(
     messages and vault notes in the same list, each hit with its `source`
     (semantic | memory | conversation | vault) and its id for `inspect`.
 
+    A question that names a grouping ("revenue by store per month") also gets `plan`:
+    the measure, grouping columns, time grain, models and join path with keys, as ids.
+    `weak_match: true` means no hit matches well: the layer may not hold the answer.
+
     It does not run queries, return data rows, or write SQL. `warnings` explain
     unresolved names (with "did you mean"), empty filters and skipped channels: read them.
     """

@@ -200,6 +200,18 @@ class SearchResponse(BaseModel):
         exclude_if=_absent,
         description="the example-query bucket: memories with a query",
     )
+    weak_match: bool | None = Field(
+        default=None,
+        exclude_if=_absent,
+        description="true when no hit matches the question well (the layer may not have "
+        "what was asked for); a warning says why. Absent otherwise",
+    )
+    plan: QueryPlan | None = Field(
+        default=None,
+        exclude_if=_absent,
+        description="a question that names a grouping ('by state', 'per month'): the "
+        "measure(s), grouping dimensions, time grain, models and join path, as ids",
+    )
 
 
 class Memory(BaseModel):
@@ -642,3 +654,43 @@ class MemoryPage(BaseModel):
     total: int
     offset: int
     next_offset: int | None = None
+
+
+# -- the query plan of a grouped question --------------------------------------------------------
+
+
+class PlanItem(BaseModel):
+    """A measure or grouping dimension the plan chose, and the question's words that chose it."""
+
+    id: str
+    words: str = Field(description="the part of the question this item answers")
+    alternatives: list[str] | None = Field(
+        default=None, exclude_if=_absent, description="explain=true: the runner-up ids"
+    )
+
+
+class PlanTime(BaseModel):
+    """The time grain a question names ("per month", "last quarter")."""
+
+    grain: Literal["day", "week", "month", "quarter", "year"]
+    words: str
+    dimension: str | None = Field(
+        default=None, exclude_if=_absent, description="a date or time column of the measure's model"
+    )
+
+
+class QueryPlan(BaseModel):
+    """What a grouped question asks for, as ids: the measure(s), the grouping dimensions
+    and time grain it names, the models involved and the join path between them."""
+
+    measures: list[PlanItem]
+    dimensions: list[PlanItem] = Field(default_factory=list)
+    time: PlanTime | None = Field(default=None, exclude_if=_absent)
+    models: list[str] = Field(default_factory=list, description="the models involved")
+    joins: list[JoinInfo] = Field(
+        default_factory=list, description="the join path between the models, with keys"
+    )
+    warnings: list[str] | None = Field(default=None, exclude_if=_absent)
+
+
+SearchResponse.model_rebuild()

@@ -89,6 +89,8 @@ async def test_tools_listed_with_typed_schemas(api: Any) -> None:
         "entities",
         "memories",
         "example_queries",
+        "weak_match",
+        "plan",
     }
     assert set(search.output_schema.get("required", [])) == {"results"}
     mr = search.input_schema["properties"]["max_results"]

@@ -17,6 +17,7 @@ from layersearch.cli.output import (
     escape,
     print_hits,
     print_memory,
+    print_plan,
 )
 from layersearch.errors import ConfigError
 
@@ -129,6 +130,8 @@ def search(
         emit_json(resp)
         return
     print_hits(resp, full=full, explain=explain)
+    if resp.plan is not None:
+        print_plan(resp.plan, explain=explain)
     for title, bucket in (
         ("entities", resp.entities),
         ("memories", resp.memories),

@@ -68,9 +68,9 @@ def judge(rec: dict[str, Any], resp: Any) -> dict[str, Any]:
     """One question's outcome from its search response."""
     leaves = [h.id for h in resp.results if h.kind in _LEAF_KINDS]
     top = {h.lower() for h in leaves[:TOP]}
-    plan = getattr(resp, "plan", None)
+    plan = resp.plan
     planned = _plan_ids(plan)
-    flagged = bool(getattr(resp, "weak_match", False))
+    flagged = bool(resp.weak_match)
     row: dict[str, Any] = {
         "sample": rec["sample"],
         "type": rec["type"],
