@@ -14,6 +14,8 @@ direction), with its keys. A question that names no grouping gets no plan.
 from __future__ import annotations
 
 import re
+import threading
+import weakref
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -101,7 +103,7 @@ class Planner:
         self.corpus = corpus
         self.store = store
         self.search = search
-        self._incoming: dict[str, list[EdgeRecord]] = {}
+        self._incoming = _incoming_joins(corpus, store)
 
     def plan(self, question: str, datasource: str | None, *, explain: bool) -> QueryPlan | None:
         parts = split_question(question)
@@ -199,9 +201,7 @@ class Planner:
 
     def _neighbours(self, model: str) -> list[tuple[str, EdgeRecord]]:
         out = [(e.dst, e) for e in self.corpus.edges_out.get(model, []) if e.type == "JOINS"]
-        if model not in self._incoming:
-            self._incoming[model] = self.store.joins_to(model)
-        return out + [(e.src, e) for e in self._incoming[model]]
+        return out + [(e.src, e) for e in self._incoming.get(model, [])]
 
     def _path(self, start: str, goal: str) -> list[EdgeRecord] | None:
         """The shortest join path (edges in order) from ``start`` to ``goal``, or None."""
@@ -221,6 +221,27 @@ class Planner:
                     return seen[nxt]
                 queue.append(nxt)
         return None
+
+
+#: each snapshot's joins by target model (by the corpus object's id, dropped with it),
+#: read from the store once per snapshot
+_INCOMING: dict[int, dict[str, list[EdgeRecord]]] = {}
+_INCOMING_LOCK = threading.Lock()
+
+
+def _incoming_joins(corpus: EntityCorpus, store: Store) -> dict[str, list[EdgeRecord]]:
+    key = id(corpus)
+    with _INCOMING_LOCK:
+        found = _INCOMING.get(key)
+    if found is None:
+        found = {}
+        for edge in store.join_edges():
+            found.setdefault(edge.dst, []).append(edge)
+        with _INCOMING_LOCK:
+            if key not in _INCOMING:
+                _INCOMING[key] = found
+                weakref.finalize(corpus, _INCOMING.pop, key, None)
+    return found
 
 
 def _path_joins(paths: list[list[EdgeRecord]]) -> list[JoinInfo]:

@@ -223,6 +223,15 @@ class SQLStore(Store):
             ).fetchall()
         return [entity_from_row(r) for r in rows], int(row[0]) if row else 0
 
+    def join_edges(self) -> list[EdgeRecord]:
+        """Every JOINS edge, ordered by source."""
+        with self.connect(write=False) as con:
+            rows = con.execute(
+                "SELECT src, dst, type, props FROM edges WHERE type = 'JOINS' "  # noqa: S608
+                f"ORDER BY {self.ORDER_SRC}, {self.ORDER_SRC.replace('src', 'dst')}"
+            ).fetchall()
+        return [edge_from_row(r) for r in rows]
+
     def joins_to(self, model_id: str) -> list[EdgeRecord]:
         """The JOINS edges other models declare to ``model_id``."""
         with self.connect(write=False) as con:
