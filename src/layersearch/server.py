@@ -396,7 +396,8 @@ def inspect(
     ],
 ) -> InspectResponse:
     """Full detail for entities and memories by id, in one batch: for entities the
-    description, data type, formula, sample values, children, joins (with cardinality),
+    description, data type, formula, physical table or column expression (`physical`,
+    what the SQL names), sample values, children, joins (with cardinality),
     referenced columns and the memories that mention them; for memories the whole text,
     tags and example query.
 
