@@ -127,3 +127,32 @@ def test_cli_inspect_prints_the_table(tmp_path: Path) -> None:
     assert "physical: analytics.fct_orders" in res.stdout
     res = runner.invoke(main, ["--store", store, "inspect", "shop.orders", "--json"])
     assert json.loads(res.stdout)["entities"][0]["physical"] == "analytics.fct_orders"
+
+
+def test_dbt_manifest_without_relation_name_uses_database_schema_alias(tmp_path: Path) -> None:
+    node = {
+        "unique_id": "model.shop.orders",
+        "resource_type": "model",
+        "name": "orders",
+        "alias": "fct_orders",
+        "database": "warehouse",
+        "schema": "analytics",
+        "package_name": "shop",
+        "config": {"enabled": True},
+        "columns": {"id": {"name": "id", "description": "The order."}},
+    }
+    doc = {
+        "metadata": {"dbt_schema_version": "https://schemas.getdbt.com/dbt/manifest/v12.json"},
+        "nodes": {"model.shop.orders": node},
+        "sources": {},
+        "exposures": {},
+        "metrics": {},
+        "semantic_models": {},
+        "disabled": {},
+    }
+    (tmp_path / "target").mkdir()
+    (tmp_path / "target" / "manifest.json").write_text(json.dumps(doc))
+    names = physical(load_catalog(tmp_path / "target"))
+    assert [v for k, v in names.items() if k.endswith(".orders")] == [
+        "warehouse.analytics.fct_orders"
+    ]
