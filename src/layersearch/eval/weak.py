@@ -37,7 +37,9 @@ def sample_rows(path: Path, n: int) -> list[dict[str, Any]]:
     return rows[::step][:n]
 
 
-def collect(data: Path, n: int, embedder: str | None) -> list[dict[str, Any]]:
+def collect(
+    data: Path, n: int, embedder: str | None, top: int = confidence.TOP
+) -> list[dict[str, Any]]:
     """The signals of each sampled question against its own and another database."""
     from layersearch.api import Layersearch
 
@@ -57,7 +59,7 @@ def collect(data: Path, n: int, embedder: str | None) -> list[dict[str, Any]]:
             for r in rows:
                 for right, db in ((True, r["db_id"]), (False, other[r["db_id"]])):
                     resp = ls.search(question=r["question"], datasource=db, explain=True)
-                    m = confidence.measure(r["question"], resp.results)
+                    m = confidence.measure(r["question"], resp.results, top)
                     if m is not None:
                         out.append({"right": right, "coverage": m.coverage, "sim": m.similarity})
     return out
@@ -103,8 +105,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--questions", type=int, default=300, help="how many Spider-Syn rows")
     ap.add_argument("--embedder", default=None, help="e.g. local; default: none")
     ap.add_argument("--max-false", type=float, default=0.05, help="answerable share flagged")
+    ap.add_argument("--top", type=int, default=confidence.TOP, help="entity hits read")
     args = ap.parse_args(argv)
-    records = collect(Path(args.data), args.questions, args.embedder)
+    records = collect(Path(args.data), args.questions, args.embedder, args.top)
     print(json.dumps(calibrate(records, args.max_false), indent=1))
     return 0
 

@@ -44,16 +44,17 @@ class Match:
         return self.coverage < MIN_COVERAGE and self.similarity < MIN_SIMILARITY
 
 
-def measure(question: str, hits: Sequence[Hit]) -> Match | None:
-    """The two signals of an answer whose hits carry their explanations; None when the
-    question has no plain word to match (only ids, numbers or stop words)."""
+def measure(question: str, hits: Sequence[Hit], top: int = TOP) -> Match | None:
+    """The two signals of an answer whose hits carry their explanations, over its first
+    ``top`` entity hits; None when the question has no plain word to match (only ids,
+    numbers or stop words)."""
     words = {w for w, _ in query_words(question)}
     if not words:
         return None
-    top = [h for h in hits if h.kind in _ENTITY_KINDS][:TOP]
+    first = [h for h in hits if h.kind in _ENTITY_KINDS][:top]
     found: set[str] = set()
     similarity: float | None = None
-    for h in top:
+    for h in first:
         for c in h.explanation or []:
             if c.channel == "schema" and c.matched:
                 found.update(m.lower() for m in c.matched if "→" not in m)

@@ -141,6 +141,39 @@ def migrate_schema(
     con.execute("INSERT INTO meta VALUES ('generation', '0') ON CONFLICT (key) DO NOTHING")
 
 
+def _placeholders(n: int) -> str:
+    """``?, ?, …``: n bound parameters."""
+    return ", ".join("?" * n)
+
+
+#: the most kinds one listing takes (its statement has this many ``kind IN`` slots)
+LIST_KINDS = 3
+_LIST_WHERE = (
+    "WHERE kind IN (?, ?, ?) AND NOT hidden "
+    "AND (CAST(? AS TEXT) IS NULL OR datasource = ?) AND (CAST(? AS TEXT) IS NULL OR model = ?)"
+)
+#: how many visible entities of up to 3 kinds (a datasource and model name, or nulls)
+COUNT_ENTITIES = "SELECT count(*) FROM entities " + _LIST_WHERE  # noqa: S608 - constants
+_EDGE_COLUMNS = "SELECT src, dst, type, props FROM edges WHERE type = 'JOINS' "
+
+
+# The statements below format only code (the ordering a backend states); values are bound.
+
+
+def _list_entities(order: str) -> str:
+    """A page of :data:`COUNT_ENTITIES`' rows, ordered by ``order``."""
+    head = "SELECT " + ENTITY_COLUMNS + " FROM entities " + _LIST_WHERE  # noqa: S608
+    return head + " ORDER BY " + order + " LIMIT ? OFFSET ?"
+
+
+def _join_edges(order: str) -> str:
+    return _EDGE_COLUMNS + "ORDER BY " + order
+
+
+def _joins_to(order: str) -> str:
+    return _EDGE_COLUMNS + "AND dst = ? ORDER BY " + order
+
+
 class SQLStore(Store):
     """The reads and writes that differ between the backends by dialect only.
 
@@ -157,9 +190,9 @@ class SQLStore(Store):
         "SELECT name, label, description, dialect, source FROM datasources ORDER BY name"
     )
     SELECT_FINGERPRINTS = "SELECT DISTINCT fingerprint FROM vectors WHERE corpus = ? ORDER BY 1"
-    #: ordering by id and by an edge's source, as SELECT_ENTITIES and SELECT_EDGES order
-    ORDER_IDS = "id"
-    ORDER_SRC = "src"
+    LIST_ENTITIES = _list_entities("id")
+    SELECT_JOIN_EDGES = _join_edges("src, dst")
+    SELECT_JOINS_TO = _joins_to("src")
 
     # -- semantic layer -----------------------------------------------------------------------
 
@@ -185,10 +218,9 @@ class SQLStore(Store):
         with self.connect(write=False) as con:
             for start in range(0, len(unique), 500):
                 chunk = unique[start : start + 500]
-                marks = ", ".join("?" for _ in chunk)
+                marks = _placeholders(len(chunk))
                 rows = con.execute(
-                    "SELECT id, physical FROM entities "  # noqa: S608 - placeholders only
-                    f"WHERE physical IS NOT NULL AND id IN ({marks})",
+                    f"SELECT id, physical FROM entities WHERE physical IS NOT NULL AND id IN ({marks})",  # noqa: S608 - placeholders only
                     chunk,
                 ).fetchall()
                 found.update({r[0]: r[1] for r in rows})
@@ -203,43 +235,27 @@ class SQLStore(Store):
         offset: int = 0,
         limit: int = 50,
     ) -> tuple[list[Entity], int]:
-        """Visible entities of ``kinds`` (of one datasource and model name), sorted by id:
-        the page at ``offset`` and how many match in all."""
-        where = [f"kind IN ({', '.join('?' for _ in kinds)})", "NOT hidden"]
-        args: list[Any] = list(kinds)
-        if datasource is not None:
-            where.append("datasource = ?")
-            args.append(datasource)
-        if model is not None:
-            where.append("model = ?")
-            args.append(model)
-        cond = " AND ".join(where)
+        """Visible entities of ``kinds`` (1 to 3; of one datasource and model name), sorted
+        by id: the page at ``offset`` and how many match in all."""
+        if not 1 <= len(kinds) <= LIST_KINDS:
+            raise StoreError(f"list_entities takes 1 to {LIST_KINDS} kinds, got {len(kinds)}")
+        padded = [*kinds, *[kinds[-1]] * (LIST_KINDS - len(kinds))]
+        args = [*padded, datasource, datasource, model, model]
         with self.connect(write=False) as con:
-            row = con.execute(f"SELECT count(*) FROM entities WHERE {cond}", args).fetchone()  # noqa: S608
-            rows = con.execute(
-                f"SELECT {ENTITY_COLUMNS} FROM entities WHERE {cond} "  # noqa: S608
-                f"ORDER BY {self.ORDER_IDS} LIMIT ? OFFSET ?",
-                [*args, limit, offset],
-            ).fetchall()
+            row = con.execute(COUNT_ENTITIES, args).fetchone()
+            rows = con.execute(self.LIST_ENTITIES, [*args, limit, offset]).fetchall()
         return [entity_from_row(r) for r in rows], int(row[0]) if row else 0
 
     def join_edges(self) -> list[EdgeRecord]:
-        """Every JOINS edge, ordered by source."""
+        """Every JOINS edge, ordered by source and target."""
         with self.connect(write=False) as con:
-            rows = con.execute(
-                "SELECT src, dst, type, props FROM edges WHERE type = 'JOINS' "  # noqa: S608
-                f"ORDER BY {self.ORDER_SRC}, {self.ORDER_SRC.replace('src', 'dst')}"
-            ).fetchall()
+            rows = con.execute(self.SELECT_JOIN_EDGES).fetchall()
         return [edge_from_row(r) for r in rows]
 
     def joins_to(self, model_id: str) -> list[EdgeRecord]:
         """The JOINS edges other models declare to ``model_id``."""
         with self.connect(write=False) as con:
-            rows = con.execute(
-                "SELECT src, dst, type, props FROM edges WHERE type = 'JOINS' AND dst = ? "  # noqa: S608
-                f"ORDER BY {self.ORDER_SRC}",
-                [model_id],
-            ).fetchall()
+            rows = con.execute(self.SELECT_JOINS_TO, [model_id]).fetchall()
         return [edge_from_row(r) for r in rows]
 
     # -- memories -----------------------------------------------------------------------------
