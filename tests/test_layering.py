@@ -14,9 +14,10 @@ SRC = ROOT / "src" / "layersearch"
 #: top to bottom, as docs/architecture.md draws it; "__init__" is the public API module
 LAYERS: list[set[str]] = [
     {"__main__"},
-    {"cli", "server"},
+    {"cli", "server", "server_browse", "server_args"},
     {"eval"},
     {"__init__", "api"},
+    {"plan"},
     {"corpora"},
     {"store", "embed"},
     {"semantic"},

@@ -30,6 +30,7 @@ from layersearch.corpora.entities.process import FORK_MIN_ENTITIES, one_blas_thr
 from layersearch.corpora.entities.service import EntityService
 from layersearch.corpora.entities.vector import ENTITY_CORPUS, NO_EMBEDDER
 from layersearch.errors import ConfigError, EmbeddingUnavailable
+from layersearch.plan import answer, physical
 from layersearch.ranking import generations
 from layersearch.semantic.model import Catalog
 from layersearch.store.base import Store
@@ -53,6 +54,7 @@ if TYPE_CHECKING:
     from layersearch.corpora.scope import ScopeService
     from layersearch.corpora.vault.search import VaultService
     from layersearch.embed.base import Embedder
+    from layersearch.plan.browse import Browser
 
 __all__ = [
     "Layersearch",
@@ -285,12 +287,15 @@ class Layersearch:
     def search(self, request: SearchRequest | None = None, /, **kwargs: Any) -> SearchResponse:
         """Search the semantic layer and memories, or the corpora ``scope`` names
         (semantic, memory, conversations, vault, all). Takes a SearchRequest or its fields."""
-        scoped = kwargs.get("scope") if request is None else getattr(request, "scope", None)
-        if scoped is None:
-            return self.entities.search(request, **kwargs)
         if request is None:
-            request = self.entities.request(**kwargs)
-        return self.scope.search(request)
+            request, kwargs = self.entities.request(**kwargs), {}
+        if getattr(request, "scope", None) is None:
+            # checks the request's type and that no fields came beside it; the weak-match
+            # check reads the hits' explanations (finish drops them when not asked for)
+            resp = self.entities.search(answer.explained(request), **kwargs)
+        else:
+            resp = self.scope.search(request)
+        return answer.finish(self.store, self.entities, request, resp)
 
     def warm(self) -> list[str]:
         """Do now what the first search would do (see :meth:`EntityService.warm`); returns
@@ -312,7 +317,9 @@ class Layersearch:
     def inspect(self, ids: Iterable[str]) -> InspectResponse:
         """Full detail for ids (entities, hidden ones included when named exactly, memories,
         ``conversation:<message_id>`` messages and ``vault:<slug>`` notes)."""
-        return self.scope.inspect(ids)
+        resp = self.scope.inspect(ids)
+        physical.attach_to_inspect(self.store, resp)
+        return resp
 
     @staticmethod
     def scoped_ids(ids: Iterable[str]) -> bool:
@@ -347,3 +354,10 @@ class Layersearch:
 
     def forget_memory(self, memory_id: str) -> None:
         self.entities.forget_memory(memory_id)
+
+    @property
+    def browse(self) -> Browser:
+        """Pages of datasources, models, measures and memories; one model described."""
+        from layersearch.plan.browse import Browser
+
+        return Browser(self.store, self.entities)

@@ -34,6 +34,7 @@ from layersearch.config import Settings, check_token
 from layersearch.errors import (
     ConfigError,
     LayersearchError,
+    NotFound,
     StoreMissing,
     disk_full_error,
     is_disk_full,
@@ -41,6 +42,9 @@ from layersearch.errors import (
 )
 from layersearch.httpauth import BearerAuth
 from layersearch.logfilter import install as install_log_hygiene
+from layersearch.server_args import flat_json as _flat_json
+from layersearch.server_args import invalid_message as _invalid
+from layersearch.server_args import unknown_message as _unknown
 from layersearch.types import (
     ChannelsArg,
     CompactArg,
@@ -345,6 +349,10 @@ def search(
     messages and vault notes in the same list, each hit with its `source`
     (semantic | memory | conversation | vault) and its id for `inspect`.
 
+    A question that names a grouping ("revenue by store per month") also gets `plan`:
+    the measure, grouping columns, time grain, models and join path with keys, as ids.
+    `weak_match: true` means no hit matches well: the layer may not hold the answer.
+
     It does not run queries, return data rows, or write SQL. `warnings` explain
     unresolved names (with "did you mean"), empty filters and skipped channels: read them.
     """
@@ -372,7 +380,8 @@ def inspect(
     ],
 ) -> InspectResponse:
     """Full detail for entities and memories by id, in one batch: for entities the
-    description, data type, formula, sample values, children, joins (with cardinality),
+    description, data type, formula, physical table or column expression (`physical`,
+    what the SQL names), sample values, children, joins (with cardinality),
     referenced columns and the memories that mention them; for memories the whole text,
     tags and example query.
 
@@ -439,7 +448,10 @@ def forget_memory(
     from layersearch.store.duckdb import memory_number
 
     canonical = f"memory:{memory_number(memory_id)}"
-    _read_api(ctx).forget_memory(canonical)
+    try:
+        _read_api(ctx).forget_memory(canonical)
+    except NotFound:
+        raise NotFound(f"no memory {canonical}: the list_memories tool shows the ids") from None
     return ForgetResult(forgotten=canonical)
 
 
@@ -641,7 +653,11 @@ class _StrictTool(Tool):
         if unknown:
             raise ToolError(f"Error executing tool {self.name}: {_unknown(unknown, properties)}")
         try:
-            return await super().run(arguments, context, convert_result)
+            result = await super().run(arguments, context, convert_result)
+            for block in result.content if isinstance(result, CallToolResult) else []:
+                if isinstance(block, TextContent):  # one line of JSON, not indented
+                    block.text = _flat_json(block.text)
+            return result
         except UnexpectedToolError:
             raise
         except ToolError as exc:
@@ -651,46 +667,11 @@ class _StrictTool(Tool):
             raise
 
 
-def _unknown(unknown: list[str], properties: dict[str, Any]) -> str:
-    import difflib
-
-    named = ", ".join(f"'{u}'" for u in unknown)
-    close = [m for u in unknown for m in difflib.get_close_matches(u, properties, n=1)]
-    hint = f" (did you mean {', '.join(close)}?)" if close else ""
-    noun = "argument" if len(unknown) == 1 else "arguments"
-    return (
-        f"invalid_argument: unknown {noun} {named}{hint}; the arguments are: "
-        f"{', '.join(properties)}"
-    )
-
-
-def _invalid(exc: ValidationError, properties: dict[str, Any]) -> str:
-    """One clause per failed argument: what was wrong, the value given, what it takes."""
-    parts = []
-    for err in exc.errors(include_url=False):
-        loc = [str(x) for x in err.get("loc", ())]
-        name = loc[0] if loc else "arguments"
-        where = name + "".join(f"[{x}]" if x.isdigit() else f".{x}" for x in loc[1:])
-        msg = str(err.get("msg", "is invalid"))
-        if err.get("type") == "missing":
-            text = f"missing required argument {where}"
-        elif msg.startswith("Input should "):
-            text = f"{where} should {msg[len('Input should ') :]}"
-        else:
-            text = f"{where}: {msg[:1].lower()}{msg[1:]}"
-        if err.get("type") != "missing" and "input" in err:
-            shown = repr(err["input"])
-            text += f" (got {shown if len(shown) <= 60 else shown[:57] + '...'})"
-        described = properties.get(name, {}).get("description")
-        if described:
-            text += f"; {name}: {described}"
-        parts.append(text)
-    return "invalid_argument: " + "; ".join(parts)
-
-
 def tool_names() -> list[str]:
     return [fn.__name__ for fn, _ in _TOOLS]
 
+
+from layersearch import server_browse  # noqa: E402, F401, I001 - registers the browsing tools
 
 # -- the server -------------------------------------------------------------------------------
 

@@ -115,11 +115,16 @@ class Hit(BaseModel):
         "stages that moved the hit: never higher than the score above it (docs/ranking.md)"
     )
     description: str = Field("", description="one-line summary")
+    # Absent rather than null when not asked for: compact hits carry no empty fields.
     text: str | None = Field(
-        None, description="the whole rendered entity or memory (compact=false)"
+        default=None,
+        exclude_if=_absent,
+        description="the whole rendered entity or memory (compact=false)",
     )
     explanation: list[ChannelScore] | None = Field(
-        None, description="which channels ranked this hit, at which rank and score (explain=true)"
+        default=None,
+        exclude_if=_absent,
+        description="which channels ranked this hit, at which rank and score (explain=true)",
     )
     stages: list[StageMove] | None = Field(
         default=None,
@@ -142,6 +147,11 @@ class Hit(BaseModel):
     )
     slug: str | None = Field(
         default=None, exclude_if=_absent, description="a vault hit's note slug (vault_get_note)"
+    )
+    physical: str | None = Field(
+        default=None,
+        exclude_if=_absent,
+        description="compact=false: a model's table or relation, a column's SQL expression",
     )
 
     def line(self, explain: bool = False) -> str:
@@ -233,6 +243,18 @@ class SearchResponse(BaseModel):
         exclude_if=_absent,
         description="the example-query bucket: memories with a query",
     )
+    weak_match: bool | None = Field(
+        default=None,
+        exclude_if=_absent,
+        description="true when no hit matches the question well (the layer may not have "
+        "what was asked for); a warning says why. Absent otherwise",
+    )
+    plan: QueryPlan | None = Field(
+        default=None,
+        exclude_if=_absent,
+        description="a question that names a grouping ('by state', 'per month'): the "
+        "measure(s), grouping dimensions, time grain, models and join path, as ids",
+    )
 
 
 class Memory(BaseModel):
@@ -261,6 +283,11 @@ class EntityInfo(BaseModel):
     hidden: bool = False
     primary_key: bool = False
     values: list[str] = Field(default_factory=list)
+    physical: str | None = Field(
+        default=None,
+        description="the physical name where the layer has one: a model's table, view or "
+        "relation (FROM), a column's SQL expression",
+    )
     children: list[str] = Field(default_factory=list)
     joins: list[dict[str, Any]] = Field(default_factory=list)
     references: list[str] = Field(default_factory=list)
@@ -616,3 +643,111 @@ RoleArg = Annotated[
     Literal["user", "assistant"] | None,
     Field(description="Scoped search: only conversation messages of this role."),
 ]
+
+
+# -- browsing the layer (list and describe tools) ----------------------------------------------
+
+
+class LayerItem(BaseModel):
+    """One datasource, model, column, measure or aggregation as a listing shows it."""
+
+    kind: Kind
+    id: str
+    name: str
+    datasource: str
+    label: str | None = Field(default=None, exclude_if=_absent)
+    description: str | None = Field(
+        default=None, exclude_if=_absent, description="its first line, up to 200 characters"
+    )
+    data_type: str | None = Field(default=None, exclude_if=_absent)
+    formula: str | None = Field(default=None, exclude_if=_absent)
+    physical: str | None = Field(
+        default=None,
+        exclude_if=_absent,
+        description="a model's table or relation, a column's SQL expression",
+    )
+    primary_key: bool | None = Field(default=None, exclude_if=_absent)
+
+
+class LayerPage(BaseModel):
+    """A page of a listing, sorted by id."""
+
+    items: list[LayerItem]
+    total: int = Field(description="how many match the filters, over all pages")
+    offset: int
+    next_offset: int | None = Field(
+        default=None, description="pass as offset for the next page; null on the last page"
+    )
+
+
+class JoinInfo(BaseModel):
+    """A join between two models, with its keys as full column ids."""
+
+    source: str = Field(description="the model that declares the join")
+    target: str = Field(description="the model it joins to")
+    keys: list[tuple[str, str]] = Field(
+        default_factory=list, description="(source column id, target column id) pairs"
+    )
+    cardinality: str | None = None
+    join_type: str | None = Field(default=None, exclude_if=_absent)
+
+
+class ModelDescription(BaseModel):
+    """A model with everything needed to query it."""
+
+    model: LayerItem
+    dimensions: list[LayerItem] = Field(description="its columns (visible ones)")
+    measures: list[LayerItem] = Field(description="its measures and aggregations (visible ones)")
+    joins: list[JoinInfo] = Field(
+        description="joins it declares and joins other models declare to it, with keys"
+    )
+    memories: list[str] = Field(default_factory=list, description="ids of memories tagged with it")
+
+
+class MemoryPage(BaseModel):
+    """A page of saved memories, newest first."""
+
+    memories: list[Memory]
+    total: int
+    offset: int
+    next_offset: int | None = None
+
+
+# -- the query plan of a grouped question --------------------------------------------------------
+
+
+class PlanItem(BaseModel):
+    """A measure or grouping dimension the plan chose, and the question's words that chose it."""
+
+    id: str
+    words: str = Field(description="the part of the question this item answers")
+    alternatives: list[str] | None = Field(
+        default=None, exclude_if=_absent, description="explain=true: the runner-up ids"
+    )
+
+
+class PlanTime(BaseModel):
+    """The time grain a question names ("per month", "last quarter")."""
+
+    grain: Literal["day", "week", "month", "quarter", "year"]
+    words: str
+    dimension: str | None = Field(
+        default=None, exclude_if=_absent, description="a date or time column of the measure's model"
+    )
+
+
+class QueryPlan(BaseModel):
+    """What a grouped question asks for, as ids: the measure(s), the grouping dimensions
+    and time grain it names, the models involved and the join path between them."""
+
+    measures: list[PlanItem]
+    dimensions: list[PlanItem] = Field(default_factory=list)
+    time: PlanTime | None = Field(default=None, exclude_if=_absent)
+    models: list[str] = Field(default_factory=list, description="the models involved")
+    joins: list[JoinInfo] = Field(
+        default_factory=list, description="the join path between the models, with keys"
+    )
+    warnings: list[str] | None = Field(default=None, exclude_if=_absent)
+
+
+SearchResponse.model_rebuild()

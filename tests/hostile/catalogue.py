@@ -2687,6 +2687,51 @@ def _mcp_cases() -> list[Case]:
             mcp=_mcp("vault_get_note", slug="Home"),
         ),
     ]
+    # browsing: names that do not exist, SQL in a filter, hidden entities, page bounds
+    c += [
+        Case(
+            "mcp.browse.datasource-sql",
+            "sql",
+            Err(NotFound, "no datasource shop' OR '1'='1"),
+            mcp=_mcp("list_models", datasource="shop' OR '1'='1"),
+        ),
+        Case(
+            "mcp.browse.model-wildcard",
+            "sql",
+            Err(NotFound, "no model shop.%"),
+            mcp=_mcp("list_measures", model="shop.%"),
+        ),
+        Case(
+            "mcp.browse.hidden-model",
+            "hidden",
+            Err(NotFound, "no model"),
+            mcp=_mcp("describe_model", model=HIDDEN_MODEL),
+        ),
+        Case(
+            "mcp.browse.hidden-column",
+            "hidden",
+            Ok(sc(lambda d: HIDDEN not in str(d))),
+            mcp=_mcp("describe_model", model="shop.orders"),
+        ),
+        Case(
+            "mcp.browse.limit-huge",
+            "limits",
+            Invalid("limit"),
+            mcp=_mcp("list_datasources", limit=10**30),
+        ),
+        Case(
+            "mcp.browse.offset-negative",
+            "limits",
+            Invalid("offset"),
+            mcp=_mcp("list_memories", offset=-1),
+        ),
+        Case(
+            "mcp.browse.offset-past-end",
+            "limits",
+            Ok(sc(lambda d: d["items"] == [] and d["next_offset"] is None)),
+            mcp=_mcp("list_models", offset=10**6),
+        ),
+    ]
     # unbounded work from one request (issue 20): refused with the bound named
     square = "MATCH (n:Datasource) WITH n, 3 AS x " + "WITH n, x * x AS x " * 30
     for name, args, match in [

@@ -42,7 +42,7 @@ async def test_a_misnamed_argument_is_an_error_naming_the_valid_ones(api: Any) -
         assert "unknown argument 'q'" in text
         assert "question, entities, query" in text
         close = error_text(await client.call_tool("search", {"questoin": "revenue"}))
-        assert "did you mean question?" in close
+        assert "did you mean 'question'?" in close
 
 
 async def test_every_tool_refuses_unknown_arguments(api: Any) -> None:

@@ -58,8 +58,13 @@ async def test_tools_listed_with_typed_schemas(api: Any) -> None:
         sorted(tools)
         == sorted(tool_names())
         == [
+            "describe_model",
             "forget_memory",
             "inspect",
+            "list_datasources",
+            "list_measures",
+            "list_memories",
+            "list_models",
             "save_memory",
             "search",
             "search_conversations",
@@ -84,6 +89,8 @@ async def test_tools_listed_with_typed_schemas(api: Any) -> None:
         "entities",
         "memories",
         "example_queries",
+        "weak_match",
+        "plan",
     }
     assert set(search.output_schema.get("required", [])) == {"results"}
     mr = search.input_schema["properties"]["max_results"]

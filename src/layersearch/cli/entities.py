@@ -17,6 +17,7 @@ from layersearch.cli.output import (
     escape,
     print_hits,
     print_memory,
+    print_plan,
 )
 from layersearch.errors import ConfigError
 
@@ -129,6 +130,8 @@ def search(
         emit_json(resp)
         return
     print_hits(resp, full=full, explain=explain)
+    if resp.plan is not None:
+        print_plan(resp.plan, explain=explain)
     for title, bucket in (
         ("entities", resp.entities),
         ("memories", resp.memories),
@@ -164,7 +167,7 @@ def inspect(obj: Ctx, ids: tuple[str, ...], as_json: bool) -> None:
         con.print(
             f"[bold]{e.kind} {escape(e.id)}[/]" + ("  (hidden)" if e.hidden else ""), markup=True
         )
-        for key in ("label", "data_type", "description", "formula"):
+        for key in ("label", "data_type", "description", "formula", "physical"):
             value = getattr(e, key)
             if value:
                 detail(con, f"  {key}: {value}")

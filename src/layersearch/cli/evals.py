@@ -365,6 +365,59 @@ def eval_layers(
             click.echo(f"{r['sample']}  {r['rank']}  {r['question']}  {', '.join(r['top'])}")
 
 
+@eval_group.command("agent")
+@click.option("--data", "data_dir", required=True, help="The folder holding the six layers.")
+@click.option(
+    "--questions",
+    "questions_path",
+    default=None,
+    help="JSONL of grouped, plain and unanswerable questions (default: the bundled set).",
+)
+@channels_option
+@click.option("--details", is_flag=True, help="List each question's outcome and first hits.")
+@json_option
+@click.pass_obj
+@handle_errors
+def eval_agent(
+    obj: Ctx,
+    data_dir: str,
+    questions_path: str | None,
+    channels: str | None,
+    details: bool,
+    as_json: bool,
+) -> None:
+    """Grouped, plain and unanswerable questions on the real layers.
+
+    Grouped: measure and grouping dimension both in the top 5 or both in the
+    plan; plain: hit@5; and the share of unanswerable and answerable questions
+    given the weak-match warning."""
+    from layersearch.eval.agent import read_agent_questions, run_agent_eval
+
+    chosen = _one_channel_set(channels)
+    obj.settings()
+    with status("loading the layers and asking", as_json):
+        result = run_agent_eval(
+            data_dir, read_agent_questions(questions_path), channels=chosen, embedder=obj.embedder
+        )
+    if as_json:
+        emit_json(result if details else result["summary"])
+        return
+    summary = result["summary"]
+    counts = summary["questions"]
+    click.echo(
+        f"{counts['grouped']} grouped, {counts['plain']} plain, {counts['none']} unanswerable"
+    )
+    for key, value in summary.items():
+        if key != "questions":
+            click.echo(f"  {key:<22} {'n/a' if value is None else f'{value:.3f}'}")
+    if details:
+        for r in result["questions"]:
+            mark = "ok  " if r["ok"] else "MISS"
+            flag = " [weak]" if r["flagged"] else ""
+            click.echo(f"{mark} {r['type']:<7} {r['sample']}: {r['question']}{flag}")
+            click.echo(f"       {', '.join(r['top'])}")
+
+
 def _print_eval(results: list[Any], mode: str) -> None:
     for res in results:
         title = f"{res.label or 'no channel'} ({mode} mode)"

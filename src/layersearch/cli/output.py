@@ -219,6 +219,8 @@ def print_hits(resp: Any, *, full: bool, explain: bool, empty: str | None = None
             if explain and getattr(h, "stages", None):
                 con.print(f"   moved: {stages_text(h.stages)}", markup=False)
             con.print(h.text or h.description, markup=False)
+            if h.physical:
+                con.print(f"physical: {h.physical}", markup=False)
             con.print()
         return
     if con.width < WIDE or (explain and _cramped(con.width, resp.results)):
@@ -232,6 +234,32 @@ def print_hits(resp: Any, *, full: bool, explain: bool, empty: str | None = None
 EXPLAIN_MIN = 70
 #: Ids are never shortened below this many cells.
 ID_MIN = 20
+
+
+def print_plan(plan: Any, *, explain: bool) -> None:
+    """A query plan for people: one line per measure, grouping, time grain and join;
+    with ``explain``, the words that chose each item and the runners-up."""
+    con = console()
+    con.print("\n[bold]plan[/]", markup=True)
+
+    def item(role: str, p: Any) -> None:
+        why = f'  "{p.words}"' if explain else ""
+        more = f"  (or {', '.join(p.alternatives)})" if explain and p.alternatives else ""
+        detail(con, f"  {role:<9} {p.id}{why}{more}")
+
+    for m in plan.measures:
+        item("measure", m)
+    for d in plan.dimensions:
+        item("by", d)
+    if plan.time is not None:
+        on = f" on {plan.time.dimension}" if plan.time.dimension else ""
+        why = f'  "{plan.time.words}"' if explain else ""
+        detail(con, f"  {'time':<9} {plan.time.grain}{on}{why}")
+    for j in plan.joins:
+        keys = ", ".join(f"{a} = {b}" for a, b in j.keys) or "keys not stated"
+        detail(con, f"  {'join':<9} {j.source} -> {j.target} on {keys}")
+    for w in plan.warnings or []:
+        detail(con, f"  note: {w}")
 
 
 def description_min(width: int) -> int:

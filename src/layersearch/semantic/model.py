@@ -35,6 +35,8 @@ class Column:
     primary_key: bool = False
     #: a bounded sample of distinct values (text columns), for value matching
     values: list[str] = field(default_factory=list)
+    #: the physical column or SQL expression, where the layer states one (``${TABLE}.amt``)
+    sql: str | None = None
 
 
 @dataclass(slots=True)
@@ -128,6 +130,8 @@ class Entity:
     hidden: bool = False
     primary_key: bool = False
     values: tuple[str, ...] = ()
+    #: the physical name: a model's table, view or relation; a column's SQL expression
+    physical: str | None = None
 
     @property
     def graph_label(self) -> str:
@@ -183,6 +187,7 @@ class Catalog:
                 label=m.label,
                 description=m.description,
                 hidden=m.hidden,
+                physical=m.sql_table,
             )
             for c in m.columns:
                 yield Entity(
@@ -197,6 +202,7 @@ class Catalog:
                     hidden=m.hidden or c.hidden,
                     primary_key=c.primary_key,
                     values=tuple(c.values),
+                    physical=c.sql,
                 )
             for me in m.measures:
                 yield Entity(

@@ -110,6 +110,30 @@ class Store(ABC):
     @abstractmethod
     def load_datasources(self) -> list[Datasource]: ...
 
+    @abstractmethod
+    def list_entities(
+        self,
+        kinds: Sequence[str],
+        *,
+        datasource: str | None = None,
+        model: str | None = None,
+        offset: int = 0,
+        limit: int = 50,
+    ) -> tuple[list[Entity], int]:
+        """A page of visible entities of ``kinds`` sorted by id, and how many match."""
+
+    @abstractmethod
+    def join_edges(self) -> list[EdgeRecord]:
+        """Every JOINS edge."""
+
+    @abstractmethod
+    def joins_to(self, model_id: str) -> list[EdgeRecord]:
+        """The JOINS edges other models declare to ``model_id``."""
+
+    @abstractmethod
+    def physical_names(self, ids: Sequence[str]) -> dict[str, str]:
+        """``id → physical name`` for the ``ids`` whose layer states one."""
+
     def iter_entities(self, batch: int = 20_000) -> Iterator[list[Entity]]:
         """The entities in batches, ordered by id where the backend can (code point order);
         a backend that streams them spares the caller holding all of them at once."""
@@ -200,7 +224,7 @@ class Store(ABC):
 
 ENTITY_COLUMNS = (
     "id, kind, name, datasource, model, label, description, data_type, formula, "
-    "hidden, primary_key, sample_values"
+    "hidden, primary_key, sample_values, physical"
 )
 
 
@@ -228,6 +252,7 @@ def entity_columns(ents: list[Entity]) -> dict[str, list[Any]]:
         "sample_values": [
             json_text(list(e.values), f"{e.id} sample values") if e.values else None for e in ents
         ],
+        "physical": [e.physical for e in ents],
     }
 
 
@@ -257,6 +282,7 @@ def entity_from_row(r: Sequence[Any]) -> Entity:
         hidden=bool(r[9]),
         primary_key=bool(r[10]),
         values=tuple(json.loads(r[11])) if r[11] else (),
+        physical=r[12],
     )
 
 

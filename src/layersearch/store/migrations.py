@@ -81,6 +81,8 @@ DUCKDB: list[list[str]] = [
             created TIMESTAMPTZ NOT NULL)""",
         "CREATE INDEX IF NOT EXISTS conversation_facts_text ON conversation_facts (text_hash)",
     ],
+    # 7: physical names (a model's table or relation, a column's SQL expression)
+    ["ALTER TABLE entities ADD COLUMN IF NOT EXISTS physical VARCHAR"],
 ]
 
 # Identifier columns are COLLATE "C": ORDER BY then sorts by code point, as DuckDB
@@ -181,6 +183,8 @@ POSTGRES: list[list[str]] = [
             prompt_version integer NOT NULL, facts text NOT NULL, created timestamptz NOT NULL)""",
         "CREATE INDEX IF NOT EXISTS conversation_facts_text ON conversation_facts (text_hash)",
     ],
+    # 7: physical names (a model's table or relation, a column's SQL expression)
+    ["ALTER TABLE entities ADD COLUMN IF NOT EXISTS physical text"],
 ]
 
 #: the migration after which every HNSW index is a halfvec one (PostgreSQL)

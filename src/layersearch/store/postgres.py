@@ -56,7 +56,16 @@ from layersearch.store.pgwire import (
     redact,
     translate,
 )
-from layersearch.store.sql import SQLStore, VectorRows, _identifier, bulk_shape, migrate_schema
+from layersearch.store.sql import (
+    SQLStore,
+    VectorRows,
+    _identifier,
+    _join_edges,
+    _joins_to,
+    _list_entities,
+    bulk_shape,
+    migrate_schema,
+)
 
 __all__ = ["PostgresStore", "translate", "redact"]
 
@@ -94,8 +103,11 @@ class PostgresStore(SQLStore):
     dialect = "postgres"
     SELECT_ENTITIES = (
         "SELECT id, kind, name, datasource, model, label, description, data_type, formula, "
-        'hidden, primary_key, sample_values FROM entities ORDER BY id COLLATE "C"'
+        'hidden, primary_key, sample_values, physical FROM entities ORDER BY id COLLATE "C"'
     )
+    LIST_ENTITIES = _list_entities('id COLLATE "C"')
+    SELECT_JOIN_EDGES = _join_edges('src COLLATE "C", dst COLLATE "C"')
+    SELECT_JOINS_TO = _joins_to('src COLLATE "C"')
     SELECT_EDGES = (
         'SELECT src, dst, type, props FROM edges ORDER BY type COLLATE "C", '
         'src COLLATE "C", dst COLLATE "C"'

@@ -11,7 +11,7 @@ counter, bulk loading, the vector column's type and vector search.
 from __future__ import annotations
 
 from abc import abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
@@ -21,6 +21,7 @@ from layersearch.errors import ConfigError, NotFound, StoreError
 from layersearch.semantic.model import Datasource, EdgeRecord, Entity
 from layersearch.store import migrations
 from layersearch.store.base import (
+    ENTITY_COLUMNS,
     Store,
     datasource_from_row,
     edge_from_row,
@@ -140,6 +141,39 @@ def migrate_schema(
     con.execute("INSERT INTO meta VALUES ('generation', '0') ON CONFLICT (key) DO NOTHING")
 
 
+def _placeholders(n: int) -> str:
+    """``?, ?, …``: n bound parameters."""
+    return ", ".join("?" * n)
+
+
+#: the most kinds one listing takes (its statement has this many ``kind IN`` slots)
+LIST_KINDS = 3
+_LIST_WHERE = (
+    "WHERE kind IN (?, ?, ?) AND NOT hidden "
+    "AND (CAST(? AS TEXT) IS NULL OR datasource = ?) AND (CAST(? AS TEXT) IS NULL OR model = ?)"
+)
+#: how many visible entities of up to 3 kinds (a datasource and model name, or nulls)
+COUNT_ENTITIES = "SELECT count(*) FROM entities " + _LIST_WHERE  # noqa: S608 - constants
+_EDGE_COLUMNS = "SELECT src, dst, type, props FROM edges WHERE type = 'JOINS' "
+
+
+# The statements below format only code (the ordering a backend states); values are bound.
+
+
+def _list_entities(order: str) -> str:
+    """A page of :data:`COUNT_ENTITIES`' rows, ordered by ``order``."""
+    head = "SELECT " + ENTITY_COLUMNS + " FROM entities " + _LIST_WHERE  # noqa: S608
+    return head + " ORDER BY " + order + " LIMIT ? OFFSET ?"
+
+
+def _join_edges(order: str) -> str:
+    return _EDGE_COLUMNS + "ORDER BY " + order
+
+
+def _joins_to(order: str) -> str:
+    return _EDGE_COLUMNS + "AND dst = ? ORDER BY " + order
+
+
 class SQLStore(Store):
     """The reads and writes that differ between the backends by dialect only.
 
@@ -149,13 +183,16 @@ class SQLStore(Store):
     #: the entities, ordered by id (:func:`entity_from_row`'s columns)
     SELECT_ENTITIES = (
         "SELECT id, kind, name, datasource, model, label, description, data_type, formula, "
-        "hidden, primary_key, sample_values FROM entities ORDER BY id"
+        "hidden, primary_key, sample_values, physical FROM entities ORDER BY id"
     )
     SELECT_EDGES = "SELECT src, dst, type, props FROM edges ORDER BY type, src, dst"
     SELECT_DATASOURCES = (
         "SELECT name, label, description, dialect, source FROM datasources ORDER BY name"
     )
     SELECT_FINGERPRINTS = "SELECT DISTINCT fingerprint FROM vectors WHERE corpus = ? ORDER BY 1"
+    LIST_ENTITIES = _list_entities("id")
+    SELECT_JOIN_EDGES = _join_edges("src, dst")
+    SELECT_JOINS_TO = _joins_to("src")
 
     # -- semantic layer -----------------------------------------------------------------------
 
@@ -173,6 +210,53 @@ class SQLStore(Store):
         with self.connect(write=False) as con:
             rows = con.execute(self.SELECT_DATASOURCES).fetchall()
         return [datasource_from_row(r) for r in rows]
+
+    def physical_names(self, ids: Sequence[str]) -> dict[str, str]:
+        """The physical names (table or relation, column expression) of ``ids`` that have one."""
+        found: dict[str, str] = {}
+        unique = sorted(set(ids))
+        with self.connect(write=False) as con:
+            for start in range(0, len(unique), 500):
+                chunk = unique[start : start + 500]
+                marks = _placeholders(len(chunk))
+                rows = con.execute(
+                    f"SELECT id, physical FROM entities WHERE physical IS NOT NULL AND id IN ({marks})",  # noqa: S608 - placeholders only
+                    chunk,
+                ).fetchall()
+                found.update({r[0]: r[1] for r in rows})
+        return found
+
+    def list_entities(
+        self,
+        kinds: Sequence[str],
+        *,
+        datasource: str | None = None,
+        model: str | None = None,
+        offset: int = 0,
+        limit: int = 50,
+    ) -> tuple[list[Entity], int]:
+        """Visible entities of ``kinds`` (1 to 3; of one datasource and model name), sorted
+        by id: the page at ``offset`` and how many match in all."""
+        if not 1 <= len(kinds) <= LIST_KINDS:
+            raise StoreError(f"list_entities takes 1 to {LIST_KINDS} kinds, got {len(kinds)}")
+        padded = [*kinds, *[kinds[-1]] * (LIST_KINDS - len(kinds))]
+        args = [*padded, datasource, datasource, model, model]
+        with self.connect(write=False) as con:
+            row = con.execute(COUNT_ENTITIES, args).fetchone()
+            rows = con.execute(self.LIST_ENTITIES, [*args, limit, offset]).fetchall()
+        return [entity_from_row(r) for r in rows], int(row[0]) if row else 0
+
+    def join_edges(self) -> list[EdgeRecord]:
+        """Every JOINS edge, ordered by source and target."""
+        with self.connect(write=False) as con:
+            rows = con.execute(self.SELECT_JOIN_EDGES).fetchall()
+        return [edge_from_row(r) for r in rows]
+
+    def joins_to(self, model_id: str) -> list[EdgeRecord]:
+        """The JOINS edges other models declare to ``model_id``."""
+        with self.connect(write=False) as con:
+            rows = con.execute(self.SELECT_JOINS_TO, [model_id]).fetchall()
+        return [edge_from_row(r) for r in rows]
 
     # -- memories -----------------------------------------------------------------------------
 

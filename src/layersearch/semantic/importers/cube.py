@@ -355,6 +355,7 @@ def _build(defs: list[_Def], ds: str, catalog: Catalog) -> None:
                 description=describe(_text(m, "description", w, sk)),
                 hidden=_hidden(m),
                 primary_key=_flag(m, "primary_key") is True,
+                sql=_text(m, "sql", w, sk),
             )
             names.add(col, sk, w)
         for mname, raw in _members(_get(body, "measures"), d.where, "measures", sk):

@@ -166,6 +166,7 @@ def _add_entity(
             label=_str(e.get("label"), where, "label"),
             description=description,
             primary_key=etype == "primary",
+            sql=expr,
         )
     )
     target = entities.keys if etype in KEY_ENTITY_TYPES else entities.foreign
@@ -190,6 +191,7 @@ def _dimension(d: dict[str, Any], where: str) -> Column:
         data_type=data_type,
         label=_str(d.get("label"), where, "label"),
         description=description,
+        sql=_str(d.get("expr"), where, "expr"),
     )
 
 

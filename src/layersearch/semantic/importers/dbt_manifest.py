@@ -199,7 +199,10 @@ def _model(
         catalog.skipped.append(f"{where}: name '{base}' already used in {ds}; imported as '{name}'")
     config: dict[str, Any] = node["config"] if isinstance(node.get("config"), dict) else {}
     description = _text(node.get("description")) or _text(node.get("source_description"))
-    relation = _text(node.get("relation_name"))
+    # where it is built: relation_name, else database.schema.alias (a source's identifier)
+    table = _text(node.get("alias")) or _text(node.get("identifier")) or _text(node.get("name"))
+    built = ".".join(p for p in (db, schema, table) if p) if schema and table else None
+    relation = _text(node.get("relation_name")) or built
     model = Model(
         name=name,
         datasource=ds,

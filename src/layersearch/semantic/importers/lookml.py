@@ -446,6 +446,7 @@ def _view(v: Node, ds: str, where: str, skipped: list[str]) -> Model:
                 description=describe(raw.text("description"), notes=notes),
                 hidden=raw.yes("hidden"),
                 primary_key=raw.yes("primary_key"),
+                sql=raw.text("sql"),
             ),
             skipped,
             w,

@@ -238,6 +238,7 @@ def parse_column(
         hidden=_bool(c.get("hidden"), where, "hidden"),
         primary_key=_bool(c.get("primary_key"), where, "primary_key"),
         values=[str(v) for v in _list(c.get("values"), where, "values")] if values else [],
+        sql=_str(c.get("sql"), where, "sql"),
     )
 
 

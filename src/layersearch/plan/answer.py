@@ -1,0 +1,72 @@
+"""What :meth:`Layersearch.search` adds to an answer after ranking: physical names on
+full hits and the query plan of a grouped question. The ranked hits are not changed."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from layersearch.corpora.entities.service import EntityService
+from layersearch.plan import confidence, physical
+from layersearch.plan.planner import Planner
+from layersearch.store.base import Store
+from layersearch.types import Hit, SearchRequest, SearchResponse
+
+#: how many hits a plan's searches read
+PLAN_SEARCH_DEPTH = 30
+#: a longer question is not planned (each grouping part costs a search)
+MAX_PLAN_CHARS = 400
+
+
+def _reaches_the_layer(request: SearchRequest) -> bool:
+    scope = request.scope
+    if scope is None:
+        return True
+    named = [scope] if isinstance(scope, str) else list(scope)
+    return any(s in ("semantic", "all") for s in named)
+
+
+def explained(request: Any) -> Any:
+    """``request`` asking for explanations when it has a question (what the weak-match
+    check reads); anything else as it is, for the search to check."""
+    if isinstance(request, SearchRequest) and request.question and not request.explain:
+        return request.model_copy(update={"explain": True})
+    return request
+
+
+def _drop_explanations(resp: SearchResponse) -> None:
+    for hits in (resp.results, resp.entities, resp.memories, resp.example_queries):
+        for h in hits or []:
+            h.explanation = None
+            h.stages = None
+
+
+def finish(
+    store: Store, entities: EntityService, request: SearchRequest, resp: SearchResponse
+) -> SearchResponse:
+    """``resp`` with physical names (compact=false) and, for a question that names a
+    grouping, its plan."""
+    if request.scope is None and request.question:
+        match = confidence.measure(request.question, resp.results)
+        if match is not None and match.weak:
+            resp.weak_match = True
+            resp.warnings.append(confidence.warning(match))
+        if not request.explain:
+            _drop_explanations(resp)
+    if not request.compact:
+        physical.attach_to_hits(store, resp)
+    if request.question and len(request.question) <= MAX_PLAN_CHARS and _reaches_the_layer(request):
+        corpus = entities.corpus()
+
+        def search(text: str, datasource: str | None) -> list[Hit]:
+            sub = entities.request(
+                question=text,
+                datasource=datasource,
+                max_results=PLAN_SEARCH_DEPTH,
+                channels=request.channels,
+            )
+            return entities.search(sub).results
+
+        if corpus.datasources:
+            planner = Planner(corpus, store, search)
+            resp.plan = planner.plan(request.question, request.datasource, explain=request.explain)
+    return resp

@@ -1,0 +1,257 @@
+"""The query plan of a grouped question: which measure, grouped by what, over which join
+path.
+
+A question names a grouping with a few function words ("by state", "per month", "for
+each store", "across regions"): :data:`GROUPING_WORDS` split it into the measure part
+and one part per grouping. The choices are made by the layer's own search, not by
+rules about words: the measure part is searched and its best measure (else its best
+leaf) is the measure; each grouping part is searched within the measure's datasource
+and its best column on a model the measure's model reaches over joins is the
+dimension. The join path is the shortest one over the layer's JOINS edges (either
+direction), with its keys. A question that names no grouping gets no plan.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import weakref
+from collections import deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from layersearch.corpora.entities.corpus import EntityCorpus
+from layersearch.plan.browse import join_info
+from layersearch.semantic.model import EdgeRecord, Entity
+from layersearch.store.base import Store
+from layersearch.types import Hit, JoinInfo, PlanItem, PlanTime, QueryPlan
+
+#: the function words that introduce a grouping; "for each" ends in "each"
+GROUPING_WORDS = frozenset({"by", "per", "each", "across"})
+#: the time grains a query shape takes, and the adjectives that name them; plurals are
+#: not grains ("average days open" is a measure, "per day" a grain)
+GRAINS: dict[str, str] = {
+    "day": "day",
+    "daily": "day",
+    "week": "week",
+    "weekly": "week",
+    "month": "month",
+    "monthly": "month",
+    "quarter": "quarter",
+    "quarterly": "quarter",
+    "year": "year",
+    "yearly": "year",
+    "annual": "year",
+}
+#: the most join hops between the measure's model and a dimension's
+MAX_HOPS = 4
+#: the most grouping parts planned (each costs a search)
+MAX_GROUPS = 3
+#: how many of a part's hits are read for a choice
+DEPTH = 10
+_LEAVES = ("column", "measure", "aggregation")
+_MEASURES = ("measure", "aggregation")
+_TOKEN = re.compile(r"[\w'-]+", re.UNICODE)
+
+#: ``search(text, datasource)`` → hits, best first (the entity search, without a plan)
+Search = Callable[[str, str | None], Sequence[Hit]]
+
+
+@dataclass
+class Parts:
+    """A question cut at its grouping words."""
+
+    measure: str
+    groups: list[str]
+    grain: str | None
+    grain_words: str
+
+
+def split_question(question: str) -> Parts | None:
+    """The measure part, the grouping parts and the grain; None without a grouping."""
+    tokens = _TOKEN.findall(question)
+    lower = [t.lower() for t in tokens]
+    cuts = [i for i, w in enumerate(lower) if w in GROUPING_WORDS and i > 0]
+    grain, grain_words = None, ""
+    timing: set[int] = set()  # the grain phrase: the grain word and the word before it
+    for i, w in enumerate(lower):
+        if w in GRAINS:
+            grain = GRAINS[w]
+            grain_words = " ".join(tokens[max(0, i - 1) : i + 1])
+            timing = {i, i - 1}
+            break
+    if not cuts and grain is None:
+        return None
+    first = cuts[0] if cuts else len(tokens)
+    measure = " ".join(t for i, t in enumerate(tokens[:first]) if i not in timing)
+    groups = []
+    for n, c in enumerate(cuts):
+        end = cuts[n + 1] if n + 1 < len(cuts) else len(tokens)
+        words = [t for i, t in enumerate(tokens[c + 1 : end], c + 1) if i not in timing]
+        if words:
+            groups.append(" ".join(words))
+    if not measure.strip():
+        return None
+    return Parts(measure, groups, grain, grain_words)
+
+
+class Planner:
+    """Plans over one snapshot: ``search`` asks the layer, ``corpus`` and ``store`` give
+    entities and joins."""
+
+    def __init__(self, corpus: EntityCorpus, store: Store, search: Search) -> None:
+        self.corpus = corpus
+        self.store = store
+        self.search = search
+        self._incoming = _incoming_joins(corpus, store)
+
+    def plan(self, question: str, datasource: str | None, *, explain: bool) -> QueryPlan | None:
+        parts = split_question(question)
+        if parts is None or (not parts.groups and parts.grain is None):
+            return None
+        measure_hits = self._leaves(parts.measure, datasource)
+        measure = next((h for h in measure_hits[:5] if h.kind in _MEASURES), None)
+        measure = measure or (measure_hits[0] if measure_hits else None)
+        if measure is None:
+            return None
+        m_entity = self.corpus.entities[measure.id]
+        home = f"{m_entity.datasource}.{m_entity.model}"
+        warnings: list[str] = []
+        dimensions: list[PlanItem] = []
+        paths: dict[str, list[EdgeRecord]] = {home: []}
+        for words in parts.groups[:MAX_GROUPS]:
+            picked = self._dimension(words, m_entity.datasource, home, paths, explain)
+            if picked is None:
+                warnings.append(f"no column of {m_entity.datasource} matches '{words}'")
+            else:
+                dimensions.append(picked)
+        for d in dimensions:
+            model = d.id.rsplit(".", 1)[0]
+            if model not in paths:
+                warnings.append(f"no join path from {home} to {model} in the layer")
+        models = list(dict.fromkeys([home, *(d.id.rsplit(".", 1)[0] for d in dimensions)]))
+        joins = _path_joins([paths[m] for m in models if m in paths])
+        others = [h.id for h in measure_hits if h.id != measure.id][:2]
+        return QueryPlan(
+            measures=[
+                PlanItem(
+                    id=measure.id, words=parts.measure, alternatives=others if explain else None
+                )
+            ],
+            dimensions=dimensions,
+            time=self._time(parts, m_entity, measure_hits),
+            models=models,
+            joins=joins,
+            warnings=warnings or None,
+        )
+
+    # -- choices --------------------------------------------------------------------------------
+
+    def _leaves(self, text: str, datasource: str | None) -> list[Hit]:
+        return [h for h in self.search(text, datasource) if h.kind in _LEAVES][:DEPTH]
+
+    def _dimension(
+        self,
+        words: str,
+        datasource: str,
+        home: str,
+        paths: dict[str, list[EdgeRecord]],
+        explain: bool,
+    ) -> PlanItem | None:
+        columns = [h for h in self._leaves(words, datasource) if h.kind == "column"]
+        if not columns:
+            return None
+        chosen = None
+        for h in columns:
+            model = h.id.rsplit(".", 1)[0]
+            path = paths.get(model)
+            if path is None:
+                path = self._path(home, model)
+                if path is not None:
+                    paths[model] = path
+            if path is not None:
+                chosen = h
+                break
+        chosen = chosen or columns[0]
+        others = [h.id for h in columns if h.id != chosen.id][:2]
+        return PlanItem(id=chosen.id, words=words, alternatives=others if explain else None)
+
+    def _time(self, parts: Parts, measure: Entity, hits: list[Hit]) -> PlanTime | None:
+        if parts.grain is None:
+            return None
+        model = f"{measure.datasource}.{measure.model}"
+        dated = [
+            e
+            for edge in self.corpus.edges_out.get(model, [])
+            if edge.type == "CONTAINS"
+            and (e := self.corpus.entities.get(edge.dst)) is not None
+            and e.kind == "column"
+            and not e.hidden
+            and any(t in (e.data_type or "").lower() for t in ("date", "time"))
+        ]
+        ranked = {h.id: i for i, h in enumerate(hits)}
+        dated.sort(key=lambda e: (ranked.get(e.id, len(ranked)), e.id))
+        return PlanTime(
+            grain=parts.grain,  # type: ignore[arg-type]
+            words=parts.grain_words,
+            dimension=dated[0].id if dated else None,
+        )
+
+    # -- joins ----------------------------------------------------------------------------------
+
+    def _neighbours(self, model: str) -> list[tuple[str, EdgeRecord]]:
+        out = [(e.dst, e) for e in self.corpus.edges_out.get(model, []) if e.type == "JOINS"]
+        return out + [(e.src, e) for e in self._incoming.get(model, [])]
+
+    def _path(self, start: str, goal: str) -> list[EdgeRecord] | None:
+        """The shortest join path (edges in order) from ``start`` to ``goal``, or None."""
+        if start == goal:
+            return []
+        seen: dict[str, list[EdgeRecord]] = {start: []}
+        queue: deque[str] = deque([start])
+        while queue:
+            node = queue.popleft()
+            if len(seen[node]) >= MAX_HOPS:
+                continue
+            for nxt, edge in self._neighbours(node):
+                if nxt in seen:
+                    continue
+                seen[nxt] = [*seen[node], edge]
+                if nxt == goal:
+                    return seen[nxt]
+                queue.append(nxt)
+        return None
+
+
+#: each snapshot's joins by target model (by the corpus object's id, dropped with it),
+#: read from the store once per snapshot
+_INCOMING: dict[int, dict[str, list[EdgeRecord]]] = {}
+_INCOMING_LOCK = threading.Lock()
+
+
+def _incoming_joins(corpus: EntityCorpus, store: Store) -> dict[str, list[EdgeRecord]]:
+    key = id(corpus)
+    with _INCOMING_LOCK:
+        found = _INCOMING.get(key)
+    if found is None:
+        found = {}
+        for edge in store.join_edges():
+            found.setdefault(edge.dst, []).append(edge)
+        with _INCOMING_LOCK:
+            if key not in _INCOMING:
+                _INCOMING[key] = found
+                weakref.finalize(corpus, _INCOMING.pop, key, None)
+    return found
+
+
+def _path_joins(paths: list[list[EdgeRecord]]) -> list[JoinInfo]:
+    """The joins of every path, each once, in path order."""
+    seen: set[tuple[str, str]] = set()
+    out: list[JoinInfo] = []
+    for path in paths:
+        for edge in path:
+            key = (edge.src, edge.dst)
+            if key not in seen:
+                seen.add(key)
+                out.append(join_info(edge))
+    return out

@@ -1,0 +1,104 @@
+"""The query plan of a grouped question: the split, the choices made by the layer's own
+search, the join path with keys, nothing invented without a grouping; CLI and MCP."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from layersearch.api import Layersearch
+from layersearch.cli import main
+from layersearch.plan.planner import split_question
+from tests.support import MINI
+
+
+@pytest.fixture(scope="module")
+def mini(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    with Layersearch(tmp_path_factory.mktemp("plan") / "s.duckdb") as ls:
+        ls.load(MINI)
+        yield ls
+
+
+def test_split_finds_the_measure_the_groupings_and_the_grain() -> None:
+    parts = split_question("total claim amount by state last quarter")
+    assert parts is not None
+    assert (parts.measure, parts.groups) == ("total claim amount", ["state"])
+    assert (parts.grain, parts.grain_words) == ("quarter", "last quarter")
+    parts = split_question("number of orders by customer for each store")
+    assert parts is not None and parts.groups == ["customer for", "store"]
+    parts = split_question("monthly revenue")
+    assert parts is not None and parts.groups == [] and parts.grain == "month"
+    assert split_question("how many orders were refunded") is None
+    assert split_question("by store") is None  # a grouping of nothing
+
+
+def test_a_grouped_question_gets_measure_dimension_and_join_keys(mini: Layersearch) -> None:
+    plan = mini.search(question="total revenue by store name").plan
+    assert plan is not None
+    assert [m.id for m in plan.measures] == ["shop.orders.total_revenue"]
+    assert plan.measures[0].words == "total revenue"
+    assert [d.id for d in plan.dimensions] == ["shop.stores.store_name"]
+    assert plan.dimensions[0].words == "store name"
+    assert plan.models == ["shop.orders", "shop.stores"]
+    assert [(j.source, j.target, j.keys) for j in plan.joins] == [
+        ("shop.orders", "shop.stores", [("shop.orders.store_id", "shop.stores.id")])
+    ]
+    assert plan.time is None and plan.measures[0].alternatives is None
+
+
+def test_the_time_grain_names_a_date_of_the_measures_model(mini: Layersearch) -> None:
+    plan = mini.search(question="order count per month", explain=True).plan
+    assert plan is not None and plan.time is not None
+    assert plan.time.grain == "month" and plan.time.words == "per month"
+    assert plan.time.dimension == "shop.orders.ordered_at"
+    assert plan.measures[0].alternatives  # explain: the runners-up
+
+
+def test_no_grouping_no_plan(mini: Layersearch) -> None:
+    resp = mini.search(question="how much tax was paid on orders")
+    assert resp.plan is None
+    assert "plan" not in json.loads(resp.model_dump_json())
+    assert mini.search(entities=["shop.orders"]).plan is None
+
+
+def test_the_plan_does_not_change_the_ranking(mini: Layersearch) -> None:
+    with_plan = mini.search(question="total revenue by store name")
+    plain = mini.entities.search(question="total revenue by store name")
+    assert [h.id for h in with_plan.results] == [h.id for h in plain.results]
+
+
+def test_cli_shows_the_plan(tmp_path: Path) -> None:
+    store = str(tmp_path / "s.duckdb")
+    runner = CliRunner()
+    assert runner.invoke(main, ["--store", store, "load", str(MINI)]).exit_code == 0
+    res = runner.invoke(main, ["--store", store, "search", "total revenue by store name"])
+    assert res.exit_code == 0, res.output
+    assert "plan" in res.stdout and "shop.orders.store_id = shop.stores.id" in res.stdout
+    explained = runner.invoke(
+        main, ["--store", store, "search", "total revenue by store name", "--explain"]
+    )
+    assert '"store name"' in explained.stdout
+    res = runner.invoke(main, ["--store", store, "search", "total revenue by store", "--json"])
+    assert json.loads(res.stdout)["plan"]["measures"][0]["id"] == "shop.orders.total_revenue"
+
+
+@pytest.mark.anyio
+async def test_mcp_search_returns_the_plan(mini: Layersearch) -> None:
+    from mcp import Client
+
+    from layersearch.server import create_server
+
+    async with Client(create_server(api=mini)) as client:
+        res = await client.call_tool("search", {"question": "total revenue by store name"})
+    plan = res.structured_content["plan"]
+    assert plan["dimensions"][0]["id"] == "shop.stores.store_name"
+    assert plan["joins"][0]["keys"] == [["shop.orders.store_id", "shop.stores.id"]]
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
