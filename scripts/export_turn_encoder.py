@@ -7,9 +7,9 @@ loader, for conversations and their summaries (LAYERSEARCH_TURN_EMBEDDER).
 
 Not the default and not shipped: on the five LoCoMo conversations it ranks evidence
 turns better than MiniLM on their own (dense only, ``speaker: text``: evidence R@10
-0.589 against 0.454) but worse inside message search (``eval conversations``:
-any@10 / all@10 / MRR 0.886 / 0.793 / 0.643 against MiniLM's 0.891 / 0.799 / 0.653),
-at 3-4 times MiniLM's embedding time and twice its dimensions
+0.593 against 0.454) but not inside message search (``eval conversations``, any@10 /
+all@10 / MRR: 4-bit 0.886 / 0.793 / 0.643, int8 0.892 / 0.792 / 0.651, MiniLM's
+0.891 / 0.799 / 0.653), at 3-4 times MiniLM's embedding time and twice its dimensions
 (docs/conversations.md#the-conversations-embedder).
 
 The weights are all-mpnet-base-v2's (sentence-transformers, Apache-2.0) as the five
