@@ -1,7 +1,7 @@
 """Conversation search at scale: import, keyword, semantic and hybrid summary search.
 
     PYTHONPATH=src python benchmarks/conversations.py [--messages 100000] [--set NAME=VALUE ...]
-        [--out FILE]
+        [--dims 64] [--out FILE]
 
 Builds a synthetic store of ``--messages`` messages (conversations of 20 turns
 drawn from a fixed vocabulary, seeded), times the import (embedding excluded:
@@ -202,11 +202,11 @@ def on_off(
 
 
 def store_random_vectors(
-    store: DuckDBStore, corpus: str, docs: list[tuple[str, str]], seed: int = 0
+    store: DuckDBStore, corpus: str, docs: list[tuple[str, str]], seed: int = 0, dims: int = 64
 ) -> None:
-    fp = FakeEmbedder(64).fingerprint.key()
+    fp = FakeEmbedder(dims).fingerprint.key()
     rng = np.random.default_rng(seed)
-    matrix = rng.standard_normal((len(docs), 64)).astype(np.float32)
+    matrix = rng.standard_normal((len(docs), dims)).astype(np.float32)
     matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
     store.upsert_vectors(
         corpus, fp, [d for d, _ in docs], [content_hash(t) for _, t in docs], matrix
@@ -219,12 +219,15 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=60)
     ap.add_argument("--out", default=None)
     ap.add_argument("--set", dest="overrides", action="append", default=[])
+    # 768: the turn encoder's dimensions (the exact scans' work; the query embedding is
+    # excluded here, benchmarks/conversation_embedding.py times it)
+    ap.add_argument("--dims", type=int, default=64)
     args = ap.parse_args()
     config = parse_config(args.overrides)
     convs, sums = synth(args.messages)
     with tempfile.TemporaryDirectory() as tmp:
         store = DuckDBStore(Path(tmp) / "bench.duckdb")
-        embedder = FakeEmbedder(64)
+        embedder = FakeEmbedder(args.dims)
         dense: dict[str, DenseCorpus] = {}
         svc = ConversationService(
             store, lambda c: dense.setdefault(c, DenseCorpus(store, c, embedder)), config=config
@@ -241,16 +244,18 @@ def main() -> None:
             for turns in snap.turns.values()
             for i, m in enumerate(turns)
         ]
-        store_random_vectors(store, MESSAGE_CORPUS, docs)
+        store_random_vectors(store, MESSAGE_CORPUS, docs, dims=args.dims)
         turn_docs = [
             (m.id, dense_text(turns, i, svc.config, context=False))
             for turns in snap.turns.values()
             for i, m in enumerate(turns)
         ]
-        store_random_vectors(store, TURN_CORPUS, turn_docs, seed=1)
-        store_random_vectors(store, SUMMARY_CORPUS, [(s.id, summary_dense_text(s)) for s in sums])
+        store_random_vectors(store, TURN_CORPUS, turn_docs, seed=1, dims=args.dims)
+        store_random_vectors(
+            store, SUMMARY_CORPUS, [(s.id, summary_dense_text(s)) for s in sums], dims=args.dims
+        )
         words = turn_words(snap.messages.values())
-        store_random_vectors(store, WORDS_CORPUS, [(w, w) for w in words], seed=2)
+        store_random_vectors(store, WORDS_CORPUS, [(w, w) for w in words], seed=2, dims=args.dims)
         flipped = ConversationService(
             store,
             lambda c: dense.setdefault(c, DenseCorpus(store, c, embedder)),

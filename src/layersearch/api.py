@@ -136,6 +136,9 @@ class Layersearch:
             spec = resolve_spec(embedder, use_default=False)
             embedder = None if spec is None else make_embedder(spec, config=embedder_config)
         self.embedder: Embedder | None = embedder
+        #: the conversation corpora's embedder, chosen on first use (conversation_dense)
+        self._turns: Embedder | None = None
+        self._turns_chosen = False
         self._dense: dict[str, DenseCorpus] = {}
         self.entities = EntityService(self.store, self.dense, lambda: self.embedder)
         self.set_ranking(ranking or {})
@@ -198,6 +201,27 @@ class Layersearch:
                 d = self._dense[corpus] = DenseCorpus(self.store, corpus, self.embedder)
             return d
 
+    def conversation_dense(self, corpus: str) -> DenseCorpus:
+        """The vectors of one conversation corpus: the configured embedder's, or those of
+        LAYERSEARCH_TURN_EMBEDDER's model (:func:`layersearch.embed.conversation_embedder`),
+        which fall back to the configured model's while a store has only those."""
+        main = self.dense(corpus)
+        with self._lock:
+            if not self._turns_chosen:
+                from layersearch.embed import conversation_embedder
+
+                self._turns, self._turns_chosen = conversation_embedder(self.embedder), True
+            if self._turns is None or self._turns is self.embedder:
+                return main
+            d = self._dense.get(f"turns:{corpus}")
+            if d is None:
+                from layersearch.corpora.conversations.vectors import TurnVectors
+
+                d = self._dense[f"turns:{corpus}"] = TurnVectors(
+                    self.store, corpus, self._turns, main
+                )
+            return d
+
     # -- conversations (corpora/conversations) ----------------------------------------------
 
     @property
@@ -209,7 +233,7 @@ class Layersearch:
             if service is None:
                 from layersearch.corpora.conversations.search import ConversationService
 
-                service = ConversationService(self.store, self.dense)
+                service = ConversationService(self.store, self.conversation_dense)
                 self._conversations = service
             return service
 

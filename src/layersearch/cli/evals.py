@@ -501,8 +501,9 @@ def eval_conversations_cmd(
     """Message search recall and MRR on LoCoMo questions.
 
     recall_any / recall_all / evidence recall at 5, 10, 20 and MRR, overall and per
-    category; the dense channel uses --embedder, else the local MiniLM model."""
-    from layersearch.embed import make_embedder
+    category; the dense channel uses LAYERSEARCH_TURN_EMBEDDER, else --embedder, else the
+    local MiniLM model."""
+    from layersearch.embed import conversation_embedder, make_embedder
     from layersearch.embed.llm import make_llm
     from layersearch.eval.conversations import (
         CHANNEL_SETS,
@@ -516,7 +517,7 @@ def eval_conversations_cmd(
     llm = make_llm(facts_llm, obj.settings().facts_llm_options) if facts_llm else None
     embedder = None
     if any("vector" in CHANNEL_SETS[s] for s in sets):
-        embedder = make_embedder(obj.embedder or "local")
+        embedder = conversation_embedder(make_embedder(obj.embedder or "local"))
     with contextlib.ExitStack() as stack:
         write = _details_writer(stack, details_path)
 

@@ -14,6 +14,8 @@
 
 :func:`resolve_spec` is how the CLI and the MCP server choose: the spec given, else
 ``local`` when the ``[local]`` extra is installed (:func:`default_spec`).
+:func:`conversation_embedder` gives the conversations theirs: the same, unless
+LAYERSEARCH_TURN_EMBEDDER names another.
 
 Importing this package imports neither litellm nor onnxruntime; they load on first use.
 """
@@ -38,6 +40,8 @@ __all__ = [
     "LiteLLMEmbedder",
     "LocalEmbedder",
     "SPEC_FORMS",
+    "TURN_EMBEDDER_ENV",
+    "conversation_embedder",
     "apply_prefix",
     "l2_normalize",
     "NO_EMBEDDER",
@@ -77,6 +81,28 @@ def resolve_spec(spec: str | None, *, use_default: bool) -> str | None:
     if spec is None or not spec.strip():
         return default_spec() if use_default else None
     return spec
+
+
+#: The conversations' own embedder (a spec), when they should not use the configured one.
+TURN_EMBEDDER_ENV = "LAYERSEARCH_TURN_EMBEDDER"
+
+
+def conversation_embedder(embedder: Embedder | None) -> Embedder | None:
+    """The embedder of the conversation corpora (messages, turns, summaries, words):
+    ``embedder`` itself, or the spec in LAYERSEARCH_TURN_EMBEDDER (e.g. a turn encoder
+    exported by ``scripts/export_turn_encoder.py``: ``local:<directory>``) while the
+    semantic layer, memories and the vault keep ``embedder``. Nothing else changes the
+    conversations' model: on LoCoMo, all-mpnet-base-v2 measured below the default
+    MiniLM in message search (docs/conversations.md#the-conversations-embedder)."""
+    import os
+
+    spec = os.environ.get(TURN_EMBEDDER_ENV, "").strip()
+    if embedder is None or not spec:
+        return embedder
+    try:
+        return make_embedder(spec)
+    except ConfigError as exc:
+        raise ConfigError(f"{TURN_EMBEDDER_ENV}: {exc}") from exc
 
 
 #: Config keys each provider accepts.

@@ -8,13 +8,20 @@ with ``MessageSearchConfig.turn_vector``, a second of the turn alone (the
 the larger of its two cosines: a reply like "yes, last Tuesday" is found by the
 question before it, a turn that states a fact by itself by its own words, which the
 turn before only dilutes in the first vector.
+
+The conversation corpora may have a model of their own, a turn encoder
+(LAYERSEARCH_TURN_EMBEDDER, :func:`layersearch.embed.conversation_embedder`);
+:class:`TurnVectors` keeps a store embedded with the configured model searchable with
+the vectors it has, and says how to re-embed.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Collection, Iterable, Sequence
 
 from layersearch.corpora.dense import DenseCorpus, DenseDoc
+from layersearch.embed.base import Embedder
 from layersearch.errors import EmbeddingUnavailable, ModelMismatch
 from layersearch.store.base import Store
 
@@ -22,6 +29,8 @@ from .documents import dense_text
 from .expansion import WORDS_CORPUS, word_docs
 from .ranking import MessageSearchConfig
 from .store import MessageRow
+
+log = logging.getLogger("layersearch.corpora.conversations")
 
 MESSAGE_CORPUS = "messages"
 TURN_CORPUS = "message-turns"
@@ -56,24 +65,58 @@ def message_dense_docs(
     return out
 
 
+class TurnVectors(DenseCorpus):
+    """A conversation corpus's vectors for the turn encoder, with ``older``: the same
+    corpus for the configured embedder. A store whose conversations were embedded with
+    that one (before a turn encoder was chosen) keeps searching its vectors, with a
+    warning saying how to re-embed, until it has the turn encoder's."""
+
+    def __init__(self, store: Store, corpus: str, embedder: Embedder, older: DenseCorpus):
+        super().__init__(store, corpus, embedder)
+        self.older = older
+
+
+def _stored_model(dense: DenseCorpus, stored: Collection[str]) -> DenseCorpus:
+    """``dense``, or for :class:`TurnVectors` whose model has no vectors here its older
+    model's corpus when that one has them."""
+    older = dense.older if isinstance(dense, TurnVectors) else None
+    if older is None or dense.fingerprint.key() in stored:
+        return dense
+    if older.fingerprint.key() not in stored:
+        return dense
+    log.warning(
+        "the %s vectors of this store are %s's, not the turn encoder's (%s): searching "
+        "with those; run `layersearch conversations embed` to re-embed them",
+        _WHAT.get(dense.corpus, dense.corpus),
+        older.fingerprint.describe(),
+        dense.fingerprint.describe(),
+    )
+    return older
+
+
 def checked_dense(
     store: Store,
     dense: DenseCorpus,
     checked: dict[str, tuple[int, str]],
 ) -> DenseCorpus:
-    """``dense`` once its vectors for its model are known to be stored, or
-    EmbeddingUnavailable saying exactly why not; ``checked`` remembers the store
-    generation of the last check per corpus (two store round trips saved a search)."""
+    """``dense`` (or, for :class:`TurnVectors`, the model whose vectors are stored) once
+    its vectors for its model are known to be stored, or EmbeddingUnavailable saying
+    exactly why not; ``checked`` remembers the store generation of the last check per
+    corpus (two store round trips saved a search)."""
     corpus = dense.corpus
     gen = store.generation()
+    older = dense.older if isinstance(dense, TurnVectors) else None
     try:
-        if checked.get(corpus) == (gen, dense.fingerprint.key()):
-            return dense
-        if not store.vector_fingerprints(corpus):
+        for known in (dense, older):
+            if known is not None and checked.get(corpus) == (gen, known.fingerprint.key()):
+                return known
+        stored = store.vector_fingerprints(corpus)
+        if not stored:
             raise EmbeddingUnavailable(
                 f"no {_WHAT.get(corpus, corpus)} vectors stored yet; run `layersearch "
                 "--embedder <spec> conversations embed`"
             )
+        dense = _stored_model(dense, stored)
         dense.check()
     except (EmbeddingUnavailable, ModelMismatch) as exc:
         text = str(exc)
