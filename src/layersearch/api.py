@@ -29,12 +29,17 @@ from layersearch.corpora.entities.memories import (
 from layersearch.corpora.entities.process import FORK_MIN_ENTITIES, one_blas_thread
 from layersearch.corpora.entities.service import EntityService
 from layersearch.corpora.entities.vector import ENTITY_CORPUS, NO_EMBEDDER
-from layersearch.errors import ConfigError, EmbeddingUnavailable
+from layersearch.errors import EmbeddingUnavailable
 from layersearch.plan import answer, physical
 from layersearch.ranking import generations
 from layersearch.semantic.model import Catalog
 from layersearch.store.base import Store
-from layersearch.store.duckdb import DuckDBStore
+from layersearch.store.location import (
+    DEFAULT_STORE,
+    open_store,
+    resolve_store_location,
+    store_missing,
+)
 from layersearch.types import (
     EmbedReport,
     InspectResponse,
@@ -70,31 +75,6 @@ __all__ = [
     "resolve_store_location",
     "store_missing",
 ]
-
-DEFAULT_STORE = "./.layersearch/store.duckdb"
-
-
-def resolve_store_location(store: str | os.PathLike[str] | None) -> str:
-    if store is None:
-        store = os.environ.get("LAYERSEARCH_STORE") or DEFAULT_STORE
-    return str(store)
-
-
-def store_missing(location: str) -> bool:
-    """Whether ``location`` names a DuckDB file that does not exist (yet)."""
-    return "://" not in location and location != ":memory:" and not Path(location).exists()
-
-
-def open_store(location: str, *, create: bool = True) -> Store:
-    if location.startswith(("postgresql://", "postgres://")):
-        try:
-            from layersearch.store.postgres import PostgresStore  # type: ignore[import-not-found]
-        except ImportError as exc:
-            raise ConfigError(
-                "PostgreSQL stores need the [postgres] extra: pip install 'layersearch[postgres]'"
-            ) from exc
-        return PostgresStore(location)  # type: ignore[no-any-return]
-    return DuckDBStore(location, create=create)
 
 
 class Layersearch:
@@ -150,21 +130,9 @@ class Layersearch:
     def set_ranking(self, ranking: Mapping[str, Mapping[str, Any]]) -> None:
         """Each corpus's ranking settings (``[ranking.<corpus>]``), checked: an unknown
         corpus, key, value type or stage name is a :class:`ConfigError`."""
-        from layersearch.corpora.entities.config import EntityRankingConfig
-        from layersearch.corpora.scope_places import ScopeRankingConfig
+        from layersearch.corpora.settings import ranking_settings
 
-        known = {"entities": EntityRankingConfig, "scope": ScopeRankingConfig}
-        for corpus in ranking:
-            if corpus not in known:
-                raise ConfigError(
-                    f"ranking: unknown corpus '{corpus}' (known: {', '.join(sorted(known))})"
-                )
-        self.entities.ranking = EntityRankingConfig.from_mapping(
-            ranking.get("entities", {}), "ranking.entities"
-        )
-        self._scope_ranking = ScopeRankingConfig.from_mapping(
-            ranking.get("scope", {}), "ranking.scope"
-        )
+        self.entities.ranking, self._scope_ranking = ranking_settings(ranking)
         if getattr(self, "_scope", None) is not None:
             self.scope.config = self._scope_ranking
 
@@ -205,22 +173,14 @@ class Layersearch:
         """The vectors of one conversation corpus: the configured embedder's, or those of
         LAYERSEARCH_TURN_EMBEDDER's model (:func:`layersearch.embed.conversation_embedder`),
         which fall back to the configured model's while a store has only those."""
-        main = self.dense(corpus)
+        from layersearch.corpora.conversations.vectors import turn_vectors
+
         with self._lock:
             if not self._turns_chosen:
                 from layersearch.embed import conversation_embedder
 
                 self._turns, self._turns_chosen = conversation_embedder(self.embedder), True
-            if self._turns is None or self._turns is self.embedder:
-                return main
-            d = self._dense.get(f"turns:{corpus}")
-            if d is None:
-                from layersearch.corpora.conversations.vectors import TurnVectors
-
-                d = self._dense[f"turns:{corpus}"] = TurnVectors(
-                    self.store, corpus, self._turns, main
-                )
-            return d
+        return turn_vectors(self.dense(corpus), self._turns, self._dense, self._lock)
 
     # -- conversations (corpora/conversations) ----------------------------------------------
 

@@ -1,6 +1,6 @@
 """The MCP server: thin tools over :class:`layersearch.api.Layersearch`.
 
-This is the only module that imports ``mcp``. Build a server with
+With server_browse.py (its browsing tools), the only module that imports ``mcp``. Build a server with
 :func:`create_server` and run it with :func:`run_stdio` or :func:`run_http`
 (``layersearch serve`` does both). The store is opened once per server, in the
 lifespan, on a background thread: listing tools never waits for it, the first
@@ -29,6 +29,7 @@ from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field, ValidationError
 from pydantic_core import to_json
 
+from layersearch import server_browse
 from layersearch.calls import CallLimiter, is_expensive
 from layersearch.config import Settings, check_token
 from layersearch.errors import (
@@ -671,7 +672,8 @@ def tool_names() -> list[str]:
     return [fn.__name__ for fn, _ in _TOOLS]
 
 
-from layersearch import server_browse  # noqa: E402, F401, I001 - registers the browsing tools
+for _title, _fn in server_browse.TOOLS:  # the browsing tools, after the others
+    _tool(title=_title, read_only=True)(_fn)
 
 # -- the server -------------------------------------------------------------------------------
 

@@ -1,16 +1,28 @@
 """The MCP tools that browse the layer without a question: list datasources, models,
-measures and memories, and describe one model. Registered on import by server.py,
-like its own tools (thin: arguments in, one ``Layersearch`` method, a pydantic model
-out)."""
+measures and memories, and describe one model. server.py registers every function of
+``TOOLS`` with its own tool decorator, like its own tools (thin: arguments in, one
+``Layersearch`` method, a pydantic model out)."""
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
+from mcp.server.mcpserver import Context
 from pydantic import Field
 
-from layersearch.server import Context, _read_api, _tool
 from layersearch.types import LayerPage, MemoryPage, ModelDescription
+
+if TYPE_CHECKING:
+    from layersearch.api import Layersearch
+
+
+def _read_api(ctx: Context) -> Layersearch:
+    # server.py imports this module to register its tools: a call-time import, no cycle
+    from layersearch.server import _read_api as read_api
+
+    return read_api(ctx)
+
 
 OffsetArg = Annotated[
     int,
@@ -25,7 +37,6 @@ DatasourceFilter = Annotated[
 ]
 
 
-@_tool(title="List datasources", read_only=True)
 def list_datasources(ctx: Context, offset: OffsetArg = 0, limit: LimitArg = 50) -> LayerPage:
     """List the datasources (databases, warehouses, dbt projects) the semantic layer
     holds, with their descriptions. Use it first when you do not know what data exists
@@ -34,7 +45,6 @@ def list_datasources(ctx: Context, offset: OffsetArg = 0, limit: LimitArg = 50) 
     return _read_api(ctx).browse.list_layer(("datasource",), offset=offset, limit=limit)
 
 
-@_tool(title="List models", read_only=True)
 def list_models(
     ctx: Context,
     datasource: DatasourceFilter = None,
@@ -51,7 +61,6 @@ def list_models(
     )
 
 
-@_tool(title="List measures and metrics", read_only=True)
 def list_measures(
     ctx: Context,
     datasource: DatasourceFilter = None,
@@ -79,7 +88,6 @@ def list_measures(
     )
 
 
-@_tool(title="Describe a model", read_only=True)
 def describe_model(
     ctx: Context,
     model: Annotated[
@@ -98,10 +106,19 @@ def describe_model(
     return _read_api(ctx).browse.describe_model(model)
 
 
-@_tool(title="List saved memories", read_only=True)
 def list_memories(ctx: Context, offset: OffsetArg = 0, limit: LimitArg = 50) -> MemoryPage:
     """List the team's saved memories (notes, caveats, example queries), newest first,
     with their ids (memory:<n>), tags and total count. Use it to review what has been
     saved, or to find the id of a memory to correct or `forget_memory`; to find the
     memories relevant to a question, `search` instead. Paged with offset/next_offset."""
     return _read_api(ctx).browse.memory_page(offset, limit)
+
+
+#: (title, tool) in the order the server lists them; every one reads only
+TOOLS: list[tuple[str, Callable[..., Any]]] = [
+    ("List datasources", list_datasources),
+    ("List models", list_models),
+    ("List measures and metrics", list_measures),
+    ("Describe a model", describe_model),
+    ("List saved memories", list_memories),
+]

@@ -18,6 +18,7 @@ the vectors it has, and says how to re-embed.
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable, Collection, Iterable, Sequence
 
 from layersearch.corpora.dense import DenseCorpus, DenseDoc
@@ -74,6 +75,23 @@ class TurnVectors(DenseCorpus):
     def __init__(self, store: Store, corpus: str, embedder: Embedder, older: DenseCorpus):
         super().__init__(store, corpus, embedder)
         self.older = older
+
+
+def turn_vectors(
+    main: DenseCorpus,
+    turns: Embedder | None,
+    cache: dict[str, DenseCorpus],
+    lock: threading.Lock | threading.RLock,
+) -> DenseCorpus:
+    """``main`` (the corpus's vectors for the configured embedder), or when ``turns`` is
+    another model its :class:`TurnVectors`, made once and kept in ``cache``."""
+    if turns is None or turns is main.embedder:
+        return main
+    with lock:
+        d = cache.get(f"turns:{main.corpus}")
+        if d is None:
+            d = cache[f"turns:{main.corpus}"] = TurnVectors(main.store, main.corpus, turns, main)
+        return d
 
 
 def _stored_model(dense: DenseCorpus, stored: Collection[str]) -> DenseCorpus:
