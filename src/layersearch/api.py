@@ -260,11 +260,14 @@ class Layersearch:
         """Search the semantic layer and memories, or the corpora ``scope`` names
         (semantic, memory, conversations, vault, all). Takes a SearchRequest or its fields."""
         scoped = kwargs.get("scope") if request is None else getattr(request, "scope", None)
-        if scoped is None:
-            return self.entities.search(request, **kwargs)
-        if request is None:
-            request = self.entities.request(**kwargs)
-        return self.scope.search(request)
+        # A new process's first search reads the store several times (the snapshot, the
+        # vectors, their coverage): one opened file serves them all.
+        with self.store.pinned():
+            if scoped is None:
+                return self.entities.search(request, **kwargs)
+            if request is None:
+                request = self.entities.request(**kwargs)
+            return self.scope.search(request)
 
     def warm(self) -> list[str]:
         """Do now what the first search would do (see :meth:`EntityService.warm`); returns
