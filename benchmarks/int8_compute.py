@@ -1,7 +1,7 @@
 """The local model with int8 arithmetic: how much faster, how far its vectors move.
 
     PYTHONPATH=src python benchmarks/int8_compute.py [--out-model DIR] [--questions 200]
-        [--documents 2048] [--out FILE]
+        [--documents 2048] [--warehouse-scale 0.01] [--out FILE]
 
 The bundled all-MiniLM-L6-v2 stores int8 weights that ONNX Runtime turns into float32
 when it builds the session (``Cast`` and ``Mul`` folded into constants), so every
@@ -15,6 +15,10 @@ query embedding CPU per Spider dev question (batch of one), document embedding C
 per document (warehouse column texts, ``warehouse.py``, batches of 64 sorted by
 length, as ``layersearch embed`` runs them) and the cosine between the two models'
 vectors of the same texts. Needs ``onnx`` (the ``[train]`` extra) to write the model.
+With ``--warehouse-scale S`` (0: skip) the warehouse catalog at that scale is loaded
+and embedded by each model, and its questions (which have no gold answers) asked of
+both: how many of the bundled model's first 10 results the int8 one also returns,
+and how often their first result is the same.
 
 Rank quality is measured by ``eval schema-linking`` with each model (see
 docs/performance.md). Prints a table and writes JSON
@@ -82,12 +86,46 @@ def column_texts(n: int) -> list[str]:
     return sorted(picked, key=len)
 
 
+def warehouse_agreement(scale: float, model_dir: Path, questions: int) -> dict[str, Any]:
+    """The warehouse at ``scale`` searched with each model: top-10 overlap, same first."""
+    import tempfile
+
+    from warehouse import generate_warehouse, warehouse_questions
+
+    from layersearch import Layersearch
+
+    catalog = generate_warehouse(scale=scale)
+    asked = warehouse_questions(questions)
+    ranked: dict[str, list[list[str]]] = {}
+    with tempfile.TemporaryDirectory(prefix="ls-int8-") as tmp:
+        for name, embedder in (("bundled", "local"), ("int8", f"local:{model_dir}")):
+            with Layersearch(Path(tmp) / name / "store.duckdb", embedder=embedder) as ls:
+                ls.load_catalog(catalog)
+                ls.embed()
+                ranked[name] = [[h.id for h in ls.search(question=q).results] for q in asked]
+    overlap = [
+        len(set(a) & set(b)) / max(1, len(a))
+        for a, b in zip(ranked["bundled"], ranked["int8"], strict=True)
+    ]
+    same_first = [
+        bool(a and b and a[0] == b[0])
+        for a, b in zip(ranked["bundled"], ranked["int8"], strict=True)
+    ]
+    return {
+        "scale": scale,
+        "questions": len(asked),
+        "top10_overlap_mean": statistics.mean(overlap),
+        "same_first_share": sum(same_first) / len(same_first),
+    }
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out-model", type=Path, default=Path("/tmp/layersearch-int8"))
     ap.add_argument("--questions", type=int, default=200)
     ap.add_argument("--documents", type=int, default=2048)
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--warehouse-scale", type=float, default=0.01)
     ap.add_argument("--out", type=Path, default=RESULTS)
     args = ap.parse_args()
     from layersearch.embed.local import LocalEmbedder
@@ -129,6 +167,8 @@ def main() -> int:
         },
         "load_average_1m": os.getloadavg()[0],
     }
+    if args.warehouse_scale > 0:
+        out["warehouse"] = warehouse_agreement(args.warehouse_scale, model_dir, 100)
     args.out.write_text(json.dumps(out, indent=2) + "\n")
     q, d, c = out["query_cpu_ms"], out["document_cpu_ms"], out["cosine_to_bundled"]
     print(f"{'model':<8} {'query ms':>9} {'document ms':>12}  (CPU, median of {args.rounds})")
@@ -141,6 +181,12 @@ def main() -> int:
         f"{c['documents_mean']:.4f} (min {c['documents_min']:.4f}); "
         f"load {out['load_average_1m']:.1f}; model in {model_dir}"
     )
+    if w := out.get("warehouse"):
+        print(
+            f"warehouse at scale {w['scale']}, {w['questions']} questions: the int8 model "
+            f"returns {w['top10_overlap_mean']:.1%} of the bundled model's first 10 results, "
+            f"the same first result for {w['same_first_share']:.1%}"
+        )
     return 0
 
 
