@@ -8,6 +8,12 @@ search returns a fixed response, the MCP SDK's own round trip (``floor``).
 
     PYTHONPATH=src python benchmarks/mcp_latency.py [--starts 7] [--calls 300]
     PYTHONPATH=src python benchmarks/mcp_latency.py --spider [--questions 300]
+    PYTHONPATH=src python benchmarks/mcp_latency.py --overhead [--questions 300]
+
+``--overhead``: the server's own part of a call, in one process (the SDK's in-memory
+transport, no stdio): the lexical Spider server and the ``floor`` server asked the
+same questions in turn, each call split by wrapping the SDK's and the server's steps
+(results/mcp_overhead.json).
 
 Prints a table and writes benchmarks/results/mcp_latency.json (``--spider``:
 mcp_spider.json). Times are wall clock as a client sees them: the client's own
@@ -256,6 +262,142 @@ async def spider_main(questions: int) -> dict[str, Any]:
     }
 
 
+#: --overhead: the steps of one call, outermost first (label, what it times)
+OVERHEAD_STEPS = (
+    ("SDK: request in, response out (outside the tool)", "call"),
+    ("tool: argument checks and validation, result to JSON", "tool"),
+    ("server: worker thread, budget, request, content check", "limiter"),
+    ("search (Layersearch.search)", "search"),
+)
+
+
+async def overhead_main(questions: int) -> dict[str, Any]:
+    """Per call of the lexical Spider server in this process, p50 of each step's own
+    time (a step's time less the next one's), beside the ``floor`` server's call. The
+    requests skip the Python client's check of each result against the output schema
+    (as ``local_embedder.py`` does): a cost of this client, not of the server."""
+    from contextlib import AsyncExitStack
+    from functools import wraps
+
+    from mcp import types
+    from mcp.server.mcpserver import MCPServer
+
+    import layersearch.calls as calls
+    import layersearch.server as server_mod
+    from layersearch import Layersearch
+    from layersearch.types import Hit, SearchResponse
+
+    asked = [q["question"] for q in json.loads((SPIDER / "dev.json").read_text())]
+    spans: dict[str, list[float]] = {key: [] for _, key in OVERHEAD_STEPS}
+
+    floor_tools: list[Any] = []
+
+    def timed(key: str, fn: Any) -> Any:
+        @wraps(fn)
+        async def run(*a: Any, **k: Any) -> Any:
+            if a and a[0] in floor_tools:  # the floor server's tool: not ours
+                return await fn(*a, **k)
+            t0 = time.perf_counter()
+            try:
+                return await fn(*a, **k)
+            finally:
+                spans[key].append(time.perf_counter() - t0)
+
+        return run
+
+    def floor() -> MCPServer[Any]:
+        hits = [
+            Hit(kind="column", id=f"db.t.c{i}", score=0.02, description="id") for i in range(10)
+        ]
+
+        def search(question: str | None = None) -> SearchResponse:
+            """The same hits for any question."""
+            return SearchResponse(results=hits, warnings=[])
+
+        search.__annotations__ = {"question": str | None, "return": SearchResponse}
+        tool = server_mod._StrictTool.from_function(search, structured_output=True)
+        floor_tools.append(tool)
+        return MCPServer("floor", tools=[tool])
+
+    async def call(client: Any, question: str) -> None:
+        params = types.CallToolRequestParams(name="search", arguments={"question": question})
+        result = await client.session.send_request(
+            types.CallToolRequest(params=params), types.CallToolResult
+        )
+        assert not result.is_error, result.content
+
+    with tempfile.TemporaryDirectory(prefix="ls-bench-") as tmp:
+        ls = Layersearch(Path(tmp) / "store.duckdb", embedder="none")
+        ls.load(SPIDER / "tables.json")
+        ls.warm()
+        search = ls.search
+
+        def inner(*a: Any, **k: Any) -> Any:
+            t0 = time.perf_counter()
+            try:
+                return search(*a, **k)
+            finally:
+                spans["search"].append(time.perf_counter() - t0)
+
+        ls.search = inner  # type: ignore[method-assign]
+        run_tool, run_limited = server_mod._StrictTool.run, calls.CallLimiter.run
+        server_mod._StrictTool.run = timed("tool", run_tool)  # type: ignore[method-assign]
+        calls.CallLimiter.run = timed("limiter", run_limited)  # type: ignore[method-assign]
+        floor_ms: list[float] = []
+        try:
+            async with AsyncExitStack() as stack:
+                ours = await stack.enter_async_context(Client(server_mod.create_server(api=ls)))
+                fixed = await stack.enter_async_context(Client(floor()))
+                for q in asked[:20]:
+                    await call(ours, q)
+                    await call(fixed, q)
+                for values in spans.values():
+                    values.clear()
+                for q in asked[20 : 20 + questions]:
+                    t0 = time.perf_counter()
+                    await call(ours, q)
+                    spans["call"].append(time.perf_counter() - t0)
+                    t0 = time.perf_counter()
+                    await call(fixed, q)
+                    floor_ms.append((time.perf_counter() - t0) * 1000)
+        finally:
+            server_mod._StrictTool.run = run_tool  # type: ignore[method-assign]
+            calls.CallLimiter.run = run_limited  # type: ignore[method-assign]
+            ls.close()
+    keys = [key for _, key in OVERHEAD_STEPS]
+    own: dict[str, float] = {}
+    for outer, nested in zip(keys, keys[1:] + [None], strict=True):
+        mine = (
+            spans[outer]
+            if nested is None
+            else [a - b for a, b in zip(spans[outer], spans[nested], strict=True)]
+        )
+        own[outer] = statistics.median(mine) * 1000
+    return {
+        "steps_p50_ms": {label: own[key] for label, key in OVERHEAD_STEPS},
+        "call_p50_ms": statistics.median(spans["call"]) * 1000,
+        "server_beyond_search_p50_ms": statistics.median(
+            [a - b for a, b in zip(spans["call"], spans["search"], strict=True)]
+        )
+        * 1000,
+        "floor_call_p50_ms": statistics.median(floor_ms),
+        "questions": len(spans["call"]),
+        "load_average_1m": os.getloadavg()[0],
+    }
+
+
+def overhead_report(result: dict[str, Any]) -> str:
+    lines = [f"{'step of a call (lexical Spider server, in process)':<56} {'p50 ms':>7}"]
+    lines += [f"{label:<56} {ms:>7.3f}" for label, ms in result["steps_p50_ms"].items()]
+    lines.append(
+        f"call p50 {result['call_p50_ms']:.2f} ms; the server beyond its search "
+        f"{result['server_beyond_search_p50_ms']:.2f} ms; floor server's call "
+        f"{result['floor_call_p50_ms']:.2f} ms ({result['questions']} questions, "
+        f"load {result['load_average_1m']:.1f})"
+    )
+    return "\n".join(lines)
+
+
 def spider_report(result: dict[str, Any]) -> str:
     lines = [f"{'server':<12} {'p50 ms':>8} {'p95 ms':>8} {'p99 ms':>8} {'× lexical':>10} target"]
     lines.append("-" * 60)
@@ -308,6 +450,7 @@ if __name__ == "__main__":
     ap.add_argument("--starts", type=int, default=7)
     ap.add_argument("--calls", type=int, default=300)
     ap.add_argument("--spider", action="store_true", help="The three Spider servers instead.")
+    ap.add_argument("--overhead", action="store_true", help="The server's steps, in process.")
     ap.add_argument("--questions", type=int, default=300, help="Spider questions per server.")
     ap.add_argument("--out", type=Path, default=None)
     ap.add_argument("--floor-server", action="store_true", help=argparse.SUPPRESS)
@@ -316,6 +459,13 @@ if __name__ == "__main__":
         floor_server()
         sys.exit(0)
     subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / "src")], check=True)
+    if ns.overhead:
+        overhead = anyio.run(overhead_main, ns.questions)
+        out_path = ns.out or ROOT / "benchmarks" / "results" / "mcp_overhead.json"
+        out_path.write_text(json.dumps(overhead, indent=2) + "\n")
+        print(overhead_report(overhead))
+        print(f"wrote {out_path}")
+        sys.exit(0)
     if ns.spider:
         spider = anyio.run(spider_main, ns.questions)
         out_path = ns.out or SPIDER_RESULTS

@@ -273,13 +273,14 @@ class Layersearch:
         (semantic, memory, conversations, vault, all). Takes a SearchRequest or its fields."""
         if request is None:
             request, kwargs = self.entities.request(**kwargs), {}
-        if getattr(request, "scope", None) is None:
-            # checks the request's type and that no fields came beside it; the weak-match
-            # check reads the hits' explanations (finish drops them when not asked for)
-            resp = self.entities.search(answer.explained(request), **kwargs)
-        else:
-            resp = self.scope.search(request)
-        return answer.finish(self.store, self.entities, request, resp)
+        # one opened store file serves a search's reads (snapshot, vectors, coverage, plan)
+        with self.store.pinned():
+            if getattr(request, "scope", None) is None:
+                # the weak-match check reads the hits' explanations (finish drops them)
+                resp = self.entities.search(answer.explained(request), **kwargs)
+            else:
+                resp = self.scope.search(request)
+            return answer.finish(self.store, self.entities, request, resp)
 
     def warm(self) -> list[str]:
         """Do now what the first search would do (see :meth:`EntityService.warm`); returns

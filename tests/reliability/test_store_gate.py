@@ -203,3 +203,23 @@ def test_another_process_writing_past_the_timeout_is_busy(
         proc.wait(10)
     store.add_memory("the kill released the lock", None, [], None)
     assert count_memories(store) == 1
+
+
+def test_a_pin_keeps_one_connection_for_its_reads_and_lets_writes_through(
+    tmp_path: Path,
+) -> None:
+    store = DuckDBStore(tmp_path / "s.duckdb")
+    gate = gate_for(store.path)
+    count_memories(store)
+    assert gate._base is None  # unpinned: the file is closed when its last read ends
+    with store.pinned():
+        count_memories(store)
+        base = gate._base
+        assert base is not None  # kept open between the pin's reads ...
+        count_memories(store)
+        assert gate._base is base  # ... and the next read takes a cursor from it
+        # a write in this process closes the idle connection first (no "different
+        # configuration"), and the reads after it open the file again
+        store.add_memory("written while pinned", None, [], None)
+        assert count_memories(store) == 1
+    assert gate._base is None  # closed when the pin ends: another process may write

@@ -84,6 +84,8 @@ class Gate:
         #: the read-only connection the reads in flight take their cursors from
         self._base: Any = None
         self._cursors = 0
+        #: pins in force (:meth:`pinned`): the connection stays open between their reads
+        self._pins = 0
         self._base_lock = threading.Lock()
         #: per thread: [reads held, writes held]
         self._mine = threading.local()
@@ -193,9 +195,32 @@ class Gate:
                 con.close()
             finally:
                 self._cursors -= 1
-                if not self._cursors and self._base is not None:
-                    base, self._base = self._base, None
-                    base.close()
+                if not self._pins:
+                    self._close_idle_base()
+
+    def _close_idle_base(self) -> None:
+        """Close the shared read connection when no read uses it; under the base lock."""
+        if not self._cursors and self._base is not None:
+            base, self._base = self._base, None
+            base.close()
+
+    @contextmanager
+    def pinned(self) -> Iterator[None]:
+        """Keep the shared read connection open between the reads made meanwhile (by any
+        thread), instead of opening the file again for each (a DuckDB open is ~15 ms: a
+        new process's first dense search reads the store five times). Not a read: it holds
+        no turn, a write in this process closes the idle connection first, and a reader
+        joins the open connection without waiting for another process's writer (which
+        cannot open the file before it closes); it closes when the last pin ends."""
+        with self._base_lock:
+            self._pins += 1
+        try:
+            yield
+        finally:
+            with self._base_lock:
+                self._pins -= 1
+                if not self._pins:
+                    self._close_idle_base()
 
     def pass_writers(self, deadline: float) -> None:
         """Wait until no writer of another process holds the lock file (a reader calls
@@ -204,6 +229,8 @@ class Gate:
         held = self._held()
         if fcntl is None or held[1] or (held[0] and self._base is not None):
             return
+        if self._pins and self._base is not None:
+            return  # a writer elsewhere waits for this connection to close: not the reverse
         fd = self._open_lock(create=False)
         if fd is None:
             return
@@ -235,6 +262,8 @@ class Gate:
         self._enter(True, deadline)
         held[1] += 1
         try:
+            with self._base_lock:  # a pinned connection no read uses (see ``pinned``)
+                self._close_idle_base()
             self._lock_out_others(deadline)
             yield
         finally:

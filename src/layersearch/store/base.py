@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, nullcontext
 from datetime import datetime
 from typing import Any
 
@@ -41,6 +41,11 @@ class Store(ABC):
     @abstractmethod
     def connect(self, *, write: bool) -> AbstractContextManager[Any]:
         """A connection for one operation; a write connection is one transaction."""
+
+    def pinned(self) -> AbstractContextManager[None]:
+        """While held, the reads made share one opened store where a store is opened per
+        read (DuckDB's file); a write may still run. Elsewhere it does nothing."""
+        return nullcontext()
 
     @abstractmethod
     def bulk_insert(self, con: Any, table: str, columns: dict[str, list[Any]]) -> int:

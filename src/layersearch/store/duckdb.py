@@ -17,7 +17,7 @@ import re
 import tempfile
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -195,6 +195,10 @@ class DuckDBStore(SQLStore):
         else:
             with self._gate.read(deadline, self._open) as con:
                 yield from self._session(con)
+
+    def pinned(self) -> AbstractContextManager[None]:
+        """The reads made meanwhile share one DuckDB connection (:meth:`Gate.pinned`)."""
+        return self._gate.pinned()
 
     def _open(self, write: bool, deadline: float) -> Any:
         """A DuckDB connection, retried while another process holds the file (its readers
