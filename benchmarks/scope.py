@@ -107,12 +107,12 @@ def time_shares(ls: Any, runs: int) -> dict[str, Any]:
     both see the same host load: what the evidence costs."""
     from layersearch.corpora import scope as scope_module
 
-    real = scope_module.ScopeService._shares
+    real = scope_module.ScopeService.shares
     samples: dict[str, list[float]] = {"with shares": [], "without shares": []}
     try:
         for i in range(2 * runs):
             mode = "with shares" if i % 2 == 0 else "without shares"
-            scope_module.ScopeService._shares = (  # type: ignore[method-assign]
+            scope_module.ScopeService.shares = (  # type: ignore[method-assign]
                 real
                 if mode == "with shares"
                 else (lambda _self, _ranked, _req, _cap, _memo=None: {})
@@ -121,7 +121,7 @@ def time_shares(ls: Any, runs: int) -> dict[str, Any]:
             ls.search(question=QUERIES[(i // 2) % len(QUERIES)], scope="all")
             samples[mode].append((time.perf_counter() - t) * 1000)
     finally:
-        scope_module.ScopeService._shares = real  # type: ignore[method-assign]
+        scope_module.ScopeService.shares = real  # type: ignore[method-assign]
     return {
         m: {"p50_ms": round(statistics.median(v), 2), "p95_ms": round(_pct(v, 0.95), 2)}
         for m, v in samples.items()
