@@ -276,8 +276,8 @@ class Layersearch:
         # one opened store file serves a search's reads (snapshot, vectors, coverage, plan)
         with self.store.pinned():
             if getattr(request, "scope", None) is None:
-                # the weak-match check reads the hits' explanations (finish drops them)
-                resp = self.entities.search(answer.explained(request), **kwargs)
+                dense = self.embedder is not None  # the weak-match check reads explanations
+                resp = self.entities.search(answer.explained(request, dense), **kwargs)
             else:
                 resp = self.scope.search(request)
             return answer.finish(self.store, self.entities, request, resp)

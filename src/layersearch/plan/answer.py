@@ -25,12 +25,16 @@ def _reaches_the_layer(request: SearchRequest) -> bool:
     return any(s in ("semantic", "all") for s in named)
 
 
-def explained(request: Any) -> Any:
-    """``request`` asking for explanations when it has a question (what the weak-match
-    check reads); anything else as it is, for the search to check."""
-    if isinstance(request, SearchRequest) and request.question and not request.explain:
-        return request.model_copy(update={"explain": True})
-    return request
+def explained(request: Any, dense: bool) -> Any:
+    """``request`` asking for explanations when it has a question and ``dense`` (an
+    embedder is configured): what the weak-match check reads, which flags nothing
+    without the dense channel, so a lexical search pays nothing for it. Anything else
+    as it is, for the search to check."""
+    if not (isinstance(request, SearchRequest) and request.question and not request.explain):
+        return request
+    if not dense or (request.channels is not None and "vector" not in request.channels):
+        return request
+    return request.model_copy(update={"explain": True})
 
 
 def _drop_explanations(resp: SearchResponse) -> None:
