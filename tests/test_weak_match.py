@@ -74,3 +74,23 @@ def test_calibration_keeps_false_flags_under_the_bound() -> None:
     best = calibrate(records, 0.0)["best"]
     assert best["right_flagged"] == 0.0 and best["wrong_flagged"] == 1.0
     assert flagged(records[2], best["coverage"], best["similarity"])
+
+
+def test_the_check_reads_channels_without_tracing_stages(mini: Layersearch) -> None:
+    from layersearch.plan.answer import explained
+    from layersearch.types import SearchRequest
+
+    plain = SearchRequest(question="total revenue of orders by store")
+    assert explained(plain, dense=False) is plain  # nothing to read without a model
+    assert (
+        explained(plain.model_copy(update={"channels": ["fulltext"]}), dense=True).explain is False
+    )
+    asked = explained(plain, dense=True)
+    assert asked.explain and asked._channels_only and not plain._channels_only
+    full = mini.entities.search(plain.model_copy(update={"explain": True}))
+    light = mini.entities.search(asked)
+    assert [h.id for h in light.results] == [h.id for h in full.results]
+    assert [h.explanation for h in light.results] == [h.explanation for h in full.results]
+    fusion_stages = {"unlisted-votes", "evidence-weights", "schema-over-fulltext"}
+    assert any(m.stage in fusion_stages for h in full.results for m in h.stages or [])
+    assert not any(m.stage in fusion_stages for h in light.results for m in h.stages or [])

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from datetime import date, datetime
 from typing import Annotated, Any, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, model_serializer
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_serializer
 
 Kind = Literal["datasource", "model", "column", "measure", "aggregation", "memory"]
 #: the channels a search request may name (``SearchRequest.channels``)
@@ -169,6 +169,9 @@ class Hit(BaseModel):
 
 class SearchRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
+    #: set by the API when it asks for explanations only to read the channels (the
+    #: weak-match check): the stages' what-if fusions are then not traced
+    _channels_only: bool = PrivateAttr(default=False)
 
     entities: list[str] | None = Field(
         None,

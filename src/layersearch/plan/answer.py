@@ -34,7 +34,9 @@ def explained(request: Any, dense: bool) -> Any:
         return request
     if not dense or (request.channels is not None and "vector" not in request.channels):
         return request
-    return request.model_copy(update={"explain": True})
+    asked = request.model_copy(update={"explain": True})
+    asked._channels_only = True
+    return asked
 
 
 def _drop_explanations(resp: SearchResponse) -> None:

@@ -87,7 +87,7 @@ def unlisted_votes_stage(s: SearchState) -> None:
 def fuse_entities(s: SearchState) -> None:
     """Reciprocal Rank Fusion of the entity channels (with the stages' weights and votes)."""
     s.fused = s.fuse_entities(s.given)
-    if s.req.explain:
+    if s.req.explain and not s.req._channels_only:
         _trace_fusion_stages(s)
 
 
@@ -212,7 +212,7 @@ def fuse_memories(s: SearchState) -> None:
     """Reciprocal Rank Fusion of the memory channels."""
     s.memory_fused = fuse(s.memory_lists, k=s.config.rrf_k)
     text = s.ranks.memory.get("fulltext")
-    if s.req.explain and text and "words" in s.memory_lists:
+    if s.req.explain and not s.req._channels_only and text and "words" in s.memory_lists:
         # for an explanation: the list full text's own order would have given
         lists = {c: h for c, h in s.memory_lists.items() if c != "words"}
         before = fuse({**lists, "fulltext": text}, k=s.config.rrf_k).ids
