@@ -176,9 +176,12 @@ def hit_lines(out: str) -> list[str]:
 def test_hits_at_80_columns_one_line_each(store: Path) -> None:
     proc = cli("--store", str(store), "search", "monthly revenue by store", columns=80)
     assert proc.returncode == 0, proc.stderr
-    lines = proc.stdout.splitlines()
-    assert max(len(line) for line in lines) <= 80
-    assert len(hit_lines(proc.stdout)) == len(lines) - 1 == 10  # a header and one line a hit
+    assert max(len(line) for line in proc.stdout.splitlines()) <= 80
+    # the hits, then (a grouped question) its plan after a blank line
+    hits, plan = proc.stdout.split("\n\nplan\n", 1)
+    lines = hits.splitlines()
+    assert len(hit_lines(hits)) == len(lines) - 1 == 10  # a header and one line a hit
+    assert plan.splitlines()[0].split()[0] == "measure"
     assert "…" in proc.stdout  # long descriptions are cut, not wrapped
     assert "score" not in lines[0]  # the column dropped at this width
 

@@ -386,7 +386,7 @@ def eval_agent(
     details: bool,
     as_json: bool,
 ) -> None:
-    """Grouped, plain and unanswerable questions on the real layers.
+    """Grouped, plain and unanswerable questions on layers.
 
     Grouped: measure and grouping dimension both in the top 5 or both in the
     plan; plain: hit@5; and the share of unanswerable and answerable questions
