@@ -102,3 +102,21 @@ async def test_mcp_search_returns_the_plan(mini: Layersearch) -> None:
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
+
+
+def test_the_question_and_its_plan_parts_are_embedded_ahead(tmp_path: Path) -> None:
+    """With a model, the question and then the parts the plan will search start
+    embedding before the search; a plain question or a lexical request starts none."""
+    with Layersearch(tmp_path / "s.duckdb", embedder="fake") as ls:
+        ls.load(MINI)
+        ls.embed()
+        started: list[list[str]] = []
+        real = ls.entities.vectors.prefetch
+        ls.entities.vectors.prefetch = lambda texts: (started.append(list(texts)), real(texts))  # type: ignore[method-assign]
+        resp = ls.search(question="total revenue by store per month")
+        assert resp.plan is not None
+        assert started[0] == ["total revenue by store per month", "total revenue", "store"]
+        started.clear()
+        ls.search(question="total revenue", channels=["vector"])
+        ls.search(question="total revenue by store", channels=["fulltext"])
+        assert all(len(t) == 1 for t in started)  # only the entity search's own question

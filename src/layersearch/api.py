@@ -275,6 +275,7 @@ class Layersearch:
             request, kwargs = self.entities.request(**kwargs), {}
         # one opened store file serves a search's reads (snapshot, vectors, coverage, plan)
         with self.store.pinned():
+            answer.prefetch(self.entities, request)
             if getattr(request, "scope", None) is None:
                 dense = self.embedder is not None  # the weak-match check reads explanations
                 resp = self.entities.search(answer.explained(request, dense), **kwargs)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Sequence
 from functools import partial
 from typing import TYPE_CHECKING
 
@@ -67,11 +67,20 @@ class VectorSearch:
 
         # The query is embedded while the lexical channels rank (a model's forward pass runs
         # outside the GIL); the vector channel joins it when it needs the vector.
+        self.prefetch([request.question])
+        return partial(self._ranked, corpus, warnings, gen)
+
+    def prefetch(self, texts: Sequence[str]) -> None:
+        """Start embedding ``texts`` as queries, in this order, in the dense corpus's
+        workers (once its vectors were found in the store: a hosted model is not paid
+        for a store without them); a search of one of them joins its embedding."""
+        if self.embedder() is None:
+            return
         with contextlib.suppress(LayersearchError):
             dense = self.dense(ENTITY_CORPUS)
             if dense.confirmed:
-                dense.prefetch(request.question)
-        return partial(self._ranked, corpus, warnings, gen)
+                for text in texts:
+                    dense.prefetch(text)
 
     def words(
         self, request: SearchRequest, warnings: list[str], gen: int | None = None
