@@ -18,12 +18,12 @@ directory, as in :mod:`layersearch.eval.layers`), a ``question`` and a ``type``:
 
 from __future__ import annotations
 
-import json
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
 from layersearch.errors import ConfigError
+from layersearch.eval.jsonl import json_lines
 from layersearch.eval.layers import SAMPLE_PATHS
 
 DEFAULT_QUESTIONS = Path(__file__).parent / "data" / "agent" / "questions.jsonl"
@@ -38,21 +38,15 @@ def read_agent_questions(path: str | Path | None = None) -> list[dict[str, Any]]
     if not p.is_file():
         raise ConfigError(f"{p}: no such questions file")
     out: list[dict[str, Any]] = []
-    for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            rec = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise ConfigError(f"{p}:{n}: not JSON: {exc.msg}") from exc
+    for _, where, rec in json_lines(p, "questions file"):
         if not (isinstance(rec, dict) and rec.get("type") in TYPES):
-            raise ConfigError(f"{p}:{n}: needs a type, one of {', '.join(TYPES)}")
+            raise ConfigError(f"{where}: needs a type, one of {', '.join(TYPES)}")
         need = {"grouped": ("measure", "dimension"), "plain": ("gold",), "none": ()}[rec["type"]]
         if not isinstance(rec.get("sample"), str) or not isinstance(rec.get("question"), str):
-            raise ConfigError(f"{p}:{n}: needs sample and question strings")
+            raise ConfigError(f"{where}: needs sample and question strings")
         for key in need:
             if not (isinstance(rec.get(key), list) and rec[key]):
-                raise ConfigError(f"{p}:{n}: a {rec['type']} question needs a non-empty {key}")
+                raise ConfigError(f"{where}: a {rec['type']} question needs a non-empty {key}")
         out.append(rec)
     return out
 

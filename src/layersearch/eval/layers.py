@@ -14,13 +14,13 @@ questions with a gold id among the first ``k`` column/measure/aggregation hits.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
 from layersearch.errors import ConfigError
+from layersearch.eval.jsonl import json_lines
 from layersearch.types import CHANNELS
 
 #: where a sample's catalog is, under the data directory
@@ -34,13 +34,7 @@ def read_layer_questions(path: str | Path) -> list[dict[str, Any]]:
     if not p.is_file():
         raise ConfigError(f"{p}: no such questions file")
     out: list[dict[str, Any]] = []
-    for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            rec = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise ConfigError(f"{p}:{n}: not JSON: {exc.msg}") from exc
+    for _, where, rec in json_lines(p, "questions file"):
         if not (
             isinstance(rec, dict)
             and isinstance(rec.get("sample"), str)
@@ -48,7 +42,7 @@ def read_layer_questions(path: str | Path) -> list[dict[str, Any]]:
             and isinstance(rec.get("gold"), list)
             and rec["gold"]
         ):
-            raise ConfigError(f"{p}:{n}: needs sample, question and a non-empty gold list")
+            raise ConfigError(f"{where}: needs sample, question and a non-empty gold list")
         out.append(rec)
     return out
 
