@@ -165,3 +165,19 @@ def loaded_store(tmp_path: Path) -> Path:
         ls.load(MINI)
         ls.save_memory("revenue excludes refunds", entities=["shop.orders"])
     return path
+
+
+async def call_tool(api: Any, tool: str, args: dict[str, Any]) -> Any:
+    """One MCP tool call through the official client, in memory, against ``api``."""
+    from mcp import Client
+
+    from layersearch.server import create_server
+
+    async with Client(create_server(api=api)) as client:
+        return await client.call_tool(tool, args)
+
+
+def tool_error_text(result: Any) -> str:
+    """The text of a tool result that must be an error."""
+    assert result.is_error, result
+    return str(result.content[0].text)

@@ -7,22 +7,12 @@ import json
 from typing import Any
 
 import pytest
-from mcp import Client
 
-from layersearch.server import create_server
 from layersearch.server_args import flat_json, meant
+from tests.support import call_tool as call
+from tests.support import tool_error_text as error_text
 
 pytestmark = pytest.mark.anyio
-
-
-async def call(api: Any, tool: str, args: dict[str, Any]) -> Any:
-    async with Client(create_server(api=api)) as client:
-        return await client.call_tool(tool, args)
-
-
-def error_text(result: Any) -> str:
-    assert result.is_error, result
-    return str(result.content[0].text)
 
 
 @pytest.mark.parametrize(

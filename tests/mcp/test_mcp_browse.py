@@ -6,21 +6,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from mcp import Client
 
-from layersearch.server import create_server
+from tests.support import call_tool as call
+from tests.support import tool_error_text as error_text
 
 pytestmark = pytest.mark.anyio
-
-
-async def call(api: Any, tool: str, args: dict[str, Any]) -> Any:
-    async with Client(create_server(api=api)) as client:
-        return await client.call_tool(tool, args)
-
-
-def error_text(result: Any) -> str:
-    assert result.is_error, result
-    return str(result.content[0].text)
 
 
 async def test_list_datasources_and_models(api: Any) -> None:

@@ -17,6 +17,7 @@ from layersearch.config import Settings, load_settings
 from layersearch.errors import ConfigError
 from layersearch.server import check_settings, create_server, tool_names
 from tests.support import MINI, ROOT, cli_env, free_port, wait_for_port
+from tests.support import tool_error_text as error_text
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
@@ -24,11 +25,6 @@ pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 async def tools_and_schemas(api: Any) -> dict[str, dict[str, Any]]:
     async with Client(create_server(api=api)) as client:
         return {t.name: t.input_schema for t in (await client.list_tools()).tools}
-
-
-def error_text(result: Any) -> str:
-    assert result.is_error, result
-    return str(result.content[0].text)
 
 
 def no_pydantic(text: str) -> None:

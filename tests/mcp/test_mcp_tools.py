@@ -13,6 +13,8 @@ from layersearch.config import Settings
 from layersearch.server import create_server, tool_names
 from layersearch.types import SearchRequest
 from tests.support import MINI
+from tests.support import call_tool as call
+from tests.support import tool_error_text as error_text
 
 pytestmark = pytest.mark.anyio
 
@@ -36,16 +38,6 @@ SEARCH_INPUTS = {
     "status",
     "role",
 }
-
-
-async def call(api: Any, tool: str, args: dict[str, Any]) -> Any:
-    async with Client(create_server(api=api)) as client:
-        return await client.call_tool(tool, args)
-
-
-def error_text(result: Any) -> str:
-    assert result.is_error, result
-    return str(result.content[0].text)
 
 
 # -- schemas ----------------------------------------------------------------------------------
