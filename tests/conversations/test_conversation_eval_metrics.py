@@ -167,3 +167,6 @@ def test_cli_set_overrides_the_search_config(tmp_path: Path) -> None:
     assert seen and seen[0].resolve_dates is True
     res = CliRunner().invoke(main, [*args, "--set", "resolve_datez=on"])
     assert res.exit_code == 2 and "expected name=value" in res.output
+    # a setting of a deleted stage is refused the same way
+    res = CliRunner().invoke(main, [*args, "--set", "feedback_weight=0.1"])
+    assert res.exit_code == 2 and "expected name=value" in res.output

@@ -17,10 +17,8 @@ from layersearch.corpora.conversations.search import (
     MessageSearchConfig,
     answer_type,
     answers_follow_questions,
-    asks_list,
     demote,
     dense_text,
-    feedback_terms,
     holds_answer,
     keep_channel_tops,
     message_doc,
@@ -31,7 +29,6 @@ from layersearch.corpora.conversations.search import (
     states_amount,
     states_time,
     strip_names,
-    two_stage,
     zscore_fusion,
 )
 from layersearch.corpora.conversations.service import _sessions
@@ -351,23 +348,6 @@ def test_a_when_question_prefers_the_turn_that_says_when(tmp_path: Path) -> None
     assert "when" in timed[0].channels
 
 
-def test_two_stage_lifts_the_turns_of_the_best_session() -> None:
-    session = {"a": 1, "b": 2, "c": 2, "d": 3, "e": 1}
-    fused = [Fused("a", 3.0, 1), Fused("b", 2.9, 2), Fused("c", 2.8, 3), Fused("d", 0.0, 4)]
-    fused.append(Fused("e", 0.0, 5))
-    out = two_stage(fused, session.__getitem__, sessions=1, turns=2, weight=0.5)
-    # session 2's two best turns outscore session 1's: its best passes a's better flat
-    # score; its lowest turn is the second stage's floor, the gain of every other turn
-    assert [f.id for f in out] == ["b", "a", "c", "d", "e"]
-    assert set(out[0].channels) == {"session"} and out[0].channels["session"][0] == 1
-    assert out[2].channels["session"][2] == 0.0 and "session" not in out[1].channels
-    # one turn per session: a's session wins and the order stays flat
-    one = two_stage(fused, session.__getitem__, sessions=1, turns=1, weight=0.5)
-    assert [f.id for f in one] == ["a", "b", "c", "d", "e"]
-    off = two_stage(fused, session.__getitem__, sessions=1, turns=2, weight=0.0)
-    assert [(f.id, f.score) for f in off] == [(f.id, f.score) for f in fused]
-
-
 def test_sessions_split_where_turns_are_far_apart_in_time() -> None:
     def row(i: str, conv: str, minute: int | None) -> MessageRow:
         when = (
@@ -382,68 +362,6 @@ def test_sessions_split_where_turns_are_far_apart_in_time() -> None:
     got = _sessions(turns, 30)
     assert got["a"] == got["b"] == got["c"] != got["d"] != got["e"]
     assert len(set(_sessions(turns, 60).values())) == 2
-
-
-def test_search_with_two_stages_marks_session_turns(tmp_path: Path) -> None:
-    svc = loaded_service(tmp_path / "s.duckdb")
-    svc.config = MessageSearchConfig(two_stage_weight=0.5, two_stage_sessions=1)
-    res = svc.search_messages("churn dashboard", 5, conversation_id="locomo:conv-mini")
-    assert res.hits and any("session" in h.channels for h in res.hits)
-
-
-def test_feedback_terms_weigh_the_best_turns_words_by_idf() -> None:
-    docs = [
-        (["lake", "tent", "tent", "fish"], 3.0),
-        (["lake", "tent", "boat"], 1.0),
-        (["zebra"], 0.0),
-    ]
-    idf = {"lake": 0.1, "tent": 2.0, "fish": 2.0, "boat": 3.0, "zebra": 9.0}.__getitem__
-    # tent: (2/4 · 3/4 + 1/3 · 1/4) · 2 = 0.917; boat: 1/3 · 1/4 · 3 = 0.25; fish: 0.375
-    assert feedback_terms(docs, idf, exclude=set(), n=3) == ["tent", "fish", "boat"]
-    # the query's own words are never chosen; a turn scoring 0 gives nothing
-    assert feedback_terms(docs, idf, exclude={"tent"}, n=9) == ["fish", "boat", "lake"]
-    # ties are broken by the word
-    assert feedback_terms([(["b", "a"], 1.0)], lambda w: 1.0, set(), 1) == ["a"]
-
-
-def test_list_questions() -> None:
-    asks = [
-        "What activities has Melanie done with her family?",
-        "Which LGBTQ+ events did Caroline attend?",
-        "What kinds of pottery have they made?",
-        "What are Melanie's pets' names?",
-        "Where has Melanie camped?",
-        "Did Jon and Gina both dance?",
-    ]
-    assert all(asks_list(q) for q in asks)
-    single = [
-        "What is Caroline's identity?",
-        "What did Melanie paint recently?",
-        "What does Jon's studio offer?",
-        "Which class does Gina teach?",
-        "When did Melanie go camping?",
-    ]
-    assert not any(asks_list(q) for q in single)
-
-
-def test_feedback_finds_a_turn_by_the_words_of_the_best_match(tmp_path: Path) -> None:
-    turns = [
-        ("Ann", "We went camping by the lake, the tent leaked all night."),
-        ("Bo", "Oh no, poor you."),
-        ("Ann", "Next time we bring a better tent and a tarp for the rain."),
-        ("Bo", "My cat sleeps all day."),
-        ("Ann", "Work was long today."),
-    ]
-    svc = _dialogue(tmp_path, turns)
-    ask = {"conversation_id": "locomo:names", "channels": ["fulltext"]}
-    base = [h.turn_id for h in svc.search_messages("camping lake", 5, **ask).hits]
-    assert "D1:3" not in base  # shares no word with the query, nor do its neighbours' fields
-    svc.config = MessageSearchConfig(feedback_weight=0.5, feedback_docs=1)
-    fed = [h.turn_id for h in svc.search_messages("camping lake", 5, **ask).hits]
-    assert fed[0] == "D1:1" and "D1:3" in fed
-    # lists only: a single-answer question is not expanded
-    svc.config = MessageSearchConfig(feedback_weight=0.5, feedback_docs=1, feedback_lists_only=True)
-    assert [h.turn_id for h in svc.search_messages("camping lake", 5, **ask).hits] == base
 
 
 def test_questions_read_for_the_answer_type_they_ask() -> None:

@@ -50,7 +50,7 @@ def _ranked(svc: ConversationService, config: MessageSearchConfig) -> list[list[
 
 def test_the_config_names_the_pipelines_switchable_stages() -> None:
     assert MESSAGE_PIPELINE.switchable == MessageSearchConfig.PIPELINE_STAGES
-    assert set(OFF) | {"feedback", "two-stage"} == set(MESSAGE_PIPELINE.switchable)
+    assert set(OFF) == set(MESSAGE_PIPELINE.switchable)
     assert {"fulltext", "vector", "fuse"} <= set(MESSAGE_PIPELINE.names)
     with pytest.raises(ConfigError, match="did you mean 'date-match'"):
         MessageSearchConfig().without_stages(["date-mtch"])

@@ -1,8 +1,6 @@
-"""Message search's full-text query, widened: by the best turns' words (pseudo-relevance
-feedback, :func:`with_feedback`, off by default) and, with the vector channel, by the
-conversations' words nearest each question word (:class:`MessageWords`).
-
-For the second (``MessageSearchConfig.word_neighbours``): a question asks "what
+"""Message search's full-text query, widened with the vector channel by the
+conversations' words nearest each question word (:class:`MessageWords`,
+``MessageSearchConfig.word_neighbours``): a question asks "what
 instruments does she play" and the turn says "my violin"; BM25 sees no shared word,
 and the dense channel, which reads the whole turn, may rank it among many. So every word the conversations use (letters only, three or
 more, not a stop word) has a vector, stored as the dense corpus
@@ -17,23 +15,22 @@ only with the vector channel: full text alone never loads the model.
 
 from __future__ import annotations
 
-import math
 import re
 import threading
-from collections.abc import Callable, Collection, Iterable, Mapping
+from collections.abc import Callable, Iterable
 
 import numpy as np
 
 from layersearch.corpora.dense import DenseCorpus, DenseDoc
-from layersearch.ranking.analyzer import STOP_WORDS, analyze_query, query_words
+from layersearch.ranking.analyzer import STOP_WORDS, query_words
 from layersearch.ranking.fulltext import FullTextIndex
 from layersearch.ranking.neighbours import word_key
 from layersearch.ranking.vector import VectorIndex
 
-from .ranking import MessageSearchConfig, feedback_terms, query_text
+from .ranking import MessageSearchConfig
 from .store import MessageRow
 
-__all__ = ["WORDS_CORPUS", "MessageWords", "added", "turn_words", "with_feedback", "word_docs"]
+__all__ = ["WORDS_CORPUS", "MessageWords", "added", "turn_words", "word_docs"]
 
 #: The dense corpus of the conversations' words (one document per word, its text the word).
 WORDS_CORPUS = "message-words"
@@ -68,39 +65,6 @@ def added(
     for doc_id, score in extra:
         scores[doc_id] = scores.get(doc_id, 0.0) + score
     return sorted(scores.items(), key=lambda h: (-h[1], h[0]))[:depth]
-
-
-def with_feedback(
-    ft: FullTextIndex,
-    messages: Mapping[str, MessageRow],
-    query: str,
-    ranked: list[tuple[str, float]],
-    names: Collection[str],
-    scope: list[str] | None,
-    cfg: MessageSearchConfig,
-) -> list[tuple[str, float]]:
-    """``ranked`` with the scores of a second query made of the best turns' words
-    (see :func:`ranking.feedback_terms`) added at ``feedback_weight`` of the field
-    boosts; ``names``: the speakers, never chosen."""
-    if not ranked:
-        return ranked
-    n_docs = max(ft.num_docs, 1)
-
-    def idf(word: str) -> float:
-        df = ft.doc_freq("text", word)
-        return math.log(1.0 + (n_docs - df + 0.5) / (df + 0.5))
-
-    exclude = set(analyze_query(query)) | set(analyze_query(" ".join(names)))
-    docs = [
-        (analyze_query(query_text(messages[mid].content, cfg)), score)
-        for mid, score in ranked[: cfg.feedback_docs]
-    ]
-    words = feedback_terms(docs, idf, exclude, cfg.feedback_terms)
-    if not words:
-        return ranked
-    boosts = {f: b * cfg.feedback_weight for f, b in ft.boosts.items() if f != "speaker"}
-    extra = ft.search(" ".join(words), DEPTH, scopes=scope, boosts=boosts, analysed=True)
-    return added(ranked, extra, DEPTH)
 
 
 class MessageWords:

@@ -39,11 +39,9 @@ class MessageSearchConfig(RankingConfig):
     #: the stages ``without`` may name (``stages.MESSAGE_PIPELINE.switchable``; a test
     #: keeps the two equal)
     PIPELINE_STAGES: ClassVar[tuple[str, ...]] = (
-        "feedback",
         "word-neighbours",
         "channel-tops",
         "session-text",
-        "two-stage",
         "answers-follow-questions",
         "date-match",
         "answer-types",
@@ -137,10 +135,6 @@ class MessageSearchConfig(RankingConfig):
     #: turns it off
     date_match_bonus: float = 2.0
     date_match_resolved: bool = True
-    #: two stages: rank sessions by their best turns, then the turns of the top
-    #: ``two_stage_sessions`` sessions, fused with the flat ranking at this weight
-    #: (see :func:`two_stage`). 0 turns it off: measured neutral to negative
-    two_stage_weight: float = 0.0
     #: each session scored as one document (BM25 over its turns' words, against the
     #: full-text query), and each fused turn moved by this many standard deviations of the
     #: fused scores times its session's standard score among the sessions searched (see
@@ -150,26 +144,9 @@ class MessageSearchConfig(RankingConfig):
     #: the sessions' BM25 (``sessions.SESSION_BM25``: the textbook k1 and b, Lucene's idf)
     session_k1: float = 1.2
     session_b: float = 0.75
-    #: how many sessions the second stage ranks turns in
-    two_stage_sessions: int = 3
-    #: how many of a session's best turns make its score (their sum)
-    two_stage_turns: int = 2
     #: a turn starts a new session when it was written this many minutes or more after
     #: the turn before it (LoCoMo's sessions are days apart, all turns of one share a time)
     session_gap_minutes: int = 30
-    #: pseudo-relevance feedback (RM3-style): the ``feedback_terms`` most distinctive
-    #: words of the full-text channel's best ``feedback_docs`` turns (each word weighted
-    #: by its share of those turns, the turns by their score, times the word's idf) are
-    #: searched as a second query at this fraction of the fields' boosts, and its scores
-    #: added: the turns of an exchange share its vocabulary, so the words around the best
-    #: match find the turns that answer in other words. 0 turns it off
-    feedback_weight: float = 0.0
-    feedback_docs: int = 3
-    feedback_terms: int = 10
-    #: feedback only for questions that ask for a list (see :func:`asks_list`): their
-    #: items are told on several occasions in shared words, while a question with one
-    #: answer loses its best turn to the turns that resemble it
-    feedback_lists_only: bool = False
 
     #: message search's vector channel also ranks each turn by a second vector, of the
     #: turn alone (``dense_text(..., context=False)``, stored as the ``message-turns``
@@ -219,33 +196,6 @@ def query_text(query: str, config: MessageSearchConfig) -> str:
         if w.lower().replace("’", "'") not in CONVERSATION_STOP_WORDS
     ]
     return " ".join(words)
-
-
-def feedback_terms(
-    docs: Sequence[tuple[Sequence[str], float]],
-    idf: Callable[[str], float],
-    exclude: Collection[str],
-    n: int,
-) -> list[str]:
-    """The ``n`` words of the feedback turns that best describe them, best first.
-
-    ``docs`` are the turns' analysed words with their first-pass scores. A word scores
-    the sum over turns of its share of the turn's words times the turn's share of the
-    scores (RM3's relevance model), times ``idf``: frequent words of the best turns
-    that are rare in the index. Words in ``exclude`` (the query's own, the
-    speakers' names) are never chosen. Ties by word, so the choice is deterministic.
-    """
-    total = sum(max(score, 0.0) for _, score in docs) or 1.0
-    weight: dict[str, float] = {}
-    for words, score in docs:
-        if not words:
-            continue
-        share = max(score, 0.0) / total / len(words)
-        for w in words:
-            if w not in exclude:
-                weight[w] = weight.get(w, 0.0) + share
-    scored = sorted(((v * idf(w), w) for w, v in weight.items()), key=lambda t: (-t[0], t[1]))
-    return [w for v, w in scored[:n] if v > 0]
 
 
 def strip_names(query: str, names: Collection[str]) -> str:
@@ -363,58 +313,6 @@ def answers_follow_questions(
     return sorted(out, key=lambda f: (-f.score, f.best_rank, f.id))
 
 
-def two_stage(
-    fused: Sequence[Fused],
-    session_of: Callable[[str], object],
-    *,
-    sessions: int,
-    turns: int,
-    weight: float,
-) -> list[Fused]:
-    """Rank sessions, then the turns within the top ones, fused with the flat ranking.
-
-    A session's score is the sum of its best ``turns`` fused scores (shifted so the
-    lowest ranked turn counts 0): one strong turn, or several good ones, make a session
-    about the question. The second-stage ranking is the turns of the best ``sessions``
-    sessions in their fused order; it is fused with the flat ranking by z-scores, at
-    ``weight`` against the flat list's 1, so a turn of a top session gains on a turn of
-    a session that matches the question only there. ``channels`` of such a turn record
-    ``"session"`` → (its rank in the second stage, its session's score, the gain).
-    Order is deterministic as in fusion.
-    """
-    if not fused or weight <= 0 or sessions <= 0 or turns <= 0:
-        return list(fused)
-    floor = min(f.score for f in fused)
-    best: dict[object, list[float]] = {}
-    for f in fused:
-        top = best.setdefault(session_of(f.id), [])
-        if len(top) < turns:
-            top.append(f.score - floor)  # fused is best first: these are the session's best
-    ranked_sessions = sorted(best, key=lambda s: (-sum(best[s]), str(s)))[:sessions]
-    chosen = set(ranked_sessions)
-    stage = [f for f in fused if session_of(f.id) in chosen]
-    scores = [f.score for f in stage]
-    mean = sum(scores) / len(scores)
-    spread = (sum((x - mean) ** 2 for x in scores) / len(scores)) ** 0.5 or 1.0
-    # the flat list is one channel of this fusion: standardised over its own list
-    flat = [f.score for f in fused]
-    flat_mean = sum(flat) / len(flat)
-    flat_spread = (sum((x - flat_mean) ** 2 for x in flat) / len(flat)) ** 0.5 or 1.0
-    stage_floor = weight * (min(scores) - mean) / spread
-    gains = {
-        f.id: (rank, weight * (f.score - mean) / spread) for rank, f in enumerate(stage, start=1)
-    }
-    out = []
-    for f in fused:
-        gain = gains.get(f.id)
-        g = stage_floor if gain is None else gain[1]
-        new = Fused(f.id, (f.score - flat_mean) / flat_spread + g, f.best_rank, dict(f.channels))
-        if gain is not None:
-            new.channels["session"] = (gain[0], sum(best[session_of(f.id)]), g - stage_floor)
-        out.append(new)
-    return sorted(out, key=lambda f: (-f.score, f.best_rank, f.id))
-
-
 _UNITS = "|".join(word_list("time_units"))
 _WEEKDAYS = "|".join(word_list("weekdays"))
 # May is left out of the list (it is mostly the verb) and matched capitalised below
@@ -431,27 +329,6 @@ ASKS_WHEN = re.compile(
     r"|(?:in |on )?(?:what|which) (?:date|day|year|month|time|week))\b",
     re.IGNORECASE,
 )
-
-
-_AUX = r"(?:has|have|had|does|do|did|are|were)"
-#: "What are …", "What were …", "What kinds of …"; "what" / "which" and up to three words
-#: ending in a plural (not "-ss") before an auxiliary ("What activities has …", "Which
-#: LGBTQ+ events did …"); a wh-word before the present perfect ("What has … painted",
-#: "Where has … camped": experiences, over time); "both"
-_LIST_QUESTION = re.compile(
-    rf"^\W*(?:(?:what|which)\s+(?:are|were|(?:kinds|types|sorts)\s+of)\b"
-    rf"|(?:what|which)\s+(?:\S+\s+){{0,2}}\S*[a-rt-z]s\s+{_AUX}\b"
-    rf"|(?:what|which|where|who)\s+(?:has|have)\b)"
-    r"|\bboth\b",
-    re.IGNORECASE,
-)
-
-
-def asks_list(query: str) -> bool:
-    """Whether ``query`` asks for several things, told on different occasions: "What
-    are …", "What kinds of …", "what" / "which" with a plural before the verb ("What activities has …"),
-    a wh-word before the present perfect ("Where has … camped"), or "both"."""
-    return _LIST_QUESTION.search(query) is not None
 
 
 _SENTENCE = re.compile(r"[^.!?\n]+[.!?]*")

@@ -45,9 +45,7 @@ from .ranking import (
     MessageSearchConfig,
     answer_type,
     answers_follow_questions,
-    asks_list,
     demote,
-    feedback_terms,
     holds_answer,
     keep_channel_tops,
     names_something,
@@ -58,7 +56,6 @@ from .ranking import (
     states_amount,
     states_time,
     strip_names,
-    two_stage,
     zscore_fusion,
 )
 from .render import render_conversations, render_semantic, render_summaries
@@ -111,10 +108,8 @@ __all__ = [
     "SummarySearchResult",
     "answer_type",
     "answers_follow_questions",
-    "asks_list",
     "demote",
     "dense_text",
-    "feedback_terms",
     "holds_answer",
     "keep_channel_tops",
     "message_doc",
@@ -133,6 +128,5 @@ __all__ = [
     "strip_names",
     "summary_dense_text",
     "summary_doc",
-    "two_stage",
     "zscore_fusion",
 ]

@@ -12,9 +12,6 @@ standard score among the sessions searched (the conversation in scope, else all)
 A session matching no better than the average one moves nothing up; one that
 stands out lifts its turns, and a turn of a session that matches only there loses
 a little to them.
-
-This is new evidence, unlike the two stages of ``ranking.two_stage``, which score
-a session by its turns' fused scores.
 """
 
 from __future__ import annotations

@@ -7,12 +7,10 @@ message search) and can be switched off by name (``MessageSearchConfig.without``
 ``layersearch eval conversations --without STAGE``):
 
 - ``fulltext`` and ``vector``: the channels (chosen by ``channels``, not switched off);
-- ``feedback``: the full-text channel re-ranked with its best turns' words (RM3; off
-  while ``feedback_weight`` is 0);
 - ``word-neighbours``: the full-text channel widened by each question word's nearest
   words of the conversations (needs the vector channel);
 - ``fuse``: the channels fused (z-scores, or RRF), not switched off;
-- ``channel-tops``, ``session-text``, ``two-stage``, ``answers-follow-questions``,
+- ``channel-tops``, ``session-text``, ``answers-follow-questions``,
   ``date-match``, ``answer-types``: the rules after fusion (see :mod:`.ranking`).
 
 Every rule after fusion moves turns by changing their scores and re-sorts, so the
@@ -40,13 +38,11 @@ from layersearch.ranking.fusion import Fused, rrf
 from layersearch.ranking.pipeline import Pipeline, Stage, Trace
 
 from .dates import Period, named_periods, period_of, resolve_dates, within
-from .expansion import with_feedback
 from .ranking import (
     DEPTH,
     MessageSearchConfig,
     answer_type,
     answers_follow_questions,
-    asks_list,
     demote,
     holds_answer,
     keep_channel_tops,
@@ -55,7 +51,6 @@ from .ranking import (
     query_text,
     question_sentences,
     strip_names,
-    two_stage,
     zscore_fusion,
 )
 from .sessions import LABEL as SESSION_LABEL
@@ -151,27 +146,6 @@ def _fulltext(state: MessageRanking) -> None:
         )
 
 
-def _feedback(state: MessageRanking) -> None:
-    cfg = state.config
-    ranked = state.rankings.get("fulltext")
-    if ranked is None or min(cfg.feedback_weight, cfg.feedback_docs, cfg.feedback_terms) <= 0:
-        return
-    if cfg.feedback_lists_only and not asks_list(state.query):
-        return
-    names = state.service._names(state.snap, state.scope)
-    snap = state.snap
-    after = with_feedback(
-        snap.messages_ft, snap.messages, state.query, ranked, names, state.scope, cfg
-    )
-    state.rankings["fulltext"] = after
-    state.trace.reorder(
-        "feedback",
-        [d for d, _ in ranked],
-        [d for d, _ in after],
-        "full-text channel: its best turns' words searched as well",
-    )
-
-
 def _vector(state: MessageRanking) -> None:
     if "vector" not in state.wanted:
         return
@@ -251,25 +225,6 @@ def _session_text(state: MessageRanking) -> None:
     )
 
 
-def _two_stage(state: MessageRanking) -> None:
-    cfg = state.config
-    if cfg.two_stage_weight <= 0:
-        return
-    after = two_stage(
-        state.fused,
-        state.snap.session.__getitem__,
-        sessions=cfg.two_stage_sessions,
-        turns=cfg.two_stage_turns,
-        weight=cfg.two_stage_weight,
-    )
-    state.reorder(
-        "two-stage",
-        after,
-        "session",
-        lambda rank, _score, gain: f"#{rank} in a top session ({gain:+.4f})",
-    )
-
-
 def _answers_follow_questions(state: MessageRanking) -> None:
     cfg = state.config
     if not cfg.answers_follow_questions:
@@ -345,7 +300,6 @@ def _answer_types(state: MessageRanking) -> None:
 #: the stages of message search, in the order they run
 MESSAGE_STAGES: tuple[Stage[MessageRanking], ...] = (
     Stage("fulltext", "BM25 over the turns with their context", _fulltext, switchable=False),
-    Stage("feedback", "full text widened by its best turns' words (RM3)", _feedback),
     Stage("vector", "cosine of the turn vectors", _vector, switchable=False),
     Stage(
         "word-neighbours", "full text widened by the question words' neighbours", _word_neighbours
@@ -353,7 +307,6 @@ MESSAGE_STAGES: tuple[Stage[MessageRanking], ...] = (
     Stage("fuse", "the channels fused (z-scores or RRF)", _fuse, switchable=False),
     Stage("channel-tops", "each channel's top turns kept near the top", _channel_tops),
     Stage("session-text", "turns of sessions whose words match lifted", _session_text),
-    Stage("two-stage", "sessions ranked, then their turns", _two_stage),
     Stage(
         "answers-follow-questions",
         "the reply to a matching question placed by it",
