@@ -512,7 +512,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument(
         "--hard-negatives",
         type=int,
-        default=3,
+        default=0,
         help="draw each negative from the bundled model's top N non-gold items (0: any)",
     )
     p.add_argument("--init", type=Path, default=None, help="start from this model directory")

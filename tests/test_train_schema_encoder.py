@@ -218,4 +218,4 @@ def test_recall_counts_gold_in_the_top_k(train: ModuleType, tables: list[dict[st
 def test_the_script_names_its_data_and_output(train: ModuleType) -> None:
     args = train.parse_args(["--out", "x", "--seed", "3"])
     assert args.out == Path("x") and args.seed == 3 and args.val_fraction == 0.2
-    assert args.hard_negatives == 3 and args.init is None
+    assert args.hard_negatives == 0 and args.init is None
