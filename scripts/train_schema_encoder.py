@@ -27,9 +27,14 @@ chosen by the seed: as written, abbreviated in each ``eval abbreviate-catalog`` 
 (skeleton, truncate, short, mixed), or named as a warehouse would be (``dim_``/``fct_``/
 ``stg_`` table prefixes, camelCase or UPPER_SNAKE columns). Gold ids follow by position.
 
-**Loss.** Multiple-negatives ranking (in-batch negatives, scale 20) with one hard
-negative per pair: another table (for a table) or another column (for a column) of the
-same database. A batch never holds one positive twice.
+**Loss.** Multiple-negatives ranking (in-batch negatives, scale 20) with one extra
+negative per pair, an extra column of the score matrix: another table (for a table) or
+another column (for a column) of the same database. With ``--hard-negatives N`` it is
+drawn (seeded) from the N items of that database the bundled model ranks highest for
+the question that are not gold (our own first stage's mistakes, each text embedded
+once); with 0, from all of them. Mining reads training databases only. A batch never
+holds one positive twice. ``--init`` starts from another model (e.g. an earlier run's
+``checkpoint/``) with a fresh optimizer and schedule.
 
 Writes to ``--out``: ``split.json``, ``metrics.json`` (base and trained, on the
 validation databases and the Spider dev check), ``checkpoint/``, and ``onnx/``:
@@ -151,11 +156,68 @@ def _gold(q: dict[str, Any], key: str, texts: dict[str, str]) -> list[str]:
     return [g for g in q.get(key) or [] if g in texts]
 
 
+def mine_hard_negatives(
+    query: np.ndarray, items: np.ndarray, ids: Sequence[str], exclude: set[str], n: int
+) -> list[str]:
+    """The ``n`` ids whose vectors score highest against ``query`` (dot product), best
+    first, skipping ``exclude`` (the gold); ties keep the order of ``ids``."""
+    out: list[str] = []
+    for k in np.argsort(-(items @ query), kind="stable"):
+        if ids[k] not in exclude:
+            out.append(ids[k])
+            if len(out) == n:
+                break
+    return out
+
+
+class HardNegativeMiner:
+    """Ranks a question's candidates by a fixed encoder: every text is embedded once
+    (:meth:`prepare`), then each call is one small product over the question's own
+    database."""
+
+    def __init__(self, encode: Callable[[list[str]], np.ndarray], n: int) -> None:
+        self.encode, self.n = encode, n
+        self.vecs: dict[str, np.ndarray] = {}
+
+    def prepare(self, texts: Sequence[str]) -> None:
+        missing = [t for t in dict.fromkeys(texts) if t not in self.vecs]
+        if missing:
+            self.vecs.update(zip(missing, self.encode(missing), strict=True))
+
+    def __call__(
+        self, query: str, pool: Sequence[str], texts: dict[str, str], exclude: set[str]
+    ) -> list[str]:
+        self.prepare([query, *(texts[x] for x in pool)])
+        items = np.stack([self.vecs[texts[x]] for x in pool])
+        return mine_hard_negatives(self.vecs[query], items, pool, exclude, self.n)
+
+
+def mining_texts(variants: dict[str, Variant], train_index: Sequence[int]) -> list[str]:
+    """Every text the miner reads: both wordings of the training questions and every
+    table and column of the training databases, in every variant; nothing else."""
+    out: list[str] = []
+    for v in variants.values():
+        dbs = {v.questions[i]["db_id"] for i in train_index}
+        for i in train_index:
+            out += [v.questions[i]["question"], v.questions[i]["original_question"]]
+        for ds in sorted(dbs):
+            out += [v.texts[x] for x in v.tables_of.get(ds, []) + v.columns_of.get(ds, [])]
+    return out
+
+
+Miner = Callable[[str, Sequence[str], dict[str, str], set[str]], list[str]]
+
+
 def training_triplets(
-    variants: dict[str, Variant], train_index: Sequence[int], seed: int, max_columns: int
+    variants: dict[str, Variant],
+    train_index: Sequence[int],
+    seed: int,
+    max_columns: int,
+    miner: Miner | None = None,
 ) -> list[tuple[str, str, str, str]]:
     """(query, positive text, negative text, positive id) for every training question,
-    in both wordings, each pair reading a seeded variant of the catalog."""
+    in both wordings, each pair reading a seeded variant of the catalog. The negative
+    is drawn from the database's other items, or from the ``miner``'s top of them."""
     rnd = random.Random(seed)
     names = list(variants)
     out: list[tuple[str, str, str, str]] = []
@@ -172,6 +234,8 @@ def training_triplets(
                 (c, v.columns_of.get(ds, [])) for c in gold_c[:max_columns]
             ]:
                 others = [x for x in pool if x not in gold_t and x not in gold_c]
+                if others and miner is not None:
+                    others = miner(query, others, v.texts, set())
                 if not others:
                     others = [x for x in v.texts if x.count(".") == pos.count(".") and x != pos]
                 neg = rnd.choice(others)
@@ -412,10 +476,11 @@ def export_onnx(model: Any, base_dir: Path, out: Path) -> Path:
     return out / "model.onnx"
 
 
-def _onnx_encoder(directory: Path) -> Callable[[list[str]], np.ndarray]:
+def _onnx_encoder(directory: Path | None) -> Callable[[list[str]], np.ndarray]:
+    """An int8 ONNX model on the ``local`` loader; ``None``: the bundled one."""
     from layersearch.embed.local import LocalEmbedder
 
-    embedder = LocalEmbedder(str(directory))
+    embedder = LocalEmbedder(None if directory is None else str(directory))
     return lambda texts: np.asarray(embedder.embed_documents(texts), dtype=np.float32)
 
 
@@ -444,6 +509,13 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--max-steps", type=int, default=0, help="0: one pass over the pairs")
     p.add_argument("--checkpoint-steps", type=int, default=50)
     p.add_argument("--threads", type=int, default=2)
+    p.add_argument(
+        "--hard-negatives",
+        type=int,
+        default=0,
+        help="draw each negative from the bundled model's top N non-gold items (0: any)",
+    )
+    p.add_argument("--init", type=Path, default=None, help="start from this model directory")
     p.add_argument("--skip-base-eval", action="store_true")
     return p.parse_args(argv)
 
@@ -476,7 +548,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     variants = {name: build_variant(name, tables, rows) for name in VARIANTS}
     dev = _dev_variant(args.data, tables)
-    triplets = training_triplets(variants, train_index, args.seed, args.max_columns)
+    miner: HardNegativeMiner | None = None
+    if args.hard_negatives > 0:
+        miner = HardNegativeMiner(_onnx_encoder(None), args.hard_negatives)
+        miner.prepare(mining_texts(variants, train_index))
+        log.info("hard negatives: %d texts embedded by the bundled model", len(miner.vecs))
+    triplets = training_triplets(variants, train_index, args.seed, args.max_columns, miner)
     log.info("%d training triplets", len(triplets))
     base_dir = _base_dir()
     model = SentenceTransformer(str(base_dir), device="cpu")
@@ -493,6 +570,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ckpt = args.out / "checkpoint"
     if (ckpt / "state.json").is_file():
         model = SentenceTransformer(str(ckpt), device="cpu")
+    elif args.init is not None:
+        model = SentenceTransformer(str(args.init), device="cpu")
     steps = train(args, model, triplets)
     metrics["steps"] = steps
     metrics["trained"] = evaluate(_torch_encoder(model), variants, val_index, dev)

@@ -105,6 +105,88 @@ def test_triplets_pair_gold_texts_with_other_items_of_the_database(
     assert triplets == train.training_triplets(variants, range(len(questions)), 0, 2)
 
 
+def test_mining_keeps_the_top_non_gold_items_best_first(train: ModuleType) -> None:
+    import numpy as np
+
+    query = np.array([1.0, 0.0], dtype=np.float32)
+    items = np.array([[0.2, 1.0], [0.9, 0.1], [1.0, 0.0], [0.5, 0.5], [0.9, 0.1]])
+    ids = ["a", "b", "gold", "d", "e"]
+    assert train.mine_hard_negatives(query, items, ids, {"gold"}, 2) == ["b", "e"]
+    assert train.mine_hard_negatives(query, items, ids, {"gold"}, 9) == ["b", "e", "d", "a"]
+    assert train.mine_hard_negatives(query, items, ids, set(ids), 3) == []
+
+
+class _CountingEncoder:
+    """Vectors from a fixed table; counts how many texts it was asked to embed."""
+
+    def __init__(self, table: dict[str, list[float]]) -> None:
+        self.table, self.calls = table, 0
+
+    def __call__(self, texts: list[str]) -> Any:
+        import numpy as np
+
+        self.calls += len(texts)
+        return np.array([self.table[t] for t in texts], dtype=np.float32)
+
+
+def test_the_miner_ranks_the_pool_and_embeds_each_text_once(train: ModuleType) -> None:
+    texts = {"t.x": "x", "t.y": "y", "t.z": "z"}
+    encode = _CountingEncoder({"q": [1, 0], "x": [0, 1], "y": [1, 0], "z": [0.7, 0.7]})
+    miner = train.HardNegativeMiner(encode, 2)
+    miner.prepare(["q", "x", "y", "z", "q"])
+    assert encode.calls == 4
+    assert miner("q", ["t.x", "t.y", "t.z"], texts, set()) == ["t.y", "t.z"]
+    assert miner("q", ["t.x", "t.y", "t.z"], texts, {"t.y"}) == ["t.z", "t.x"]
+    assert encode.calls == 4
+
+
+def _train_val(tables: list[dict[str, Any]]) -> tuple[list[int], set[str]]:
+    dbs = [db["db_id"] for db in tables]
+    return list(range(len(dbs) - 1)), {dbs[-1]}
+
+
+def test_mining_reads_training_databases_only(
+    train: ModuleType, tables: list[dict[str, Any]]
+) -> None:
+    questions = _questions(tables)
+    train_index, val_dbs = _train_val(tables)
+    variants = {n: train.build_variant(n, tables, questions) for n in ("plain", "warehouse")}
+    texts = set(train.mining_texts(variants, train_index))
+    for v in variants.values():
+        for ds in val_dbs:  # entity texts name their database, so none is shared
+            assert not texts & {v.texts[x] for x in v.tables_of[ds] + v.columns_of[ds]}
+        first = questions[0]["db_id"]
+        assert {v.texts[x] for x in v.tables_of[first] + v.columns_of[first]} <= texts
+    assert questions[0]["original_question"] in texts
+
+
+def test_triplets_take_their_negative_from_the_miners_top(
+    train: ModuleType, tables: list[dict[str, Any]]
+) -> None:
+    questions = _questions(tables)
+    variants = {"plain": train.build_variant("plain", tables, questions)}
+    v = variants["plain"]
+    asked: list[tuple[str, list[str]]] = []
+
+    def miner(query: str, pool: Any, texts: Any, exclude: Any) -> list[str]:
+        asked.append((query, list(pool)))
+        return sorted(pool)[:1]  # a stand-in ranking: the first id by name
+
+    triplets = train.training_triplets(variants, range(len(questions)), 0, 2, miner)
+    by_text = {text: x for x, text in v.texts.items()}
+    for query, pos, neg, _pos_id in triplets:
+        pos_x, neg_x = by_text[pos], by_text[neg]
+        ds = pos_x.split(".")[0]
+        pool = v.tables_of[ds] if pos_x in v.tables_of[ds] else v.columns_of[ds]
+        q = next(q for q in v.questions if query in (q["question"], q["original_question"]))
+        gold = set(q["gold_tables"]) | set(q["gold_columns"])
+        others = [x for x in pool if x not in gold]
+        if others:
+            assert neg_x == sorted(others)[0]
+    for _query, pool in asked:
+        assert len({p.split(".")[0] for p in pool}) == 1  # its own database only
+
+
 def test_no_batch_holds_a_positive_or_query_twice(train: ModuleType) -> None:
     triplets = [(f"q{i % 5}", f"p{i % 7}", "n", f"id{i % 7}") for i in range(70)]
     out = train.batches(triplets, 4)
@@ -136,3 +218,4 @@ def test_recall_counts_gold_in_the_top_k(train: ModuleType, tables: list[dict[st
 def test_the_script_names_its_data_and_output(train: ModuleType) -> None:
     args = train.parse_args(["--out", "x", "--seed", "3"])
     assert args.out == Path("x") and args.seed == 3 and args.val_fraction == 0.2
+    assert args.hard_negatives == 0 and args.init is None
