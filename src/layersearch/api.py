@@ -273,15 +273,13 @@ class Layersearch:
         (semantic, memory, conversations, vault, all). Takes a SearchRequest or its fields."""
         if request is None:
             request, kwargs = self.entities.request(**kwargs), {}
-        # one opened store file serves a search's reads (snapshot, vectors, coverage, plan)
-        with self.store.pinned():
-            answer.prefetch(self.entities, request)
-            if getattr(request, "scope", None) is None:
-                dense = self.embedder is not None  # the weak-match check reads explanations
-                resp = self.entities.search(answer.explained(request, dense), **kwargs)
-            else:
-                resp = self.scope.search(request)
-            return answer.finish(self.store, self.entities, request, resp)
+        answer.prefetch(self.entities, request)
+        if getattr(request, "scope", None) is None:
+            dense = self.embedder is not None  # the weak-match check reads explanations
+            resp = self.entities.search(answer.explained(request, dense), **kwargs)
+        else:
+            resp = self.scope.search(request)
+        return answer.finish(self.store, self.entities, request, resp)
 
     def warm(self) -> list[str]:
         """Do now what the first search would do (see :meth:`EntityService.warm`); returns

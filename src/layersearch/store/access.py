@@ -211,7 +211,9 @@ class Gate:
         new process's first dense search reads the store five times). Not a read: it holds
         no turn, a write in this process closes the idle connection first, and a reader
         joins the open connection without waiting for another process's writer (which
-        cannot open the file before it closes); it closes when the last pin ends."""
+        cannot open the file before it closes); it closes when the last pin ends. For one
+        bounded piece of work (a CLI command's search), never around a server's searches:
+        overlapping pins would keep the file open and another process's writer waiting."""
         with self._base_lock:
             self._pins += 1
         try:
