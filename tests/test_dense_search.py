@@ -425,3 +425,31 @@ def test_an_interrupted_threaded_embedding_resumes(tmp_path: Path) -> None:
     again = ls.dense().embed(docs, batch_size=8)
     assert again.unchanged == kept and again.embedded == 120 - kept
     ls.close()
+
+
+def test_vectors_written_between_two_reads_are_none_this_time(tmp_path: Path) -> None:
+    """A search whose read of the vectors found none while a writer (a vault or
+    conversation index beside it) stored them before the fingerprint check: the search
+    says 'no vectors yet' for that read (a later read in it may find them), not an
+    error about an empty matrix, and the next search reads them."""
+    with Layersearch(tmp_path / "s.duckdb", embedder="fake") as ls:
+        ls.load(MINI)
+        ls.embed()
+        real = ls.store.load_vectors
+        calls: list[int] = []
+
+        def first_read_empty(corpus, key):  # type: ignore[no-untyped-def]
+            ids, matrix = real(corpus, key)
+            if corpus != "entities":
+                return ids, matrix
+            calls.append(1)
+            return ([], matrix[:0]) if len(calls) == 1 else (ids, matrix)
+
+        ls.store.load_vectors = first_read_empty  # type: ignore[method-assign]
+        ls.dense()._index = None  # read the vectors again
+        raced = ls.search(question="tax on orders", explain=True)  # no ConfigError
+        assert any("no vectors stored for fake" in w and "'entities'" in w for w in raced.warnings)
+        ls.store.publish_generation(ls.store.generation())  # as a writer's commit would
+        ls.dense()._index_gen = -1
+        after = ls.search(question="tax on orders", explain=True)
+        assert "vector" in channels_of(after) and after.warnings == []

@@ -348,7 +348,12 @@ class DenseCorpus:
                 if error is None:
                     ids, matrix = self.store.load_vectors(self.corpus, self.fingerprint.key())
                     if not ids:
-                        error = self._verdict(gen)
+                        # a writer may have added them since this read (a vault or
+                        # conversation index beside the search): none here, this time
+                        error = self._verdict(gen) or EmbeddingUnavailable(
+                            f"no vectors stored for {self.fingerprint.describe()} in "
+                            f"'{self.corpus}' yet; run `layersearch embed`"
+                        )
                 if error is not None:
                     raise error
                 self._index = VectorIndex(ids, matrix)
