@@ -1,0 +1,368 @@
+"""Measure a learned table ranking (LightGBM LambdaRank) against today's fusion.
+
+A measurement, not a ranking change: every question is searched once with the
+shipped pipeline (catalog mode, no datasource hint, ``explain=True``); the
+tables its hits name (a model hit, or a column hit's table) are the candidates,
+in today's order (``eval schema-linking``'s ``ranked_links``). Each candidate
+gets features read off the explanations only — every channel's rank, score and
+weight, the fused position and score, which stages moved it, its best column
+hit, how much of the question its matched words cover, its database's place —
+and a small LambdaRank model re-orders the same candidates. Table recall@5 of
+both orders is reported on:
+
+- validation databases of Spider-Syn train: the split of
+  ``scripts/train_schema_encoder.py`` (``split_databases(seed=0, fraction=0.2)``
+  over the rows whose database is not a Spider dev database);
+- Spider dev, as a check only (model trained on the training databases).
+
+Nothing is chosen on validation: the model's settings are fixed below.
+
+    python scripts/learned_fusion.py --data /work/shared/data \\
+        --store /work/runs/fusion-store/store.duckdb --out /work/runs/fusion-results.json
+
+Needs the ``local`` extra (the embedder) and lightgbm (``train`` extra). The
+searched features are cached (``--cache``), so a second run only trains.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import logging
+import random
+import re
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger("learned_fusion")
+
+HERE = Path(__file__).resolve().parent
+
+#: the entity channels an explanation may name
+CHANNELS = ("input", "schema", "fulltext", "vector", "table")
+#: the entity stages after fusion that may move a hit (docs/ranking.md)
+STAGES = (
+    "schema-over-fulltext",
+    "evidence-weights",
+    "unlisted-votes",
+    "dense-columns",
+    "table-votes",
+    "join-keys",
+)
+#: rank given to a channel that did not list a hit
+MISSING_RANK = 1000
+TABLE_KINDS = frozenset({"model"})
+LEAF_KINDS = frozenset({"column", "measure", "aggregation"})
+#: fixed LambdaRank settings (nothing is tuned on validation)
+PARAMS: dict[str, Any] = {
+    "objective": "lambdarank",
+    "metric": "ndcg",
+    "eval_at": [5],
+    "num_leaves": 15,
+    "learning_rate": 0.05,
+    "min_data_in_leaf": 20,
+    "feature_fraction": 0.9,
+    "bagging_fraction": 0.9,
+    "bagging_freq": 1,
+    "num_threads": 2,
+    "verbose": -1,
+}
+ROUNDS = 100
+
+
+def split_databases(
+    db_ids: Sequence[str], seed: int = 0, fraction: float = 0.2
+) -> tuple[list[str], list[str]]:
+    """The schema encoder's database split (imported from its script, so both use one)."""
+    path = HERE / "train_schema_encoder.py"
+    spec = importlib.util.spec_from_file_location("train_schema_encoder", path)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault("train_schema_encoder", mod)
+    spec.loader.exec_module(mod)
+    train, val = mod.split_databases(db_ids, seed, fraction)
+    return list(train), list(val)
+
+
+def question_words(question: str) -> set[str]:
+    return set(re.findall(r"\w+", question.lower()))
+
+
+def _matched_words(parts: Sequence[Any]) -> set[str]:
+    """The question words a hit's channels matched (``word`` or ``word→term weight``)."""
+    out: set[str] = set()
+    for p in parts:
+        for m in getattr(p, "matched", None) or []:
+            out.add(m.split("→", 1)[0].strip().lower())
+    return out
+
+
+def hit_features(hit: Any, position: int, top_score: float, n_words: int) -> dict[str, float]:
+    """Features of one hit from its explanation: its 1-based fused ``position``, its
+    score and gap to the first hit's, each channel's rank, score, weight and
+    contribution (missing: rank :data:`MISSING_RANK`, zeros), the share of the
+    question's words its channels matched, and per stage whether it moved the hit
+    and by how many places (positive: up)."""
+    f: dict[str, float] = {
+        "pos": float(position),
+        "score": float(hit.score),
+        "gap": float(top_score - hit.score),
+    }
+    parts = {p.channel: p for p in hit.explanation or []}
+    for ch in CHANNELS:
+        p = parts.get(ch)
+        f[f"{ch}_rank"] = float(p.rank) if p else float(MISSING_RANK)
+        f[f"{ch}_score"] = float(p.score) if p else 0.0
+        f[f"{ch}_weight"] = float(p.weight) if p else 0.0
+        f[f"{ch}_contrib"] = float(p.contribution) if p else 0.0
+    f["n_channels"] = float(len(parts))
+    f["matched_share"] = len(_matched_words(hit.explanation or [])) / max(1, n_words)
+    moves = {m.stage: m for m in hit.stages or []}
+    for st in STAGES:
+        m = moves.get(st)
+        f[f"moved_{st}"] = 1.0 if m else 0.0
+        # before 0: the stage added the hit
+        f[f"up_{st}"] = float((m.before or m.after) - m.after) if m else 0.0
+    return f
+
+
+def _table_of(hit: Any) -> str | None:
+    if hit.kind in TABLE_KINDS:
+        return str(hit.id)
+    if hit.kind in LEAF_KINDS:
+        return str(hit.id).rsplit(".", 1)[0]
+    return None
+
+
+def table_candidates(hits: Sequence[Any], question: str) -> list[tuple[str, dict[str, float]]]:
+    """Today's ranked tables (a model hit's id, or a leaf hit's table, first
+    appearance) with each table's features: today's table position, its own model
+    hit's features (``t_``; missing when only its columns were hit), its first
+    column hit's (``c_``), how many of its columns were hit, the share of the
+    question its hit and its columns matched together, and its database's place
+    (first appearance among databases, hits in the first ten)."""
+    words = question_words(question)
+    n_words = len(words)
+    top = float(hits[0].score) if hits else 0.0
+    order: list[str] = []
+    own: dict[str, dict[str, float]] = {}
+    first_col: dict[str, dict[str, float]] = {}
+    n_cols: dict[str, int] = {}
+    matched: dict[str, set[str]] = {}
+    db_order: list[str] = []
+    db_top10: dict[str, int] = {}
+    for i, h in enumerate(hits, 1):
+        table = _table_of(h)
+        if table is None:
+            continue
+        db = table.split(".", 1)[0]
+        if db not in db_order:
+            db_order.append(db)
+        if i <= 10:
+            db_top10[db] = db_top10.get(db, 0) + 1
+        if table not in matched:
+            order.append(table)
+            matched[table] = set()
+        matched[table] |= _matched_words(h.explanation or [])
+        feats = hit_features(h, i, top, n_words)
+        if h.kind in TABLE_KINDS:
+            own.setdefault(table, feats)
+        else:
+            n_cols[table] = n_cols.get(table, 0) + 1
+            first_col.setdefault(table, feats)
+    empty = {k: 0.0 for k in hit_features(_Blank(), 0, 0.0, 1)}
+    out = []
+    for k, table in enumerate(order, 1):
+        db = table.split(".", 1)[0]
+        f: dict[str, float] = {
+            "today_pos": float(k),
+            "n_words": float(n_words),
+            "has_table_hit": 1.0 if table in own else 0.0,
+            "n_column_hits": float(n_cols.get(table, 0)),
+            "table_matched_share": len(matched[table] & words) / max(1, n_words),
+            "db_pos": float(db_order.index(db) + 1),
+            "db_top10": float(db_top10.get(db, 0)),
+        }
+        for prefix, src in (("t_", own.get(table)), ("c_", first_col.get(table))):
+            base = src if src is not None else _missing(empty)
+            f.update({prefix + key: v for key, v in base.items()})
+        out.append((table, f))
+    return out
+
+
+class _Blank:
+    """A hit with nothing: the feature names of :func:`hit_features`."""
+
+    score = 0.0
+    explanation: list[Any] = []
+    stages: list[Any] = []
+
+
+def _missing(empty: dict[str, float]) -> dict[str, float]:
+    return {k: float(MISSING_RANK) if k.endswith("_rank") or k == "pos" else 0.0 for k in empty}
+
+
+# ---------------------------------------------------------------------------- searching
+
+
+def search_rows(ls: Any, questions: Sequence[dict[str, Any]], split: str) -> list[dict[str, Any]]:
+    rows = []
+    t0 = time.perf_counter()
+    for i, q in enumerate(questions, 1):
+        resp = ls.search(question=q["question"], explain=True, max_results=50)
+        cands = table_candidates(resp.results, q["question"])
+        rows.append(
+            {
+                "split": split,
+                "db_id": q["db_id"],
+                "question": q["question"],
+                "gold_tables": list(q["gold_tables"]),
+                "tables": [t for t, _ in cands],
+                "features": [f for _, f in cands],
+            }
+        )
+        if i % 500 == 0:
+            log.info(
+                "%s: %d/%d searched (%.0f s)", split, i, len(questions), time.perf_counter() - t0
+            )
+    return rows
+
+
+def load_questions(data: Path, max_train: int, seed: int) -> dict[str, list[dict[str, Any]]]:
+    from layersearch.eval.spider import spider_questions
+
+    rows = [json.loads(line) for line in (data / "spider-syn" / "train.jsonl").open()]
+    dev_dbs = {q["db_id"] for q in json.loads((data / "spider" / "dev.json").read_text())}
+    rows = [r for r in rows if r["db_id"] not in dev_dbs]  # dev is a check, never training
+    train_dbs, val_dbs = split_databases([r["db_id"] for r in rows], 0, 0.2)
+    train = [r for r in rows if r["db_id"] in set(train_dbs)]
+    random.Random(seed).shuffle(train)
+    return {
+        "train": train[:max_train],
+        "validation": [r for r in rows if r["db_id"] in set(val_dbs)],
+        "spider_dev_check": spider_questions(
+            data / "spider" / "dev.json", data / "spider" / "tables.json"
+        ),
+    }
+
+
+# ---------------------------------------------------------------------------- learning
+
+
+def recall5(rows: Sequence[dict[str, Any]], orders: Sequence[list[str]]) -> float:
+    from layersearch.eval.metrics import recall_at_k
+
+    return sum(
+        recall_at_k(o, r["gold_tables"], 5) for r, o in zip(rows, orders, strict=True)
+    ) / len(rows)
+
+
+def matrix(rows: Sequence[dict[str, Any]], names: Sequence[str]) -> Any:
+    import numpy as np
+
+    return np.array(
+        [[f[n] for n in names] for r in rows for f in r["features"]], dtype=np.float64
+    ).reshape(-1, len(names))
+
+
+def learned_orders(
+    model: Any, rows: Sequence[dict[str, Any]], names: Sequence[str]
+) -> list[list[str]]:
+    """Each question's candidates by the model's score (ties keep today's order)."""
+    scores = model.predict(matrix(rows, names)) if rows else []
+    out, at = [], 0
+    for r in rows:
+        n = len(r["tables"])
+        s = scores[at : at + n]
+        at += n
+        out.append([r["tables"][i] for i in sorted(range(n), key=lambda i: (-s[i], i))])
+    return out
+
+
+def train_model(rows: Sequence[dict[str, Any]], names: Sequence[str], seed: int) -> Any:
+    import lightgbm as lgb
+
+    # a question with no gold table among its candidates teaches nothing
+    rows = [r for r in rows if set(r["tables"]) & set(r["gold_tables"])]
+    labels = [float(t in r["gold_tables"]) for r in rows for t in r["tables"]]
+    ds = lgb.Dataset(
+        matrix(rows, names),
+        label=labels,
+        group=[len(r["tables"]) for r in rows],
+        feature_name=list(names),
+    )
+    return lgb.train({**PARAMS, "seed": seed}, ds, num_boost_round=ROUNDS)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--data", type=Path, default=Path("/work/shared/data"))
+    ap.add_argument("--store", type=Path, required=True, help="store.duckdb of the 166 Spider dbs")
+    ap.add_argument("--cache", type=Path, default=None, help="searched features (JSONL), reused")
+    ap.add_argument("--out", type=Path, required=True, help="results JSON")
+    ap.add_argument("--max-train", type=int, default=4000)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--limit", type=int, default=None, help="first N questions of each set (smoke)")
+    args = ap.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", stream=sys.stderr)
+
+    cache = args.cache or args.out.with_suffix(".features.jsonl")
+    if cache.is_file():
+        rows = [json.loads(line) for line in cache.open()]
+        log.info("read %d searched questions from %s", len(rows), cache)
+    else:
+        from layersearch import Layersearch
+
+        if not args.store.is_file():
+            sys.exit(f"{args.store}: no such store (load spider/tables.json and embed first)")
+        splits = load_questions(args.data, args.max_train, args.seed)
+        rows = []
+        with Layersearch(args.store, embedder="local") as ls:
+            for name, qs in splits.items():
+                rows += search_rows(ls, qs[: args.limit], name)
+        tmp = cache.with_suffix(".tmp")
+        with tmp.open("w") as fh:
+            for r in rows:
+                fh.write(json.dumps(r) + "\n")
+        tmp.replace(cache)
+
+    names = sorted({n for r in rows for f in r["features"] for n in f})
+    by = {
+        s: [r for r in rows if r["split"] == s] for s in ("train", "validation", "spider_dev_check")
+    }
+    model = train_model(by["train"], names, args.seed)
+    results: dict[str, Any] = {
+        "params": {**PARAMS, "rounds": ROUNDS, "seed": args.seed},
+        "sets": {},
+    }
+    print(f"{'set':<18} {'questions':>9} {'dbs':>4} {'today R@5':>9} {'learned':>8}")
+    for s, rs in by.items():
+        today = recall5(rs, [r["tables"] for r in rs])
+        learned = recall5(rs, learned_orders(model, rs, names))
+        covered = sum(bool(set(r["tables"]) & set(r["gold_tables"])) for r in rs) / len(rs)
+        n_dbs = len({r["db_id"] for r in rs})
+        results["sets"][s] = {
+            "questions": len(rs),
+            "databases": n_dbs,
+            "today_table_recall@5": today,
+            "learned_table_recall@5": learned,
+            "gold_among_candidates": covered,
+        }
+        print(f"{s:<18} {len(rs):>9} {n_dbs:>4} {today:>9.3f} {learned:>8.3f}")
+    gain = model.feature_importance(importance_type="gain")
+    total = float(sum(gain)) or 1.0
+    imp = sorted(zip(names, (float(g) / total for g in gain), strict=True), key=lambda x: -x[1])
+    results["importance_gain_share"] = dict(imp)
+    print("feature importance (share of gain):")
+    for n, g in imp[:15]:
+        print(f"  {n:<28} {g:.3f}")
+    args.out.write_text(json.dumps(results, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
