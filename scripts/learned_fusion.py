@@ -72,6 +72,8 @@ PARAMS: dict[str, Any] = {
     "verbose": -1,
 }
 ROUNDS = 100
+#: the model is trained once per seed (bagging differs); the mean is reported
+SEEDS = (0, 1, 2)
 
 
 def split_databases(
@@ -194,6 +196,28 @@ def table_candidates(hits: Sequence[Any], question: str) -> list[tuple[str, dict
     return out
 
 
+def column_candidates(
+    hits: Sequence[Any], question: str, tables: Sequence[tuple[str, dict[str, float]]]
+) -> list[tuple[str, dict[str, float]]]:
+    """Today's ranked leaves (first appearance) with each one's own hit features and
+    its table's (``tbl_``, from :func:`table_candidates`)."""
+    n_words = len(question_words(question))
+    top = float(hits[0].score) if hits else 0.0
+    by_table = dict(tables)
+    out: list[tuple[str, dict[str, float]]] = []
+    seen: set[str] = set()
+    for i, h in enumerate(hits, 1):
+        if h.kind not in LEAF_KINDS or h.id in seen:
+            continue
+        seen.add(h.id)
+        f = hit_features(h, i, top, n_words)
+        f["today_pos"] = float(len(out) + 1)
+        table = by_table.get(str(h.id).rsplit(".", 1)[0], {})
+        f.update({"tbl_" + k: v for k, v in table.items()})
+        out.append((str(h.id), f))
+    return out
+
+
 class _Blank:
     """A hit with nothing: the feature names of :func:`hit_features`."""
 
@@ -215,6 +239,7 @@ def search_rows(ls: Any, questions: Sequence[dict[str, Any]], split: str) -> lis
     for i, q in enumerate(questions, 1):
         resp = ls.search(question=q["question"], explain=True, max_results=50)
         cands = table_candidates(resp.results, q["question"])
+        cols = column_candidates(resp.results, q["question"], cands)
         rows.append(
             {
                 "split": split,
@@ -223,6 +248,9 @@ def search_rows(ls: Any, questions: Sequence[dict[str, Any]], split: str) -> lis
                 "gold_tables": list(q["gold_tables"]),
                 "tables": [t for t, _ in cands],
                 "features": [f for _, f in cands],
+                "gold_columns": list(q["gold_columns"]),
+                "columns": [c for c, _ in cols],
+                "column_features": [f for _, f in cols],
             }
         )
         if i % 500 == 0:
@@ -253,12 +281,32 @@ def load_questions(data: Path, max_train: int, seed: int) -> dict[str, list[dict
 # ---------------------------------------------------------------------------- learning
 
 
-def recall5(rows: Sequence[dict[str, Any]], orders: Sequence[list[str]]) -> float:
+def recall_at(rows: Sequence[dict[str, Any]], orders: Sequence[list[str]], k: int) -> float:
+    """Mean recall at ``k`` of ``orders`` against each row's ``gold_tables``."""
     from layersearch.eval.metrics import recall_at_k
 
     return sum(
-        recall_at_k(o, r["gold_tables"], 5) for r, o in zip(rows, orders, strict=True)
+        recall_at_k(o, r["gold_tables"], k) for r, o in zip(rows, orders, strict=True)
     ) / len(rows)
+
+
+def level_rows(rows: Sequence[dict[str, Any]], level: str) -> list[dict[str, Any]]:
+    """The rows as one level's ranking problem (``tables`` / ``gold_tables`` /
+    ``features``): tables as stored; columns from the column keys, over the
+    questions with gold columns."""
+    if level == "tables":
+        return list(rows)
+    return [
+        {
+            "split": r["split"],
+            "db_id": r["db_id"],
+            "tables": r["columns"],
+            "gold_tables": r["gold_columns"],
+            "features": r["column_features"],
+        }
+        for r in rows
+        if r["gold_columns"]
+    ]
 
 
 def matrix(rows: Sequence[dict[str, Any]], names: Sequence[str]) -> Any:
@@ -330,36 +378,53 @@ def main(argv: Sequence[str] | None = None) -> int:
                 fh.write(json.dumps(r) + "\n")
         tmp.replace(cache)
 
-    names = sorted({n for r in rows for f in r["features"] for n in f})
-    by = {
-        s: [r for r in rows if r["split"] == s] for s in ("train", "validation", "spider_dev_check")
-    }
-    model = train_model(by["train"], names, args.seed)
-    results: dict[str, Any] = {
-        "params": {**PARAMS, "rounds": ROUNDS, "seed": args.seed},
-        "sets": {},
-    }
-    print(f"{'set':<18} {'questions':>9} {'dbs':>4} {'today R@5':>9} {'learned':>8}")
-    for s, rs in by.items():
-        today = recall5(rs, [r["tables"] for r in rs])
-        learned = recall5(rs, learned_orders(model, rs, names))
-        covered = sum(bool(set(r["tables"]) & set(r["gold_tables"])) for r in rs) / len(rs)
-        n_dbs = len({r["db_id"] for r in rs})
-        results["sets"][s] = {
-            "questions": len(rs),
-            "databases": n_dbs,
-            "today_table_recall@5": today,
-            "learned_table_recall@5": learned,
-            "gold_among_candidates": covered,
-        }
-        print(f"{s:<18} {len(rs):>9} {n_dbs:>4} {today:>9.3f} {learned:>8.3f}")
-    gain = model.feature_importance(importance_type="gain")
-    total = float(sum(gain)) or 1.0
-    imp = sorted(zip(names, (float(g) / total for g in gain), strict=True), key=lambda x: -x[1])
-    results["importance_gain_share"] = dict(imp)
-    print("feature importance (share of gain):")
-    for n, g in imp[:15]:
-        print(f"  {n:<28} {g:.3f}")
+    results: dict[str, Any] = {"params": {**PARAMS, "rounds": ROUNDS, "seeds": SEEDS}}
+    sets = ("train", "validation", "spider_dev_check")
+    for level, k in (("tables", 5), ("columns", 10)):
+        lv = level_rows(rows, level)
+        names = sorted({n for r in lv for f in r["features"] for n in f})
+        by = {s: [r for r in lv if r["split"] == s] for s in sets}
+        models = [train_model(by["train"], names, seed) for seed in SEEDS]
+        out: dict[str, Any] = {}
+        print(
+            f"\n{level} R@{k}: {'set':<17} {'questions':>9} {'dbs':>4} {'today':>6} "
+            f"{'learned':>7} {'min..max over seeds':>19} {'better':>6} {'worse':>6}"
+        )
+        for s, rs in by.items():
+            today_orders = [r["tables"] for r in rs]
+            today = recall_at(rs, today_orders, k)
+            per_seed = [recall_at(rs, learned_orders(m, rs, names), k) for m in models]
+            first = learned_orders(models[0], rs, names)
+            diffs = [
+                recall_at([r], [a], k) - recall_at([r], [b], k)
+                for r, a, b in zip(rs, first, today_orders, strict=True)
+            ]
+            out[s] = {
+                "questions": len(rs),
+                "databases": len({r["db_id"] for r in rs}),
+                f"today_recall@{k}": today,
+                f"learned_recall@{k}": sum(per_seed) / len(per_seed),
+                f"learned_recall@{k}_per_seed": per_seed,
+                "questions_better_seed0": sum(d > 0 for d in diffs),
+                "questions_worse_seed0": sum(d < 0 for d in diffs),
+                "gold_among_candidates": sum(
+                    bool(set(r["tables"]) & set(r["gold_tables"])) for r in rs
+                )
+                / len(rs),
+            }
+            o = out[s]
+            print(
+                f"{'':<{len(level) + 6}} {s:<17} {len(rs):>9} {o['databases']:>4} {today:>6.3f} "
+                f"{o[f'learned_recall@{k}']:>7.3f} {min(per_seed):>9.3f}..{max(per_seed):.3f} "
+                f"{o['questions_better_seed0']:>6} {o['questions_worse_seed0']:>6}"
+            )
+        gain = sum(m.feature_importance(importance_type="gain") for m in models)
+        total = float(sum(gain)) or 1.0
+        imp = sorted(zip(names, (float(g) / total for g in gain), strict=True), key=lambda x: -x[1])
+        results[level] = {"sets": out, "importance_gain_share": dict(imp)}
+        print(f"{level}: feature importance (share of gain, {len(SEEDS)} seeds):")
+        for n, g in imp[:12]:
+            print(f"  {n:<30} {g:.3f}")
     args.out.write_text(json.dumps(results, indent=2) + "\n")
     return 0
 

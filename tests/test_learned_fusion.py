@@ -109,6 +109,17 @@ def test_learned_order_follows_what_the_model_learned() -> None:
     names = ["good", "noise"]
     model = m.train_model(rows, names, 0)
     orders = m.learned_orders(model, rows, names)
-    assert m.recall5(rows, [r["tables"] for r in rows]) < 0.85
-    assert m.recall5(rows, orders) == 1.0
+    assert m.recall_at(rows, [r["tables"] for r in rows], 5) < 0.85
+    assert m.recall_at(rows, orders, 5) == 1.0
     assert all(o[0] == r["gold_tables"][0] for r, o in zip(rows, orders, strict=True))
+
+
+def test_column_candidates_carry_their_tables_features() -> None:
+    m = _script()
+    hits = _hits()
+    tables = m.table_candidates(hits, "age of the divisions")
+    cols = m.column_candidates(hits, "age of the divisions", tables)
+    assert [c for c, _ in cols] == ["shop.head.age"]
+    f = cols[0][1]
+    assert f["today_pos"] == 1.0 and f["schema_rank"] == 2.0 and f["table_weight"] == 0.5
+    assert f["tbl_today_pos"] == 1.0 and f["tbl_t_pos"] == 4.0
