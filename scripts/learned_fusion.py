@@ -74,6 +74,11 @@ PARAMS: dict[str, Any] = {
 ROUNDS = 100
 #: the model is trained once per seed (bagging differs); the mean is reported
 SEEDS = (0, 1, 2)
+#: what a model is trained on: Spider-Syn's wording, or both wordings of those questions
+TRAINING = {"syn": ("train",), "both": ("train", "train_original")}
+#: the sets reported (training sets excluded): validation databases in either wording,
+#: and Spider dev as a check
+REPORTED = ("validation", "validation_original", "spider_dev_check")
 
 
 def split_databases(
@@ -269,9 +274,14 @@ def load_questions(data: Path, max_train: int, seed: int) -> dict[str, list[dict
     train_dbs, val_dbs = split_databases([r["db_id"] for r in rows], 0, 0.2)
     train = [r for r in rows if r["db_id"] in set(train_dbs)]
     random.Random(seed).shuffle(train)
+    train = train[:max_train]
+    val = [r for r in rows if r["db_id"] in set(val_dbs)]
     return {
-        "train": train[:max_train],
-        "validation": [r for r in rows if r["db_id"] in set(val_dbs)],
+        "train": train,
+        "validation": val,
+        # the same questions in Spider's own wording (Spider-Syn's original_question)
+        "train_original": [{**r, "question": r["original_question"]} for r in train],
+        "validation_original": [{**r, "question": r["original_question"]} for r in val],
         "spider_dev_check": spider_questions(
             data / "spider" / "dev.json", data / "spider" / "tables.json"
         ),
@@ -288,6 +298,13 @@ def recall_at(rows: Sequence[dict[str, Any]], orders: Sequence[list[str]], k: in
     return sum(
         recall_at_k(o, r["gold_tables"], k) for r, o in zip(rows, orders, strict=True)
     ) / len(rows)
+
+
+def labels_of(row: dict[str, Any]) -> list[float]:
+    """1 for each candidate that is gold, else 0; ids compare as the metrics compare
+    them (case-insensitive: Spider's gold is lower case, the catalog is not)."""
+    gold = {g.lower() for g in row["gold_tables"]}
+    return [float(t.lower() in gold) for t in row["tables"]]
 
 
 def level_rows(rows: Sequence[dict[str, Any]], level: str) -> list[dict[str, Any]]:
@@ -335,8 +352,8 @@ def train_model(rows: Sequence[dict[str, Any]], names: Sequence[str], seed: int)
     import lightgbm as lgb
 
     # a question with no gold table among its candidates teaches nothing
-    rows = [r for r in rows if set(r["tables"]) & set(r["gold_tables"])]
-    labels = [float(t in r["gold_tables"]) for r in rows for t in r["tables"]]
+    rows = [r for r in rows if any(labels_of(r))]
+    labels = [y for r in rows for y in labels_of(r)]
     ds = lgb.Dataset(
         matrix(rows, names),
         label=labels,
@@ -344,6 +361,56 @@ def train_model(rows: Sequence[dict[str, Any]], names: Sequence[str], seed: int)
         feature_name=list(names),
     )
     return lgb.train({**PARAMS, "seed": seed}, ds, num_boost_round=ROUNDS)
+
+
+def measure(
+    rows: Sequence[dict[str, Any]], level: str, k: int, train_splits: Sequence[str]
+) -> dict[str, Any]:
+    """Train on ``train_splits`` once per seed; recall at ``k`` of today's and the
+    learned order on every set in :data:`REPORTED`, and the features' gain."""
+    lv = level_rows(rows, level)
+    names = sorted({n for r in lv for f in r["features"] for n in f})
+    by = {s: [r for r in lv if r["split"] == s] for s in REPORTED}
+    train = [r for r in lv if r["split"] in train_splits]
+    models = [train_model(train, names, seed) for seed in SEEDS]
+    out: dict[str, Any] = {}
+    print(
+        f"  {'set':<20} {'questions':>9} {'dbs':>4} {'today':>6} {'learned':>7} "
+        f"{'seeds min..max':>14} {'better':>6} {'worse':>6}"
+    )
+    for s, rs in by.items():
+        if not rs:
+            continue
+        today_orders = [r["tables"] for r in rs]
+        today = recall_at(rs, today_orders, k)
+        per_seed = [recall_at(rs, learned_orders(m, rs, names), k) for m in models]
+        first = learned_orders(models[0], rs, names)
+        diffs = [
+            recall_at([r], [a], k) - recall_at([r], [b], k)
+            for r, a, b in zip(rs, first, today_orders, strict=True)
+        ]
+        o = out[s] = {
+            "questions": len(rs),
+            "databases": len({r["db_id"] for r in rs}),
+            f"today_recall@{k}": today,
+            f"learned_recall@{k}": sum(per_seed) / len(per_seed),
+            f"learned_recall@{k}_per_seed": per_seed,
+            "questions_better_seed0": sum(d > 0 for d in diffs),
+            "questions_worse_seed0": sum(d < 0 for d in diffs),
+            "gold_among_candidates": sum(any(labels_of(r)) for r in rs) / len(rs),
+        }
+        print(
+            f"  {s:<20} {len(rs):>9} {o['databases']:>4} {today:>6.3f} "
+            f"{o[f'learned_recall@{k}']:>7.3f} {min(per_seed):>6.3f}..{max(per_seed):.3f} "
+            f"{o['questions_better_seed0']:>6} {o['questions_worse_seed0']:>6}"
+        )
+    gain = sum(m.feature_importance(importance_type="gain") for m in models)
+    total = float(sum(gain)) or 1.0
+    imp = sorted(zip(names, (float(g) / total for g in gain), strict=True), key=lambda x: -x[1])
+    print(f"  feature importance (share of gain, {len(SEEDS)} seeds):")
+    for n, g in imp[:10]:
+        print(f"    {n:<30} {g:.3f}")
+    return {"sets": out, "importance_gain_share": dict(imp)}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -359,72 +426,29 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", stream=sys.stderr)
 
     cache = args.cache or args.out.with_suffix(".features.jsonl")
-    if cache.is_file():
-        rows = [json.loads(line) for line in cache.open()]
-        log.info("read %d searched questions from %s", len(rows), cache)
-    else:
+    rows = [json.loads(line) for line in cache.open()] if cache.is_file() else []
+    splits = load_questions(args.data, args.max_train, args.seed)
+    todo = {n: qs for n, qs in splits.items() if n not in {r["split"] for r in rows}}
+    log.info("%d searched questions read from %s; to search: %s", len(rows), cache, list(todo))
+    if todo:
         from layersearch import Layersearch
 
         if not args.store.is_file():
             sys.exit(f"{args.store}: no such store (load spider/tables.json and embed first)")
-        splits = load_questions(args.data, args.max_train, args.seed)
-        rows = []
         with Layersearch(args.store, embedder="local") as ls:
-            for name, qs in splits.items():
+            for name, qs in todo.items():
                 rows += search_rows(ls, qs[: args.limit], name)
-        tmp = cache.with_suffix(".tmp")
-        with tmp.open("w") as fh:
-            for r in rows:
-                fh.write(json.dumps(r) + "\n")
-        tmp.replace(cache)
+                tmp = cache.with_suffix(".tmp")
+                with tmp.open("w") as fh:
+                    for r in rows:
+                        fh.write(json.dumps(r) + "\n")
+                tmp.replace(cache)
 
     results: dict[str, Any] = {"params": {**PARAMS, "rounds": ROUNDS, "seeds": SEEDS}}
-    sets = ("train", "validation", "spider_dev_check")
-    for level, k in (("tables", 5), ("columns", 10)):
-        lv = level_rows(rows, level)
-        names = sorted({n for r in lv for f in r["features"] for n in f})
-        by = {s: [r for r in lv if r["split"] == s] for s in sets}
-        models = [train_model(by["train"], names, seed) for seed in SEEDS]
-        out: dict[str, Any] = {}
-        print(
-            f"\n{level} R@{k}: {'set':<17} {'questions':>9} {'dbs':>4} {'today':>6} "
-            f"{'learned':>7} {'min..max over seeds':>19} {'better':>6} {'worse':>6}"
-        )
-        for s, rs in by.items():
-            today_orders = [r["tables"] for r in rs]
-            today = recall_at(rs, today_orders, k)
-            per_seed = [recall_at(rs, learned_orders(m, rs, names), k) for m in models]
-            first = learned_orders(models[0], rs, names)
-            diffs = [
-                recall_at([r], [a], k) - recall_at([r], [b], k)
-                for r, a, b in zip(rs, first, today_orders, strict=True)
-            ]
-            out[s] = {
-                "questions": len(rs),
-                "databases": len({r["db_id"] for r in rs}),
-                f"today_recall@{k}": today,
-                f"learned_recall@{k}": sum(per_seed) / len(per_seed),
-                f"learned_recall@{k}_per_seed": per_seed,
-                "questions_better_seed0": sum(d > 0 for d in diffs),
-                "questions_worse_seed0": sum(d < 0 for d in diffs),
-                "gold_among_candidates": sum(
-                    bool(set(r["tables"]) & set(r["gold_tables"])) for r in rs
-                )
-                / len(rs),
-            }
-            o = out[s]
-            print(
-                f"{'':<{len(level) + 6}} {s:<17} {len(rs):>9} {o['databases']:>4} {today:>6.3f} "
-                f"{o[f'learned_recall@{k}']:>7.3f} {min(per_seed):>9.3f}..{max(per_seed):.3f} "
-                f"{o['questions_better_seed0']:>6} {o['questions_worse_seed0']:>6}"
-            )
-        gain = sum(m.feature_importance(importance_type="gain") for m in models)
-        total = float(sum(gain)) or 1.0
-        imp = sorted(zip(names, (float(g) / total for g in gain), strict=True), key=lambda x: -x[1])
-        results[level] = {"sets": out, "importance_gain_share": dict(imp)}
-        print(f"{level}: feature importance (share of gain, {len(SEEDS)} seeds):")
-        for n, g in imp[:12]:
-            print(f"  {n:<30} {g:.3f}")
+    for variant, train_splits in TRAINING.items():
+        for level, k in (("tables", 5), ("columns", 10)):
+            print(f"\ntrained on {variant} ({' + '.join(train_splits)}), {level} R@{k}")
+            results.setdefault(variant, {})[level] = measure(rows, level, k, train_splits)
     args.out.write_text(json.dumps(results, indent=2) + "\n")
     return 0
 

@@ -123,3 +123,13 @@ def test_column_candidates_carry_their_tables_features() -> None:
     f = cols[0][1]
     assert f["today_pos"] == 1.0 and f["schema_rank"] == 2.0 and f["table_weight"] == 0.5
     assert f["tbl_today_pos"] == 1.0 and f["tbl_t_pos"] == 4.0
+
+
+def test_labels_compare_ids_as_the_metrics_do() -> None:
+    m = _script()
+    row = {
+        "tables": ["db.Staff", "db.car", "db.Lessons"],
+        "gold_tables": ["db.staff", "db.lessons"],
+    }
+    assert m.labels_of(row) == [1.0, 0.0, 1.0]
+    assert m.recall_at([row], [row["tables"]], 1) == 0.5
