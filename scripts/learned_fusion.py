@@ -5,20 +5,25 @@ shipped pipeline (catalog mode, no datasource hint, ``explain=True``); the
 tables its hits name (a model hit, or a column hit's table) are the candidates,
 in today's order (``eval schema-linking``'s ``ranked_links``). Each candidate
 gets features read off the explanations only — every channel's rank, score and
-weight, the fused position and score, which stages moved it, its best column
+weight, the fused position and score, which stages moved it, its first column
 hit, how much of the question its matched words cover, its database's place —
-and a small LambdaRank model re-orders the same candidates. Table recall@5 of
-both orders is reported on:
+and a small LambdaRank model re-orders the same candidates; the column hits are
+re-ordered the same way (their own features and their table's). Table recall@5
+and column recall@10 of both orders are reported on:
 
 - validation databases of Spider-Syn train: the split of
   ``scripts/train_schema_encoder.py`` (``split_databases(seed=0, fraction=0.2)``
   over the rows whose database is not a Spider dev database);
+- the same validation questions in Spider's own wording (``original_question``);
 - Spider dev, as a check only (model trained on the training databases).
+
+Two models are trained per level, on Spider-Syn's wording and on both wordings of
+the training questions, each with seeds 0, 1, 2; both are reported.
 
 Nothing is chosen on validation: the model's settings are fixed below.
 
-    python scripts/learned_fusion.py --data /work/shared/data \\
-        --store /work/runs/fusion-store/store.duckdb --out /work/runs/fusion-results.json
+    python scripts/learned_fusion.py --data ../shared/data \\
+        --store STORE --out results.json
 
 Needs the ``local`` extra (the embedder) and lightgbm (``train`` extra). The
 searched features are cached (``--cache``), so a second run only trains.
