@@ -1,0 +1,462 @@
+"""Measure a learned table ranking (LightGBM LambdaRank) against today's fusion.
+
+A measurement, not a ranking change: every question is searched once with the
+shipped pipeline (catalog mode, no datasource hint, ``explain=True``); the
+tables its hits name (a model hit, or a column hit's table) are the candidates,
+in today's order (``eval schema-linking``'s ``ranked_links``). Each candidate
+gets features read off the explanations only — every channel's rank, score and
+weight, the fused position and score, which stages moved it, its first column
+hit, how much of the question its matched words cover, its database's place —
+and a small LambdaRank model re-orders the same candidates; the column hits are
+re-ordered the same way (their own features and their table's). Table recall@5
+and column recall@10 of both orders are reported on:
+
+- validation databases of Spider-Syn train: the split of
+  ``scripts/train_schema_encoder.py`` (``split_databases(seed=0, fraction=0.2)``
+  over the rows whose database is not a Spider dev database);
+- the same validation questions in Spider's own wording (``original_question``);
+- Spider dev, as a check only (model trained on the training databases).
+
+Two models are trained per level, on Spider-Syn's wording and on both wordings of
+the training questions, each with seeds 0, 1, 2; both are reported.
+
+Nothing is chosen on validation: the model's settings are fixed below.
+
+    python scripts/learned_fusion.py --data ../shared/data \\
+        --store STORE --out results.json
+
+Needs the ``local`` extra (the embedder) and lightgbm (``train`` extra). The
+searched features are cached (``--cache``), so a second run only trains.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import logging
+import random
+import re
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger("learned_fusion")
+
+HERE = Path(__file__).resolve().parent
+
+#: the entity channels an explanation may name
+CHANNELS = ("input", "schema", "fulltext", "vector", "table")
+#: the entity stages after fusion that may move a hit (docs/ranking.md)
+STAGES = (
+    "schema-over-fulltext",
+    "evidence-weights",
+    "unlisted-votes",
+    "dense-columns",
+    "table-votes",
+    "join-keys",
+)
+#: rank given to a channel that did not list a hit
+MISSING_RANK = 1000
+TABLE_KINDS = frozenset({"model"})
+LEAF_KINDS = frozenset({"column", "measure", "aggregation"})
+#: fixed LambdaRank settings (nothing is tuned on validation)
+PARAMS: dict[str, Any] = {
+    "objective": "lambdarank",
+    "metric": "ndcg",
+    "eval_at": [5],
+    "num_leaves": 15,
+    "learning_rate": 0.05,
+    "min_data_in_leaf": 20,
+    "feature_fraction": 0.9,
+    "bagging_fraction": 0.9,
+    "bagging_freq": 1,
+    "num_threads": 2,
+    "verbose": -1,
+}
+ROUNDS = 100
+#: the model is trained once per seed (bagging differs); the mean is reported
+SEEDS = (0, 1, 2)
+#: what a model is trained on: Spider-Syn's wording, or both wordings of those questions
+TRAINING = {"syn": ("train",), "both": ("train", "train_original")}
+#: the sets reported (training sets excluded): validation databases in either wording,
+#: and Spider dev as a check
+REPORTED = ("validation", "validation_original", "spider_dev_check")
+
+
+def split_databases(
+    db_ids: Sequence[str], seed: int = 0, fraction: float = 0.2
+) -> tuple[list[str], list[str]]:
+    """The schema encoder's database split (imported from its script, so both use one)."""
+    path = HERE / "train_schema_encoder.py"
+    spec = importlib.util.spec_from_file_location("train_schema_encoder", path)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault("train_schema_encoder", mod)
+    spec.loader.exec_module(mod)
+    train, val = mod.split_databases(db_ids, seed, fraction)
+    return list(train), list(val)
+
+
+def question_words(question: str) -> set[str]:
+    return set(re.findall(r"\w+", question.lower()))
+
+
+def _matched_words(parts: Sequence[Any]) -> set[str]:
+    """The question words a hit's channels matched (``word`` or ``word→term weight``)."""
+    out: set[str] = set()
+    for p in parts:
+        for m in getattr(p, "matched", None) or []:
+            out.add(m.split("→", 1)[0].strip().lower())
+    return out
+
+
+def hit_features(hit: Any, position: int, top_score: float, n_words: int) -> dict[str, float]:
+    """Features of one hit from its explanation: its 1-based fused ``position``, its
+    score and gap to the first hit's, each channel's rank, score, weight and
+    contribution (missing: rank :data:`MISSING_RANK`, zeros), the share of the
+    question's words its channels matched, and per stage whether it moved the hit
+    and by how many places (positive: up)."""
+    f: dict[str, float] = {
+        "pos": float(position),
+        "score": float(hit.score),
+        "gap": float(top_score - hit.score),
+    }
+    parts = {p.channel: p for p in hit.explanation or []}
+    for ch in CHANNELS:
+        p = parts.get(ch)
+        f[f"{ch}_rank"] = float(p.rank) if p else float(MISSING_RANK)
+        f[f"{ch}_score"] = float(p.score) if p else 0.0
+        f[f"{ch}_weight"] = float(p.weight) if p else 0.0
+        f[f"{ch}_contrib"] = float(p.contribution) if p else 0.0
+    f["n_channels"] = float(len(parts))
+    f["matched_share"] = len(_matched_words(hit.explanation or [])) / max(1, n_words)
+    moves = {m.stage: m for m in hit.stages or []}
+    for st in STAGES:
+        m = moves.get(st)
+        f[f"moved_{st}"] = 1.0 if m else 0.0
+        # before 0: the stage added the hit
+        f[f"up_{st}"] = float((m.before or m.after) - m.after) if m else 0.0
+    return f
+
+
+def _table_of(hit: Any) -> str | None:
+    if hit.kind in TABLE_KINDS:
+        return str(hit.id)
+    if hit.kind in LEAF_KINDS:
+        return str(hit.id).rsplit(".", 1)[0]
+    return None
+
+
+def table_candidates(hits: Sequence[Any], question: str) -> list[tuple[str, dict[str, float]]]:
+    """Today's ranked tables (a model hit's id, or a leaf hit's table, first
+    appearance) with each table's features: today's table position, its own model
+    hit's features (``t_``; missing when only its columns were hit), its first
+    column hit's (``c_``), how many of its columns were hit, the share of the
+    question its hit and its columns matched together, and its database's place
+    (first appearance among databases, hits in the first ten)."""
+    words = question_words(question)
+    n_words = len(words)
+    top = float(hits[0].score) if hits else 0.0
+    order: list[str] = []
+    own: dict[str, dict[str, float]] = {}
+    first_col: dict[str, dict[str, float]] = {}
+    n_cols: dict[str, int] = {}
+    matched: dict[str, set[str]] = {}
+    db_order: list[str] = []
+    db_top10: dict[str, int] = {}
+    for i, h in enumerate(hits, 1):
+        table = _table_of(h)
+        if table is None:
+            continue
+        db = table.split(".", 1)[0]
+        if db not in db_order:
+            db_order.append(db)
+        if i <= 10:
+            db_top10[db] = db_top10.get(db, 0) + 1
+        if table not in matched:
+            order.append(table)
+            matched[table] = set()
+        matched[table] |= _matched_words(h.explanation or [])
+        feats = hit_features(h, i, top, n_words)
+        if h.kind in TABLE_KINDS:
+            own.setdefault(table, feats)
+        else:
+            n_cols[table] = n_cols.get(table, 0) + 1
+            first_col.setdefault(table, feats)
+    empty = {k: 0.0 for k in hit_features(_Blank(), 0, 0.0, 1)}
+    out = []
+    for k, table in enumerate(order, 1):
+        db = table.split(".", 1)[0]
+        f: dict[str, float] = {
+            "today_pos": float(k),
+            "n_words": float(n_words),
+            "has_table_hit": 1.0 if table in own else 0.0,
+            "n_column_hits": float(n_cols.get(table, 0)),
+            "table_matched_share": len(matched[table] & words) / max(1, n_words),
+            "db_pos": float(db_order.index(db) + 1),
+            "db_top10": float(db_top10.get(db, 0)),
+        }
+        for prefix, src in (("t_", own.get(table)), ("c_", first_col.get(table))):
+            base = src if src is not None else _missing(empty)
+            f.update({prefix + key: v for key, v in base.items()})
+        out.append((table, f))
+    return out
+
+
+def column_candidates(
+    hits: Sequence[Any], question: str, tables: Sequence[tuple[str, dict[str, float]]]
+) -> list[tuple[str, dict[str, float]]]:
+    """Today's ranked leaves (first appearance) with each one's own hit features and
+    its table's (``tbl_``, from :func:`table_candidates`)."""
+    n_words = len(question_words(question))
+    top = float(hits[0].score) if hits else 0.0
+    by_table = dict(tables)
+    out: list[tuple[str, dict[str, float]]] = []
+    seen: set[str] = set()
+    for i, h in enumerate(hits, 1):
+        if h.kind not in LEAF_KINDS or h.id in seen:
+            continue
+        seen.add(h.id)
+        f = hit_features(h, i, top, n_words)
+        f["today_pos"] = float(len(out) + 1)
+        table = by_table.get(str(h.id).rsplit(".", 1)[0], {})
+        f.update({"tbl_" + k: v for k, v in table.items()})
+        out.append((str(h.id), f))
+    return out
+
+
+class _Blank:
+    """A hit with nothing: the feature names of :func:`hit_features`."""
+
+    score = 0.0
+    explanation: list[Any] = []
+    stages: list[Any] = []
+
+
+def _missing(empty: dict[str, float]) -> dict[str, float]:
+    return {k: float(MISSING_RANK) if k.endswith("_rank") or k == "pos" else 0.0 for k in empty}
+
+
+# ---------------------------------------------------------------------------- searching
+
+
+def search_rows(ls: Any, questions: Sequence[dict[str, Any]], split: str) -> list[dict[str, Any]]:
+    rows = []
+    t0 = time.perf_counter()
+    for i, q in enumerate(questions, 1):
+        resp = ls.search(question=q["question"], explain=True, max_results=50)
+        cands = table_candidates(resp.results, q["question"])
+        cols = column_candidates(resp.results, q["question"], cands)
+        rows.append(
+            {
+                "split": split,
+                "db_id": q["db_id"],
+                "question": q["question"],
+                "gold_tables": list(q["gold_tables"]),
+                "tables": [t for t, _ in cands],
+                "features": [f for _, f in cands],
+                "gold_columns": list(q["gold_columns"]),
+                "columns": [c for c, _ in cols],
+                "column_features": [f for _, f in cols],
+            }
+        )
+        if i % 500 == 0:
+            log.info(
+                "%s: %d/%d searched (%.0f s)", split, i, len(questions), time.perf_counter() - t0
+            )
+    return rows
+
+
+def load_questions(data: Path, max_train: int, seed: int) -> dict[str, list[dict[str, Any]]]:
+    from layersearch.eval.spider import spider_questions
+
+    rows = [json.loads(line) for line in (data / "spider-syn" / "train.jsonl").open()]
+    dev_dbs = {q["db_id"] for q in json.loads((data / "spider" / "dev.json").read_text())}
+    rows = [r for r in rows if r["db_id"] not in dev_dbs]  # dev is a check, never training
+    train_dbs, val_dbs = split_databases([r["db_id"] for r in rows], 0, 0.2)
+    train = [r for r in rows if r["db_id"] in set(train_dbs)]
+    random.Random(seed).shuffle(train)
+    train = train[:max_train]
+    val = [r for r in rows if r["db_id"] in set(val_dbs)]
+    return {
+        "train": train,
+        "validation": val,
+        # the same questions in Spider's own wording (Spider-Syn's original_question)
+        "train_original": [{**r, "question": r["original_question"]} for r in train],
+        "validation_original": [{**r, "question": r["original_question"]} for r in val],
+        "spider_dev_check": spider_questions(
+            data / "spider" / "dev.json", data / "spider" / "tables.json"
+        ),
+    }
+
+
+# ---------------------------------------------------------------------------- learning
+
+
+def recall_at(rows: Sequence[dict[str, Any]], orders: Sequence[list[str]], k: int) -> float:
+    """Mean recall at ``k`` of ``orders`` against each row's ``gold_tables``."""
+    from layersearch.eval.metrics import recall_at_k
+
+    return sum(
+        recall_at_k(o, r["gold_tables"], k) for r, o in zip(rows, orders, strict=True)
+    ) / len(rows)
+
+
+def labels_of(row: dict[str, Any]) -> list[float]:
+    """1 for each candidate that is gold, else 0; ids compare as the metrics compare
+    them (case-insensitive: Spider's gold is lower case, the catalog is not)."""
+    gold = {g.lower() for g in row["gold_tables"]}
+    return [float(t.lower() in gold) for t in row["tables"]]
+
+
+def level_rows(rows: Sequence[dict[str, Any]], level: str) -> list[dict[str, Any]]:
+    """The rows as one level's ranking problem (``tables`` / ``gold_tables`` /
+    ``features``): tables as stored; columns from the column keys, over the
+    questions with gold columns."""
+    if level == "tables":
+        return list(rows)
+    return [
+        {
+            "split": r["split"],
+            "db_id": r["db_id"],
+            "tables": r["columns"],
+            "gold_tables": r["gold_columns"],
+            "features": r["column_features"],
+        }
+        for r in rows
+        if r["gold_columns"]
+    ]
+
+
+def matrix(rows: Sequence[dict[str, Any]], names: Sequence[str]) -> Any:
+    import numpy as np
+
+    return np.array(
+        [[f[n] for n in names] for r in rows for f in r["features"]], dtype=np.float64
+    ).reshape(-1, len(names))
+
+
+def learned_orders(
+    model: Any, rows: Sequence[dict[str, Any]], names: Sequence[str]
+) -> list[list[str]]:
+    """Each question's candidates by the model's score (ties keep today's order)."""
+    scores = model.predict(matrix(rows, names)) if rows else []
+    out, at = [], 0
+    for r in rows:
+        n = len(r["tables"])
+        s = scores[at : at + n]
+        at += n
+        out.append([r["tables"][i] for i in sorted(range(n), key=lambda i: (-s[i], i))])
+    return out
+
+
+def train_model(rows: Sequence[dict[str, Any]], names: Sequence[str], seed: int) -> Any:
+    import lightgbm as lgb
+
+    # a question with no gold table among its candidates teaches nothing
+    rows = [r for r in rows if any(labels_of(r))]
+    labels = [y for r in rows for y in labels_of(r)]
+    ds = lgb.Dataset(
+        matrix(rows, names),
+        label=labels,
+        group=[len(r["tables"]) for r in rows],
+        feature_name=list(names),
+    )
+    return lgb.train({**PARAMS, "seed": seed}, ds, num_boost_round=ROUNDS)
+
+
+def measure(
+    rows: Sequence[dict[str, Any]], level: str, k: int, train_splits: Sequence[str]
+) -> dict[str, Any]:
+    """Train on ``train_splits`` once per seed; recall at ``k`` of today's and the
+    learned order on every set in :data:`REPORTED`, and the features' gain."""
+    lv = level_rows(rows, level)
+    names = sorted({n for r in lv for f in r["features"] for n in f})
+    by = {s: [r for r in lv if r["split"] == s] for s in REPORTED}
+    train = [r for r in lv if r["split"] in train_splits]
+    models = [train_model(train, names, seed) for seed in SEEDS]
+    out: dict[str, Any] = {}
+    print(
+        f"  {'set':<20} {'questions':>9} {'dbs':>4} {'today':>6} {'learned':>7} "
+        f"{'seeds min..max':>14} {'better':>6} {'worse':>6}"
+    )
+    for s, rs in by.items():
+        if not rs:
+            continue
+        today_orders = [r["tables"] for r in rs]
+        today = recall_at(rs, today_orders, k)
+        per_seed = [recall_at(rs, learned_orders(m, rs, names), k) for m in models]
+        first = learned_orders(models[0], rs, names)
+        diffs = [
+            recall_at([r], [a], k) - recall_at([r], [b], k)
+            for r, a, b in zip(rs, first, today_orders, strict=True)
+        ]
+        o = out[s] = {
+            "questions": len(rs),
+            "databases": len({r["db_id"] for r in rs}),
+            f"today_recall@{k}": today,
+            f"learned_recall@{k}": sum(per_seed) / len(per_seed),
+            f"learned_recall@{k}_per_seed": per_seed,
+            "questions_better_seed0": sum(d > 0 for d in diffs),
+            "questions_worse_seed0": sum(d < 0 for d in diffs),
+            "gold_among_candidates": sum(any(labels_of(r)) for r in rs) / len(rs),
+        }
+        print(
+            f"  {s:<20} {len(rs):>9} {o['databases']:>4} {today:>6.3f} "
+            f"{o[f'learned_recall@{k}']:>7.3f} {min(per_seed):>6.3f}..{max(per_seed):.3f} "
+            f"{o['questions_better_seed0']:>6} {o['questions_worse_seed0']:>6}"
+        )
+    gain = sum(m.feature_importance(importance_type="gain") for m in models)
+    total = float(sum(gain)) or 1.0
+    imp = sorted(zip(names, (float(g) / total for g in gain), strict=True), key=lambda x: -x[1])
+    print(f"  feature importance (share of gain, {len(SEEDS)} seeds):")
+    for n, g in imp[:10]:
+        print(f"    {n:<30} {g:.3f}")
+    return {"sets": out, "importance_gain_share": dict(imp)}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--data", type=Path, default=Path("/work/shared/data"))
+    ap.add_argument("--store", type=Path, required=True, help="store.duckdb of the 166 Spider dbs")
+    ap.add_argument("--cache", type=Path, default=None, help="searched features (JSONL), reused")
+    ap.add_argument("--out", type=Path, required=True, help="results JSON")
+    ap.add_argument("--max-train", type=int, default=4000)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--limit", type=int, default=None, help="first N questions of each set (smoke)")
+    args = ap.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", stream=sys.stderr)
+
+    cache = args.cache or args.out.with_suffix(".features.jsonl")
+    rows = [json.loads(line) for line in cache.open()] if cache.is_file() else []
+    splits = load_questions(args.data, args.max_train, args.seed)
+    todo = {n: qs for n, qs in splits.items() if n not in {r["split"] for r in rows}}
+    log.info("%d searched questions read from %s; to search: %s", len(rows), cache, list(todo))
+    if todo:
+        from layersearch import Layersearch
+
+        if not args.store.is_file():
+            sys.exit(f"{args.store}: no such store (load spider/tables.json and embed first)")
+        with Layersearch(args.store, embedder="local") as ls:
+            for name, qs in todo.items():
+                rows += search_rows(ls, qs[: args.limit], name)
+                tmp = cache.with_suffix(".tmp")
+                with tmp.open("w") as fh:
+                    for r in rows:
+                        fh.write(json.dumps(r) + "\n")
+                tmp.replace(cache)
+
+    results: dict[str, Any] = {"params": {**PARAMS, "rounds": ROUNDS, "seeds": SEEDS}}
+    for variant, train_splits in TRAINING.items():
+        for level, k in (("tables", 5), ("columns", 10)):
+            print(f"\ntrained on {variant} ({' + '.join(train_splits)}), {level} R@{k}")
+            results.setdefault(variant, {})[level] = measure(rows, level, k, train_splits)
+    args.out.write_text(json.dumps(results, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

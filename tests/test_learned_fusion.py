@@ -1,0 +1,135 @@
+"""scripts/learned_fusion.py: the features read off explanations, the split, the orders."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from types import ModuleType
+
+import pytest
+
+from layersearch.types import ChannelScore, Hit, StageMove
+from tests.support import ROOT
+
+
+def _script() -> ModuleType:
+    path = ROOT / "scripts" / "learned_fusion.py"
+    spec = importlib.util.spec_from_file_location("learned_fusion", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def _hits() -> list[Hit]:
+    return [
+        Hit(
+            kind="column",
+            id="shop.head.age",
+            score=0.04,
+            explanation=[
+                ChannelScore(
+                    channel="schema", rank=2, score=1.36, contribution=0.019, matched=["age"]
+                ),
+                ChannelScore(channel="table", rank=1, score=0.03, contribution=0.008, weight=0.5),
+            ],
+        ),
+        Hit(
+            kind="model",
+            id="shop.department",
+            score=0.03,
+            explanation=[
+                ChannelScore(channel="vector", rank=2, score=0.56, contribution=0.013, weight=0.83),
+                ChannelScore(
+                    channel="schema",
+                    rank=10,
+                    score=0.89,
+                    contribution=0.01,
+                    matched=["divisions→department 0.31"],
+                ),
+            ],
+            stages=[StageMove(stage="join-keys", before=9, after=4, note="")],
+        ),
+        Hit(kind="memory", id="memory:1", score=0.02),
+        Hit(kind="model", id="shop.head", score=0.01),
+    ]
+
+
+def test_hit_features_read_every_channel_and_stage() -> None:
+    m = _script()
+    f = m.hit_features(_hits()[1], 2, 0.04, 4)
+    assert f["pos"] == 2.0 and f["gap"] == pytest.approx(0.01)
+    assert f["vector_rank"] == 2.0 and f["vector_weight"] == pytest.approx(0.83)
+    assert f["schema_rank"] == 10.0 and f["schema_score"] == pytest.approx(0.89)
+    # a channel that did not list the hit: far rank, no score
+    assert f["fulltext_rank"] == float(m.MISSING_RANK) and f["fulltext_score"] == 0.0
+    # the bridged word counts as the question's word it came from
+    assert f["matched_share"] == pytest.approx(1 / 4)
+    assert f["moved_join-keys"] == 1.0 and f["up_join-keys"] == 5.0
+    assert f["moved_table-votes"] == 0.0 and f["n_channels"] == 2.0
+
+
+def test_table_candidates_keep_todays_order_and_describe_each_table() -> None:
+    m = _script()
+    cands = m.table_candidates(_hits(), "age of the divisions")
+    assert [t for t, _ in cands] == ["shop.head", "shop.department"]
+    head, dept = (f for _, f in cands)
+    assert head["today_pos"] == 1.0 and dept["today_pos"] == 2.0
+    # shop.head: one column hit first, its own model hit last
+    assert head["n_column_hits"] == 1.0 and head["c_pos"] == 1.0 and head["t_pos"] == 4.0
+    assert head["has_table_hit"] == 1.0 and head["table_matched_share"] == pytest.approx(1 / 4)
+    # shop.department: no column hit, so its column features are missing ones
+    assert dept["n_column_hits"] == 0.0 and dept["c_pos"] == float(m.MISSING_RANK)
+    assert dept["t_schema_rank"] == 10.0 and dept["db_pos"] == 1.0
+    assert dept["db_top10"] == 3.0  # the memory is no table
+    assert set(head) == set(dept)
+
+
+def test_split_is_the_schema_encoders() -> None:
+    m = _script()
+    ids = [f"db{i}" for i in range(50)] * 2
+    train, val = m.split_databases(ids, 0, 0.2)
+    assert len(val) == 10 and not set(train) & set(val)
+    assert sorted(train + val) == sorted(set(ids))
+    assert m.split_databases(ids, 0, 0.2) == (train, val)
+    assert m.split_databases(ids, 1, 0.2) != (train, val)
+
+
+def test_learned_order_follows_what_the_model_learned() -> None:
+    pytest.importorskip("lightgbm")
+    m = _script()
+    rows = []
+    for i in range(300):
+        # the gold table is never first today; feature "good" marks it
+        tables = [f"d.t{k}" for k in range(6)]
+        gold = 1 + i % 5
+        feats = [{"good": float(k == gold), "noise": float((i * 7 + k) % 3)} for k in range(6)]
+        rows.append({"tables": tables, "gold_tables": [tables[gold]], "features": feats})
+    names = ["good", "noise"]
+    model = m.train_model(rows, names, 0)
+    orders = m.learned_orders(model, rows, names)
+    assert m.recall_at(rows, [r["tables"] for r in rows], 5) < 0.85
+    assert m.recall_at(rows, orders, 5) == 1.0
+    assert all(o[0] == r["gold_tables"][0] for r, o in zip(rows, orders, strict=True))
+
+
+def test_column_candidates_carry_their_tables_features() -> None:
+    m = _script()
+    hits = _hits()
+    tables = m.table_candidates(hits, "age of the divisions")
+    cols = m.column_candidates(hits, "age of the divisions", tables)
+    assert [c for c, _ in cols] == ["shop.head.age"]
+    f = cols[0][1]
+    assert f["today_pos"] == 1.0 and f["schema_rank"] == 2.0 and f["table_weight"] == 0.5
+    assert f["tbl_today_pos"] == 1.0 and f["tbl_t_pos"] == 4.0
+
+
+def test_labels_compare_ids_as_the_metrics_do() -> None:
+    m = _script()
+    row = {
+        "tables": ["db.Staff", "db.car", "db.Lessons"],
+        "gold_tables": ["db.staff", "db.lessons"],
+    }
+    assert m.labels_of(row) == [1.0, 0.0, 1.0]
+    assert m.recall_at([row], [row["tables"]], 1) == 0.5
