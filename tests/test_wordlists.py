@@ -1,4 +1,4 @@
-"""The ranking's English word lists are data (``ranking/words/*.txt``), each with the line
+"""The ranking's (and the query plan's) English word lists are data (``ranking/words/*.txt``), each with the line
 saying what it is for, shipped in the package, and equal to what the code held before
 they moved (snapshots below, copied from the code of 2c88b07)."""
 
@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from layersearch.corpora.conversations import dates, ranking, records
+from layersearch.plan import planner
 from layersearch.ranking import analyzer, wordlists
 from tests.support import ROOT
 
@@ -70,6 +71,12 @@ ASKS_PLACE = (
     r"^\W*(?:where|(?:in |to |from )?(?:what|which) (?:city|cities|country|countries|state"
     r"|states|town|towns|place|places|location|locations))\b"
 )
+GROUPING_WORDS = frozenset({"by", "per", "each", "across"})
+GRAINS = {
+    "day": "day", "daily": "day", "week": "week", "weekly": "week", "month": "month",
+    "monthly": "month", "quarter": "quarter", "quarterly": "quarter", "year": "year",
+    "yearly": "year", "annual": "year",
+}  # fmt: skip
 ASKS_NAME = (
     r"^\W*(?:what|which)(?: is| was| are| were)?(?:\s+\S+){0,2}?\s+(?:names?|books?|movies?"
     r"|films?|songs?|bands?|games?|shows?|novels?|authors?|artists?|titles?)\b"
@@ -106,6 +113,8 @@ def test_the_loaded_lists_equal_what_the_code_held() -> None:
     assert list(dates._NUMBER.items()) == list(DATE_NUMBERS.items())
     assert dates._PATTERN.pattern == DATE_PATTERN
     assert list(dates._MONTHS.values()) == list(range(1, 13))
+    assert wordlists.word_set("grouping_words") == GROUPING_WORDS
+    assert dict(planner._grains()) == GRAINS
 
 
 def test_a_bad_list_is_a_clear_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

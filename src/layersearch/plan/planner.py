@@ -2,13 +2,13 @@
 path.
 
 A question names a grouping with a few function words ("by state", "per month", "for
-each store", "across regions"): :data:`GROUPING_WORDS` split it into the measure part
-and one part per grouping. The choices are made by the layer's own search, not by
-rules about words: the measure part is searched and its best measure (else its best
-leaf) is the measure; each grouping part is searched within the measure's datasource
-and its best column on a model the measure's model reaches over joins is the
-dimension. The join path is the shortest one over the layer's JOINS edges (either
-direction), with its keys. A question that names no grouping gets no plan.
+each store", "across regions"; the list ``ranking/words/grouping_words.txt``) that
+split it into the measure part and one part per grouping. The choices are made by the
+layer's own search, not by rules about words: the measure part is searched and its
+best measure (else its best leaf) is the measure; each grouping part is searched
+within the measure's datasource and its best column on a model the measure's model
+reaches over joins is the dimension. The join path is the shortest one over the
+layer's JOINS edges (either direction), with its keys. A question that names no grouping gets no plan.
 """
 
 from __future__ import annotations
@@ -17,32 +17,20 @@ import re
 import threading
 import weakref
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import cache
+from types import MappingProxyType
 
 from layersearch.corpora.entities.corpus import EntityCorpus
 from layersearch.plan.browse import join_info
+from layersearch.ranking.wordlists import word_pairs, word_set
 from layersearch.semantic.model import EdgeRecord, Entity
 from layersearch.store.base import Store
 from layersearch.types import Hit, JoinInfo, PlanItem, PlanTime, QueryPlan
 
-#: the function words that introduce a grouping; "for each" ends in "each"
-GROUPING_WORDS = frozenset({"by", "per", "each", "across"})
-#: the time grains a query shape takes, and the adjectives that name them; plurals are
-#: not grains ("average days open" is a measure, "per day" a grain)
-GRAINS: dict[str, str] = {
-    "day": "day",
-    "daily": "day",
-    "week": "week",
-    "weekly": "week",
-    "month": "month",
-    "monthly": "month",
-    "quarter": "quarter",
-    "quarterly": "quarter",
-    "year": "year",
-    "yearly": "year",
-    "annual": "year",
-}
+#: the function words that introduce a grouping and the time grain words are data
+#: (``ranking/words/grouping_words.txt``, ``time_grains.txt``), read on first use
 #: the most join hops between the measure's model and a dimension's
 MAX_HOPS = 4
 #: the most grouping parts planned (each costs a search)
@@ -67,16 +55,23 @@ class Parts:
     grain_words: str
 
 
+@cache
+def _grains() -> Mapping[str, str]:
+    """Time grain word → the grain it names."""
+    return MappingProxyType(word_pairs("time_grains"))
+
+
 def split_question(question: str) -> Parts | None:
     """The measure part, the grouping parts and the grain; None without a grouping."""
+    grouping, grains = word_set("grouping_words"), _grains()
     tokens = _TOKEN.findall(question)
     lower = [t.lower() for t in tokens]
-    cuts = [i for i, w in enumerate(lower) if w in GROUPING_WORDS and i > 0]
+    cuts = [i for i, w in enumerate(lower) if w in grouping and i > 0]
     grain, grain_words = None, ""
     timing: set[int] = set()  # the grain phrase: the grain word and the word before it
     for i, w in enumerate(lower):
-        if w in GRAINS:
-            grain = GRAINS[w]
+        if w in grains:
+            grain = grains[w]
             grain_words = " ".join(tokens[max(0, i - 1) : i + 1])
             timing = {i, i - 1}
             break
