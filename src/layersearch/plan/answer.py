@@ -90,6 +90,6 @@ def finish(
             return entities.search(sub).results
 
         if corpus.datasources:
-            planner = Planner(corpus, store, search)
+            planner = Planner(corpus, search)
             resp.plan = planner.plan(request.question, request.datasource, explain=request.explain)
     return resp

@@ -26,7 +26,6 @@ from layersearch.corpora.entities.corpus import EntityCorpus
 from layersearch.plan.browse import join_info
 from layersearch.ranking.wordlists import word_pairs, word_set
 from layersearch.semantic.model import EdgeRecord, Entity
-from layersearch.store.base import Store
 from layersearch.types import Hit, JoinInfo, PlanItem, PlanTime, QueryPlan
 
 #: the function words that introduce a grouping and the time grain words are data
@@ -91,14 +90,13 @@ def split_question(question: str) -> Parts | None:
 
 
 class Planner:
-    """Plans over one snapshot: ``search`` asks the layer, ``corpus`` and ``store`` give
-    entities and joins."""
+    """Plans over one snapshot: ``search`` asks the layer, ``corpus`` gives the entities
+    and joins."""
 
-    def __init__(self, corpus: EntityCorpus, store: Store, search: Search) -> None:
+    def __init__(self, corpus: EntityCorpus, search: Search) -> None:
         self.corpus = corpus
-        self.store = store
         self.search = search
-        self._incoming = _incoming_joins(corpus, store)
+        self._incoming = _incoming_joins(corpus)
 
     def plan(self, question: str, datasource: str | None, *, explain: bool) -> QueryPlan | None:
         parts = split_question(question)
@@ -219,18 +217,18 @@ class Planner:
 
 
 #: each snapshot's joins by target model (by the corpus object's id, dropped with it),
-#: read from the store once per snapshot
+#: derived from its JOINS edges once per snapshot
 _INCOMING: dict[int, dict[str, list[EdgeRecord]]] = {}
 _INCOMING_LOCK = threading.Lock()
 
 
-def _incoming_joins(corpus: EntityCorpus, store: Store) -> dict[str, list[EdgeRecord]]:
+def _incoming_joins(corpus: EntityCorpus) -> dict[str, list[EdgeRecord]]:
     key = id(corpus)
     with _INCOMING_LOCK:
         found = _INCOMING.get(key)
     if found is None:
         found = {}
-        for edge in store.join_edges():
+        for edge in corpus.edges_out.all_of_type("JOINS"):
             found.setdefault(edge.dst, []).append(edge)
         with _INCOMING_LOCK:
             if key not in _INCOMING:

@@ -128,10 +128,6 @@ class Store(ABC):
         """A page of visible entities of ``kinds`` sorted by id, and how many match."""
 
     @abstractmethod
-    def join_edges(self) -> list[EdgeRecord]:
-        """Every JOINS edge."""
-
-    @abstractmethod
     def joins_to(self, model_id: str) -> list[EdgeRecord]:
         """The JOINS edges other models declare to ``model_id``."""
 

@@ -60,7 +60,6 @@ from layersearch.store.sql import (
     SQLStore,
     VectorRows,
     _identifier,
-    _join_edges,
     _joins_to,
     _list_entities,
     bulk_shape,
@@ -106,7 +105,6 @@ class PostgresStore(SQLStore):
         'hidden, primary_key, sample_values, physical FROM entities ORDER BY id COLLATE "C"'
     )
     LIST_ENTITIES = _list_entities('id COLLATE "C"')
-    SELECT_JOIN_EDGES = _join_edges('src COLLATE "C", dst COLLATE "C"')
     SELECT_JOINS_TO = _joins_to('src COLLATE "C"')
     SELECT_EDGES = (
         'SELECT src, dst, type, props FROM edges ORDER BY type COLLATE "C", '

@@ -166,10 +166,6 @@ def _list_entities(order: str) -> str:
     return head + " ORDER BY " + order + " LIMIT ? OFFSET ?"
 
 
-def _join_edges(order: str) -> str:
-    return _EDGE_COLUMNS + "ORDER BY " + order
-
-
 def _joins_to(order: str) -> str:
     return _EDGE_COLUMNS + "AND dst = ? ORDER BY " + order
 
@@ -191,7 +187,6 @@ class SQLStore(Store):
     )
     SELECT_FINGERPRINTS = "SELECT DISTINCT fingerprint FROM vectors WHERE corpus = ? ORDER BY 1"
     LIST_ENTITIES = _list_entities("id")
-    SELECT_JOIN_EDGES = _join_edges("src, dst")
     SELECT_JOINS_TO = _joins_to("src")
 
     # -- semantic layer -----------------------------------------------------------------------
@@ -245,12 +240,6 @@ class SQLStore(Store):
             row = con.execute(COUNT_ENTITIES, args).fetchone()
             rows = con.execute(self.LIST_ENTITIES, [*args, limit, offset]).fetchall()
         return [entity_from_row(r) for r in rows], int(row[0]) if row else 0
-
-    def join_edges(self) -> list[EdgeRecord]:
-        """Every JOINS edge, ordered by source and target."""
-        with self.connect(write=False) as con:
-            rows = con.execute(self.SELECT_JOIN_EDGES).fetchall()
-        return [edge_from_row(r) for r in rows]
 
     def joins_to(self, model_id: str) -> list[EdgeRecord]:
         """The JOINS edges other models declare to ``model_id``."""
