@@ -94,6 +94,8 @@ def _empty_entities(run: ScopeRun) -> Ranked:
 class _EntityStore:
     """What entities and memories share: their documents, ids and inspect."""
 
+    source: str
+
     filters: tuple[str, ...] = ("datasource", "cypher_filter")
 
     def documents(
@@ -116,6 +118,21 @@ class _EntityStore:
         corpus = run.services.entities.corpus()
         return (e for e in corpus.entities if corpus.entities.is_visible(e))
 
+    def _own_hits(self, run: ScopeRun, *, memories: bool, warnings: bool) -> Ranked:
+        """This corpus's hits of the one entity search (memories or the rest), marked
+        with its source; the search's warnings when ``warnings``."""
+        resp = entity_response(run)
+        if resp is None:
+            return _empty_entities(run)
+        return Ranked(
+            hits=[
+                h.model_copy(update={"source": self.source})
+                for h in resp.results
+                if (h.kind == "memory") == memories
+            ],
+            warnings=list(resp.warnings) if warnings else [],
+        )
+
 
 class SemanticCorpus(_EntityStore):
     """The semantic layer's entities, ranked by the entity search; ``scope=semantic``
@@ -130,17 +147,7 @@ class SemanticCorpus(_EntityStore):
     tie = 0
 
     def search(self, run: ScopeRun) -> Ranked:
-        resp = entity_response(run)
-        if resp is None:
-            return _empty_entities(run)
-        return Ranked(
-            hits=[
-                h.model_copy(update={"source": "semantic"})
-                for h in resp.results
-                if h.kind != "memory"
-            ],
-            warnings=list(resp.warnings),
-        )
+        return self._own_hits(run, memories=False, warnings=True)
 
 
 class MemoryCorpus(_EntityStore):
@@ -156,18 +163,8 @@ class MemoryCorpus(_EntityStore):
     tie = 1
 
     def search(self, run: ScopeRun) -> Ranked:
-        resp = entity_response(run)
-        if resp is None:
-            return _empty_entities(run)
-        return Ranked(
-            hits=[
-                h.model_copy(update={"source": "memory"})
-                for h in resp.results
-                if h.kind == "memory"
-            ],
-            # the entity search's warnings are said once, with the entities when searched
-            warnings=[] if "semantic" in run.sources else list(resp.warnings),
-        )
+        # the entity search's warnings are said once, with the entities when searched
+        return self._own_hits(run, memories=True, warnings="semantic" not in run.sources)
 
 
 # -- conversation messages -------------------------------------------------------------------
