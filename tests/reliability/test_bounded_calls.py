@@ -184,6 +184,22 @@ def test_the_call_budget_stops_a_cypher_filter(mini: Layersearch) -> None:
     assert time.monotonic() - started < 5
 
 
+def test_a_regex_timer_firing_early_still_names_the_call_budget(
+    mini: Layersearch, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The engine's timer may fire a hair before the call's deadline: the error is still
+    # the call's (it bound the match), not the filter's 10 s that was far off.
+    from layersearch.graph.cypher import evaluate
+
+    class Early:
+        def fullmatch(self, *args: Any, **kwargs: Any) -> None:
+            raise TimeoutError  # at once, before the call's deadline
+
+    monkeypatch.setattr(evaluate, "_compile_regex", lambda pattern: Early())
+    with running(CallBudget(0.3)), pytest.raises(LimitExceeded, match="LAYERSEARCH_CALL_SECONDS"):
+        mini.filter_ids(SLOW_FILTER, SLOW_PARAMS)
+
+
 def test_a_cancelled_call_stops_a_cypher_filter(mini: Layersearch) -> None:
     budget = CallBudget(60)
     threading.Timer(0.5, budget.cancel, args=("its client disconnected",)).start()
