@@ -201,7 +201,7 @@ class ConversationCorpus:
         depth = run.depth
         channels = None if run.services.embedder() is not None else ["fulltext"]
         found = conversations.search_messages(
-            question, ROLE_DEPTH if role else depth, channels=channels
+            question, ROLE_DEPTH if role else depth, channels=channels, explain=req.explain
         )
         hits = []
         for m in found.hits:
@@ -222,6 +222,7 @@ class ConversationCorpus:
                     description=_line(row.content),
                     text=None if req.compact else row.content,
                     explanation=explanation,
+                    stages=m.stages,
                     source="conversation",
                     conv_id=m.conversation_id,
                     message_id=m.message_id,
@@ -337,6 +338,7 @@ class VaultCorpus:
                     description=v.title,
                     text=text,
                     explanation=v.explanation,
+                    stages=v.stages,
                     source="vault",
                     slug=v.slug,
                 )
