@@ -211,7 +211,7 @@ class SearchRequest(BaseModel):
     scope: str | list[str] | None = Field(
         default=None,
         description="which corpora: semantic (default: entities + memories), memory, "
-        "conversations, vault, all, or a list of these",
+        "conversations, vault, summaries, all (every one but summaries), or a list of these",
     )
     max_per_source: int | None = Field(
         default=None, description="scoped searches: at most this many hits of one source"
@@ -410,6 +410,12 @@ class SummaryHit(BaseModel):
     items: list[str] = Field(description="the projected field, verbatim (one item for summary)")
     score: float
     channels: dict[str, int] = Field(default_factory=dict, description="channel → rank")
+    stages: list[StageMove] | None = Field(
+        default=None,
+        exclude_if=_absent,
+        description="explain=true: every ranking stage that moved this summary (a channel "
+        "fused in), in the order they ran",
+    )
 
 
 class SummarySearchResult(BaseModel):
@@ -584,7 +590,7 @@ ExplainArg = Annotated[
     bool,
     Field(
         description="Attach to each hit which channels ranked it, at which rank and "
-        "score. Default false."
+        "score, and the ranking stages that moved it. Default false."
     ),
 ]
 
@@ -634,9 +640,9 @@ ScopeArg = Annotated[
     str | list[str] | None,
     Field(
         description="Which corpora to search: 'semantic' (default: entities and memories), "
-        "'memory', 'conversations', 'vault', 'all', or a list of these. Scoped hits carry "
-        "`source`; ids are entity ids, 'memory:<n>', 'conversation:<message_id>', "
-        "'vault:<slug>'."
+        "'memory', 'conversations', 'vault', 'summaries', 'all' (every one but summaries), "
+        "or a list of these. Scoped hits carry `source`; ids are entity ids, 'memory:<n>', "
+        "'conversation:<message_id>', 'vault:<slug>', 'summary:<hex>'."
     ),
 ]
 

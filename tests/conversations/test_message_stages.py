@@ -159,3 +159,31 @@ def test_a_lifted_turn_shows_its_stage_and_score(svc: ConversationService) -> No
     assert lifted
     line = stages_text(lifted[:1])
     assert line.startswith(f"{lifted[0].stage} #") and f"{lifted[0].adjustment:+.4f}" in line
+
+
+def test_summary_search_explains_the_channels_that_moved_each_summary(
+    svc: ConversationService,
+) -> None:
+    """Explaining changes neither the order nor the scores; a hybrid search names each
+    channel fused in that moved a summary, a search of one channel none."""
+    svc.import_summaries(FIXTURES / "summaries.jsonl")
+    svc.embed()
+    seen: set[str] = set()
+    for q in ("churn", "monthly recurring revenue", "dashboard decisions"):
+        for mode in ("fts", "vector", "hybrid"):
+            plain = svc.search_summaries(q, mode=mode)
+            told = svc.search_summaries(q, mode=mode, explain=True)
+            assert [(h.summary_id, h.score) for h in told.hits] == [
+                (h.summary_id, h.score) for h in plain.hits
+            ]
+            assert told.markdown == plain.markdown
+            assert "stages" not in plain.model_dump_json()
+            for h in told.hits:
+                for m in h.stages or []:
+                    assert mode == "hybrid" and m.stage in ("fulltext", "vector")
+                    if m.stage in h.channels:
+                        assert m.note == f"fused in at its #{h.channels[m.stage]}"
+                    else:
+                        assert m.note == f"passed by the hits {m.stage} ranked"
+                    seen.add(m.stage)
+    assert seen == {"fulltext", "vector"}

@@ -583,8 +583,10 @@ class ConversationService:
         thinking_stage: str | None = None,
         source: str | None = None,
         mode: str = "hybrid",
+        explain: bool = False,
     ) -> SummarySearchResult:
-        """Summaries ranked by full text and/or vectors, projected to one stored field."""
+        """Summaries ranked by full text and/or vectors, projected to one stored field;
+        with ``explain``, each hit's ``stages`` (the channels whose fusion moved it)."""
         if not isinstance(query, str):
             raise ConfigError("query must be a string")
         _check_text("query", query)
@@ -610,7 +612,8 @@ class ConversationService:
             finally:
                 cursor.close()
         warnings: list[str] = []
-        ranked = self._rank_summaries(snap, query, mode_, allow, warnings)
+        trace = Trace() if explain else None
+        ranked = self._rank_summaries(snap, query, mode_, allow, warnings, trace)
         hits: list[SummaryHit] = []
         for sid, score, chans in ranked:
             s = snap.summaries.get(sid)
@@ -632,6 +635,9 @@ class ConversationService:
                     items=items,
                     score=score,
                     channels=chans,
+                    stages=(explain_stages(trace.moves(sid)) or None)
+                    if trace is not None
+                    else None,
                 )
             )
             if len(hits) == limit:
@@ -653,7 +659,10 @@ class ConversationService:
         mode: str,
         allow: set[str] | None,
         warnings: list[str],
+        trace: Trace | None = None,
     ) -> list[tuple[str, float, dict[str, int]]]:
+        """(id, shown score, channel → rank) of the summaries, best first; the scores
+        settled (non-increasing)."""
         if not query.strip():
             # No query: the newest summaries passing the filters.
             pool = [s for s in snap.summaries.values() if allow is None or s.id in allow]
@@ -661,8 +670,10 @@ class ConversationService:
                 key=lambda s: (-(s.created.timestamp() if s.created else float("-inf")), s.id)
             )
             return [(s.id, 0.0, {}) for s in pool]
-        state = SummaryRanking(self, snap, query, mode, allow, warnings)
+        state = SummaryRanking(self, snap, query, mode, allow, warnings, trace=trace)
         fused = SUMMARY_PIPELINE.run(state).fused
+        shown = settle([f.id for f in fused], [f.score for f in fused], trace, "fuse")
         return [
-            (f.id, f.score, {c: r for c, (r, _, _) in sorted(f.channels.items())}) for f in fused
+            (f.id, score, {c: r for c, (r, _, _) in sorted(f.channels.items())})
+            for f, score in zip(fused, shown, strict=True)
         ]

@@ -23,7 +23,9 @@ each stage's reordering and the score it added to each turn it moved
 
 Summary search has no rule after fusion: ``fulltext`` and ``vector`` (chosen by its
 ``mode``: ``fts``, ``vector`` or ``hybrid``), then ``fuse`` (RRF, k = 60), each
-ranking ``DEPTH`` summaries; none is switched off by name (``mode`` chooses).
+ranking ``DEPTH`` summaries; none is switched off by name (``mode`` chooses). With a
+trace (``explain``), each channel of a hybrid search records how fusing it moved each
+summary (from its place in the other channel's list), as vault search does.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from typing import TYPE_CHECKING
 from layersearch.errors import EmbeddingUnavailable, LayersearchError
 from layersearch.ranking.analyzer import analyze, analyze_query
 from layersearch.ranking.bm25 import BM25Params
+from layersearch.ranking.explain import trace_channels
 from layersearch.ranking.fusion import Fused, rrf
 from layersearch.ranking.pipeline import Pipeline, Stage, Trace
 
@@ -333,6 +336,8 @@ class SummaryRanking:
     warnings: list[str]
     rankings: dict[str, list[tuple[str, float]]] = field(default_factory=dict)
     fused: list[Fused] = field(default_factory=list)
+    #: what the stages did to each summary, with ``explain`` (None without)
+    trace: Trace | None = None
 
 
 def _summary_fulltext(state: SummaryRanking) -> None:
@@ -356,7 +361,13 @@ def _summary_vector(state: SummaryRanking) -> None:
 
 def _summary_fuse(state: SummaryRanking) -> None:
     state.fused = rrf(state.rankings)
+    if state.trace is not None:
+        after = [f.id for f in state.fused]
+        trace_channels(state.trace, state.rankings, rrf, after, SUMMARY_CHANNELS)
 
+
+#: the channels of summary search (stages that ``mode`` chooses)
+SUMMARY_CHANNELS = ("fulltext", "vector")
 
 #: the stages of summary search, in the order they run (``mode`` chooses the channels)
 SUMMARY_PIPELINE: Pipeline[SummaryRanking] = Pipeline(
