@@ -207,7 +207,7 @@ def _channel_tops(state: MessageRanking) -> None:
         "channel-tops",
         after,
         "top",
-        lambda rank, _score, shift: f"a channel's top {turns} turn, lifted from fused #{rank}",
+        lambda rank, _score, _shift: f"a channel's top {turns} turn, lifted from fused #{rank}",
     )
 
 
