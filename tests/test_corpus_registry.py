@@ -1,6 +1,7 @@
-"""The corpus registry (``corpora.registry``): the built-in corpora, and a corpus made here
-(a glossary of three terms) that joins ``scope=all`` and ``inspect`` by one registration
-and leaves with it."""
+"""The corpus registry (``corpora.registry``): the built-in corpora (the conversation
+summaries among them, searched only when named), and a corpus made here (a glossary of
+three terms) that joins ``scope=all`` and ``inspect`` by one registration and leaves
+with it."""
 
 from __future__ import annotations
 
@@ -12,10 +13,13 @@ import pytest
 from layersearch import Layersearch
 from layersearch.corpora import registry
 from layersearch.corpora.protocol import Corpus, Ranked, ScopeRun
+from layersearch.corpora.scope_sources import summary_hit_id
 from layersearch.errors import ConfigError, NotFound
 from layersearch.ranking.analyzer import analyze, analyze_query
 from layersearch.types import DocumentDetail, Hit, InspectResponse
-from tests.support import MINI, VAULT
+from tests.support import MINI, ROOT, VAULT
+
+SUMMARIES = ROOT / "fixtures" / "conversations" / "summaries.jsonl"
 
 #: the glossary: slug → (title, text)
 TERMS = {
@@ -37,6 +41,7 @@ class Glossary:
     filters: tuple[str, ...] = ()
     what = "the glossary"
     tie = 9
+    in_all = True
 
     def search(self, run: ScopeRun) -> Ranked:
         if run.question is None:
@@ -84,8 +89,11 @@ def store(tmp_path: Path) -> Iterator[Layersearch]:
 
 
 def test_the_built_in_corpora_in_their_orders() -> None:
-    assert registry.scope_names() == ("semantic", "memory", "conversations", "vault")
-    assert registry.source_order() == ("semantic", "memory", "vault", "conversation")
+    assert registry.scope_names() == ("semantic", "memory", "conversations", "vault", "summaries")
+    assert registry.all_names() == ("semantic", "memory", "conversations", "vault")
+    assert registry.source_order() == ("semantic", "memory", "vault", "conversation", "summary")
+    assert registry.corpus_of_id("summary:0123abcd").source == "summary"
+    assert registry.scoped_id("summary:0123abcd")
     assert registry.sources_of(["semantic"]) == ("semantic", "memory")
     assert registry.sources_of(["conversations", "vault"]) == ("vault", "conversation")
     assert registry.corpus_of_id("memory:3").source == "memory"
@@ -137,3 +145,50 @@ def test_a_registered_corpus_is_searched_by_scope_all_and_inspected(
     assert "glossary" not in {h.source for h in store.search(question="churn", scope="all").results}
     with pytest.raises(NotFound):
         store.inspect(["glossary:gmv"])
+
+
+def test_summaries_are_a_corpus_searched_when_named(store: Layersearch) -> None:
+    """``scope=summaries`` ranks the summaries as summary search does (full text alone
+    without an embedder) and ``inspect`` opens their ids; ``scope=all`` leaves them out,
+    as before they were registered."""
+    question = "monthly recurring revenue"
+    before = store.search(question=question, scope="all", explain=True)
+    store.conversations.import_summaries(SUMMARIES)
+    direct = store.conversations.search_summaries(question, limit=5, mode="fts")
+    resp = store.search(question=question, scope="summaries", max_results=5)
+    assert [h.id for h in resp.results] == [summary_hit_id(h.summary_id) for h in direct.hits]
+    assert {(h.source, h.kind) for h in resp.results} == {("summary", "summary")}
+    assert resp.results[0].conv_id == direct.hits[0].conversation_id
+    # scope=all: the same list as before the summaries were imported
+    after = store.search(question=question, scope="all", explain=True)
+    assert after.model_dump() == before.model_dump()
+    # fused with another named source, by the shares of the question they hold
+    both = store.search(question=question, scope=["vault", "summaries"], max_results=10)
+    assert {h.source for h in both.results} == {"vault", "summary"}
+    scores = [h.score for h in both.results]
+    assert scores == sorted(scores, reverse=True)
+    # inspect, beside another corpus's id; an unknown one is a warning
+    first = resp.results[0].id
+    out = store.inspect([first, "summary:nope", "shop.orders"])
+    assert [d.id for d in out.documents or []] == [first]
+    assert (out.documents or [])[0].text.startswith(direct.hits[0].items[0][:40])
+    assert out.warnings == ["unknown summary 'summary:nope'"]
+    assert store.scoped_ids([first])
+    # an id the summaries file gave (no ``summary:``) is opened under the prefix
+    given = store.inspect(["summary:mrr-churn-timing"]).documents or []
+    assert [d.id for d in given] == ["summary:mrr-churn-timing"]
+    # and a shortened one (as a table prints it) is resolved among the summaries' ids
+    assert [d.id for d in store.inspect(["summary:mrr…ming"]).documents or []] == [
+        "summary:mrr-churn-timing"
+    ]
+
+
+def test_a_corpus_out_of_all_is_searched_only_when_named(store: Layersearch) -> None:
+    corpus = Glossary()
+    corpus.in_all = False
+    with registry.registered(corpus):
+        assert "glossary" not in {
+            h.source for h in store.search(question="churn", scope="all").results
+        }
+        named = store.search(question="churn", scope=["glossary", "vault"])
+        assert "glossary:churn" in [h.id for h in named.results]

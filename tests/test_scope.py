@@ -122,6 +122,24 @@ def test_conversation_hits_follow_message_search(full: Layersearch) -> None:
     assert [h.message_id for h in resp.results] == [m.message_id for m in direct.hits]
 
 
+def test_conversation_hits_carry_the_stages_that_moved_them(full: Layersearch) -> None:
+    """With explain, a conversation hit's stages begin with those of message search
+    (named ``conversation/<stage>``, positions in its own list)."""
+    question = "what did we decide about customers"
+    direct = full.conversations.search_messages(question, 5, channels=["fulltext"], explain=True)
+    resp = full.search(question=question, scope="conversations", max_results=5, explain=True)
+    own = {
+        h.message_id: [f"conversation/{m.stage} #{m.before}→#{m.after}" for m in h.stages or []]
+        for h in direct.hits
+    }
+    assert any(own.values())
+    for h in resp.results:
+        shown = [f"{m.stage} #{m.before}→#{m.after}" for m in h.stages or []]
+        assert shown[: len(own[h.message_id])] == own[h.message_id]
+    plain = full.search(question=question, scope="conversations", max_results=5)
+    assert all(h.stages is None for h in plain.results)
+
+
 def test_vault_hits_follow_vault_search(full: Layersearch) -> None:
     direct = full.vault.search("how do we define churn", limit=5, mode="hybrid", warnings=[])
     resp = full.search(question="how do we define churn", scope="vault", max_results=5)

@@ -270,7 +270,7 @@ class Layersearch:
 
     def search(self, request: SearchRequest | None = None, /, **kwargs: Any) -> SearchResponse:
         """Search the semantic layer and memories, or the corpora ``scope`` names
-        (semantic, memory, conversations, vault, all). Takes a SearchRequest or its fields."""
+        (semantic, memory, conversations, vault, summaries, all). Takes a SearchRequest or its fields."""
         if request is None:
             request, kwargs = self.entities.request(**kwargs), {}
         answer.prefetch(self.entities, request)

@@ -592,6 +592,7 @@ def vault_search(
         Literal["vector", "hybrid"],
         Field(description="vector (default), or hybrid: fused with full text (an RRF score)."),
     ] = "vector",
+    explain: ExplainArg = False,
 ) -> Annotated[CallToolResult, list[VaultHit]]:
     """Find notes in the indexed markdown vault (runbooks, metric definitions, incident
     write-ups, decisions) by meaning, within the filters you give (all combine with AND).
@@ -613,6 +614,7 @@ def vault_search(
         date_range=date_range,
         limit=limit,
         mode=mode,
+        explain=explain,
         warnings=warnings,
     )
     # The hits as the SDK renders a returned list (one JSON block each), then the warnings.

@@ -129,8 +129,8 @@ class Hit(BaseModel):
     stages: list[StageMove] | None = Field(
         default=None,
         exclude_if=_absent,
-        description="explain=true: every ranking stage after fusion that moved this hit, "
-        "in the order they ran",
+        description="explain=true: every ranking stage that moved this hit (a rule after "
+        "fusion, or a channel fused in), in the order they ran",
     )
     # Present only on hits of a scoped search (``scope``): unscoped output is unchanged.
     source: str | None = Field(
@@ -211,7 +211,7 @@ class SearchRequest(BaseModel):
     scope: str | list[str] | None = Field(
         default=None,
         description="which corpora: semantic (default: entities + memories), memory, "
-        "conversations, vault, all, or a list of these",
+        "conversations, vault, summaries, all (every one but summaries), or a list of these",
     )
     max_per_source: int | None = Field(
         default=None, description="scoped searches: at most this many hits of one source"
@@ -410,6 +410,12 @@ class SummaryHit(BaseModel):
     items: list[str] = Field(description="the projected field, verbatim (one item for summary)")
     score: float
     channels: dict[str, int] = Field(default_factory=dict, description="channel → rank")
+    stages: list[StageMove] | None = Field(
+        default=None,
+        exclude_if=_absent,
+        description="explain=true: every ranking stage that moved this summary (a channel "
+        "fused in), in the order they ran",
+    )
 
 
 class SummarySearchResult(BaseModel):
@@ -430,6 +436,12 @@ class MessageHit(BaseModel):
     speaker: str | None
     score: float
     channels: dict[str, int] = Field(default_factory=dict)
+    stages: list[StageMove] | None = Field(
+        default=None,
+        exclude_if=_absent,
+        description="explain=true: every ranking stage that moved this turn, in the order "
+        "they ran (docs/ranking.md)",
+    )
 
 
 class MessageSearchResult(BaseModel):
@@ -455,13 +467,20 @@ class VaultHit(BaseModel):
     explanation: list[ChannelScore] | None = Field(
         None, description="which channels ranked this note, at which rank and score (explain)"
     )
+    stages: list[StageMove] | None = Field(
+        None,
+        description="explain: every ranking stage that moved this note (a channel fused in "
+        "moves it from where the other channel put it), in the order they ran",
+    )
 
     @model_serializer(mode="wrap")
     def _drop_empty_explanation(self, handler: Any) -> Any:
         # The wire contract is {slug, title, path, score}; the explanation only when asked for.
         data = handler(self)
-        if isinstance(data, dict) and data.get("explanation") is None:
-            data.pop("explanation", None)
+        if isinstance(data, dict):
+            for key in ("explanation", "stages"):
+                if data.get(key) is None:
+                    data.pop(key, None)
         return data
 
 
@@ -571,7 +590,7 @@ ExplainArg = Annotated[
     bool,
     Field(
         description="Attach to each hit which channels ranked it, at which rank and "
-        "score. Default false."
+        "score, and the ranking stages that moved it. Default false."
     ),
 ]
 
@@ -621,9 +640,9 @@ ScopeArg = Annotated[
     str | list[str] | None,
     Field(
         description="Which corpora to search: 'semantic' (default: entities and memories), "
-        "'memory', 'conversations', 'vault', 'all', or a list of these. Scoped hits carry "
-        "`source`; ids are entity ids, 'memory:<n>', 'conversation:<message_id>', "
-        "'vault:<slug>'."
+        "'memory', 'conversations', 'vault', 'summaries', 'all' (every one but summaries), "
+        "or a list of these. Scoped hits carry `source`; ids are entity ids, 'memory:<n>', "
+        "'conversation:<message_id>', 'vault:<slug>', 'summary:<hex>'."
     ),
 ]
 

@@ -50,6 +50,14 @@ def test_semantic_and_summaries_with_the_fake_embedder(tmp_path: Path) -> None:
     code, out = run(*base, "summaries", "search", "churn", "--extract", "decisions", "--json")
     hits = json.loads(out)["hits"]
     assert hits and all(h["extract"] == "decisions" for h in hits)
+    # --explain: the markdown contract unchanged, then each summary's channels and moves
+    assert run(*base, "embed")[0] == 0
+    plain = run(*base, "summaries", "search", "churn", "-n", "3")[1]
+    code, out = run(*base, "summaries", "search", "churn", "-n", "3", "--explain")
+    assert code == 0 and out.startswith(plain)
+    told = out[len(plain) :].splitlines()
+    assert told[0] == "" and told[1].startswith("1. summary:") and "why: " in told[1]
+    assert "moved: " in out and max(len(line) for line in told) <= 80
 
 
 def test_eval_json_keys_on_a_small_locomo_file() -> None:

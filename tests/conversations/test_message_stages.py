@@ -15,6 +15,7 @@ from layersearch.corpora.conversations.search import ConversationService, Messag
 from layersearch.corpora.conversations.stages import MESSAGE_PIPELINE
 from layersearch.errors import ConfigError
 from layersearch.ranking.pipeline import Trace
+from layersearch.types import stages_text
 from tests.conversations.test_message_ranking import FIXTURES, loaded_service
 
 QUERIES = (
@@ -116,3 +117,73 @@ def test_summary_search_runs_its_declared_stages(svc: ConversationService) -> No
         assert scores == sorted(scores, reverse=True), mode
         wanted = {"fts": {"fulltext"}, "vector": {"vector"}, "hybrid": {"fulltext", "vector"}}
         assert set().union(*(h.channels for h in hits)) <= wanted[mode]
+
+
+@pytest.mark.parametrize("stage", [None, *sorted(OFF)])
+def test_explain_names_the_stages_that_moved_each_turn(
+    svc: ConversationService, stage: str | None
+) -> None:
+    """With each stage switched off in turn: explaining changes neither the order nor the
+    scores, the scores never increase, and each hit's ``stages`` names only stages that
+    ran, a lifted turn with the score its stage added (its ``channels`` entry)."""
+    svc.config = MessageSearchConfig(without=frozenset({stage} if stage else ()))
+    labels = {"channel-tops": "top", "session-text": "session_text", "date-match": "date"}
+    seen: set[str] = set()
+    try:
+        for q in QUERIES:
+            plain = svc.search_messages(q, 30)
+            told = svc.search_messages(q, 30, explain=True)
+            assert [(h.message_id, h.score) for h in told.hits] == [
+                (h.message_id, h.score) for h in plain.hits
+            ]
+            scores = [h.score for h in told.hits]
+            assert scores == sorted(scores, reverse=True), q
+            # without explain, no stage is reported (the JSON contract is unchanged)
+            assert "stages" not in plain.model_dump_json()
+            for h in told.hits:
+                for m in h.stages or []:
+                    assert m.stage in MESSAGE_PIPELINE.names and m.stage != stage
+                    assert m.before != m.after and m.note
+                    seen.add(m.stage)
+                    if m.stage in labels and m.adjustment:
+                        assert labels[m.stage] in h.channels
+    finally:
+        svc.config = MessageSearchConfig()
+    expected = {"channel-tops", "session-text", "answers-follow-questions", "word-neighbours"}
+    assert expected - {stage} <= seen
+
+
+def test_a_lifted_turn_shows_its_stage_and_score(svc: ConversationService) -> None:
+    hits = svc.search_messages(QUERIES[2], 10, explain=True).hits
+    lifted = [m for h in hits for m in h.stages or [] if m.adjustment > 0 and m.after < m.before]
+    assert lifted
+    line = stages_text(lifted[:1])
+    assert line.startswith(f"{lifted[0].stage} #") and f"{lifted[0].adjustment:+.4f}" in line
+
+
+def test_summary_search_explains_the_channels_that_moved_each_summary(
+    svc: ConversationService,
+) -> None:
+    """Explaining changes neither the order nor the scores; a hybrid search names each
+    channel fused in that moved a summary, a search of one channel none."""
+    svc.import_summaries(FIXTURES / "summaries.jsonl")
+    svc.embed()
+    seen: set[str] = set()
+    for q in ("churn", "monthly recurring revenue", "dashboard decisions"):
+        for mode in ("fts", "vector", "hybrid"):
+            plain = svc.search_summaries(q, mode=mode)
+            told = svc.search_summaries(q, mode=mode, explain=True)
+            assert [(h.summary_id, h.score) for h in told.hits] == [
+                (h.summary_id, h.score) for h in plain.hits
+            ]
+            assert told.markdown == plain.markdown
+            assert "stages" not in plain.model_dump_json()
+            for h in told.hits:
+                for m in h.stages or []:
+                    assert mode == "hybrid" and m.stage in ("fulltext", "vector")
+                    if m.stage in h.channels:
+                        assert m.note == f"fused in at its #{h.channels[m.stage]}"
+                    else:
+                        assert m.note == f"passed by the hits {m.stage} ranked"
+                    seen.add(m.stage)
+    assert seen == {"fulltext", "vector"}

@@ -39,6 +39,7 @@ async def test_vault_search_and_get(vault_api: Any) -> None:
             "date_range",
             "limit",
             "mode",
+            "explain",
         }
         assert tools["vault_search"].input_schema["properties"]["mode"]["enum"] == [
             "vector",
@@ -58,6 +59,12 @@ async def test_vault_search_and_get(vault_api: Any) -> None:
         )
         fused = vault_api.vault.search("how do we define churn", limit=3, mode="hybrid")
         assert hybrid.structured_content["result"] == [h.model_dump() for h in fused]
+        # explain: each note's channels and the stages that moved it, as the library's
+        args = {"query": "how do we define churn", "limit": 5, "mode": "hybrid", "explain": True}
+        told = await client.call_tool("vault_search", args)
+        shown = vault_api.vault.search(**args)
+        assert told.structured_content["result"] == [h.model_dump() for h in shown]
+        assert any(h.get("stages") for h in told.structured_content["result"])
         note = await client.call_tool("vault_get_note", {"slug": hits[0]["slug"]})
         assert not note.is_error and note.structured_content["body"]
         bad = await client.call_tool("vault_get_note", {"slug": "../etc/passwd"})

@@ -69,3 +69,32 @@ def test_eval_vault_without_a_stage() -> None:
     assert out["without"] == ["fulltext"] and full["without"] == []
     vector = evaluate_vault(mode="vector")
     assert (out["recall@5"], out["mrr"]) == (vector["recall@5"], vector["mrr"])
+
+
+@pytest.mark.parametrize("stage", [None, "vector", "fulltext"])
+def test_explain_names_the_channels_that_moved_each_note(
+    indexed: VaultService, stage: str | None
+) -> None:
+    """With each stage switched off in turn: explaining changes neither the order nor the
+    scores, the scores never increase, and a channel fused in says where it moved a note
+    from (its place in the other channel's list)."""
+    config = VaultRankingConfig(without=frozenset({stage} if stage else ()))
+    seen: set[str] = set()
+    for q in QUERIES:
+        for mode in ("vector", "hybrid"):
+            plain = indexed.search(q, limit=10, mode=mode, config=config, warnings=[])
+            told = indexed.search(q, limit=10, mode=mode, config=config, explain=True, warnings=[])
+            assert [(h.slug, h.score) for h in told] == [(h.slug, h.score) for h in plain]
+            scores = [h.score for h in told]
+            assert scores == sorted(scores, reverse=True)
+            assert all("stages" not in h.model_dump() for h in plain)
+            for h in told:
+                for m in h.stages or []:
+                    assert m.stage in VaultRankingConfig.PIPELINE_STAGES and m.stage != stage
+                    assert m.before != m.after
+                    ranked = {p.channel: p.rank for p in h.explanation or []}
+                    if m.stage in ranked:
+                        assert m.note == f"fused in at its #{ranked[m.stage]}"
+                    seen.add(m.stage)
+    # only a hybrid search with both channels fuses one into the other
+    assert seen == ({"vector", "fulltext"} if stage is None else set())

@@ -222,15 +222,29 @@ def summaries_import(obj: Ctx, path: str, as_json: bool) -> None:
 )
 @click.option("--source", default=None, help="Conversation source (claude, chatgpt, …).")
 @click.option("--mode", default="hybrid", show_default=True, help="hybrid, fts or vector.")
+@click.option(
+    "--explain", is_flag=True, help="Add which channels ranked each summary and what moved it."
+)
 @json_option
 @click.pass_obj
 @handle_errors
 def summaries_search(obj: Ctx, query: str, as_json: bool, **filters: Any) -> None:
     """Summaries matching QUERY, projected to one field (--extract)."""
-    # The options (extract, limit, domain, importance, thinking_stage, source, mode) are
-    # the service's keyword arguments under the same names.
+    # The options (extract, limit, domain, importance, thinking_stage, source, mode,
+    # explain) are the service's keyword arguments under the same names.
     result = obj.api().conversations.search_summaries(query, **filters)
     if as_json:
         emit_json(result)
-    else:
-        click.echo(result.markdown)
+        return
+    click.echo(result.markdown)
+    if filters["explain"] and result.hits:
+        from layersearch.cli.output import console, detail
+        from layersearch.types import stages_text
+
+        con = console()
+        con.print()
+        for h in result.hits:
+            ranks = sorted(h.channels.items(), key=lambda kv: (kv[1], kv[0]))
+            why = " + ".join(f"{c} #{r}" for c, r in ranks) or "newest first (no query)"
+            moved = f"; moved: {stages_text(h.stages)}" if h.stages else ""
+            detail(con, f"{h.rank}. {h.summary_id} {h.score:.4f}  why: {why}{moved}")

@@ -54,8 +54,8 @@ from layersearch.errors import ConfigError
     "--scope",
     "scopes",
     multiple=True,
-    help="Corpora to search: semantic (default), memory, conversations, vault, all "
-    "(repeatable or a comma list).",
+    help="Corpora to search: semantic (default), memory, conversations, vault, summaries, "
+    "all (every one but summaries; repeatable or a comma list).",
 )
 @click.option(
     "--max-per-source", type=int, default=None, help="Scoped search: at most this many per source."

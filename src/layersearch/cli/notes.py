@@ -18,6 +18,7 @@ from layersearch.cli.output import (
     escape,
     pad,
     print_vectors,
+    why,
     wrap,
 )
 from layersearch.cli.progress import Progress
@@ -135,8 +136,6 @@ def _print_notes(hits: list[Any], *, explain: bool) -> None:
     from rich.cells import cell_len
     from rich.text import Text
 
-    from layersearch.ranking.explain import explain_text
-
     con = console()
     if not hits:
         click.echo("no notes found", err=True)
@@ -144,7 +143,7 @@ def _print_notes(hits: list[Any], *, explain: bool) -> None:
     w_num = len(str(len(hits)))
     w_score = 6
     w_slug = max(len("slug"), *(cell_len(h.slug) for h in hits))
-    reasons = [explain_text(h.explanation or []) if explain else "" for h in hits]
+    reasons = [why(h) if explain else "" for h in hits]
     left = w_num + 2 + w_score + 2 + w_slug + 2
     beside = all(left + cell_len(r) <= con.width for r in reasons)
     head = f"{'#':>{w_num}}  {'score':>{w_score}}  {pad('slug', w_slug)}" + (

@@ -80,7 +80,8 @@ class Corpus(Protocol):
       ``opened_by``: the source whose :meth:`inspect` opens its ids (None: its own);
     - ``filters``: the ``SearchRequest`` fields that filter this corpus alone;
       ``what``: how a warning names it (``the vault``);
-    - ``tie``: its place among sources' hits of the same place (lower first).
+    - ``tie``: its place among sources' hits of the same place (lower first);
+    - ``in_all``: whether ``scope=all`` searches it (else only when ``scope`` names it).
     """
 
     source: str
@@ -91,6 +92,7 @@ class Corpus(Protocol):
     filters: tuple[str, ...]
     what: str
     tie: int
+    in_all: bool
 
     def search(self, run: ScopeRun) -> Ranked:
         """Its hits for ``run.req``, best first, at most ``run.depth`` (its own ranking

@@ -13,12 +13,14 @@ from layersearch.corpora.scope_sources import (
     ConversationCorpus,
     MemoryCorpus,
     SemanticCorpus,
+    SummaryCorpus,
     VaultCorpus,
 )
 from layersearch.errors import ConfigError
 
 __all__ = [
     "CORPORA",
+    "all_names",
     "by_source",
     "corpus_of_id",
     "registered",
@@ -29,13 +31,24 @@ __all__ = [
 ]
 
 #: every corpus, in the order of the scope names (``semantic, memory, conversations,
-#: vault``): a scoped search ranks them in this order
-CORPORA: list[Corpus] = [SemanticCorpus(), MemoryCorpus(), ConversationCorpus(), VaultCorpus()]
+#: vault, summaries``): a scoped search ranks them in this order
+CORPORA: list[Corpus] = [
+    SemanticCorpus(),
+    MemoryCorpus(),
+    ConversationCorpus(),
+    VaultCorpus(),
+    SummaryCorpus(),
+]
 
 
 def scope_names() -> tuple[str, ...]:
     """The names ``scope`` takes (``all`` aside), in their canonical order."""
     return tuple(c.scope for c in CORPORA)
+
+
+def all_names() -> tuple[str, ...]:
+    """The names ``scope=all`` searches (the corpora whose ``in_all`` is set)."""
+    return tuple(c.scope for c in CORPORA if c.in_all)
 
 
 def by_source(source: str) -> Corpus:

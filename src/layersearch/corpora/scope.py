@@ -70,8 +70,8 @@ ELIDED = "…"
 
 def parse_scope(scope: str | Sequence[str] | None) -> tuple[str, ...]:
     """The scope names of ``scope`` (a name, a comma list, or a list of them), in the
-    canonical order (:func:`registry.scope_names`); ``all`` is every one. Unknown names
-    are a ConfigError."""
+    canonical order (:func:`registry.scope_names`); ``all`` is every one whose corpus
+    joins it (:func:`registry.all_names`). Unknown names are a ConfigError."""
     if scope is None:
         return ("semantic",)
     scopes = registry.scope_names()
@@ -85,7 +85,7 @@ def parse_scope(scope: str | Sequence[str] | None) -> tuple[str, ...]:
             if not name:
                 continue  # "vault," or an empty --scope
             if name == "all":
-                names.update(scopes)
+                names.update(registry.all_names())
             elif name in scopes:
                 names.add(name)
             else:

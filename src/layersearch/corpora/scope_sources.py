@@ -1,15 +1,25 @@
 """The built-in corpora of a scoped search (:class:`~layersearch.corpora.protocol.Corpus`):
 the semantic layer's entities and the memories (one entity search ranks both), the
-conversation messages and the vault notes. Each ranks its own hits with the search it
-already has; the registry (:mod:`layersearch.corpora.registry`) lists them."""
+conversation messages, the vault notes and the conversation summaries (searched only
+when ``scope`` names them: ``all`` leaves them out, as it did before they were a
+corpus). Each ranks its own hits with the search it already has; the registry
+(:mod:`layersearch.corpora.registry`) lists them."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from layersearch.corpora.protocol import Ranked, ScopeRun
 from layersearch.errors import ConfigError, LayersearchError, NotFound
-from layersearch.types import ChannelScore, Hit, InspectResponse, MessageDetail, SearchResponse
+from layersearch.types import (
+    ChannelScore,
+    DocumentDetail,
+    Hit,
+    InspectResponse,
+    MessageDetail,
+    SearchResponse,
+)
 
 __all__ = [
     "CONVERSATION_PREFIX",
@@ -18,13 +28,20 @@ __all__ = [
     "ConversationCorpus",
     "MemoryCorpus",
     "SemanticCorpus",
+    "SummaryCorpus",
     "VaultCorpus",
     "conversation_hit_id",
     "entity_response",
+    "summary_hit_id",
 ]
+
+if TYPE_CHECKING:
+    from layersearch.corpora.conversations.summaries import Summary
 
 CONVERSATION_PREFIX = "conversation:"
 VAULT_PREFIX = "vault:"
+#: what a summary's hit id starts with (the ids made at import already do)
+SUMMARY_PREFIX = "summary:"
 DESCRIPTION_CHARS = 160
 #: a role filter is applied to this many ranked messages (message search's depth)
 ROLE_DEPTH = 100
@@ -33,6 +50,12 @@ MAX_RESULTS = 100
 _NO_VAULT = "no vault indexed in this store: run `layersearch vault index PATH`"
 #: the run's cache key of the entity search's response (None: nothing loaded)
 _ENTITY_SEARCH = "semantic"
+
+
+def summary_hit_id(summary_id: str) -> str:
+    """The hit id of a summary: its id when it starts with ``summary:`` (the ids made
+    at import), else ``summary:<id>`` (an id the summaries file gave)."""
+    return summary_id if summary_id.startswith(SUMMARY_PREFIX) else SUMMARY_PREFIX + summary_id
 
 
 def conversation_hit_id(message_id: str) -> str:
@@ -145,6 +168,7 @@ class SemanticCorpus(_EntityStore):
     opened_by: str | None = None
     what = "the semantic layer"
     tie = 0
+    in_all = True
 
     def search(self, run: ScopeRun) -> Ranked:
         return self._own_hits(run, memories=False, warnings=True)
@@ -161,6 +185,7 @@ class MemoryCorpus(_EntityStore):
     opened_by: str | None = "semantic"
     what = "memories"
     tie = 1
+    in_all = True
 
     def search(self, run: ScopeRun) -> Ranked:
         # the entity search's warnings are said once, with the entities when searched
@@ -182,6 +207,7 @@ class ConversationCorpus:
     filters: tuple[str, ...] = ("role",)
     what = "conversations"
     tie = 3
+    in_all = True
 
     def search(self, run: ScopeRun) -> Ranked:
         conversations = run.services.conversations()
@@ -201,7 +227,7 @@ class ConversationCorpus:
         depth = run.depth
         channels = None if run.services.embedder() is not None else ["fulltext"]
         found = conversations.search_messages(
-            question, ROLE_DEPTH if role else depth, channels=channels
+            question, ROLE_DEPTH if role else depth, channels=channels, explain=req.explain
         )
         hits = []
         for m in found.hits:
@@ -222,6 +248,7 @@ class ConversationCorpus:
                     description=_line(row.content),
                     text=None if req.compact else row.content,
                     explanation=explanation,
+                    stages=m.stages,
                     source="conversation",
                     conv_id=m.conversation_id,
                     message_id=m.message_id,
@@ -299,6 +326,7 @@ class VaultCorpus:
     filters: tuple[str, ...] = ("tags", "status")
     what = "the vault"
     tie = 2
+    in_all = True
 
     def search(self, run: ScopeRun) -> Ranked:
         req = run.req
@@ -337,6 +365,7 @@ class VaultCorpus:
                     description=v.title,
                     text=text,
                     explanation=v.explanation,
+                    stages=v.stages,
                     source="vault",
                     slug=v.slug,
                 )
@@ -361,6 +390,101 @@ class VaultCorpus:
         from layersearch.corpora.vault.store import all_slugs
 
         return (f"{VAULT_PREFIX}{slug}" for slug in all_slugs(run.services.vault().store))
+
+
+# -- conversation summaries -----------------------------------------------------------------
+
+
+class SummaryCorpus:
+    """Conversation summaries ranked by summary search (hybrid with an embedder, full
+    text alone without), their hit ids ``summary:…`` (:func:`summary_hit_id`). Not in ``scope=all``
+    (``in_all``): a summary restates its conversation's messages, which ``all`` already
+    searches; ``scope=summaries`` searches them."""
+
+    source = "summary"
+    scope = "summaries"
+    also: tuple[str, ...] = ()
+    prefix = SUMMARY_PREFIX
+    opened_by: str | None = None
+    filters: tuple[str, ...] = ()
+    what = "summaries"
+    tie = 4
+    in_all = False
+
+    def search(self, run: ScopeRun) -> Ranked:
+        conversations = run.services.conversations()
+        if not conversations.snapshot().summaries:
+            return Ranked(
+                warnings=["no summaries imported: run `layersearch summaries import PATH`"],
+                empty=True,
+            )
+        question = run.question
+        if question is None:
+            return Ranked(warnings=["needs a question: summaries not searched"])
+        req = run.req
+        mode = "hybrid" if run.services.embedder() is not None else "fts"
+        found = conversations.search_summaries(
+            question, limit=run.depth, mode=mode, explain=req.explain
+        )
+        hits = []
+        for s in found.hits:
+            text = s.items[0] if s.items else ""
+            explanation = None
+            if req.explain:
+                explanation = [
+                    ChannelScore(channel=c, rank=r, score=0.0, contribution=0.0)
+                    for c, r in sorted(s.channels.items(), key=lambda kv: (kv[1], kv[0]))
+                ]
+            hits.append(
+                Hit(
+                    kind="summary",
+                    id=summary_hit_id(s.summary_id),
+                    score=round(s.score, 6),
+                    description=_line(text),
+                    text=None if req.compact else text,
+                    explanation=explanation,
+                    stages=s.stages,
+                    source=self.source,
+                    conv_id=s.conversation_id,
+                )
+            )
+        return Ranked(hits=hits, warnings=list(found.warnings))
+
+    def documents(
+        self, run: ScopeRun, hits: Sequence[Hit], asked: list[str]
+    ) -> list[frozenset[str]]:
+        from layersearch.corpora.conversations.documents import summary_dense_text
+        from layersearch.ranking.analyzer import analyze
+
+        snap = run.services.conversations().snapshot()
+        out = []
+        for h in hits:
+            s = _summary(snap.summaries, h.id)
+            out.append(frozenset(analyze(summary_dense_text(s))) if s else frozenset())
+        return out
+
+    def inspect(self, run: ScopeRun, ids: Sequence[str], out: InspectResponse) -> None:
+        snap = run.services.conversations().snapshot()
+        found = []
+        for raw in ids:
+            s = _summary(snap.summaries, raw.strip())
+            if s is None:
+                out.warnings.append(f"unknown summary '{raw.strip()}'")
+                continue
+            c = snap.conversations.get(s.conversation_id)
+            title = c.title if c is not None and c.title else s.conversation_id
+            hit_id = summary_hit_id(s.id)
+            found.append(DocumentDetail(id=hit_id, source=self.source, title=title, text=s.summary))
+        out.documents = [*(out.documents or []), *found]
+
+    def ids(self, run: ScopeRun) -> Iterable[str]:
+        return (summary_hit_id(i) for i in run.services.conversations().snapshot().summaries)
+
+
+def _summary(summaries: Mapping[str, Summary], hit_id: str) -> Summary | None:
+    """The summary of a hit id: the id itself, else the id after ``summary:``."""
+    found = summaries.get(hit_id)
+    return found if found is not None else summaries.get(hit_id[len(SUMMARY_PREFIX) :])
 
 
 def _line(text: str) -> str:

@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 
 from layersearch.ranking.fusion import Fused
-from layersearch.ranking.pipeline import Move
+from layersearch.ranking.pipeline import Move, Trace
 from layersearch.types import ChannelScore, StageMove, explain_text, stages_text
 
-__all__ = ["explain", "explain_stages", "explain_text", "stages_text"]
+__all__ = ["explain", "explain_stages", "explain_text", "stages_text", "trace_channels"]
 
 
 def explain(
@@ -51,3 +51,30 @@ def explain_stages(moves: Sequence[Move]) -> list[StageMove]:
         )
         for m in moves
     ]
+
+
+def trace_channels(
+    trace: Trace,
+    rankings: Mapping[str, Sequence[tuple[str, float]]],
+    fuse: Callable[[Mapping[str, Sequence[tuple[str, float]]]], Sequence[Fused]],
+    after: Sequence[str],
+    stages: Sequence[str],
+) -> None:
+    """For an explanation: each channel of ``rankings`` that is a switchable stage
+    (``stages``) moved the hits of the fused list ``after`` from where the fusion of the
+    other channels put them (``fuse`` of the rest). A lone channel is the list itself:
+    nothing is recorded for it."""
+    if len(rankings) < 2:
+        return
+    for name in stages:
+        ranked = rankings.get(name)
+        if ranked is None:
+            continue
+        rank = {doc_id: r for r, (doc_id, _) in enumerate(ranked, 1)}
+        before = [f.id for f in fuse({c: v for c, v in rankings.items() if c != name})]
+
+        def note(doc_id: str, name: str = name, rank: dict[str, int] = rank) -> str:
+            r = rank.get(doc_id)
+            return f"fused in at its #{r}" if r else f"passed by the hits {name} ranked"
+
+        trace.reorder(name, before, after, note)

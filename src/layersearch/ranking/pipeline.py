@@ -246,6 +246,7 @@ class _Reorder:
     after: Sequence[str]
     note: str | Callable[[str], str]
     up_only: bool
+    adjust: Callable[[str], float] | None = None
 
 
 @dataclass(slots=True)
@@ -265,13 +266,16 @@ class Trace:
         note: str | Callable[[str], str],
         *,
         up_only: bool = False,
+        adjust: Callable[[str], float] | None = None,
     ) -> None:
         """``stage`` turned the list ``before`` into ``after`` (ids, best first; neither
         is changed afterwards); ``note``: what it did (or id → what it did to that hit).
         ``up_only``: only the hits it moved up (or added) count as moved, not those
-        that step down to make room (a stage that lifts a few hits)."""
+        that step down to make room (a stage that lifts a few hits). ``adjust``: id →
+        the score the stage added to that hit (a stage that moves hits by their scores),
+        shown with its move."""
         if before is not after:
-            self._reorders.append(_Reorder(stage, before, after, note, up_only))
+            self._reorders.append(_Reorder(stage, before, after, note, up_only, adjust))
 
     def note(
         self, stage: str, doc_id: str, before: int, after: int, note: str, adjustment: float = 0.0
@@ -289,7 +293,7 @@ class Trace:
             b = before.get(doc_id, 0)
             if a and a != b and (b == 0 or a < b or not r.up_only):
                 note = r.note(doc_id) if callable(r.note) else r.note
-                out.append(Move(r.stage, b, a, note))
+                out.append(Move(r.stage, b, a, note, r.adjust(doc_id) if r.adjust else 0.0))
         for m in self._notes.get(doc_id, ()):
             for i, o in enumerate(out):
                 if o.stage == m.stage and not o.adjustment:
@@ -301,7 +305,8 @@ class Trace:
         return out
 
     def adjustment(self, doc_id: str) -> float:
-        """The sum of the score adjustments recorded for ``doc_id``."""
+        """The sum of the score adjustments noted for ``doc_id`` (:meth:`note`, as
+        :func:`settle` does; not those a reorder's ``adjust`` reports)."""
         return sum(m.adjustment for m in self._notes.get(doc_id, ()))
 
     def last_lift(self, doc_id: str) -> str | None:

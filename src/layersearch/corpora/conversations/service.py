@@ -27,8 +27,9 @@ from layersearch.errors import (
     LimitExceeded,
     ModelMismatch,
 )
+from layersearch.ranking.explain import explain_stages
 from layersearch.ranking.fulltext import FTDoc, FullTextIndex, open_or_rebuild
-from layersearch.ranking.pipeline import Trace
+from layersearch.ranking.pipeline import Trace, settle
 from layersearch.store.base import Store
 from layersearch.types import (
     ConversationHit,
@@ -453,6 +454,7 @@ class ConversationService:
         conversation_id: str | None = None,
         channels: Sequence[str] | None = None,
         trace: Trace | None = None,
+        explain: bool = False,
     ) -> MessageSearchResult:
         """Messages ranked by full text and vectors over turns-with-context, fused
         (standardised scores by default, see :func:`zscore_fusion`), then the rules of
@@ -460,7 +462,9 @@ class ConversationService:
 
         ``channels`` is a subset of ``fulltext`` and ``vector``; by default both, with
         the vector channel skipped (and a warning) when it cannot run. ``trace``, when
-        given, records what each stage did to each turn.
+        given, records what each stage did to each turn; ``explain`` puts each hit's
+        moves in its ``stages``. The scores shown never increase down the list
+        (:func:`~layersearch.ranking.pipeline.settle`).
         """
         _check_limit(limit)
         wanted = list(channels) if channels is not None else ["fulltext", "vector"]
@@ -475,9 +479,11 @@ class ConversationService:
             state.trace = trace
         MESSAGE_PIPELINE.run(state, self.config.without)
         snap, fused = state.snap, state.fused
+        shown = settle([f.id for f in fused], [f.score for f in fused], state.trace, "fuse")
         hits = []
-        for f in fused[:limit]:
+        for f, score in zip(fused[:limit], shown, strict=False):
             m = snap.messages[f.id]
+            moves = explain_stages(state.trace.moves(f.id)) if explain else None
             hits.append(
                 MessageHit(
                     message_id=m.id,
@@ -485,8 +491,9 @@ class ConversationService:
                     turn_id=m.turn_id,
                     role=m.role,
                     speaker=m.speaker,
-                    score=f.score,
+                    score=score,
                     channels={c: r for c, (r, _, _) in sorted(f.channels.items())},
+                    stages=moves or None,
                 )
             )
         return MessageSearchResult(query=query, hits=hits, warnings=state.warnings)
@@ -576,8 +583,10 @@ class ConversationService:
         thinking_stage: str | None = None,
         source: str | None = None,
         mode: str = "hybrid",
+        explain: bool = False,
     ) -> SummarySearchResult:
-        """Summaries ranked by full text and/or vectors, projected to one stored field."""
+        """Summaries ranked by full text and/or vectors, projected to one stored field;
+        with ``explain``, each hit's ``stages`` (the channels whose fusion moved it)."""
         if not isinstance(query, str):
             raise ConfigError("query must be a string")
         _check_text("query", query)
@@ -603,7 +612,8 @@ class ConversationService:
             finally:
                 cursor.close()
         warnings: list[str] = []
-        ranked = self._rank_summaries(snap, query, mode_, allow, warnings)
+        trace = Trace() if explain else None
+        ranked = self._rank_summaries(snap, query, mode_, allow, warnings, trace)
         hits: list[SummaryHit] = []
         for sid, score, chans in ranked:
             s = snap.summaries.get(sid)
@@ -625,6 +635,9 @@ class ConversationService:
                     items=items,
                     score=score,
                     channels=chans,
+                    stages=(explain_stages(trace.moves(sid)) or None)
+                    if trace is not None
+                    else None,
                 )
             )
             if len(hits) == limit:
@@ -646,7 +659,10 @@ class ConversationService:
         mode: str,
         allow: set[str] | None,
         warnings: list[str],
+        trace: Trace | None = None,
     ) -> list[tuple[str, float, dict[str, int]]]:
+        """(id, shown score, channel → rank) of the summaries, best first; the scores
+        settled (non-increasing)."""
         if not query.strip():
             # No query: the newest summaries passing the filters.
             pool = [s for s in snap.summaries.values() if allow is None or s.id in allow]
@@ -654,8 +670,10 @@ class ConversationService:
                 key=lambda s: (-(s.created.timestamp() if s.created else float("-inf")), s.id)
             )
             return [(s.id, 0.0, {}) for s in pool]
-        state = SummaryRanking(self, snap, query, mode, allow, warnings)
+        state = SummaryRanking(self, snap, query, mode, allow, warnings, trace=trace)
         fused = SUMMARY_PIPELINE.run(state).fused
+        shown = settle([f.id for f in fused], [f.score for f in fused], trace, "fuse")
         return [
-            (f.id, f.score, {c: r for c, (r, _, _) in sorted(f.channels.items())}) for f in fused
+            (f.id, score, {c: r for c, (r, _, _) in sorted(f.channels.items())})
+            for f, score in zip(fused, shown, strict=True)
         ]

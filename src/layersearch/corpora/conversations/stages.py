@@ -17,11 +17,15 @@ Every rule after fusion moves turns by changing their scores and re-sorts, so th
 scores of the list are non-increasing after each stage and no turn takes another
 position's score; a moved turn's ``channels`` keeps what the rule did (its rank before)
 under the rule's label, as it always has, and the :class:`Trace` of the search records
-each stage's reordering (``ConversationService.search_messages(trace=...)``).
+each stage's reordering and the score it added to each turn it moved
+(``ConversationService.search_messages(trace=..., explain=True)``: each hit's
+``stages``, as entity hits have them).
 
 Summary search has no rule after fusion: ``fulltext`` and ``vector`` (chosen by its
 ``mode``: ``fts``, ``vector`` or ``hybrid``), then ``fuse`` (RRF, k = 60), each
-ranking ``DEPTH`` summaries; none is switched off by name (``mode`` chooses).
+ranking ``DEPTH`` summaries; none is switched off by name (``mode`` chooses). With a
+trace (``explain``), each channel of a hybrid search records how fusing it moved each
+summary (from its place in the other channel's list), as vault search does.
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ from typing import TYPE_CHECKING
 from layersearch.errors import EmbeddingUnavailable, LayersearchError
 from layersearch.ranking.analyzer import analyze, analyze_query
 from layersearch.ranking.bm25 import BM25Params
+from layersearch.ranking.explain import trace_channels
 from layersearch.ranking.fusion import Fused, rrf
 from layersearch.ranking.pipeline import Pipeline, Stage, Trace
 
@@ -92,8 +97,9 @@ class MessageRanking:
         return analyze_query(query_text(strip_names(self.query, names), self.config))
 
     def reorder(self, stage: str, after: list[Fused], label: str, note: Callable[..., str]) -> None:
-        """``after`` becomes the fused list; the trace records the move and what the
-        stage did to each moved turn (``note`` of its ``channels[label]`` entry)."""
+        """``after`` becomes the fused list; the trace records the move, what the stage
+        did to each moved turn (``note`` of its ``channels[label]`` entry: rank before,
+        amount, shift) and the score it added (the entry's shift)."""
         before = [f.id for f in self.fused]
         self.fused = after
         entries = {f.id: f.channels[label] for f in after if label in f.channels}
@@ -102,7 +108,11 @@ class MessageRanking:
             entry = entries.get(doc_id)
             return note(*entry) if entry is not None else "moved by the turns it passed"
 
-        self.trace.reorder(stage, before, [f.id for f in after], say)
+        def shift(doc_id: str) -> float:
+            entry = entries.get(doc_id)
+            return float(entry[2]) if entry is not None else 0.0
+
+        self.trace.reorder(stage, before, [f.id for f in after], say, adjust=shift)
 
 
 def _periods(snap: _Snapshot, mid: str, config: MessageSearchConfig) -> tuple[Period, ...]:
@@ -197,9 +207,7 @@ def _channel_tops(state: MessageRanking) -> None:
         "channel-tops",
         after,
         "top",
-        lambda rank, _score, shift: (
-            f"a channel's top {turns} turn, lifted from fused #{rank} ({shift:+.4f})"
-        ),
+        lambda rank, _score, _shift: f"a channel's top {turns} turn, lifted from fused #{rank}",
     )
 
 
@@ -219,9 +227,7 @@ def _session_text(state: MessageRanking) -> None:
         "session-text",
         after,
         SESSION_LABEL,
-        lambda _rank, z, shift: (
-            f"its session's words match the question (z {z:+.2f}, {shift:+.4f})"
-        ),
+        lambda _rank, z, _shift: f"its session's words against the question: z {z:+.2f}",
     )
 
 
@@ -243,7 +249,7 @@ def _answers_follow_questions(state: MessageRanking) -> None:
         "answers-follow-questions",
         after,
         "answers",
-        lambda rank, _score, shift: f"answers the question at #{rank} ({shift:+.4f})",
+        lambda rank, _score, _shift: f"answers the question at #{rank}",
     )
     if cfg.answered_question_penalty > 0:
         score = {f.id: f.score for f in state.fused}
@@ -260,7 +266,7 @@ def _answers_follow_questions(state: MessageRanking) -> None:
             "answers-follow-questions",
             demote(state.fused, answered, cfg.answered_question_penalty),
             "answered",
-            lambda rank, _times, shift: f"a question its reply passed, from #{rank} ({shift:+.4f})",
+            lambda rank, _times, _shift: f"a question its reply passed, from #{rank}",
         )
 
 
@@ -280,7 +286,7 @@ def _date_match(state: MessageRanking) -> None:
         "date-match",
         after,
         "date",
-        lambda rank, _times, shift: f"dated within the date the question names ({shift:+.4f})",
+        lambda _rank, _times, _shift: "dated within the date the question names",
     )
 
 
@@ -293,7 +299,7 @@ def _answer_types(state: MessageRanking) -> None:
         "answer-types",
         after,
         kind,
-        lambda _rank, _times, shift: f"holds the {kind} the question asks for ({shift:+.4f})",
+        lambda _rank, _times, _shift: f"holds the {kind} the question asks for",
     )
 
 
@@ -330,6 +336,8 @@ class SummaryRanking:
     warnings: list[str]
     rankings: dict[str, list[tuple[str, float]]] = field(default_factory=dict)
     fused: list[Fused] = field(default_factory=list)
+    #: what the stages did to each summary, with ``explain`` (None without)
+    trace: Trace | None = None
 
 
 def _summary_fulltext(state: SummaryRanking) -> None:
@@ -353,7 +361,13 @@ def _summary_vector(state: SummaryRanking) -> None:
 
 def _summary_fuse(state: SummaryRanking) -> None:
     state.fused = rrf(state.rankings)
+    if state.trace is not None:
+        after = [f.id for f in state.fused]
+        trace_channels(state.trace, state.rankings, rrf, after, SUMMARY_CHANNELS)
 
+
+#: the channels of summary search (stages that ``mode`` chooses)
+SUMMARY_CHANNELS = ("fulltext", "vector")
 
 #: the stages of summary search, in the order they run (``mode`` chooses the channels)
 SUMMARY_PIPELINE: Pipeline[SummaryRanking] = Pipeline(

@@ -13,17 +13,22 @@ Either channel can be switched off (``without``; ``layersearch eval vault --with
 STAGE``): without ``vector`` a search ranks by full text alone, as without an embedder
 (and says so); without ``fulltext`` a hybrid search ranks by the vector channel alone.
 No rule reorders the fused list, so its scores are the fused ones, non-increasing.
+With a :class:`~layersearch.ranking.pipeline.Trace` (``explain``), each channel of a
+fused list records how it moved each note: from its place in the fusion of the other
+channel to its place in the list fused.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import ClassVar
 
 from layersearch.errors import ConfigError, EmbeddingUnavailable, ModelMismatch
+from layersearch.ranking.explain import trace_channels
 from layersearch.ranking.fusion import RRF_K, Fused, rrf
-from layersearch.ranking.pipeline import Pipeline, RankingConfig, Stage
+from layersearch.ranking.pipeline import Pipeline, RankingConfig, Stage, Trace
 
 __all__ = ["VAULT_PIPELINE", "VaultRanking", "VaultRankingConfig"]
 
@@ -64,6 +69,8 @@ class VaultRanking:
     config: VaultRankingConfig
     channels: dict[str, list[tuple[str, float]]] = field(default_factory=dict)
     fused: list[Fused] = field(default_factory=list)
+    #: what the stages did to each note, with ``explain`` (None without)
+    trace: Trace | None = None
 
 
 def _vector(state: VaultRanking) -> None:
@@ -83,7 +90,12 @@ def _fulltext(state: VaultRanking) -> None:
 def _fuse(state: VaultRanking) -> None:
     if not state.channels:
         raise ConfigError("vault search: both channels (vector, fulltext) are switched off")
-    state.fused = rrf(state.channels, k=state.config.rrf_k)
+    k = state.config.rrf_k
+    state.fused = rrf(state.channels, k=k)
+    if state.trace is not None:
+        after = [f.id for f in state.fused]
+        stages = VaultRankingConfig.PIPELINE_STAGES
+        trace_channels(state.trace, state.channels, partial(rrf, k=k), after, stages)
 
 
 VAULT_STAGES: tuple[Stage[VaultRanking], ...] = (

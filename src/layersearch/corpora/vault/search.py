@@ -33,11 +33,12 @@ import numpy as np
 from layersearch.corpora.dense import DenseCorpus, DenseDoc, describe_key
 from layersearch.embed.base import Embedder
 from layersearch.errors import ConfigError, EmbeddingUnavailable, ModelMismatch, NotFound
-from layersearch.ranking.explain import explain
+from layersearch.ranking.explain import explain, explain_stages
 from layersearch.ranking.fulltext import FTDoc, FullTextIndex, open_or_rebuild
 from layersearch.ranking.fusion import Fused
+from layersearch.ranking.pipeline import Trace, settle
 from layersearch.store.base import Store
-from layersearch.types import ChannelScore, EmbedReport, NoteDetail, VaultHit, VaultIndexReport
+from layersearch.types import EmbedReport, NoteDetail, VaultHit, VaultIndexReport
 
 from . import store as tables
 from .chunking import Chunk, chunk_note
@@ -93,22 +94,26 @@ _NO_EMBEDDER = "no embedder configured"
 
 
 def _hits(
-    snap: tables.VaultSnapshot, fused: Sequence[Fused], mode: str, explain: bool
+    snap: tables.VaultSnapshot, fused: Sequence[Fused], mode: str, trace: Trace | None
 ) -> list[VaultHit]:
-    """The fused notes as hits: the fused score in hybrid mode, the cosine otherwise."""
+    """The fused notes as hits: the fused score in hybrid mode, the cosine otherwise
+    (non-increasing, :func:`settle`); with a ``trace`` (explain), the channels that
+    ranked each note and the stages that moved it."""
+    fused = [f for f in fused if f.id in snap.row]  # (else in a newer full-text index)
+    own = [f.score if mode == "hybrid" else f.channels["vector"][1] for f in fused]
+    shown = settle([f.id for f in fused], own, trace, "fuse")
     hits = []
-    for f in fused:
-        i = snap.row.get(f.id)
-        if i is None:  # in a full-text index written by a newer sync than this snapshot
-            continue
-        score = f.score if mode == "hybrid" else f.channels["vector"][1]
+    for f, score in zip(fused, shown, strict=True):
+        i = snap.row[f.id]
+        moves = explain_stages(trace.moves(f.id)) if trace is not None else None
         hits.append(
             VaultHit(
                 slug=f.id,
                 title=snap.titles[i],
                 path=snap.paths[i],
                 score=round(score, 6),
-                explanation=_explanation(f) if explain else None,
+                explanation=explain(f) if trace is not None else None,
+                stages=moves or None,
             )
         )
     return hits
@@ -381,11 +386,12 @@ class VaultService:
                 mode == "vector" and embedder is not None,
                 lambda exc: _warn(warnings, _fulltext_alone(exc, min_score)),
                 cfg,
+                trace=Trace() if explain else None,
             )
             channels = VAULT_PIPELINE.run(state, cfg.without).channels
             fused = state.fused[:limit]
         # ranked by full text alone, the score is the fused (RRF) one, as in hybrid mode
-        return _hits(snap, fused, mode if "vector" in channels else "hybrid", explain)
+        return _hits(snap, fused, mode if "vector" in channels else "hybrid", state.trace)
 
     def _vector_channel(
         self,
@@ -689,10 +695,6 @@ def _best_per_note(found: Sequence[tuple[str, float]], depth: int) -> list[tuple
             best[slug] = score
     ranked = sorted(best.items(), key=lambda kv: (-kv[1], kv[0]))
     return [(s, float(x)) for s, x in ranked[:depth]]
-
-
-def _explanation(f: Any) -> list[ChannelScore]:
-    return explain(f)
 
 
 _ABSOLUTE = re.compile(r"^[A-Za-z]:")
