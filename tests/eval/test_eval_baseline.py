@@ -187,3 +187,18 @@ def test_cli_reports_each_baseline_as_its_own_row(
     assert "baseline tantivy-names" in text.stdout
     bad = CliRunner().invoke(main, [*args, "--baseline", "lucene"])
     assert bad.exit_code == 2 and "lucene" in bad.output
+
+
+@pytest.mark.slow
+def test_lexical_search_ranks_above_every_baseline_on_spider_dev(data_dir: Path) -> None:
+    from layersearch.eval.schema_linking import read_questions, run_schema_linking
+
+    tables = data_dir / "spider" / "tables.json"
+    questions = read_questions(data_dir / "spider" / "dev.json", tables)[:200]
+    with Layersearch(":memory:") as ls:
+        ls.load(tables)
+        (search,) = run_schema_linking(ls, questions, channel_sets=[["fulltext"]])
+        floors = run_baselines(ls, questions, parse_baselines(list(BASELINES)))
+    for floor in floors:
+        for key in ("table_recall@5", "table_recall@10", "column_recall@10"):
+            assert search.metrics[key] >= floor.metrics[key], (floor.label, key)
