@@ -14,6 +14,7 @@ import click
 from layersearch.cli.context import Ctx
 from layersearch.cli.errors import handle_errors
 from layersearch.cli.options import (
+    baseline_option,
     catalog_option,
     channels_option,
     json_option,
@@ -113,6 +114,7 @@ def _catalog_store(
 )
 @click.option("--details", "details_path", default=None, help="Write per-question JSONL here.")
 @click.option("--plot", "plot_path", default=None, help="Draw recall@k curves to this PNG.")
+@baseline_option
 @_without_option
 @sample_values_option
 @json_option
@@ -128,11 +130,13 @@ def eval_schema_linking(
     limit: int | None,
     details_path: str | None,
     plot_path: str | None,
+    baselines: tuple[str, ...],
     without: tuple[str, ...],
     sample_values: int,
     as_json: bool,
 ) -> None:
     """Table and column recall of search on labelled questions."""
+    from layersearch.eval.baseline import parse_baselines, run_baselines
     from layersearch.eval.schema_linking import (
         best_of_sets,
         channel_union,
@@ -146,21 +150,28 @@ def eval_schema_linking(
 
     _check_without(without)
     sets = parse_channel_sets(channel_sets)
+    floors = parse_baselines(baselines)
     questions = select_half(read_questions(questions_path, catalog_path), half)[:limit]
+    total = len(questions) * (len(sets) + len(floors))
     with (
         _catalog_store(obj, catalog_path, as_json, sample_values, without) as ls,
-        Progress("asking questions", as_json, total=len(questions) * len(sets)) as advance,
+        Progress("asking questions", as_json, total=total) as advance,
     ):
         off = sorted(ls.entities.ranking.without)
         results = run_schema_linking(ls, questions, mode=mode, channel_sets=sets, progress=advance)
+        asked = len(questions) * len(sets)
+        floor_results = run_baselines(
+            ls, questions, floors, mode=mode, progress=lambda n: advance(asked + n)
+        )
     if details_path:
-        write_details(results, details_path)
+        write_details([*results, *floor_results], details_path)
     if plot_path:
         plot_recall(results, plot_path, title=f"{Path(catalog_path).name}, {mode} mode")
     best, union = best_of_sets(results), channel_union(results)
+    floor = {"baselines": [r.summary() for r in floor_results]} if floor_results else {}
     if as_json:
         if len(results) == 1:
-            emit_json({**results[0].summary(), "mode": mode, "without": off})
+            emit_json({**results[0].summary(), "mode": mode, "without": off, **floor})
         else:
             runs = [r.summary() for r in results]
             emit_json(
@@ -170,6 +181,7 @@ def eval_schema_linking(
                     "runs": runs,
                     "best_of_sets": best,
                     "channel_union": union,
+                    **floor,
                 }
             )
         return
@@ -180,6 +192,19 @@ def eval_schema_linking(
         print_metrics(f"best of {len(results)} sets", best)
     if union is not None:
         print_metrics("fulltext ∪ vector", union)
+    if floor_results:
+        _print_against_baselines(results, floor_results, mode)
+
+
+def _print_against_baselines(results: list[Any], floors: list[Any], mode: str) -> None:
+    """Search's channel sets and the baselines side by side, one row each."""
+    from layersearch.cli.output import print_rows
+
+    keys = ("table_recall@5", "table_recall@10", "column_recall@10")
+    rows = [(r.label or "no channel", [r.metrics.get(k) for k in keys]) for r in results]
+    rows += [(f"baseline {f.label}", [f.metrics.get(k) for k in keys]) for f in floors]
+    heads = ("ranked by", "table R@5", "table R@10", "column R@10")
+    print_rows(f"search against baselines ({mode} mode)", heads, rows)
 
 
 @eval_group.command("examples")

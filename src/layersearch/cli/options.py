@@ -42,6 +42,19 @@ channels_option = click.option(
     "--channels", default=None, help="Comma list of bm25,fulltext,vector (default: all that run)."
 )
 
+#: ``--baseline`` choices: ``layersearch.eval.baseline.BASELINES``, named here so that
+#: --help does not import tantivy
+BASELINE_NAMES = ("tantivy", "tantivy-names", "tantivy-max", "tantivy-stem")
+baseline_option = click.option(
+    "--baseline",
+    "baselines",
+    multiple=True,
+    type=click.Choice(BASELINE_NAMES),
+    metavar="NAME",
+    help=f"Also rank with a plain tantivy index, as its own row: {', '.join(BASELINE_NAMES)} "
+    "(repeatable; docs/quality.md).",
+)
+
 
 def format_option(help: str, choice: click.ParamType | None = None) -> Callable[[F], F]:
     """``--format``: how to read the input, ``auto`` (detected) by default."""

@@ -479,3 +479,17 @@ def print_metrics(title: str, summary: dict[str, Any], skip: tuple[str, ...] = (
         )
         table.add_row(key, shown)
     console().print(table)
+
+
+def print_rows(title: str, headers: tuple[str, ...], rows: list[tuple[str, list[Any]]]) -> None:
+    """Labelled rows of numbers under ``headers`` (the first names the labels): floats to
+    three places, no value as n/a."""
+    from rich.table import Table
+
+    table = Table(title=title, show_edge=False)
+    table.add_column(headers[0])
+    for head in headers[1:]:
+        table.add_column(head, justify="right")
+    for label, values in rows:
+        table.add_row(label, *("n/a" if v is None else f"{v:.3f}" for v in values))
+    console().print(table)

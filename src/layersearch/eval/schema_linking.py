@@ -45,6 +45,7 @@ __all__ = [
     "parse_channel_sets",
     "HALVES",
     "read_questions",
+    "question_text",
     "ranked_links",
     "select_half",
     "run_schema_linking",
@@ -75,10 +76,12 @@ class ChannelSetResult:
     details: list[dict[str, Any]] = field(default_factory=list)
     latencies_ms: list[float] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    #: a baseline's name (``--baseline``), which then labels the result
+    name: str | None = None
 
     @property
     def label(self) -> str:
-        return ",".join(self.channels)
+        return self.name or ",".join(self.channels)
 
     def latency(self) -> dict[str, float]:
         lat = sorted(self.latencies_ms)
@@ -91,8 +94,10 @@ class ChannelSetResult:
         }
 
     def summary(self) -> dict[str, Any]:
-        """The metrics (exactly the contract's keys) plus channels and latency."""
-        return {**self.metrics, "channels": self.label, **self.latency()}
+        """The metrics (exactly the contract's keys) plus channels (or the baseline's
+        name) and latency."""
+        which = {"baseline": self.name} if self.name else {"channels": self.label}
+        return {**self.metrics, **which, **self.latency()}
 
 
 def parse_channel_sets(values: Sequence[str] | None) -> list[list[str] | None]:
@@ -190,7 +195,8 @@ def ranked_links(hits: Sequence[Any]) -> tuple[list[str], list[str]]:
     return tables, columns
 
 
-def _question_text(q: dict[str, Any]) -> str:
+def question_text(q: dict[str, Any]) -> str:
+    """What is asked for question record ``q``."""
     # BIRD-style evidence is external knowledge given with the question: the
     # agent would search with both, so the evaluation does too.
     ev = q.get("evidence")
@@ -238,7 +244,7 @@ def run_schema_linking(
         for q in questions:
             req = SearchRequest.model_validate(
                 {
-                    "question": _question_text(q),
+                    "question": question_text(q),
                     "datasource": q["db_id"] if mode == "scoped" else None,
                     "max_results": SEARCH_DEPTH,
                     "channels": channels,
