@@ -74,7 +74,7 @@ def records(
     for r in out:
         hits = [Hit.model_validate(h) for h in r["hits"]]
         r["x"] = confidence.features(r["question"], hits, dense=r["dense"])
-    return [r for r in out if r["x"] is not None]
+    return [r for r in out if r["x"] is not None and r["hits"]]
 
 
 def fit(x: np.ndarray, y: np.ndarray, l2: float = L2, steps: int = 50) -> tuple[np.ndarray, float]:

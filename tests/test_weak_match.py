@@ -206,3 +206,25 @@ def test_the_fit_separates_and_the_threshold_bounds_false_flags() -> None:
     assert t == pytest.approx(0.6)  # between the 4 askings it may flag and the rest
     t = train.threshold_for(probs, 0.05)  # one may be flagged, but four tie at 0.9
     assert sum(p >= t for p in probs) == 0 and t > 0.9
+
+
+def test_a_halved_database_keeps_its_other_tables_whole(tmp_path: Path) -> None:
+    tables = json.loads((ROOT / "examples" / "spider" / "tables.json").read_text())
+    db = max(tables, key=lambda t: len(t["table_names_original"]))
+    half, removed = weak.halved(db)
+    names = db["table_names_original"]
+    assert len(half["table_names_original"]) == len(names) - len(names) // 2
+    assert removed == {
+        f"{db['db_id']}.{t}".lower() for t in names if t not in half["table_names_original"]
+    }
+    # every kept column sits in the same table as before, under its new index
+    kept = half["table_names_original"]
+    before = {(names[t], c) for t, c in db["column_names_original"] if t != -1}
+    after = {(kept[t], c) for t, c in half["column_names_original"] if t != -1}
+    assert after == {(t, c) for t, c in before if t in kept} and after
+    assert weak.halved(db) == (half, removed)  # the same on every run
+    path = tmp_path / "half.json"
+    path.write_text(json.dumps([half]))
+    with Layersearch(":memory:") as ls:
+        report = ls.load(path)
+    assert report.models == len(kept)

@@ -160,12 +160,12 @@ def collect(
         for db, q, right in askings:
             hits = ls.entities.search(explained(ls.entities.request(question=q, max_results=30)))
             x = confidence.features(q, hits.results)
-            if x is None:
-                continue
             kept = [
                 h.model_dump(include={"kind", "id", "score", "explanation"})
                 for h in confidence.first_hits(hits.results)
             ]
+            if x is None or not kept:  # not judged: no plain word, or no entity hit
+                continue
             rec = {"db": db, "layer": i, "frame": frame, "right": right, "question": q}
             out.append(rec | {"dense": confidence.has_dense(hits.results), "hits": kept, "x": x})
 
