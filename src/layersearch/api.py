@@ -275,8 +275,7 @@ class Layersearch:
             request, kwargs = self.entities.request(**kwargs), {}
         answer.prefetch(self.entities, request)
         if getattr(request, "scope", None) is None:
-            dense = self.embedder is not None  # the weak-match check reads explanations
-            resp = self.entities.search(answer.explained(request, dense), **kwargs)
+            resp = self.entities.search(answer.explained(request), **kwargs)
         else:
             resp = self.scope.search(request)
         return answer.finish(self.store, self.entities, request, resp)

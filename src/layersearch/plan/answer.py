@@ -25,14 +25,13 @@ def _reaches_the_layer(request: SearchRequest) -> bool:
     return any(s in ("semantic", "all") for s in named)
 
 
-def explained(request: Any, dense: bool) -> Any:
-    """``request`` asking for explanations when it has a question and ``dense`` (an
-    embedder is configured): what the weak-match check reads, which flags nothing
-    without the dense channel, so a lexical search pays nothing for it. Anything else
-    as it is, for the search to check."""
+def explained(request: Any) -> Any:
+    """``request`` asking for its channels' explanations (no stage tracing) when it has
+    a question and its full-text and schema channels run: what the weak-match check
+    reads. Anything else as it is, for the search to check."""
     if not (isinstance(request, SearchRequest) and request.question and not request.explain):
         return request
-    if not dense or (request.channels is not None and "vector" not in request.channels):
+    if request.channels is not None and "fulltext" not in request.channels:
         return request
     asked = request.model_copy(update={"explain": True})
     asked._channels_only = True

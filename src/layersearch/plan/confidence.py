@@ -1,71 +1,258 @@
-"""A response-level warning when nothing matches the question well.
+"""A response-level warning when nothing matches the question well, from a learned model.
 
-Two signals of the first :data:`TOP` entity hits, read from their explanations:
+The signals are read off the channel explanations of the first :data:`TOP` entity
+hits, which the search computes anyway (no extra search):
 
 - ``coverage``: the share of the question's plain words that the hits' own names,
-  labels and descriptions hold exactly (the schema channel's ``matched`` words
-  without a bridge);
-- ``similarity``: the best dense (vector channel) score among them, when the dense
-  channel ran.
+  labels and descriptions hold exactly (the schema channel's ``matched`` words);
+- ``single``: the largest share of them one hit holds;
+- ``bridged``: the share held only through a related word, weighted by the bridge's
+  strength (``revenue→amount 0.30``);
+- the schema channel's reach (the share of the question's words the layer uses or
+  bridges to) and separation (how far its best tables stand out), as the search
+  weighs it;
+- the schema channel's best rank and score among the hits, how many channels rank the
+  first hit first, how far the fused scores fall over the hits, the question's length;
+- with the dense channel: the best, mean and spread of the hits' vector scores and
+  the dense channel's separation.
 
-A question is weakly matched when its coverage is under :data:`MIN_COVERAGE` and its
-similarity under :data:`MIN_SIMILARITY`. The thresholds were set on Spider-Syn train
-questions asked of their own database and of another one (``python -m
-layersearch.eval.weak``; docs/agent.md), not on the agent set. Without the dense
-channel nothing is flagged: coverage alone found no threshold there that flags a
-wrong database without flagging more than 5% of the right ones.
+A logistic regression over them (``weak_match.json`` beside this module, written by
+``scripts/train_weak_match.py`` from Spider-Syn train questions asked of a catalog
+that holds their database and of one that does not; docs/agent.md) gives the
+probability that the layer does not hold the answer; the question is flagged at the
+threshold chosen on validation databases for at most 5% of answerable questions
+flagged. Two models ship: one with the dense features and a lexical one for searches
+without a model. Evaluated in plain Python.
 """
 
 from __future__ import annotations
 
+import json
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
 
 from layersearch.ranking.analyzer import query_words
 from layersearch.types import Hit
 
 TOP = 5
-#: under this share of the question's words found exactly in the first hits …
-MIN_COVERAGE = 0.4
-#: … and under this dense score of the best of them (the dense channel must have run)
-MIN_SIMILARITY = 0.35
+MODEL_FILE = Path(__file__).with_name("weak_match.json")
 _ENTITY_KINDS = ("model", "column", "measure", "aggregation")
+#: how each feature reads in a warning
+LABELS = {
+    "coverage": "question words the first hits hold",
+    "bridged": "words held only through a related word",
+    "single": "question words one hit holds",
+    "words": "question length",
+    "schema_rank": "best name-match rank",
+    "schema_score": "best name-match score",
+    "agree": "channels ranking the first hit first",
+    "reach": "question words the layer uses or bridges to",
+    "separation": "how far the name-match tables stand out",
+    "fused_drop": "fused-score drop over the first hits",
+    "dense_best": "best dense score",
+    "dense_mean": "mean dense score",
+    "dense_spread": "dense score spread",
+    "dense_separation": "how far the dense tables stand out",
+}
+
+
+def first_hits(hits: Sequence[Hit], top: int = TOP) -> list[Hit]:
+    """The first ``top`` entity hits, which the signals read."""
+    return [h for h in hits if h.kind in _ENTITY_KINDS][:top]
+
+
+def has_dense(hits: Sequence[Hit]) -> bool:
+    """Whether the dense channel ranked any hit of an answer."""
+    return any(c.channel == "vector" for h in hits for c in h.explanation or [])
+
+
+def features(
+    question: str, hits: Sequence[Hit], top: int = TOP, dense: bool | None = None
+) -> dict[str, float] | None:
+    """The signals of an answer whose hits carry their explanations, over its first
+    ``top`` entity hits; the dense ones when the dense channel ran (``dense``, by
+    default: when a hit of the answer has a vector score). None when the question has
+    no plain word to match (only ids, numbers or stop words)."""
+    words = {w for w, _ in query_words(question)}
+    if not words:
+        return None
+    dense = has_dense(hits) if dense is None else dense
+    first = first_hits(hits, top)
+    exact: set[str] = set()
+    single = 0
+    bridged: dict[str, float] = {}
+    schema_rank: int | None = None
+    schema_score = 0.0
+    spread: dict[str, float] = {}  # a channel's reach and separation, when weighed
+    vector: list[float] = []
+    for h in first:
+        for c in h.explanation or []:
+            for key, v in ((f"{c.channel}_reach", c.reach), (f"{c.channel}_sep", c.separation)):
+                if v is not None:
+                    spread.setdefault(key, v)
+            if c.channel == "schema":
+                schema_rank = c.rank if schema_rank is None else min(schema_rank, c.rank)
+                schema_score = max(schema_score, c.score)
+                own = {m.lower() for m in c.matched or [] if "→" not in m}
+                single = max(single, len(own & words))
+                for m in c.matched or []:
+                    word, arrow, rest = m.partition("→")
+                    if not arrow:
+                        exact.add(word.lower())
+                        continue
+                    try:
+                        strength = float(rest.rsplit(" ", 1)[-1])
+                    except ValueError:
+                        strength = 0.0
+                    bridged[word.lower()] = max(bridged.get(word.lower(), 0.0), strength)
+            elif c.channel == "vector":
+                vector.append(c.score)
+    n = len(words)
+    held = words & exact
+    out = {
+        "coverage": len(held) / n,
+        "single": single / n,
+        "bridged": sum(s for w, s in bridged.items() if w in words and w not in held) / n,
+        "words": math.log1p(n),
+        "schema_rank": 1.0 / schema_rank if schema_rank else 0.0,
+        "schema_score": schema_score / n,
+        "agree": float(_agree(first[0])) if first else 0.0,
+        "reach": spread.get("schema_reach", 0.0),
+        "separation": spread.get("schema_sep", 0.0),
+        "fused_drop": (first[0].score - first[-1].score) / first[0].score
+        if first and first[0].score > 0
+        else 0.0,
+    }
+    if dense:
+        out["dense_best"] = max(vector, default=0.0)
+        out["dense_mean"] = sum(vector) / len(vector) if vector else 0.0
+        out["dense_spread"] = max(vector) - min(vector) if vector else 0.0
+        out["dense_separation"] = spread.get("vector_sep", 0.0)
+    return out
+
+
+def _agree(hit: Hit) -> int:
+    return sum(1 for c in hit.explanation or [] if c.rank == 1)
+
+
+@dataclass(frozen=True)
+class Model:
+    """A logistic regression over standardised features, and its flag threshold."""
+
+    name: str
+    names: tuple[str, ...]
+    mean: tuple[float, ...]
+    scale: tuple[float, ...]
+    coef: tuple[float, ...]
+    intercept: float
+    threshold: float
+
+    @classmethod
+    def from_dict(cls, name: str, d: dict[str, Any]) -> Model:
+        names = tuple(d["features"])
+        mean, scale, coef = (tuple(float(x) for x in d[k]) for k in ("mean", "scale", "coef"))
+        if any(len(c) != len(names) for c in (mean, scale, coef)) or any(s <= 0 for s in scale):
+            raise ValueError(f"weak-match model {name!r}: malformed coefficients")
+        return cls(
+            name,
+            names,
+            mean,
+            scale,
+            coef,
+            intercept=float(d["intercept"]),
+            threshold=float(d["threshold"]),
+        )
+
+    def contributions(self, x: dict[str, float]) -> dict[str, float]:
+        """Each feature's term of the log-odds (its distance from the training mean)."""
+        return {
+            f: c * (x[f] - m) / s
+            for f, m, s, c in zip(self.names, self.mean, self.scale, self.coef, strict=True)
+        }
+
+    def probability(self, x: dict[str, float]) -> float:
+        z = self.intercept + sum(self.contributions(x).values())
+        return 1.0 / (1.0 + math.exp(-z)) if z > -60 else 0.0
+
+
+def read_models(path: str | Path = MODEL_FILE) -> dict[str, Model]:
+    """The models of a coefficient file, by name (``dense``, ``lexical``)."""
+    doc = json.loads(Path(path).read_text(encoding="utf-8"))
+    return {name: Model.from_dict(name, d) for name, d in doc["models"].items()}
+
+
+@cache
+def _shipped() -> dict[str, Model]:
+    return read_models()
 
 
 @dataclass(frozen=True)
 class Match:
-    coverage: float
-    similarity: float | None
+    features: dict[str, float]
+    model: Model
+
+    @property
+    def coverage(self) -> float:
+        return self.features["coverage"]
+
+    @property
+    def similarity(self) -> float | None:
+        return self.features.get("dense_best")
+
+    @property
+    def probability(self) -> float:
+        return self.model.probability(self.features)
 
     @property
     def weak(self) -> bool:
-        if self.similarity is None:
-            return False
-        return self.coverage < MIN_COVERAGE and self.similarity < MIN_SIMILARITY
+        return self.probability >= self.model.threshold
+
+    def reasons(self, n: int = 3) -> list[tuple[str, float]]:
+        """The ``n`` features pushing hardest towards a flag, with their log-odds terms."""
+        terms = sorted(self.model.contributions(self.features).items(), key=lambda t: -t[1])
+        return [t for t in terms[:n] if t[1] > 0]
 
 
-def measure(question: str, hits: Sequence[Hit], top: int = TOP) -> Match | None:
-    """The two signals of an answer whose hits carry their explanations, over its first
-    ``top`` entity hits; None when the question has no plain word to match (only ids,
-    numbers or stop words)."""
-    words = {w for w, _ in query_words(question)}
-    if not words:
+def measure(
+    question: str,
+    hits: Sequence[Hit],
+    top: int = TOP,
+    models: dict[str, Model] | None = None,
+) -> Match | None:
+    """The signals of an answer and the model that reads them (dense when a vector
+    score is there, else lexical); None when the question has no plain word, or no
+    entity hit carries an explanation (none found, or the full-text channel off)."""
+    if not any(h.explanation for h in first_hits(hits, top)):
+        return None  # no entity hit ("no results" says so), or the full text did not run
+    x = features(question, hits, top)
+    if x is None:
         return None
-    first = [h for h in hits if h.kind in _ENTITY_KINDS][:top]
-    found: set[str] = set()
-    similarity: float | None = None
-    for h in first:
-        for c in h.explanation or []:
-            if c.channel == "schema" and c.matched:
-                found.update(m.lower() for m in c.matched if "→" not in m)
-            elif c.channel == "vector":
-                similarity = c.score if similarity is None else max(similarity, c.score)
-    return Match(len(words & found) / len(words), similarity)
+    models = models if models is not None else _shipped()
+    return Match(x, models["dense" if "dense_best" in x else "lexical"])
+
+
+def _shown(name: str, value: float) -> str:
+    if name in ("coverage", "bridged", "single", "reach"):
+        return f"{value:.0%}"
+    if name == "words":
+        return str(round(math.expm1(value)))
+    if name == "schema_rank":
+        return str(round(1 / value)) if value else "none"
+    if name == "agree":
+        return str(round(value))
+    return f"{value:.2f}"
 
 
 def warning(m: Match) -> str:
-    dense = f", best dense score {m.similarity:.2f}" if m.similarity is not None else ""
+    why = "; ".join(
+        f"{LABELS.get(f, f)} {_shown(f, m.features[f])} ({t:+.1f})" for f, t in m.reasons()
+    )
     return (
-        f"weak match: the first hits hold {m.coverage:.0%} of the question's words{dense}; "
-        "the layer may not have what was asked for"
+        f"weak match: probability {m.probability:.2f} that the layer does not hold the answer "
+        f"(flagged from {m.model.threshold:.2f}, {m.model.name} model)"
+        + (f"; log-odds terms: {why}" if why else "")
     )
