@@ -12,7 +12,8 @@ from click.testing import CliRunner
 
 from layersearch.api import Layersearch
 from layersearch.cli import main
-from layersearch.plan.planner import split_question
+from layersearch.plan.planner import Planner, split_question
+from layersearch.types import Hit
 from tests.support import MINI
 
 
@@ -120,3 +121,47 @@ def test_the_question_and_its_plan_parts_are_embedded_ahead(tmp_path: Path) -> N
         ls.search(question="total revenue", channels=["vector"])
         ls.search(question="total revenue by store", channels=["fulltext"])
         assert all(len(t) == 1 for t in started)  # only the entity search's own question
+
+
+def _counting_planner(mini: Layersearch) -> tuple[Planner, list[tuple[str, str | None]]]:
+    calls: list[tuple[str, str | None]] = []
+
+    def search(text: str, datasource: str | None) -> list[Hit]:
+        calls.append((text, datasource))
+        return mini.search(question=text, datasource=datasource, max_results=30).results
+
+    return Planner(mini.entities.corpus(), search), calls
+
+
+def test_parts_the_questions_hits_hold_are_not_searched_again(mini: Layersearch) -> None:
+    question = "total revenue by store name"
+    planner, calls = _counting_planner(mini)
+    first = mini.search(question=question).results
+    plan = planner.plan(question, None, explain=True, first=first)
+    assert calls == []  # both parts read from the question's own hits
+    assert plan is not None and plan.measures[0].id == "shop.orders.total_revenue"
+    assert [d.id for d in plan.dimensions] == ["shop.stores.store_name"]
+    assert plan.measures[0].alternatives  # the question's other leaves
+    assert plan == mini.search(question=question, explain=True).plan
+
+
+def test_a_part_no_hit_holds_is_searched_in_the_best_hits_datasource(mini: Layersearch) -> None:
+    planner, calls = _counting_planner(mini)
+    first = mini.search(question="revenue by customer segment").results
+    plan = planner.plan("revenue by customer segment", None, explain=False, first=first)
+    assert plan is not None and plan.measures[0].id == "shop.orders.total_revenue"
+    assert calls == [("customer segment", "shop")]  # the grouping only
+    calls.clear()
+    assert planner.plan("total revenue by store name", None, explain=False) is not None
+    assert calls[0] == ("total revenue", None)  # no hits: the catalog
+
+
+def test_a_layer_with_measures_does_not_take_a_column_as_its_measure(
+    mini: Layersearch,
+) -> None:
+    planner, calls = _counting_planner(mini)
+    question = "net revenue by store name"
+    first = mini.search(question=question).results
+    assert "shop.orders.net_revenue" in [h.id for h in first]  # a column that holds the words
+    planner.plan(question, None, explain=False, first=first)
+    assert calls[:1] == [("net revenue", "shop")]

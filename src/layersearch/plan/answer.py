@@ -91,5 +91,7 @@ def finish(
 
         if corpus.datasources:
             planner = Planner(corpus, search)
-            resp.plan = planner.plan(request.question, request.datasource, explain=request.explain)
+            resp.plan = planner.plan(
+                request.question, request.datasource, explain=request.explain, first=resp.results
+            )
     return resp
