@@ -105,18 +105,26 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
-def test_the_question_and_its_plan_parts_are_embedded_ahead(tmp_path: Path) -> None:
-    """With a model, the question and then the parts the plan will search start
-    embedding before the search; a plain question or a lexical request starts none."""
+def test_the_parts_a_plan_searches_are_embedded_ahead(tmp_path: Path) -> None:
+    """With a model, the question starts embedding with its search; the plan parts its
+    hits do not answer start together before the plan searches them; a plain question or
+    a lexical request starts nothing more."""
     with Layersearch(tmp_path / "s.duckdb", embedder="fake") as ls:
         ls.load(MINI)
         ls.embed()
         started: list[list[str]] = []
         real = ls.entities.vectors.prefetch
         ls.entities.vectors.prefetch = lambda texts: (started.append(list(texts)), real(texts))  # type: ignore[method-assign]
-        resp = ls.search(question="total revenue by store per month")
+        searched: list[str | None] = []
+        search = ls.entities.search
+        ls.entities.search = lambda req, **kw: (searched.append(req.question), search(req, **kw))[1]  # type: ignore[method-assign]
+        question = "total revenue by customer segment per month"
+        resp = ls.search(question=question)
         assert resp.plan is not None
-        assert started[0] == ["total revenue by store per month", "total revenue", "store"]
+        assert started[0] == [question] and searched[0] == question
+        assert "customer segment" in searched[1:]  # no hit's name holds both words
+        assert started[1] == searched[1:]  # all ahead, in one go
+        assert all(t == [q] for t, q in zip(started[2:], searched[1:], strict=True))  # (theirs)
         started.clear()
         ls.search(question="total revenue", channels=["vector"])
         ls.search(question="total revenue by store", channels=["fulltext"])

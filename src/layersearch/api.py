@@ -273,7 +273,6 @@ class Layersearch:
         (semantic, memory, conversations, vault, all). Takes a SearchRequest or its fields."""
         if request is None:
             request, kwargs = self.entities.request(**kwargs), {}
-        answer.prefetch(self.entities, request)
         if getattr(request, "scope", None) is None:
             dense = self.embedder is not None  # the weak-match check reads explanations
             resp = self.entities.search(answer.explained(request, dense), **kwargs)

@@ -7,7 +7,7 @@ from typing import Any
 
 from layersearch.corpora.entities.service import EntityService
 from layersearch.plan import confidence, physical
-from layersearch.plan.planner import MAX_GROUPS, Planner, split_question
+from layersearch.plan.planner import Planner
 from layersearch.store.base import Store
 from layersearch.types import Hit, SearchRequest, SearchResponse
 
@@ -37,23 +37,6 @@ def explained(request: Any, dense: bool) -> Any:
     asked = request.model_copy(update={"explain": True})
     asked._channels_only = True
     return asked
-
-
-def prefetch(entities: EntityService, request: Any) -> None:
-    """With a model, start embedding the question and then the parts its plan will
-    search (a model runs outside the GIL): the plan's searches then find their query
-    vectors ready or under way instead of embedding one after another."""
-    if not isinstance(request, SearchRequest) or not request.question:
-        return
-    if len(request.question) > MAX_PLAN_CHARS or not _reaches_the_layer(request):
-        return
-    if request.channels is not None and "vector" not in request.channels:
-        return
-    parts = split_question(request.question)
-    if parts is None or (not parts.groups and parts.grain is None):
-        return
-    texts = [request.question, parts.measure, *parts.groups[:MAX_GROUPS]]
-    entities.vectors.prefetch([t for t in texts if t.strip()])
 
 
 def _drop_explanations(resp: SearchResponse) -> None:
@@ -89,8 +72,12 @@ def finish(
             )
             return entities.search(sub).results
 
+        def ahead(texts: list[str]) -> None:
+            if request.channels is None or "vector" in request.channels:
+                entities.vectors.prefetch(texts)
+
         if corpus.datasources:
-            planner = Planner(corpus, search)
+            planner = Planner(corpus, search, ahead)
             resp.plan = planner.plan(
                 request.question, request.datasource, explain=request.explain, first=resp.results
             )

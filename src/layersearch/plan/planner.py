@@ -99,9 +99,17 @@ class Planner:
     """Plans over one snapshot: ``search`` asks the layer, ``corpus`` gives the entities
     and joins."""
 
-    def __init__(self, corpus: EntityCorpus, search: Search) -> None:
+    def __init__(
+        self,
+        corpus: EntityCorpus,
+        search: Search,
+        ahead: Callable[[list[str]], None] | None = None,
+    ) -> None:
+        """``ahead``: told the texts of the parts about to be searched, before the first
+        (a model starts embedding them)."""
         self.corpus = corpus
         self.search = search
+        self.ahead = ahead
         self._incoming = _incoming_joins(corpus)
         self._first: list[Hit] = []
 
@@ -120,7 +128,16 @@ class Planner:
             return None
         self._first = [h for h in first if h.kind in _LEAVES][:DEPTH]
         held = self._holding(parts.measure)
-        if any(h.kind in _MEASURES for h in held) or (held and not _has_measures(self.corpus)):
+        taken = any(h.kind in _MEASURES for h in held) or (
+            bool(held) and not _has_measures(self.corpus)
+        )
+        if self.ahead is not None:
+            groups = parts.groups[:MAX_GROUPS]
+            searched = [g for g in groups if not any(h.kind == "column" for h in self._holding(g))]
+            texts = ([] if taken else [parts.measure]) + searched
+            if texts:
+                self.ahead(texts)
+        if taken:
             measure_hits = _then_the_rest(held, self._first)
         else:  # (a layer's measure is searched for, not a column taken)
             held = measure_hits = self._leaves(
