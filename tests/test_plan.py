@@ -12,6 +12,7 @@ from click.testing import CliRunner
 
 from layersearch.api import Layersearch
 from layersearch.cli import main
+from layersearch.plan import answer, confidence
 from layersearch.plan.planner import Planner, split_question
 from layersearch.types import Hit
 from tests.support import MINI
@@ -173,3 +174,18 @@ def test_a_layer_with_measures_does_not_take_a_column_as_its_measure(
     assert "shop.orders.net_revenue" in [h.id for h in first]  # a column that holds the words
     planner.plan(question, None, explain=False, first=first)
     assert calls[:1] == [("net revenue", "shop")]
+
+
+def test_the_weak_match_check_has_only_the_hits_it_reads_explained(tmp_path: Path) -> None:
+    with Layersearch(tmp_path / "s.duckdb", embedder="fake") as ls:
+        ls.load(MINI)
+        ls.embed()
+        req = ls.entities.request(question="total revenue by store", max_results=20)
+        hits = ls.entities.search(answer.explained(req, True)).results
+        entity = [h for h in hits if h.kind not in ("memory", "datasource")]
+        assert len(entity) > confidence.TOP
+        last = hits.index(entity[confidence.TOP - 1])
+        assert all(h.explanation for h in hits[: last + 1])
+        assert not any(h.explanation for h in hits[last + 1 :])
+        asked = ls.entities.search(req.model_copy(update={"explain": True})).results
+        assert all(h.explanation for h in asked)  # an explanation asked for: every hit
