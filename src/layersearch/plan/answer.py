@@ -7,7 +7,7 @@ from typing import Any
 
 from layersearch.corpora.entities.service import EntityService
 from layersearch.plan import confidence, physical
-from layersearch.plan.planner import Planner
+from layersearch.plan.planner import Planner, split_question
 from layersearch.store.base import Store
 from layersearch.types import Hit, SearchRequest, SearchResponse
 
@@ -25,6 +25,15 @@ def _reaches_the_layer(request: SearchRequest) -> bool:
     return any(s in ("semantic", "all") for s in named)
 
 
+def _plans(request: SearchRequest) -> bool:
+    """Whether a request's question names a grouping or a grain (then it is planned)."""
+    question = request.question
+    if not question or len(question) > MAX_PLAN_CHARS or not _reaches_the_layer(request):
+        return False
+    parts = split_question(question)
+    return parts is not None and bool(parts.groups or parts.grain)
+
+
 def explained(request: Any, dense: bool) -> Any:
     """``request`` asking for explanations when it has a question and ``dense`` (an
     embedder is configured): what the weak-match check reads, which flags nothing
@@ -40,6 +49,11 @@ def explained(request: Any, dense: bool) -> Any:
     return asked
 
 
+def _has_explanations(resp: SearchResponse) -> bool:
+    lists = (resp.results, resp.entities, resp.memories, resp.example_queries)
+    return any(h.explanation for hits in lists for h in hits or [])
+
+
 def _drop_explanations(resp: SearchResponse) -> None:
     for hits in (resp.results, resp.entities, resp.memories, resp.example_queries):
         for h in hits or []:
@@ -52,7 +66,8 @@ def finish(
 ) -> SearchResponse:
     """``resp`` with physical names (compact=false) and, for a question that names a
     grouping, its plan."""
-    if request.scope is None and request.question:
+    if request.scope is None and request.question and _has_explanations(resp):
+        # (without the explanations :func:`explained` asks for there is nothing to read)
         match = confidence.measure(request.question, resp.results)
         if match is not None and match.weak:
             resp.weak_match = True
@@ -61,7 +76,7 @@ def finish(
             _drop_explanations(resp)
     if not request.compact:
         physical.attach_to_hits(store, resp)
-    if request.question and len(request.question) <= MAX_PLAN_CHARS and _reaches_the_layer(request):
+    if request.question and _plans(request):
         corpus = entities.corpus()
 
         def search(text: str, datasource: str | None) -> list[Hit]:
