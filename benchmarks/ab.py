@@ -11,7 +11,9 @@ threads, which the host's other work moves less than wall time): each tree runs 
 asked of both, one right after the other (which goes first alternates). Each worker
 times ``Layersearch.search`` in process and returns a digest of the response (ids,
 scores, kinds, warnings): a speed change must not change a ranking, and any question
-whose digests differ is reported (exit status 1).
+whose digests differ is reported (exit status 1). ``--also NAME=SRC`` adds further
+trees to the same run (e.g. the code before and after a change, both against a base);
+the order in which the trees answer a question rotates.
 
 Get the code before a change without touching the checkout, e.g.
 ``mkdir -p /tmp/base && git archive HEAD~1 src | tar -x -C /tmp/base``.
@@ -178,6 +180,13 @@ def main() -> int:
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--old", type=Path, help="The src folder of the code before.")
     ap.add_argument("--new", type=Path, default=ROOT / "src")
+    ap.add_argument(
+        "--also",
+        action="append",
+        default=[],
+        metavar="NAME=SRC",
+        help="A further tree asked in the same run (repeatable), e.g. before=/tmp/b/src.",
+    )
     ap.add_argument("--corpus", default="spider")
     ap.add_argument("--memories", type=int, default=10_000)
     ap.add_argument("--embedder", default="none")
@@ -193,11 +202,16 @@ def main() -> int:
         return 0
     if args.old is None:
         ap.error("--old is required")
-    for tree in (args.old, args.new):
+    trees: dict[str, Path] = {"old": args.old, "new": args.new}
+    for spec in args.also:
+        name, sep, src = spec.partition("=")
+        if not sep or not name or not src or name in trees:
+            ap.error(f"--also wants NAME=SRC with a new name, got {spec!r}")
+        trees[name] = Path(src)
+    for tree in trees.values():
         subprocess.run([sys.executable, "-m", "compileall", "-q", str(tree)], check=True)
     store, questions = build_store(args.corpus, args.memories, args.embedder, args.workdir)
     extra = json.loads(args.kwargs)
-    trees = {"old": args.old, "new": args.new}
     workers = {}
     for name, src in trees.items():
         copy = args.workdir / f"ab_{name}"
@@ -210,53 +224,65 @@ def main() -> int:
             w.ask({"question": q, **extra})
     times: dict[str, list[float]] = {n: [] for n in workers}
     cpu: dict[str, list[float]] = {n: [] for n in workers}
-    differ: list[str] = []
+    differ: dict[str, list[str]] = {n: [] for n in workers if n != "old"}
+    names = list(workers)
     for r in range(args.rounds):
         for i, q in enumerate(asked):
-            order = ["old", "new"] if (i + r) % 2 == 0 else ["new", "old"]
+            k = (i + r) % len(names)  # which tree goes first rotates
+            order = names[k:] + names[:k]
             got = {n: workers[n].ask({"question": q, **extra}) for n in order}
             for n in order:
                 times[n].append(got[n]["ms"])
                 cpu[n].append(got[n]["cpu_ms"])
-            if r == 0 and got["old"]["digest"] != got["new"]["digest"]:
-                differ.append(q)
+            for n in differ:
+                if r == 0 and got["old"]["digest"] != got[n]["digest"]:
+                    differ[n].append(q)
     for w in workers.values():
         w.close()
     old50, new50 = statistics.median(times["old"]), statistics.median(times["new"])
-    old_cpu, new_cpu = statistics.mean(cpu["old"]), statistics.mean(cpu["new"])
+    mean_cpu = {n: statistics.mean(c) for n, c in cpu.items()}
+    old_cpu, new_cpu = mean_cpu["old"], mean_cpu["new"]
     out = {
         "corpus": args.corpus,
         "memories": args.memories if args.corpus != "spider" else 0,
         "embedder": args.embedder,
         "kwargs": extra,
+        "trees": {n: str(src) for n, src in trees.items()},
         "searches_per_tree": len(times["old"]),
         **{
             f"{n}_ms": {"p50": statistics.median(ts), "p90": pct(ts, 0.9), "p99": pct(ts, 0.99)}
             for n, ts in times.items()
         },
         "new_over_old_p50": new50 / old50,
-        "cpu_ms_mean": {"old": old_cpu, "new": new_cpu},
+        "over_old_p50": {n: statistics.median(ts) / old50 for n, ts in times.items()},
+        "cpu_ms_mean": mean_cpu,
+        # (the mean holds one-off work, a scoped index built on first use; the median not)
+        "cpu_ms_p50": {n: statistics.median(c) for n, c in cpu.items()},
         "new_over_old_cpu": new_cpu / old_cpu,
-        "rankings_differ": len(differ),
-        "differing_questions": differ[:10],
+        "rankings_differ": len(differ["new"]),
+        "differing_questions": differ["new"][:10],
+        "rankings_differ_from_old": {n: len(d) for n, d in differ.items()},
         "load_average_1m": os.getloadavg()[0],
     }
     print(
         f"{args.corpus} ({out['memories']} memories), embedder {args.embedder}, "
         f"{len(times['old'])} searches per tree"
     )
-    print(f"{'tree':<5} {'p50 ms':>8} {'p90 ms':>8} {'p99 ms':>8}")
-    for n in ("old", "new"):
-        s = out[f"{n}_ms"]
-        print(f"{n:<5} {s['p50']:>8.2f} {s['p90']:>8.2f} {s['p99']:>8.2f}")
+    width = max(5, *(len(n) for n in workers))
     print(
-        f"new / old p50: {out['new_over_old_p50']:.3f}; CPU per search (all threads, mean) "
-        f"{old_cpu:.2f} -> {new_cpu:.2f} ms ({out['new_over_old_cpu']:.3f}); "
-        f"rankings that differ: {len(differ)}"
+        f"{'tree':<{width}} {'p50 ms':>8} {'p90 ms':>8} {'p99 ms':>8} {'/old p50':>9} "
+        f"{'CPU ms':>7} {'/old CPU':>9} {'CPU p50':>8} {'differ':>6}"
     )
+    for n in workers:
+        s = out[f"{n}_ms"]
+        print(
+            f"{n:<{width}} {s['p50']:>8.2f} {s['p90']:>8.2f} {s['p99']:>8.2f} "
+            f"{s['p50'] / old50:>9.3f} {mean_cpu[n]:>7.2f} {mean_cpu[n] / old_cpu:>9.3f} "
+            f"{out['cpu_ms_p50'][n]:>8.2f} {len(differ.get(n, [])):>6}"
+        )
     if args.out:
         args.out.write_text(json.dumps(out, indent=2) + "\n")
-    return 1 if differ else 0
+    return 1 if any(differ.values()) else 0
 
 
 if __name__ == "__main__":

@@ -188,8 +188,11 @@ def test_ab_compares_two_trees_and_their_rankings(tmp_path: Path) -> None:
     out = tmp_path / "ab.json"
     ab = [sys.executable, str(BENCH / "ab.py"), "--old", str(ROOT / "src"), "--questions", "4"]
     ab += ["--rounds", "1", "--warmup", "2", "--workdir", str(tmp_path / "work"), "--out", str(out)]
+    ab += ["--also", f"third={ROOT / 'src'}"]
     proc = subprocess.run(ab, env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-2000:]
     data = json.loads(out.read_text())
     assert data["rankings_differ"] == 0 and data["searches_per_tree"] == 4
-    assert data["old_ms"]["p50"] > 0 and data["new_ms"]["p50"] > 0
+    assert data["rankings_differ_from_old"] == {"new": 0, "third": 0}
+    assert data["old_ms"]["p50"] > 0 and data["new_ms"]["p50"] > 0 and data["third_ms"]["p50"] > 0
+    assert "third" in proc.stdout

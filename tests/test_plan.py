@@ -12,7 +12,9 @@ from click.testing import CliRunner
 
 from layersearch.api import Layersearch
 from layersearch.cli import main
-from layersearch.plan.planner import split_question
+from layersearch.plan import answer, confidence
+from layersearch.plan.planner import Planner, split_question
+from layersearch.types import Hit
 from tests.support import MINI
 
 
@@ -104,19 +106,86 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
-def test_the_question_and_its_plan_parts_are_embedded_ahead(tmp_path: Path) -> None:
-    """With a model, the question and then the parts the plan will search start
-    embedding before the search; a plain question or a lexical request starts none."""
+def test_the_parts_a_plan_searches_are_embedded_ahead(tmp_path: Path) -> None:
+    """With a model, the question starts embedding with its search; the plan parts its
+    hits do not answer start together before the plan searches them; a plain question or
+    a lexical request starts nothing more."""
     with Layersearch(tmp_path / "s.duckdb", embedder="fake") as ls:
         ls.load(MINI)
         ls.embed()
         started: list[list[str]] = []
         real = ls.entities.vectors.prefetch
         ls.entities.vectors.prefetch = lambda texts: (started.append(list(texts)), real(texts))  # type: ignore[method-assign]
-        resp = ls.search(question="total revenue by store per month")
+        searched: list[str | None] = []
+        search = ls.entities.search
+        ls.entities.search = lambda req, **kw: (searched.append(req.question), search(req, **kw))[1]  # type: ignore[method-assign]
+        question = "total revenue by customer segment per month"
+        resp = ls.search(question=question)
         assert resp.plan is not None
-        assert started[0] == ["total revenue by store per month", "total revenue", "store"]
+        assert started[0] == [question] and searched[0] == question
+        assert "customer segment" in searched[1:]  # no hit's name holds both words
+        assert started[1] == searched[1:]  # all ahead, in one go
+        assert all(t == [q] for t, q in zip(started[2:], searched[1:], strict=True))  # (theirs)
         started.clear()
         ls.search(question="total revenue", channels=["vector"])
         ls.search(question="total revenue by store", channels=["fulltext"])
         assert all(len(t) == 1 for t in started)  # only the entity search's own question
+
+
+def _counting_planner(mini: Layersearch) -> tuple[Planner, list[tuple[str, str | None]]]:
+    calls: list[tuple[str, str | None]] = []
+
+    def search(text: str, datasource: str | None) -> list[Hit]:
+        calls.append((text, datasource))
+        return mini.search(question=text, datasource=datasource, max_results=30).results
+
+    return Planner(mini.entities.corpus(), search), calls
+
+
+def test_parts_the_questions_hits_hold_are_not_searched_again(mini: Layersearch) -> None:
+    question = "total revenue by store name"
+    planner, calls = _counting_planner(mini)
+    first = mini.search(question=question).results
+    plan = planner.plan(question, None, explain=True, first=first)
+    assert calls == []  # both parts read from the question's own hits
+    assert plan is not None and plan.measures[0].id == "shop.orders.total_revenue"
+    assert [d.id for d in plan.dimensions] == ["shop.stores.store_name"]
+    assert plan.measures[0].alternatives  # the question's other leaves
+    assert plan == mini.search(question=question, explain=True).plan
+
+
+def test_a_part_no_hit_holds_is_searched_in_the_best_hits_datasource(mini: Layersearch) -> None:
+    planner, calls = _counting_planner(mini)
+    first = mini.search(question="revenue by customer segment").results
+    plan = planner.plan("revenue by customer segment", None, explain=False, first=first)
+    assert plan is not None and plan.measures[0].id == "shop.orders.total_revenue"
+    assert calls == [("customer segment", "shop")]  # the grouping only
+    calls.clear()
+    assert planner.plan("total revenue by store name", None, explain=False) is not None
+    assert calls[0] == ("total revenue", None)  # no hits: the catalog
+
+
+def test_a_layer_with_measures_does_not_take_a_column_as_its_measure(
+    mini: Layersearch,
+) -> None:
+    planner, calls = _counting_planner(mini)
+    question = "net revenue by store name"
+    first = mini.search(question=question).results
+    assert "shop.orders.net_revenue" in [h.id for h in first]  # a column that holds the words
+    planner.plan(question, None, explain=False, first=first)
+    assert calls[:1] == [("net revenue", "shop")]
+
+
+def test_the_weak_match_check_has_only_the_hits_it_reads_explained(tmp_path: Path) -> None:
+    with Layersearch(tmp_path / "s.duckdb", embedder="fake") as ls:
+        ls.load(MINI)
+        ls.embed()
+        req = ls.entities.request(question="total revenue by store", max_results=20)
+        hits = ls.entities.search(answer.explained(req)).results
+        entity = [h for h in hits if h.kind not in ("memory", "datasource")]
+        assert len(entity) > confidence.TOP
+        last = hits.index(entity[confidence.TOP - 1])
+        assert all(h.explanation for h in hits[: last + 1])
+        assert not any(h.explanation for h in hits[last + 1 :])
+        asked = ls.entities.search(req.model_copy(update={"explain": True})).results
+        assert all(h.explanation for h in asked)  # an explanation asked for: every hit

@@ -273,7 +273,6 @@ class Layersearch:
         (semantic, memory, conversations, vault, summaries, all). Takes a SearchRequest or its fields."""
         if request is None:
             request, kwargs = self.entities.request(**kwargs), {}
-        answer.prefetch(self.entities, request)
         if getattr(request, "scope", None) is None:
             resp = self.entities.search(answer.explained(request), **kwargs)
         else:

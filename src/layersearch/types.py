@@ -172,6 +172,9 @@ class SearchRequest(BaseModel):
     #: set by the API when it asks for explanations only to read the channels (the
     #: weak-match check): the stages' what-if fusions are then not traced
     _channels_only: bool = PrivateAttr(default=False)
+    #: with ``_channels_only``: hits are explained up to this many of a model, column,
+    #: measure or aggregation (the weak-match check reads no more)
+    _explain_entities: int | None = PrivateAttr(default=None)
 
     entities: list[str] | None = Field(
         None,

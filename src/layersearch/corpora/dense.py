@@ -47,7 +47,9 @@ log = logging.getLogger("layersearch.corpora.dense")
 BATCH = 64
 #: The ids of memories in the entity corpus (``memory:<n>``).
 MEMORY_PREFIX = "memory:"
-QUERY_CACHE = 256
+#: Query embeddings kept, per question or plan part text (a 384-dimension vector is
+#: 1.5 KB: 1,024 of them ~1.5 MB). A grouped question's plan adds the parts it searches.
+QUERY_CACHE = 1024
 #: Short texts embedded as documents at search time (a question's words), kept per corpus.
 TEXT_CACHE = 4096
 #: Query embeddings started ahead of the search that needs them (see ``prefetch``). Two

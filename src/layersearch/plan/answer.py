@@ -7,7 +7,7 @@ from typing import Any
 
 from layersearch.corpora.entities.service import EntityService
 from layersearch.plan import confidence, physical
-from layersearch.plan.planner import MAX_GROUPS, Planner, split_question
+from layersearch.plan.planner import Planner, split_question
 from layersearch.store.base import Store
 from layersearch.types import Hit, SearchRequest, SearchResponse
 
@@ -25,6 +25,15 @@ def _reaches_the_layer(request: SearchRequest) -> bool:
     return any(s in ("semantic", "all") for s in named)
 
 
+def _plans(request: SearchRequest) -> bool:
+    """Whether a request's question names a grouping or a grain (then it is planned)."""
+    question = request.question
+    if not question or len(question) > MAX_PLAN_CHARS or not _reaches_the_layer(request):
+        return False
+    parts = split_question(question)
+    return parts is not None and bool(parts.groups or parts.grain)
+
+
 def explained(request: Any) -> Any:
     """``request`` asking for its channels' explanations (no stage tracing) when it has
     a question and its full-text and schema channels run: what the weak-match check
@@ -35,24 +44,13 @@ def explained(request: Any) -> Any:
         return request
     asked = request.model_copy(update={"explain": True})
     asked._channels_only = True
+    asked._explain_entities = confidence.TOP  # the hits the check reads
     return asked
 
 
-def prefetch(entities: EntityService, request: Any) -> None:
-    """With a model, start embedding the question and then the parts its plan will
-    search (a model runs outside the GIL): the plan's searches then find their query
-    vectors ready or under way instead of embedding one after another."""
-    if not isinstance(request, SearchRequest) or not request.question:
-        return
-    if len(request.question) > MAX_PLAN_CHARS or not _reaches_the_layer(request):
-        return
-    if request.channels is not None and "vector" not in request.channels:
-        return
-    parts = split_question(request.question)
-    if parts is None or (not parts.groups and parts.grain is None):
-        return
-    texts = [request.question, parts.measure, *parts.groups[:MAX_GROUPS]]
-    entities.vectors.prefetch([t for t in texts if t.strip()])
+def _has_explanations(resp: SearchResponse) -> bool:
+    lists = (resp.results, resp.entities, resp.memories, resp.example_queries)
+    return any(h.explanation for hits in lists for h in hits or [])
 
 
 def _drop_explanations(resp: SearchResponse) -> None:
@@ -67,7 +65,8 @@ def finish(
 ) -> SearchResponse:
     """``resp`` with physical names (compact=false) and, for a question that names a
     grouping, its plan."""
-    if request.scope is None and request.question:
+    if request.scope is None and request.question and _has_explanations(resp):
+        # (without the explanations :func:`explained` asks for there is nothing to read)
         match = confidence.measure(request.question, resp.results)
         if match is not None and match.weak:
             resp.weak_match = True
@@ -76,7 +75,7 @@ def finish(
             _drop_explanations(resp)
     if not request.compact:
         physical.attach_to_hits(store, resp)
-    if request.question and len(request.question) <= MAX_PLAN_CHARS and _reaches_the_layer(request):
+    if request.question and _plans(request):
         corpus = entities.corpus()
 
         def search(text: str, datasource: str | None) -> list[Hit]:
@@ -88,7 +87,13 @@ def finish(
             )
             return entities.search(sub).results
 
+        def ahead(texts: list[str]) -> None:
+            if request.channels is None or "vector" in request.channels:
+                entities.vectors.prefetch(texts)
+
         if corpus.datasources:
-            planner = Planner(corpus, search)
-            resp.plan = planner.plan(request.question, request.datasource, explain=request.explain)
+            planner = Planner(corpus, search, ahead)
+            resp.plan = planner.plan(
+                request.question, request.datasource, explain=request.explain, first=resp.results
+            )
     return resp

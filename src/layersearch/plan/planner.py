@@ -4,11 +4,16 @@ path.
 A question names a grouping with a few function words ("by state", "per month", "for
 each store", "across regions"; the list ``ranking/words/grouping_words.txt``) that
 split it into the measure part and one part per grouping. The choices are made by the
-layer's own search, not by rules about words: the measure part is searched and its
-best measure (else its best leaf) is the measure; each grouping part is searched
-within the measure's datasource and its best column on a model the measure's model
-reaches over joins is the dimension. The join path is the shortest one over the
-layer's JOINS edges (either direction), with its keys. A question that names no grouping gets no plan.
+layer's own search, not by rules about words. A part is first read from the question's
+own hits (the search already made, with the whole question as context): its candidates
+are the leaves among them whose name or label holds every word of the part, in the
+hits' order. Only a part no such leaf answers is searched on its own: the measure part
+within the datasource of the question's best leaf (or the one asked for), each grouping
+part within the measure's datasource. The measure is the best measure (else the best
+leaf); on a layer that defines measures a column is not taken from the question's hits
+for it. A grouping's dimension is its best column on a model the measure's model
+reaches over joins. The join path is the shortest one over the layer's JOINS edges
+(either direction), with its keys. A question that names no grouping gets no plan.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from types import MappingProxyType
 
 from layersearch.corpora.entities.corpus import EntityCorpus
 from layersearch.plan.browse import join_info
+from layersearch.ranking.analyzer import query_words, token_words
 from layersearch.ranking.wordlists import word_pairs, word_set
 from layersearch.semantic.model import EdgeRecord, Entity
 from layersearch.types import Hit, JoinInfo, PlanItem, PlanTime, QueryPlan
@@ -93,18 +99,52 @@ class Planner:
     """Plans over one snapshot: ``search`` asks the layer, ``corpus`` gives the entities
     and joins."""
 
-    def __init__(self, corpus: EntityCorpus, search: Search) -> None:
+    def __init__(
+        self,
+        corpus: EntityCorpus,
+        search: Search,
+        ahead: Callable[[list[str]], None] | None = None,
+    ) -> None:
+        """``ahead``: told the texts of the parts about to be searched, before the first
+        (a model starts embedding them)."""
         self.corpus = corpus
         self.search = search
+        self.ahead = ahead
         self._incoming = _incoming_joins(corpus)
+        self._first: list[Hit] = []
 
-    def plan(self, question: str, datasource: str | None, *, explain: bool) -> QueryPlan | None:
+    def plan(
+        self,
+        question: str,
+        datasource: str | None,
+        *,
+        explain: bool,
+        first: Sequence[Hit] = (),
+    ) -> QueryPlan | None:
+        """``first``: the question's own hits, best first; a part is searched only when
+        none of their leaves holds its words."""
         parts = split_question(question)
         if parts is None or (not parts.groups and parts.grain is None):
             return None
-        measure_hits = self._leaves(parts.measure, datasource)
-        measure = next((h for h in measure_hits[:5] if h.kind in _MEASURES), None)
-        measure = measure or (measure_hits[0] if measure_hits else None)
+        self._first = [h for h in first if h.kind in _LEAVES][:DEPTH]
+        held = self._holding(parts.measure)
+        taken = any(h.kind in _MEASURES for h in held) or (
+            bool(held) and not _has_measures(self.corpus)
+        )
+        if self.ahead is not None:
+            groups = parts.groups[:MAX_GROUPS]
+            searched = [g for g in groups if not any(h.kind == "column" for h in self._holding(g))]
+            texts = ([] if taken else [parts.measure]) + searched
+            if texts:
+                self.ahead(texts)
+        if taken:
+            measure_hits = _then_the_rest(held, self._first)
+        else:  # (a layer's measure is searched for, not a column taken)
+            held = measure_hits = self._leaves(
+                parts.measure, datasource or self._first_datasource()
+            )
+        measure = next((h for h in held[:5] if h.kind in _MEASURES), None)
+        measure = measure or (held[0] if held else None)
         if measure is None:
             return None
         m_entity = self.corpus.entities[measure.id]
@@ -143,6 +183,27 @@ class Planner:
     def _leaves(self, text: str, datasource: str | None) -> list[Hit]:
         return [h for h in self.search(text, datasource) if h.kind in _LEAVES][:DEPTH]
 
+    def _holding(self, text: str, datasource: str | None = None) -> list[Hit]:
+        """The leaves among the question's own hits whose name or label holds every word
+        of ``text`` (``datasource``: of that one only), in their order: a part read from
+        the search already made instead of a search of its own."""
+        wanted = {stem for _, stem in query_words(text)}
+        if not wanted:
+            return []
+        out = []
+        for h in self._first:
+            e = self.corpus.entities.get(h.id)
+            if e is None or (datasource is not None and e.datasource != datasource):
+                continue
+            if wanted <= _own_words(e):
+                out.append(h)
+        return out
+
+    def _first_datasource(self) -> str | None:
+        """The datasource of the question's best leaf (the plan stays within it)."""
+        e = self.corpus.entities.get(self._first[0].id) if self._first else None
+        return e.datasource if e is not None else None
+
     def _dimension(
         self,
         words: str,
@@ -151,10 +212,24 @@ class Planner:
         paths: dict[str, list[EdgeRecord]],
         explain: bool,
     ) -> PlanItem | None:
-        columns = [h for h in self._leaves(words, datasource) if h.kind == "column"]
-        if not columns:
-            return None
-        chosen = None
+        held = [h for h in self._holding(words, datasource) if h.kind == "column"]
+        chosen = self._reachable(held, home, paths)
+        if chosen is not None:
+            ours = [h for h in self._first if h.id.startswith(f"{datasource}.")]
+            columns = _then_the_rest(held, [h for h in ours if h.kind == "column"])
+        else:
+            columns = [h for h in self._leaves(words, datasource) if h.kind == "column"]
+            if not columns:
+                return None
+            chosen = self._reachable(columns, home, paths) or columns[0]
+        others = [h.id for h in columns if h.id != chosen.id][:2]
+        return PlanItem(id=chosen.id, words=words, alternatives=others if explain else None)
+
+    def _reachable(
+        self, columns: list[Hit], home: str, paths: dict[str, list[EdgeRecord]]
+    ) -> Hit | None:
+        """The first of ``columns`` on a model ``home`` joins to (its path kept in
+        ``paths``)."""
         for h in columns:
             model = h.id.rsplit(".", 1)[0]
             path = paths.get(model)
@@ -163,11 +238,8 @@ class Planner:
                 if path is not None:
                     paths[model] = path
             if path is not None:
-                chosen = h
-                break
-        chosen = chosen or columns[0]
-        others = [h.id for h in columns if h.id != chosen.id][:2]
-        return PlanItem(id=chosen.id, words=words, alternatives=others if explain else None)
+                return h
+        return None
 
     def _time(self, parts: Parts, measure: Entity, hits: list[Hit]) -> PlanTime | None:
         if parts.grain is None:
@@ -235,6 +307,25 @@ def _incoming_joins(corpus: EntityCorpus) -> dict[str, list[EdgeRecord]]:
                 _INCOMING[key] = found
                 weakref.finalize(corpus, _INCOMING.pop, key, None)
     return found
+
+
+def _then_the_rest(held: list[Hit], hits: list[Hit]) -> list[Hit]:
+    """``held``, then the other ``hits`` in their order (the runners-up an explanation
+    lists and the order a time column is chosen by)."""
+    ids = {h.id for h in held}
+    return held + [h for h in hits if h.id not in ids]
+
+
+def _has_measures(corpus: EntityCorpus) -> bool:
+    """Whether the layer defines measures (or aggregations)."""
+    tables = getattr(corpus.entities, "tables", None)
+    kinds = tables.kinds if tables is not None else {e.kind for e in corpus.entities.values()}
+    return any(k in _MEASURES for k in kinds)
+
+
+def _own_words(e: Entity) -> set[str]:
+    """The words (stems) of an entity's name and label."""
+    return set(token_words(e.name)) | set(token_words(e.label))
 
 
 def _path_joins(paths: list[list[EdgeRecord]]) -> list[JoinInfo]:

@@ -32,12 +32,25 @@ def own_terms(index: CoverageIndex, e: Entity) -> dict[int, str]:
     return out
 
 
-def matched_words(reading: QueryReading, question: str, terms: dict[int, str]) -> list[str]:
-    """Per question word, in question order, its best reading among ``terms``: the word
-    alone when matched exactly, ``word→term weight`` through a bridge."""
+def question_words(question: str) -> dict[str, str]:
+    """The question's reading keys → the word as written (lowercase)."""
     raw_of = {key: raw for raw, key in query_words(question, sql_words=False)}
     for token, word in token_words(question).items():
         raw_of.setdefault(token, word.lower())
+    return raw_of
+
+
+def matched_words(
+    reading: QueryReading,
+    question: str,
+    terms: dict[int, str],
+    raw_of: dict[str, str] | None = None,
+) -> list[str]:
+    """Per question word, in question order, its best reading among ``terms``: the word
+    alone when matched exactly, ``word→term weight`` through a bridge (``raw_of``: the
+    question's :func:`question_words`, when already read)."""
+    if raw_of is None:
+        raw_of = question_words(question)
     out: list[str] = []
     for key, slot in zip(reading.keys, reading.slots, strict=True):
         for j, w in slot:  # (the best weight first)
@@ -57,12 +70,17 @@ def matched_reader(
     """id → :func:`matched_words` of that entity, from the reading the schema channel
     scored (kept by the index: the question is not read again)."""
 
+    raw_of: dict[str, str] | None = None  # read once per search, on the first hit asked
+
     def matched(entity_id: str) -> list[str]:
+        nonlocal raw_of
         e = entity_of(entity_id)
         if e is None:
             return []
         reading = query_reading(index, question, bridges)
-        return matched_words(reading, question, own_terms(index, e))
+        if raw_of is None:
+            raw_of = question_words(question)
+        return matched_words(reading, question, own_terms(index, e), raw_of)
 
     return matched
 

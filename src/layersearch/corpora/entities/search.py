@@ -118,10 +118,13 @@ class CorpusSearch(CorpusText):
     ) -> list[Hit]:
         """The hits of a list as shown (``merged``: what the merge did, for ``results``)."""
         out = []
+        unexplained = req._explain_entities if req._channels_only else None
         for lst, i, score in picked:
             doc_id = lst.fused.ids[i]
             hit = self.hit(doc_id, score, compact=req.compact)
-            if req.explain:
+            if req.explain and (unexplained is None or unexplained > 0):
+                if unexplained is not None and hit.kind not in ("memory", "datasource"):
+                    unexplained -= 1
                 moves = lst.trace.moves(doc_id) + (merged.moves(doc_id) if merged else [])
                 hit.explanation = explain(lst.fused.fused(i), lst.weighed, lst.words)
                 hit.stages = explain_stages(moves) or None
