@@ -30,13 +30,14 @@ the question means; the catalog's own word is evidence):
 - **Synonyms and related words** (:func:`synonym_bridges`), from WordNet
   (:mod:`layersearch.ranking.lexicon`), computed from the catalog side: every
   catalog word's synsets give their other lemmas (synonyms, weight
-  :data:`SYNONYM_WEIGHT`: *client* → ``customer``) and the lemmas of their
-  hypernyms and hyponyms (weight :data:`RELATED_WEIGHT`: *leader* → ``head``,
-  *plane* → ``aircraft``). A synset with more than :data:`MAX_RELATED` broader
+  ``synonym_weight``: *client* → ``customer``) and the lemmas of their
+  hypernyms and hyponyms (weight ``related_weight``: *leader* → ``head``,
+  *plane* → ``aircraft``). A synset with more than ``max_related`` broader
   and narrower synsets is too general to stand for any one of them and lends
-  only its synonyms. Only nouns, and only the :data:`MAX_SENSES` most frequent
+  only its synonyms. Only nouns, and only the ``max_senses`` most frequent
   senses of either word (WordNet lists senses by frequency): a catalog names
-  things, and a word's rare senses ("lighter": a barge) bridge to noise.
+  things, and a word's rare senses ("lighter": a barge) bridge to noise. These four
+  are index-time settings (``params.SynonymReading``): a built index holds them.
 
 A question word is one *slot* of the query: its exact term and its bridges;
 an entity gets the best of them (a slot is counted once, see
@@ -48,11 +49,12 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Iterable, Mapping
 from typing import TYPE_CHECKING
 
+from layersearch.ranking.params import SYNONYMS, SynonymReading
+
 __all__ = [
     "ABBREVIATION_WEIGHT",
     "MIN_ABBREVIATION",
     "MIN_TRUNCATION",
-    "RELATED_WEIGHT",
     "SYNONYM_WEIGHT",
     "abbreviation_weight",
     "abbreviation_candidates",
@@ -75,14 +77,9 @@ MIN_ABBREVIATION = 3
 MAX_ABBREVIATION = 6
 #: Shorter parts are not read as truncations (``car`` is not *cargo*, nor ``pet`` *petrol*).
 MIN_TRUNCATION = 4
-#: A WordNet synonym: the same meaning in another word, but maybe another sense.
-SYNONYM_WEIGHT = 0.5
-#: A broader or narrower WordNet word.
-RELATED_WEIGHT = 0.3
-#: Only a word's most frequent senses bridge, on either side (WordNet orders them).
-MAX_SENSES = 3
-#: Synsets with more broader and narrower synsets than this lend only their synonyms.
-MAX_RELATED = 40
+#: A WordNet synonym's default weight (``params.SynonymReading``); the embedder's word
+#: neighbours (``ranking.neighbours``) are read at this weight × their cosine.
+SYNONYM_WEIGHT = SYNONYMS.synonym_weight
 _VOWELS = frozenset("aeiou")
 
 
@@ -177,7 +174,9 @@ def truncation_weight(part: str, word: str) -> float:
 
 
 def synonym_bridges(
-    catalog_terms: Mapping[str, int], surfaces: Mapping[str, Collection[str]] | None = None
+    catalog_terms: Mapping[str, int],
+    surfaces: Mapping[str, Collection[str]] | None = None,
+    reading: SynonymReading = SYNONYMS,
 ) -> dict[str, list[tuple[int, float]]]:
     """Question-side token → [(catalog term id, weight)], from WordNet (empty without it).
 
@@ -187,6 +186,7 @@ def synonym_bridges(
     ``surfaces``: a term → the catalog's own words that analyse to it (``custom`` →
     *customer*); such a term's senses are its words' most frequent ones, not those of
     every lemma that stems alike (*custom*, *customs* would take customer's place).
+    ``reading``: the weights and cut-offs (index-time settings).
     """
     from layersearch.ranking.lexicon import lemma_key as key
     from layersearch.ranking.lexicon import wordnet
@@ -197,14 +197,15 @@ def synonym_bridges(
     by_key = wn.by_key
     best: dict[str, dict[int, float]] = {}
     for term, j in catalog_terms.items():
-        for sid in _term_senses(wn, term, (surfaces or {}).get(term, ())):
-            lent: list[tuple[int, float]] = [(sid, SYNONYM_WEIGHT)]
-            if len(wn.related[sid]) <= MAX_RELATED:
-                lent += [(r, RELATED_WEIGHT) for r in wn.related[sid]]
+        senses = _term_senses(wn, term, (surfaces or {}).get(term, ()), reading.max_senses)
+        for sid in senses:
+            lent: list[tuple[int, float]] = [(sid, reading.synonym_weight)]
+            if len(wn.related[sid]) <= reading.max_related:
+                lent += [(r, reading.related_weight) for r in wn.related[sid]]
             for via, w in lent:
                 for lemma in wn.lemmas[via]:
                     k = key(lemma)
-                    if k == term or not k or via not in by_key.get(k, ())[:MAX_SENSES]:
+                    if k == term or not k or via not in by_key.get(k, ())[: reading.max_senses]:
                         continue
                     slot = best.setdefault(k, {})
                     if slot.get(j, 0.0) < w:
@@ -212,13 +213,15 @@ def synonym_bridges(
     return {k: sorted(v.items()) for k, v in sorted(best.items())}
 
 
-def _term_senses(wn: WordNet, term: str, words: Collection[str]) -> list[int]:
+def _term_senses(
+    wn: WordNet, term: str, words: Collection[str], max_senses: int = SYNONYMS.max_senses
+) -> list[int]:
     """A catalog term's senses: the most frequent of each of its own words (a plural
     read as its singular), else of every lemma that analyses to the term."""
     own: dict[int, None] = {}
     for w in sorted(words):
         for form in (w, _singular(w)):
             if form in wn.senses:
-                own.update(dict.fromkeys(wn.senses[form][:MAX_SENSES]))
+                own.update(dict.fromkeys(wn.senses[form][:max_senses]))
                 break
-    return list(own) if own else list(wn.by_key.get(term, ())[:MAX_SENSES])
+    return list(own) if own else list(wn.by_key.get(term, ())[:max_senses])

@@ -6,7 +6,7 @@ table, of the same database. One entity's own text covers a few of those
 words; its table (the table's name plus all its columns) covers more; its
 database covers most. So an entity is scored by its whole context:
 
-    score(n) = (group(g) + table(t) + LINK_PRIOR · link(t) + own(n)) / W
+    score(n) = (group(g) + table(t) + link_prior · link(t) + own(n)) / W
 
 - ``group(g)``: BM25 of the query against the *database document* (every
   node of the datasource as one bag of terms), idf over databases, scaled to
@@ -89,11 +89,10 @@ from layersearch.ranking.coverage_terms import (
     value_cues,
     value_kind,
 )
+from layersearch.ranking.params import SCHEMA_SEARCH, SYNONYMS, SchemaSearch, SynonymReading
 from layersearch.ranking.persist import StringTable
 
 __all__ = [
-    "LINK_PRIOR",
-    "TOP_TABLES",
     "VALUE_NONE",
     "VALUE_NUMBER",
     "VALUE_TEXT",
@@ -104,18 +103,6 @@ __all__ = [
     "value_cues",
     "value_kind",
 ]
-
-#: Weight of the join-neighbourhood coverage next to the table's own score: a
-#: round prior (a neighbour's words are weaker evidence than the table's own).
-LINK_PRIOR = 0.5
-#: Leaves are ranked for the best TOP_TABLES tables only; the unmatched leaves
-#: of the best TOP_LEAF_TABLES tables follow their matched ones (keys first).
-TOP_TABLES = 50
-TOP_LEAF_TABLES = 10
-#: Weight of one value-like word of the question (a number, a year, a quoted or
-#: capitalised name) as evidence for the leaves whose type can hold it, as a share of
-#: one average question word.
-VALUE_FIT = 0.5
 
 
 _LEVELS = {"group": 0, "table": 1, "leaf": 2}
@@ -128,7 +115,7 @@ class CoverageIndex:
     group BM25, table coverage, join-neighbourhood coverage, a table node's own
     coverage) comes from per-term table-level arrays, so its cost follows the
     number of *tables* its terms touch. Leaves only matter inside the best
-    TOP_TABLES tables: their own coverage comes from a node → terms forward
+    ``top_tables`` tables: their own coverage comes from a node → terms forward
     index, for those few hundred nodes only. Nodes are kept in id order, so a
     node's index is also its id tie-break.
 
@@ -144,11 +131,17 @@ class CoverageIndex:
         keys: Collection[str] = (),
         *,
         bridges: bool | CoverageIndex = False,
+        synonyms: SynonymReading = SYNONYMS,
+        settings: str = "",
     ) -> None:
         """``bridges``: lead question words the catalog does not use to words it does
-        (abbreviations of them in identifiers, WordNet synonyms; ``ranking.bridges``).
-        An index instead of True: take them from that index (a wider one over the same
-        entities), for the terms this one has, without reading WordNet again."""
+        (abbreviations of them in identifiers, WordNet synonyms read with ``synonyms``;
+        ``ranking.bridges``). An index instead of True: take them from that index (a
+        wider one over the same entities), for the terms this one has, without reading
+        WordNet again. ``settings``: a key of the index-time settings it was built with
+        (``field_weights``, ``bridges``, ``synonyms``; empty for the defaults), kept
+        with it so that an index built with others is not read back."""
+        self.settings = settings
         top = max(field_weights.values(), default=1.0) or 1.0
         weights = {f: w / top for f, w in field_weights.items() if w > 0}
         ordered = sorted(nodes, key=lambda n: n.id)
@@ -166,7 +159,7 @@ class CoverageIndex:
             dtype=np.int8,
         )
         self._build_tables(parent, t_of, p_term, p_node, p_w)
-        self._build_bridges(ordered, bridges)
+        self._build_bridges(ordered, bridges, synonyms)
 
     def _build_hierarchy(
         self, ordered: Sequence[CoverageNode], index: Mapping[str, int]
@@ -272,7 +265,10 @@ class CoverageIndex:
         self._group_by_id = {self.ids[g]: k for k, g in enumerate(self.group_nodes)}
 
     def _build_bridges(
-        self, ordered: Sequence[CoverageNode], bridges: bool | CoverageIndex
+        self,
+        ordered: Sequence[CoverageNode],
+        bridges: bool | CoverageIndex,
+        synonyms: SynonymReading = SYNONYMS,
     ) -> None:
         """Vocabulary bridges (``ranking.bridges``), as arrays so that a persisted index maps
         them: identifier parts that may abbreviate or truncate a word (with their term,
@@ -281,7 +277,7 @@ class CoverageIndex:
         if isinstance(bridges, CoverageIndex):
             abbr, syn = bridges._bridges_for(self.vocab)
         else:
-            abbr, syn = _bridges(ordered, self.vocab) if bridges else (([], [], []), {})
+            abbr, syn = _bridges(ordered, self.vocab, synonyms) if bridges else (([], [], []), {})
         parts, abbr_terms, abbr_words = abbr
         self.abbr_parts: list[str] = parts
         self.abbr_term = np.array(abbr_terms, dtype=np.int64)
@@ -578,9 +574,11 @@ class CoverageIndex:
         scope: str | None = None,
         ids: Collection[str] | None = None,
         extra: Bridges = (),
+        params: SchemaSearch = SCHEMA_SEARCH,
     ) -> tuple[list[tuple[str, float]], list[int]]:
         """:meth:`search`, and each hit's level (1: table, 2: leaf): a caller need not look
-        up what kind of entity each id is. ``extra``: more bridges (``read_query``)."""
+        up what kind of entity each id is. ``extra``: more bridges (``read_query``);
+        ``params``: the query-time settings."""
         slots = self.query_slots(text, extra)
         plain = all(_exact(slot) for slot in slots)
         query = [slot[0][0] for slot in slots] if plain else []
@@ -606,13 +604,14 @@ class CoverageIndex:
         cand_nodes = self.table_nodes[cand_t]
         g_idx = self.table_group[cand_t]
         group_part = np.where(g_idx >= 0, group_bm25[np.maximum(g_idx, 0)], 0.0)
-        score_c = group_part + table_bm25[cand_t] + LINK_PRIOR * linked_mass[cand_t] / total
+        link = params.link_prior * linked_mass[cand_t] / total
+        score_c = group_part + table_bm25[cand_t] + link
         # the best tables in score order, ties by id (= node index)
         s_cand = -_key(score_c)
-        top = _top(s_cand, TOP_TABLES)
+        top = _top(s_cand, params.top_tables)
         best = cand_t[top[np.lexsort((cand_nodes[top], s_cand[top]))]]
         leaves, leaf_mass, leaf_count = self._leaf_level(
-            text, best, query, slots, plain, total, scope, allowed, away_g
+            text, best, query, slots, plain, total, scope, allowed, away_g, params
         )
         return self._rank_pool(
             k, total, cand_t, score_c, town_mass, town_count, leaves, leaf_mass, leaf_count
@@ -662,19 +661,21 @@ class CoverageIndex:
         scope: str | None,
         allowed: Collection[str] | None,
         away: Sequence[Away] = (),
+        params: SchemaSearch = SCHEMA_SEARCH,
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The leaves ranked under the ``best`` tables, with their own coverage and term
         counts: their matched leaves, then the unmatched leaves of the very best (keys first).
         ``away``: :meth:`_away_groups` of ``text``, per database."""
-        under = _gather(self.leaves, self.leaves_ptr, best[:TOP_TABLES])
-        extra = _gather(self.children, self.children_ptr, best[:TOP_LEAF_TABLES])
+        under = _gather(self.leaves, self.leaves_ptr, best[: params.top_tables])
+        extra = _gather(self.children, self.children_ptr, best[: params.top_leaf_tables])
         near = np.concatenate([under, extra])
         near_mass, near_count = (
             self._own(near, query) if plain else self._own_slots(near, slots, away)
         )
         cues = value_cues(text)
-        if cues and VALUE_FIT > 0:
-            near_mass = near_mass + self._value_fit(near, cues) * (VALUE_FIT * total / len(slots))
+        fit = params.value_fit
+        if cues and fit > 0:
+            near_mass = near_mass + self._value_fit(near, cues) * (fit * total / len(slots))
         chosen = near_count > 0
         chosen[len(under) :] = True
         leaves, first = np.unique(near[chosen], return_index=True)

@@ -24,6 +24,7 @@ from layersearch.ranking.bridges import (
     synonym_bridges,
     truncation_candidates,
 )
+from layersearch.ranking.params import SYNONYMS, SynonymReading
 
 
 @dataclass(slots=True)
@@ -156,10 +157,13 @@ Abbreviations = tuple[list[str], list[int], list[bool]]
 
 
 def _bridges(
-    ordered: Sequence[CoverageNode], vocab: Mapping[str, int]
+    ordered: Sequence[CoverageNode],
+    vocab: Mapping[str, int],
+    synonyms: SynonymReading = SYNONYMS,
 ) -> tuple[Abbreviations, dict[str, list[tuple[int, float]]]]:
     """The index's vocabulary bridges: the identifier parts of names and labels that may
-    abbreviate or truncate a word, with their terms; WordNet synonyms of its terms."""
+    abbreviate or truncate a word, with their terms; WordNet synonyms of its terms, read
+    with ``synonyms``."""
     from layersearch.ranking.lexicon import wordnet
 
     parts: set[str] = set()
@@ -181,7 +185,7 @@ def _bridges(
     surfaces: dict[str, set[str]] = {}
     for p in parts:
         surfaces.setdefault(stem(p), set()).add(p)
-    return abbr, synonym_bridges(terms, surfaces)
+    return abbr, synonym_bridges(terms, surfaces, synonyms)
 
 
 #: Bridges a search brings for one index (``ranking.neighbours``): per question word

@@ -53,7 +53,7 @@ def rank_channels(s: SearchState) -> None:
     depth = s.config.channel_depth
     if s.named and "bm25" in s.channels:
         idx = s.scope.overlap()
-        hits = idx.search(s.res_ids, depth)
+        hits = idx.search(s.res_ids, depth, s.config.ancestor_weight)
         if hits:
             s.ranks.memory["bm25"] = hits
     if s.question is not None:
@@ -161,7 +161,9 @@ def lexical(s: SearchState, question: str) -> None:
     try:
         index = s.scope.index()
         ranks.bridges = words(index, question) if words is not None else ()
-        ranked, node_levels = index.search_levels(question, depth, extra=ranks.bridges)
+        ranked, node_levels = index.search_levels(
+            question, depth, extra=ranks.bridges, params=s.config.schema_search()
+        )
     except BaseException:
         pending.cancel()
         if pending_memories is not None:

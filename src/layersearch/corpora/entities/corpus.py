@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from layersearch.calls import analysed_question
+from layersearch.corpora.entities.config import DEFAULT_INDEX, EntityIndexConfig
 from layersearch.corpora.entities.documents import entity_doc, memory_doc
 from layersearch.corpora.entities.rank import MAX_QUESTION_CHARS, MAX_RESULTS_LIMIT
 from layersearch.corpora.entities.search import CorpusSearch
@@ -38,6 +39,8 @@ class EntityCorpus(CorpusSearch):
     fulltext: FullTextIndex
     snapshot: Snapshot
     resolver: Resolver = field(init=False)
+    #: the index-time settings its schema indexes are built with
+    index_config: EntityIndexConfig = DEFAULT_INDEX
     _overlap: dict[tuple[str | None, frozenset[str] | None], EntityOverlapIndex] = field(
         default_factory=dict, init=False
     )
@@ -56,7 +59,11 @@ class EntityCorpus(CorpusSearch):
 
     @classmethod
     def from_snapshot(
-        cls, snapshot: Snapshot, memories: dict[str, Memory], fulltext: FullTextIndex
+        cls,
+        snapshot: Snapshot,
+        memories: dict[str, Memory],
+        fulltext: FullTextIndex,
+        index_config: EntityIndexConfig = DEFAULT_INDEX,
     ) -> EntityCorpus:
         return cls(
             snapshot.entities,
@@ -65,6 +72,7 @@ class EntityCorpus(CorpusSearch):
             snapshot.datasources,
             fulltext,
             snapshot=snapshot,
+            index_config=index_config,
         )
 
     def edges(self) -> list[EdgeRecord]:

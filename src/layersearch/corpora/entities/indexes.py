@@ -8,11 +8,12 @@ from collections.abc import Sequence
 from itertools import chain
 from typing import TYPE_CHECKING
 
-from layersearch.corpora.entities.coverage import VOCABULARY_BRIDGES, build_coverage, coverage_of
+from layersearch.corpora.entities.coverage import build_coverage, coverage_of
 from layersearch.corpora.entities.rank import _memory_order
 from layersearch.ranking.bm25 import EntityOverlapIndex
 
 if TYPE_CHECKING:
+    from layersearch.corpora.entities.config import EntityIndexConfig
     from layersearch.corpora.snapshot import CoverageBuild, EdgeMap, EntityMap, Snapshot
     from layersearch.ranking.coverage import CoverageIndex
     from layersearch.semantic.model import Entity
@@ -32,6 +33,7 @@ class CorpusIndexes:
         memories: dict[str, Memory]
         edges_out: EdgeMap
         snapshot: Snapshot
+        index_config: EntityIndexConfig
         _coverage: CoverageIndex | None
         _scoped: dict[str, CoverageIndex]
         _overlap: dict[tuple[str | None, frozenset[str] | None], EntityOverlapIndex]
@@ -50,9 +52,10 @@ class CorpusIndexes:
 
         def build() -> CoverageIndex:
             source = self.entities if objects is None else {e.id: e for e in objects}
-            return build_coverage(source, self.edges_out)
+            return build_coverage(source, self.edges_out, config=self.index_config)
 
-        self._coverage = self.snapshot.coverage(build, prebuilt)
+        settings = self.index_config.key()
+        self._coverage = self.snapshot.coverage(build, prebuilt, settings)
 
     def coverage(self, datasource: str | None = None) -> CoverageIndex:
         """The schema channel's index over visible entities, built (or read back) on first use.
@@ -75,9 +78,11 @@ class CorpusIndexes:
             if len(self._scoped) >= SCOPED_INDEXES:
                 self._scoped.pop(next(iter(self._scoped)))
             # The bridges come from the catalog-wide index (no second reading of WordNet).
-            wide = self.coverage() if VOCABULARY_BRIDGES else None
+            cfg = self.index_config
+            wide = self.coverage() if cfg.vocabulary_bridges else None
             joins = chain.from_iterable(edges.values())
-            idx = self._scoped[datasource] = coverage_of(ents, joins, bridges_from=wide)
+            idx = coverage_of(ents, joins, bridges_from=wide, config=cfg)
+            self._scoped[datasource] = idx
         return idx
 
     def _entities_in(self, datasource: str) -> dict[str, Entity]:

@@ -1,0 +1,67 @@
+"""The tuned numbers and switches of the ranking primitives, with their defaults, in one
+place. A corpus's typed config (``corpora/entities/config.py``) takes its defaults from
+here and passes its values in; nothing in ``ranking/`` reads a corpus's config.
+docs/ranking.md lists every key, and which ones a built index holds."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = [
+    "ANCESTOR_WEIGHT",
+    "EVIDENCE_TOP",
+    "RRF_K",
+    "SCHEMA_SEARCH",
+    "SYNONYMS",
+    "SchemaSearch",
+    "SynonymReading",
+]
+
+#: Reciprocal Rank Fusion's k: a vote counts weight / (k + rank).
+RRF_K = 60
+#: The rank at which ``fusion.evidence_weights`` reads how far a channel's scores fell.
+EVIDENCE_TOP = 10
+#: How much a tag counts for its ancestors (a note on shop.orders.total, asked about
+#: shop.orders): half of an exact match (``bm25.EntityOverlapIndex``).
+ANCESTOR_WEIGHT = 0.5
+
+
+@dataclass(frozen=True, slots=True)
+class SchemaSearch:
+    """The schema channel's query-time settings, with their defaults (a corpus's ranking
+    config gives its own: ``EntityRankingConfig``; docs/ranking.md)."""
+
+    #: Weight of the join-neighbourhood coverage next to the table's own score: a
+    #: round prior (a neighbour's words are weaker evidence than the table's own).
+    link_prior: float = 0.5
+    #: Leaves are ranked for the best ``top_tables`` tables only; the unmatched leaves
+    #: of the best ``top_leaf_tables`` tables follow their matched ones (keys first).
+    top_tables: int = 50
+    top_leaf_tables: int = 10
+    #: Weight of one value-like word of the question (a number, a year, a quoted or
+    #: capitalised name) as evidence for the leaves whose type can hold it, as a share
+    #: of one average question word.
+    value_fit: float = 0.5
+
+
+#: The schema channel's defaults.
+SCHEMA_SEARCH = SchemaSearch()
+
+
+@dataclass(frozen=True, slots=True)
+class SynonymReading:
+    """How WordNet's words bridge to a schema index's terms (``bridges.synonym_bridges``):
+    read when the index is built, and held by it (index-time)."""
+
+    #: A WordNet synonym: the same meaning in another word, but maybe another sense.
+    synonym_weight: float = 0.5
+    #: A broader or narrower WordNet word.
+    related_weight: float = 0.3
+    #: Only a word's most frequent senses bridge, on either side (WordNet orders them).
+    max_senses: int = 3
+    #: Synsets with more broader and narrower synsets than this lend only their synonyms.
+    max_related: int = 40
+
+
+#: WordNet's defaults.
+SYNONYMS = SynonymReading()
