@@ -19,7 +19,7 @@ from layersearch.corpora.entities.config import (
 )
 from layersearch.corpora.entities.documents import ENTITY_BOOSTS
 from layersearch.errors import ConfigError
-from layersearch.ranking.params import SCHEMA_SEARCH, SYNONYMS
+from layersearch.ranking.params import QUESTION_READING, SCHEMA_SEARCH, SYNONYMS, WORD_NEIGHBOURS
 from tests.support import MINI
 
 
@@ -44,6 +44,14 @@ def test_the_defaults_are_those_the_ranking_was_tuned_with() -> None:
     )
     assert cfg.schema_search() == SCHEMA_SEARCH
     assert (cfg.rrf_k, cfg.evidence_top, cfg.ancestor_weight) == (60, 10, 0.5)
+    assert (cfg.neighbours, cfg.question_words) == (3, 32)
+    assert cfg.word_neighbours() == WORD_NEIGHBOURS
+    assert (cfg.bridge_known_words, cfg.abbreviate_known_words, cfg.elsewhere_synonyms) == (
+        False,
+        True,
+        True,
+    )
+    assert cfg.abbreviation_weight == 1.0 and cfg.question_reading() == QUESTION_READING
     assert cfg.index == DEFAULT_INDEX and DEFAULT_INDEX.key() == ""
     assert DEFAULT_INDEX.synonyms() == SYNONYMS
     assert (SYNONYMS.synonym_weight, SYNONYMS.related_weight) == (0.5, 0.3)
@@ -117,3 +125,20 @@ def test_a_change_of_an_index_time_setting_rebuilds_the_schema_index(
         assert [h.id for h in ls.search(question=question, max_results=10).results] == changed
     assert again == plain
     assert "built with other index settings" in caplog.text
+
+
+def test_a_query_time_setting_reaches_the_schema_channel(tmp_path: Path) -> None:
+    question = "monthly revenue by store"
+    with Layersearch(tmp_path / "s.duckdb", embedder="none") as ls:
+        ls.load(MINI)
+
+        def schema(**ranking: object) -> list[tuple[str, float]]:
+            ls.set_ranking({"entities": {**ranking}})
+            hits = ls.search(question=question, explain=True, max_results=20).results
+            return [
+                (h.id, c.score) for h in hits for c in h.explanation or [] if c.channel == "schema"
+            ]
+
+        plain = schema()
+        assert schema(link_prior=0.5, value_fit=0.5) == plain  # the defaults, given
+        assert schema(link_prior=4.0) != plain

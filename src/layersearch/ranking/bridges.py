@@ -8,7 +8,7 @@ the question means; the catalog's own word is evidence):
   when it starts with the same letter, is at least :data:`MIN_ABBREVIATION`
   letters long, is shorter than the word and its letters appear in the word in
   order (``fclt`` in *f*a*c*i*l*i*t*y). Its weight is
-  :data:`ABBREVIATION_WEIGHT` times the mean of two shares of the word's
+  ``QuestionReading.abbreviation_weight`` times the mean of two shares of the word's
   consonant skeleton (first letter, then its consonants, repeats collapsed:
   ``facility`` → ``fclty``; a plural's final ``s`` does not count):
   the part's length, and the length of the prefix the part's own skeleton
@@ -22,7 +22,7 @@ the question means; the catalog's own word is evidence):
 - **Truncations** (:func:`truncation_weight`). An identifier part of
   :data:`MIN_TRUNCATION` to :data:`MAX_ABBREVIATION` letters, word or not, that
   is the start of a longer question word (``peop`` for *people*, ``stat`` for
-  *states*, ``info``, ``prod``): weight :data:`ABBREVIATION_WEIGHT` times the
+  *states*, ``info``, ``prod``): weight ``QuestionReading.abbreviation_weight`` times the
   share of the word's letters it keeps (a plural's ``s`` not counted): ``stat``
   0.8 for *states*, ``peop`` 0.67 for *people*. Such a part is often a word of
   its own (``make``, ``form``), so a truncation only reads a question word the
@@ -52,7 +52,6 @@ from typing import TYPE_CHECKING
 from layersearch.ranking.params import SYNONYMS, SynonymReading
 
 __all__ = [
-    "ABBREVIATION_WEIGHT",
     "MIN_ABBREVIATION",
     "MIN_TRUNCATION",
     "SYNONYM_WEIGHT",
@@ -69,8 +68,6 @@ __all__ = [
 if TYPE_CHECKING:
     from layersearch.ranking.lexicon import WordNet
 
-#: An abbreviation's weight when it keeps the whole consonant skeleton of the word.
-ABBREVIATION_WEIGHT = 1.0
 #: Shorter identifier parts are not read as abbreviations (``no``, ``dt``: too many words).
 MIN_ABBREVIATION = 3
 #: Longer parts are not abbreviations, whatever the dictionary says (names, typos).
@@ -132,7 +129,7 @@ def abbreviation_weight(part: str, word: str) -> float:
         if a != b:
             break
         common += 1
-    return ABBREVIATION_WEIGHT * min(1.0, (len(part) + common) / (2 * len(target)))
+    return min(1.0, (len(part) + common) / (2 * len(target)))
 
 
 def _singular(word: str) -> str:
@@ -170,7 +167,7 @@ def truncation_weight(part: str, word: str) -> float:
     single = _singular(word)
     if len(part) < MIN_TRUNCATION or len(part) >= len(single) or not single.startswith(part):
         return 0.0
-    return ABBREVIATION_WEIGHT * len(part) / len(single)
+    return len(part) / len(single)
 
 
 def synonym_bridges(

@@ -47,6 +47,7 @@ from typing import Any, cast
 
 import numpy as np
 
+from layersearch.ranking import params as tuned
 from layersearch.ranking.analyzer import (
     analyze_query,
     query_compounds,
@@ -85,11 +86,12 @@ from layersearch.ranking.coverage_terms import (
     QueryReading,
     _bridges,
     _forward,
+    links_from_edges,
     read_query,
     value_cues,
+    value_fit,
     value_kind,
 )
-from layersearch.ranking.params import SCHEMA_SEARCH, SYNONYMS, SchemaSearch, SynonymReading
 from layersearch.ranking.persist import StringTable
 
 __all__ = [
@@ -131,16 +133,14 @@ class CoverageIndex:
         keys: Collection[str] = (),
         *,
         bridges: bool | CoverageIndex = False,
-        synonyms: SynonymReading = SYNONYMS,
+        synonyms: tuned.SynonymReading = tuned.SYNONYMS,
         settings: str = "",
     ) -> None:
         """``bridges``: lead question words the catalog does not use to words it does
-        (abbreviations of them in identifiers, WordNet synonyms read with ``synonyms``;
-        ``ranking.bridges``). An index instead of True: take them from that index (a
-        wider one over the same entities), for the terms this one has, without reading
-        WordNet again. ``settings``: a key of the index-time settings it was built with
-        (``field_weights``, ``bridges``, ``synonyms``; empty for the defaults), kept
-        with it so that an index built with others is not read back."""
+        (abbreviations in identifiers, WordNet synonyms read with ``synonyms``). An index
+        instead of True: take them from that wider index, for the terms this one has.
+        ``settings``: the key of the index-time settings it is built with (kept with it:
+        an index built with others is not read back)."""
         self.settings = settings
         top = max(field_weights.values(), default=1.0) or 1.0
         weights = {f: w / top for f, w in field_weights.items() if w > 0}
@@ -268,7 +268,7 @@ class CoverageIndex:
         self,
         ordered: Sequence[CoverageNode],
         bridges: bool | CoverageIndex,
-        synonyms: SynonymReading = SYNONYMS,
+        synonyms: tuned.SynonymReading = tuned.SYNONYMS,
     ) -> None:
         """Vocabulary bridges (``ranking.bridges``), as arrays so that a persisted index maps
         them: identifier parts that may abbreviate or truncate a word (with their term,
@@ -534,19 +534,29 @@ class CoverageIndex:
                 terms.setdefault(j, None)
         return list(terms)
 
-    def query_slots(self, text: str, extra: Bridges = ()) -> list[list[tuple[int, float]]]:
+    def query_slots(
+        self,
+        text: str,
+        extra: Bridges = (),
+        reading: tuned.QuestionReading = tuned.QUESTION_READING,
+    ) -> list[list[tuple[int, float]]]:
         """The question as slots (see :data:`Slot`): each known term of
         :meth:`query_terms` alone at weight 1, then, for each question word the
         catalog does not use, the catalog terms its bridges reach (abbreviations
         and synonyms), a term of the question's own never again, each slot's terms
         once at their best weight. ``extra``: more bridges (``read_query``)."""
-        return [list(slot) for slot in query_reading(self, text, extra)[0]]
+        return [list(slot) for slot in query_reading(self, text, extra, reading)[0]]
 
-    def query_reach(self, text: str, extra: Bridges = ()) -> float:
+    def query_reach(
+        self,
+        text: str,
+        extra: Bridges = (),
+        reading: tuned.QuestionReading = tuned.QUESTION_READING,
+    ) -> float:
         """The share of the question's plain words (:func:`analyzer.query_words`) this
         index can read: 1 for a word it uses, its best bridge weight for one it reaches
         through a bridge, 0 for one it does not know. 1 for a question without words."""
-        return query_reading(self, text, extra)[1]
+        return query_reading(self, text, extra, reading)[1]
 
     def tables_by_links(self) -> list[str]:
         """Every table, the most joined first (then by id): the order in which a search
@@ -574,12 +584,12 @@ class CoverageIndex:
         scope: str | None = None,
         ids: Collection[str] | None = None,
         extra: Bridges = (),
-        params: SchemaSearch = SCHEMA_SEARCH,
+        params: tuned.SchemaSearch = tuned.SCHEMA_SEARCH,
     ) -> tuple[list[tuple[str, float]], list[int]]:
         """:meth:`search`, and each hit's level (1: table, 2: leaf): a caller need not look
         up what kind of entity each id is. ``extra``: more bridges (``read_query``);
         ``params``: the query-time settings."""
-        slots = self.query_slots(text, extra)
+        slots = self.query_slots(text, extra, params.reading)
         plain = all(_exact(slot) for slot in slots)
         query = [slot[0][0] for slot in slots] if plain else []
         total = float(sum(max(m * self._slot_idf(slot) for _, m in slot) for slot in slots))
@@ -587,7 +597,7 @@ class CoverageIndex:
             return [], []
         allowed = ids if ids is None or isinstance(ids, set | frozenset) else set(ids)
         # -- table level: every array is per table, filled from per-term table postings
-        away_g = self._away_groups(text, extra)
+        away_g = self._away_groups(text, extra, params.reading)
         away_t = _away_in(away_g, self.table_group)
         linked_mass, town_mass, town_count = self._table_masses(query, slots, plain, away_t)
         n_tables = len(self.table_nodes)
@@ -617,13 +627,15 @@ class CoverageIndex:
             k, total, cand_t, score_c, town_mass, town_count, leaves, leaf_mass, leaf_count
         )
 
-    def _away_groups(self, text: str, extra: Bridges) -> list[Away]:
+    def _away_groups(
+        self, text: str, extra: Bridges, reading: tuned.QuestionReading = tuned.QUESTION_READING
+    ) -> list[Away]:
         """Per slot of ``text``: its readings that count only in the databases that do not
         use the word itself, and those that do (see ``coverage_terms.read_query``)."""
         n_groups = len(self.group_nodes)
         return [
             None if e is None else (e[0], self.groups.holding(e[1], n_groups))
-            for e in query_reading(self, text, extra).elsewhere
+            for e in query_reading(self, text, extra, reading).elsewhere
         ]
 
     def _table_masses(
@@ -661,7 +673,7 @@ class CoverageIndex:
         scope: str | None,
         allowed: Collection[str] | None,
         away: Sequence[Away] = (),
-        params: SchemaSearch = SCHEMA_SEARCH,
+        params: tuned.SchemaSearch = tuned.SCHEMA_SEARCH,
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The leaves ranked under the ``best`` tables, with their own coverage and term
         counts: their matched leaves, then the unmatched leaves of the very best (keys first).
@@ -675,7 +687,8 @@ class CoverageIndex:
         cues = value_cues(text)
         fit = params.value_fit
         if cues and fit > 0:
-            near_mass = near_mass + self._value_fit(near, cues) * (fit * total / len(slots))
+            fits = value_fit(self.value_kind[near], self.is_key[near], cues)
+            near_mass = near_mass + fits * (fit * total / len(slots))
         chosen = near_count > 0
         chosen[len(under) :] = True
         leaves, first = np.unique(near[chosen], return_index=True)
@@ -728,19 +741,6 @@ class CoverageIndex:
         hits = [(i, round(x, 6)) for i, x in zip(ids, score[final].tolist(), strict=True)]
         return hits, self.level[nodes].tolist()
 
-    def _value_fit(self, nodes: np.ndarray, cues: frozenset[int]) -> np.ndarray:
-        """1 for each node whose value kind one of the question's value cues fits (a
-        number: a numeric leaf that is not a key; a year: a date or year leaf; a name: a
-        text leaf that is not a key), else 0."""
-        kinds = self.value_kind[nodes]
-        fit = np.zeros(len(nodes))
-        for cue in cues:
-            hit = kinds == cue
-            if cue != VALUE_TIME:
-                hit &= ~self.is_key[nodes]
-            fit[hit] = 1.0
-        return fit
-
     def _ids_of(self, nodes: np.ndarray) -> list[str]:
         """The ids of node numbers (a persisted index decodes them in one call)."""
         if isinstance(self.ids, StringTable):
@@ -778,13 +778,14 @@ def _kept(
     return found
 
 
-def query_reading(index: CoverageIndex, text: str, extra: Bridges) -> QueryReading:
+def query_reading(
+    index: CoverageIndex,
+    text: str,
+    extra: Bridges,
+    reading: tuned.QuestionReading = tuned.QUESTION_READING,
+) -> QueryReading:
     """A question's reading on an index (:func:`read_query`), kept for a few questions:
     the schema channel, fusion and explanations each ask, once per search."""
-    read = partial(read_query, index, text, extra)
-    return cast(QueryReading, _kept(_QUERIES, index, (text, extra), _QUERIES_KEPT, read))
-
-
-def links_from_edges(edges: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
-    """Undirected pairs, deduplicated, in a stable order."""
-    return sorted({(a, b) if a < b else (b, a) for a, b in edges if a != b})
+    read = partial(read_query, index, text, extra, reading)
+    key = (text, extra, reading)
+    return cast(QueryReading, _kept(_QUERIES, index, key, _QUERIES_KEPT, read))

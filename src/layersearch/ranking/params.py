@@ -5,16 +5,20 @@ docs/ranking.md lists every key, and which ones a built index holds."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 __all__ = [
     "ANCESTOR_WEIGHT",
+    "QUESTION_READING",
     "EVIDENCE_TOP",
     "RRF_K",
     "SCHEMA_SEARCH",
     "SYNONYMS",
+    "WORD_NEIGHBOURS",
+    "QuestionReading",
     "SchemaSearch",
     "SynonymReading",
+    "WordNeighbours",
 ]
 
 #: Reciprocal Rank Fusion's k: a vote counts weight / (k + rank).
@@ -24,6 +28,33 @@ EVIDENCE_TOP = 10
 #: How much a tag counts for its ancestors (a note on shop.orders.total, asked about
 #: shop.orders): half of an exact match (``bm25.EntityOverlapIndex``).
 ANCESTOR_WEIGHT = 0.5
+
+
+@dataclass(frozen=True, slots=True)
+class QuestionReading:
+    """How the schema channel reads a question's words as catalog terms
+    (``coverage_terms.read_query``; query-time)."""
+
+    #: Whether a question word the catalog uses also gets bridges to other words.
+    bridge_known_words: bool = False
+    #: Whether a question word the catalog uses is also read in the catalog's
+    #: abbreviations of it (``employees`` → ``empl`` where a catalog writes ``emp_num``
+    #: somewhere and ``empl`` everywhere else): only an abbreviation that keeps the
+    #: word's start (``bridges.keeps_word_start``) and that the catalog writes more
+    #: often than the word itself (lower idf).
+    abbreviate_known_words: bool = True
+    #: Whether a question word the catalog uses is also read in its synonyms, but only in
+    #: the databases that do not use the word (*clients* is ``client`` in a database
+    #: that has clients, and may be ``customer`` in one that does not): each database is
+    #: read as a search scoped to it reads it.
+    elsewhere_synonyms: bool = True
+    #: An abbreviation's (or truncation's) weight when it keeps the whole consonant
+    #: skeleton of the word (``bridges.abbreviation_weight`` gives the share of it).
+    abbreviation_weight: float = 1.0
+
+
+#: The question reading's defaults.
+QUESTION_READING = QuestionReading()
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,6 +73,8 @@ class SchemaSearch:
     #: capitalised name) as evidence for the leaves whose type can hold it, as a share
     #: of one average question word.
     value_fit: float = 0.5
+    #: How the question's words are read as the index's terms.
+    reading: QuestionReading = field(default_factory=lambda: QUESTION_READING)
 
 
 #: The schema channel's defaults.
@@ -65,3 +98,18 @@ class SynonymReading:
 
 #: WordNet's defaults.
 SYNONYMS = SynonymReading()
+
+
+@dataclass(frozen=True, slots=True)
+class WordNeighbours:
+    """How a question's words are also read as their nearest catalog words by word
+    vectors (``neighbours.WordSpace``; query-time)."""
+
+    #: Catalog words each question word is also read as (0: none).
+    neighbours: int = 3
+    #: A question's first words read as their neighbours (a pasted paragraph is not).
+    question_words: int = 32
+
+
+#: The word neighbours' defaults.
+WORD_NEIGHBOURS = WordNeighbours()

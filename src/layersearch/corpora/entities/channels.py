@@ -17,6 +17,7 @@ from layersearch.corpora.entities.rank import (
 )
 from layersearch.corpora.entities.state import SearchState, WordReader
 from layersearch.ranking.analyzer import analyze_query
+from layersearch.ranking.params import WORD_NEIGHBOURS, WordNeighbours
 from layersearch.ranking.static_words import static_words
 
 if TYPE_CHECKING:
@@ -218,14 +219,14 @@ def unreached_tables(
     return out
 
 
-def static_reader(entities: Iterable[str]) -> WordReader:
+def static_reader(entities: Iterable[str], reading: WordNeighbours = WORD_NEIGHBOURS) -> WordReader:
     """The question's words read through the shipped word vectors as their nearest
     entity names (``ranking.static_words``): the schema channel's reader when the
     embedder gives none; it reads nothing without the vectors."""
     found = static_words()
     if found is None:
         return _no_bridges
-    return partial(found.bridges, names=partial(entity_names, entities))
+    return partial(found.bridges, names=partial(entity_names, entities), reading=reading)
 
 
 def _no_bridges(index: CoverageIndex, question: str) -> Bridges:

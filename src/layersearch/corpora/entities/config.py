@@ -19,11 +19,15 @@ from layersearch.errors import ConfigError
 from layersearch.ranking.params import (
     ANCESTOR_WEIGHT,
     EVIDENCE_TOP,
+    QUESTION_READING,
     RRF_K,
     SCHEMA_SEARCH,
     SYNONYMS,
+    WORD_NEIGHBOURS,
+    QuestionReading,
     SchemaSearch,
     SynonymReading,
+    WordNeighbours,
 )
 from layersearch.ranking.pipeline import RankingConfig, typed_config
 
@@ -175,8 +179,20 @@ class EntityRankingConfig(RankingConfig):
     #: schema channel: weight of a value-like question word (a number, a year, a name)
     #: for the leaves whose type can hold it, as a share of one average question word.
     value_fit: float = SCHEMA_SEARCH.value_fit
+    #: schema channel, reading the question: whether a word the catalog uses also gets
+    #: bridges to other words; is also read in the catalog's commoner abbreviations of
+    #: it; is also read in its synonyms in the databases that do not use it...
+    bridge_known_words: bool = QUESTION_READING.bridge_known_words
+    abbreviate_known_words: bool = QUESTION_READING.abbreviate_known_words
+    elsewhere_synonyms: bool = QUESTION_READING.elsewhere_synonyms
+    #: ...and the weight of an abbreviation that keeps the word's whole skeleton.
+    abbreviation_weight: float = QUESTION_READING.abbreviation_weight
     #: bm25: how much a memory's tag counts for its ancestors (a model, a datasource).
     ancestor_weight: float = ANCESTOR_WEIGHT
+    #: word neighbours: catalog words each question word is also read as (0: none)...
+    neighbours: int = WORD_NEIGHBOURS.neighbours
+    #: ...for the question's first this many words.
+    question_words: int = WORD_NEIGHBOURS.question_words
     #: The index-time settings (``[ranking.entities.index]``).
     index: EntityIndexConfig = field(default=DEFAULT_INDEX)
 
@@ -185,7 +201,7 @@ class EntityRankingConfig(RankingConfig):
         for name in ("channel_depth", "rrf_k", "evidence_top", "tag_depth", "memory_run"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"ranking.entities.{name} must be at least 1")
-        for name in ("top_tables", "top_leaf_tables"):
+        for name in ("top_tables", "top_leaf_tables", "question_words"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"ranking.entities.{name} must be at least 1")
         for name in (
@@ -195,10 +211,31 @@ class EntityRankingConfig(RankingConfig):
             "link_prior",
             "value_fit",
             "ancestor_weight",
+            "neighbours",
+            "abbreviation_weight",
         ):
             if getattr(self, name) < 0:
                 raise ConfigError(f"ranking.entities.{name} must not be negative")
 
+    def word_neighbours(self) -> WordNeighbours:
+        """How the question's words are read as their nearest catalog words."""
+        return WordNeighbours(self.neighbours, self.question_words)
+
+    def question_reading(self) -> QuestionReading:
+        """How the schema channel reads the question's words as catalog terms."""
+        return QuestionReading(
+            self.bridge_known_words,
+            self.abbreviate_known_words,
+            self.elsewhere_synonyms,
+            self.abbreviation_weight,
+        )
+
     def schema_search(self) -> SchemaSearch:
         """The schema channel's query-time settings."""
-        return SchemaSearch(self.link_prior, self.top_tables, self.top_leaf_tables, self.value_fit)
+        return SchemaSearch(
+            self.link_prior,
+            self.top_tables,
+            self.top_leaf_tables,
+            self.value_fit,
+            self.question_reading(),
+        )

@@ -88,7 +88,9 @@ class CorpusSearch(CorpusText):
             config=cfg,
             channels=channels,
             # the schema channel's reader: the embedder's, else the shipped word vectors'
-            words=words if words is not None or not req.question else static_reader(self.entities),
+            words=words
+            if words is not None or not req.question
+            else static_reader(self.entities, cfg.word_neighbours()),
             warnings=list(warnings or []),
             asked=(req.entities, req.query, req.question),
             max_results=req.max_results,

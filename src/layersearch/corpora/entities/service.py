@@ -474,7 +474,7 @@ class EntityService:
         warnings += [cut] if cut else []
         vector_warnings: list[str] = []
         vector = self.vectors.channel(corpus, request, vector_warnings, gen)
-        words = self.vectors.words(request, vector_warnings, gen)
+        words = self.vectors.words(request, vector_warnings, gen, self.ranking.word_neighbours())
         allow = None
         if request.cypher_filter is not None and request.cypher_filter.strip():
             allow = self.filter_ids(request.cypher_filter, request.params)

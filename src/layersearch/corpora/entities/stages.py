@@ -63,7 +63,11 @@ def evidence_weights_stage(s: SearchState) -> None:
         return
     rankings = s.ranks.entity
     reach = (
-        {"schema": s.scope.index().query_reach(s.question, s.ranks.bridges)}
+        {
+            "schema": s.scope.index().query_reach(
+                s.question, s.ranks.bridges, s.config.question_reading()
+            )
+        }
         if "schema" in rankings
         else {}
     )
@@ -179,6 +183,7 @@ def entity_scores(s: SearchState) -> None:
         s.ranks.bridges,
         s.question,
         corpus.entities.get,
+        s.config.question_reading(),
     )
     s.entities = _Ordered(
         fused, list(zip(order, shown, strict=True)), weighed=s.weighed, words=words, trace=s.trace
