@@ -19,7 +19,14 @@ from layersearch.corpora.entities.config import (
 )
 from layersearch.corpora.entities.documents import ENTITY_BOOSTS
 from layersearch.errors import ConfigError
-from layersearch.ranking.params import QUESTION_READING, SCHEMA_SEARCH, SYNONYMS, WORD_NEIGHBOURS
+from layersearch.ranking.coverage import CoverageIndex, CoverageNode
+from layersearch.ranking.params import (
+    BRIDGES,
+    QUESTION_READING,
+    SCHEMA_SEARCH,
+    WORD_NEIGHBOURS,
+    VocabularyBridges,
+)
 from tests.support import MINI
 
 
@@ -53,9 +60,11 @@ def test_the_defaults_are_those_the_ranking_was_tuned_with() -> None:
     )
     assert cfg.abbreviation_weight == 1.0 and cfg.question_reading() == QUESTION_READING
     assert cfg.index == DEFAULT_INDEX and DEFAULT_INDEX.key() == ""
-    assert DEFAULT_INDEX.synonyms() == SYNONYMS
-    assert (SYNONYMS.synonym_weight, SYNONYMS.related_weight) == (0.5, 0.3)
-    assert (SYNONYMS.max_senses, SYNONYMS.max_related) == (3, 40)
+    assert DEFAULT_INDEX.vocabulary() == BRIDGES
+    assert (BRIDGES.synonym_weight, BRIDGES.related_weight) == (0.5, 0.3)
+    assert (BRIDGES.max_senses, BRIDGES.max_related) == (3, 40)
+    lengths = (BRIDGES.min_abbreviation, BRIDGES.max_abbreviation, BRIDGES.min_truncation)
+    assert lengths == (3, 6, 4)
 
 
 def test_the_settings_file_reaches_the_index_config(tmp_path: Path) -> None:
@@ -142,3 +151,22 @@ def test_a_query_time_setting_reaches_the_schema_channel(tmp_path: Path) -> None
         plain = schema()
         assert schema(link_prior=0.5, value_fit=0.5) == plain  # the defaults, given
         assert schema(link_prior=4.0) != plain
+
+
+def test_the_part_lengths_are_those_the_index_was_built_with() -> None:
+    nodes = [
+        CoverageNode("shop", "group", None, {"name": "shop"}),
+        CoverageNode("shop.orders", "table", "shop", {"name": "orders"}),
+        CoverageNode("shop.orders.qty", "leaf", "shop.orders", {"name": "qty"}),
+    ]
+    plain = CoverageIndex(nodes, ENTITY_BOOSTS, bridges=True)
+    assert plain.abbr_shortest.tolist() == [3, 4]
+    assert plain._abbreviating("quantity")  # qty abbreviates quantity
+    assert "shop.orders.qty" in dict(plain.search("quantity of orders", 5))
+    longer = CoverageIndex(
+        nodes, ENTITY_BOOSTS, bridges=True, vocabulary=VocabularyBridges(min_abbreviation=4)
+    )
+    assert longer.abbr_shortest.tolist() == [4, 4]
+    assert longer._abbreviating("quantity") == []
+    derived = CoverageIndex(nodes, ENTITY_BOOSTS, bridges=longer)
+    assert derived.abbr_shortest.tolist() == [4, 4]  # a derived index reads as its source

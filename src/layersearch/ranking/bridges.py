@@ -37,7 +37,7 @@ the question means; the catalog's own word is evidence):
   only its synonyms. Only nouns, and only the ``max_senses`` most frequent
   senses of either word (WordNet lists senses by frequency): a catalog names
   things, and a word's rare senses ("lighter": a barge) bridge to noise. These four
-  are index-time settings (``params.SynonymReading``): a built index holds them.
+  are index-time settings (``params.VocabularyBridges``): a built index holds them.
 
 A question word is one *slot* of the query: its exact term and its bridges;
 an entity gets the best of them (a slot is counted once, see
@@ -49,7 +49,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Iterable, Mapping
 from typing import TYPE_CHECKING
 
-from layersearch.ranking.params import SYNONYMS, SynonymReading
+from layersearch.ranking.params import BRIDGES, VocabularyBridges
 
 __all__ = [
     "MIN_ABBREVIATION",
@@ -68,15 +68,13 @@ __all__ = [
 if TYPE_CHECKING:
     from layersearch.ranking.lexicon import WordNet
 
-#: Shorter identifier parts are not read as abbreviations (``no``, ``dt``: too many words).
-MIN_ABBREVIATION = 3
-#: Longer parts are not abbreviations, whatever the dictionary says (names, typos).
-MAX_ABBREVIATION = 6
-#: Shorter parts are not read as truncations (``car`` is not *cargo*, nor ``pet`` *petrol*).
-MIN_TRUNCATION = 4
-#: A WordNet synonym's default weight (``params.SynonymReading``); the embedder's word
+#: The defaults of the part lengths (``params.VocabularyBridges``, index-time).
+MIN_ABBREVIATION = BRIDGES.min_abbreviation
+MAX_ABBREVIATION = BRIDGES.max_abbreviation
+MIN_TRUNCATION = BRIDGES.min_truncation
+#: A WordNet synonym's default weight (``params.VocabularyBridges``); the embedder's word
 #: neighbours (``ranking.neighbours``) are read at this weight × their cosine.
-SYNONYM_WEIGHT = SYNONYMS.synonym_weight
+SYNONYM_WEIGHT = BRIDGES.synonym_weight
 _VOWELS = frozenset("aeiou")
 
 
@@ -98,7 +96,9 @@ def looks_like_word(part: str) -> bool:
 
 
 def abbreviation_candidates(
-    parts: Iterable[str], is_word: Callable[[str], bool] | None = None
+    parts: Iterable[str],
+    is_word: Callable[[str], bool] | None = None,
+    lengths: VocabularyBridges = BRIDGES,
 ) -> list[str]:
     """Identifier parts that may abbreviate a word (sorted, unique)."""
     word = is_word or looks_like_word
@@ -106,7 +106,7 @@ def abbreviation_candidates(
         {
             p
             for p in parts
-            if MIN_ABBREVIATION <= len(p) <= MAX_ABBREVIATION
+            if lengths.min_abbreviation <= len(p) <= lengths.max_abbreviation
             and p.isalpha()
             and p.isascii()
             and not word(p)
@@ -114,9 +114,9 @@ def abbreviation_candidates(
     )
 
 
-def abbreviation_weight(part: str, word: str) -> float:
+def abbreviation_weight(part: str, word: str, shortest: int = MIN_ABBREVIATION) -> float:
     """How strongly ``part`` abbreviates ``word`` (0: not at all); see the module doc."""
-    if len(part) < MIN_ABBREVIATION or len(part) >= len(word) or part[0] != word[0]:
+    if len(part) < shortest or len(part) >= len(word) or part[0] != word[0]:
         return 0.0
     at = 0
     for ch in part:
@@ -142,30 +142,25 @@ def _word_skeleton(word: str) -> str:
     return skeleton(_singular(word))
 
 
-def keeps_word_start(part: str, word: str) -> bool:
+def keeps_word_start(part: str, word: str, shortest: int = MIN_ABBREVIATION) -> bool:
     """Whether ``part``'s skeleton is the start of ``word``'s: the part keeps the word's
     first consonants in order and skips none (``empl``, ``emp`` for *employees*,
     ``dprt`` for *department*; not ``end`` for *enrolled*, nor ``crs`` for
     *countries*). A reading of a word the catalog also spells out must be this
     faithful (``CoverageIndex``)."""
-    return len(part) >= MIN_ABBREVIATION and _word_skeleton(word).startswith(skeleton(part))
+    return len(part) >= shortest and _word_skeleton(word).startswith(skeleton(part))
 
 
-def truncation_candidates(parts: Iterable[str]) -> list[str]:
+def truncation_candidates(parts: Iterable[str], lengths: VocabularyBridges = BRIDGES) -> list[str]:
     """Identifier parts that may be the first letters of a longer word (sorted, unique)."""
-    return sorted(
-        {
-            p
-            for p in parts
-            if MIN_TRUNCATION <= len(p) <= MAX_ABBREVIATION and p.isalpha() and p.isascii()
-        }
-    )
+    lo, hi = lengths.min_truncation, lengths.max_abbreviation
+    return sorted({p for p in parts if lo <= len(p) <= hi and p.isalpha() and p.isascii()})
 
 
-def truncation_weight(part: str, word: str) -> float:
+def truncation_weight(part: str, word: str, shortest: int = MIN_TRUNCATION) -> float:
     """How strongly ``part`` truncates ``word`` (0: it is not the start of a longer word)."""
     single = _singular(word)
-    if len(part) < MIN_TRUNCATION or len(part) >= len(single) or not single.startswith(part):
+    if len(part) < shortest or len(part) >= len(single) or not single.startswith(part):
         return 0.0
     return len(part) / len(single)
 
@@ -173,7 +168,7 @@ def truncation_weight(part: str, word: str) -> float:
 def synonym_bridges(
     catalog_terms: Mapping[str, int],
     surfaces: Mapping[str, Collection[str]] | None = None,
-    reading: SynonymReading = SYNONYMS,
+    reading: VocabularyBridges = BRIDGES,
 ) -> dict[str, list[tuple[int, float]]]:
     """Question-side token → [(catalog term id, weight)], from WordNet (empty without it).
 
@@ -211,7 +206,7 @@ def synonym_bridges(
 
 
 def _term_senses(
-    wn: WordNet, term: str, words: Collection[str], max_senses: int = SYNONYMS.max_senses
+    wn: WordNet, term: str, words: Collection[str], max_senses: int = BRIDGES.max_senses
 ) -> list[int]:
     """A catalog term's senses: the most frequent of each of its own words (a plural
     read as its singular), else of every lemma that analyses to the term."""

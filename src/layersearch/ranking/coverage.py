@@ -125,6 +125,8 @@ class CoverageIndex:
     ``x_ptr[j]:x_ptr[j + 1]`` slices the flat arrays for term ``j``.
     """
 
+    abbr_shortest: np.ndarray  # the shortest abbreviation and truncation it reads
+
     def __init__(
         self,
         nodes: Iterable[CoverageNode],
@@ -133,11 +135,11 @@ class CoverageIndex:
         keys: Collection[str] = (),
         *,
         bridges: bool | CoverageIndex = False,
-        synonyms: tuned.SynonymReading = tuned.SYNONYMS,
+        vocabulary: tuned.VocabularyBridges = tuned.BRIDGES,
         settings: str = "",
     ) -> None:
         """``bridges``: lead question words the catalog does not use to words it does
-        (abbreviations in identifiers, WordNet synonyms read with ``synonyms``). An index
+        (abbreviations in identifiers, WordNet synonyms; as ``vocabulary`` says). An index
         instead of True: take them from that wider index, for the terms this one has.
         ``settings``: the key of the index-time settings it is built with (kept with it:
         an index built with others is not read back)."""
@@ -159,7 +161,7 @@ class CoverageIndex:
             dtype=np.int8,
         )
         self._build_tables(parent, t_of, p_term, p_node, p_w)
-        self._build_bridges(ordered, bridges, synonyms)
+        self._build_bridges(ordered, bridges, vocabulary)
 
     def _build_hierarchy(
         self, ordered: Sequence[CoverageNode], index: Mapping[str, int]
@@ -268,7 +270,7 @@ class CoverageIndex:
         self,
         ordered: Sequence[CoverageNode],
         bridges: bool | CoverageIndex,
-        synonyms: tuned.SynonymReading = tuned.SYNONYMS,
+        vocabulary: tuned.VocabularyBridges = tuned.BRIDGES,
     ) -> None:
         """Vocabulary bridges (``ranking.bridges``), as arrays so that a persisted index maps
         them: identifier parts that may abbreviate or truncate a word (with their term,
@@ -276,8 +278,12 @@ class CoverageIndex:
         and question-side tokens → (term, weight) CSR."""
         if isinstance(bridges, CoverageIndex):
             abbr, syn = bridges._bridges_for(self.vocab)
+            shortest = bridges.abbr_shortest
         else:
-            abbr, syn = _bridges(ordered, self.vocab, synonyms) if bridges else (([], [], []), {})
+            abbr, syn = _bridges(ordered, self.vocab, vocabulary) if bridges else (([], [], []), {})
+            lengths = [vocabulary.min_abbreviation, vocabulary.min_truncation]
+            shortest = np.array(lengths, dtype=np.int32)
+        self.abbr_shortest = shortest
         parts, abbr_terms, abbr_words = abbr
         self.abbr_parts: list[str] = parts
         self.abbr_term = np.array(abbr_terms, dtype=np.int64)
@@ -354,12 +360,15 @@ class CoverageIndex:
             & (self.abbr_len < len(word))
         )
         out = []
+        shortest, trunc = self.abbr_shortest.tolist()  # (the index's own settings)
         for i in maybe.tolist():
             part, j = self.abbr_parts[i], int(self.abbr_term[i])
             if self.abbr_word[i]:
-                w = truncation_weight(part, word) if known < 0 else 0.0
-            elif known < 0 or (self.idf[j] < self.idf[known] and keeps_word_start(part, word)):
-                w = abbreviation_weight(part, word)
+                w = truncation_weight(part, word, trunc) if known < 0 else 0.0
+            elif known < 0 or (
+                self.idf[j] < self.idf[known] and keeps_word_start(part, word, shortest)
+            ):
+                w = abbreviation_weight(part, word, shortest)
             else:
                 continue
             if w > 0:

@@ -25,10 +25,10 @@ from layersearch.ranking.bridges import (
     truncation_candidates,
 )
 from layersearch.ranking.params import (
+    BRIDGES,
     QUESTION_READING,
-    SYNONYMS,
     QuestionReading,
-    SynonymReading,
+    VocabularyBridges,
 )
 
 
@@ -150,11 +150,11 @@ Abbreviations = tuple[list[str], list[int], list[bool]]
 def _bridges(
     ordered: Sequence[CoverageNode],
     vocab: Mapping[str, int],
-    synonyms: SynonymReading = SYNONYMS,
+    vocabulary: VocabularyBridges = BRIDGES,
 ) -> tuple[Abbreviations, dict[str, list[tuple[int, float]]]]:
     """The index's vocabulary bridges: the identifier parts of names and labels that may
     abbreviate or truncate a word, with their terms; WordNet synonyms of its terms, read
-    with ``synonyms``."""
+    as ``vocabulary`` says."""
     from layersearch.ranking.lexicon import wordnet
 
     parts: set[str] = set()
@@ -168,15 +168,16 @@ def _bridges(
             for word in text.split():
                 parts.update(split_identifier(word))
     wn = wordnet()
-    shortened = set(abbreviation_candidates(parts, wn.is_word if wn is not None else None))
-    candidates = sorted(shortened.union(truncation_candidates(parts)))
+    is_word = wn.is_word if wn is not None else None
+    shortened = set(abbreviation_candidates(parts, is_word, vocabulary))
+    candidates = sorted(shortened.union(truncation_candidates(parts, vocabulary)))
     found = [(p, vocab[stem(p)]) for p in candidates if stem(p) in vocab]
     terms = {t: j for t, j in vocab.items() if t.replace("_", "").isalpha()}
     abbr = ([p for p, _ in found], [j for _, j in found], [p not in shortened for p, _ in found])
     surfaces: dict[str, set[str]] = {}
     for p in parts:
         surfaces.setdefault(stem(p), set()).add(p)
-    return abbr, synonym_bridges(terms, surfaces, synonyms)
+    return abbr, synonym_bridges(terms, surfaces, vocabulary)
 
 
 #: Bridges a search brings for one index (``ranking.neighbours``): per question word

@@ -13,11 +13,11 @@ __all__ = [
     "EVIDENCE_TOP",
     "RRF_K",
     "SCHEMA_SEARCH",
-    "SYNONYMS",
+    "BRIDGES",
     "WORD_NEIGHBOURS",
     "QuestionReading",
     "SchemaSearch",
-    "SynonymReading",
+    "VocabularyBridges",
     "WordNeighbours",
 ]
 
@@ -82,7 +82,7 @@ SCHEMA_SEARCH = SchemaSearch()
 
 
 @dataclass(frozen=True, slots=True)
-class SynonymReading:
+class VocabularyBridges:
     """How WordNet's words bridge to a schema index's terms (``bridges.synonym_bridges``):
     read when the index is built, and held by it (index-time)."""
 
@@ -94,10 +94,17 @@ class SynonymReading:
     max_senses: int = 3
     #: Synsets with more broader and narrower synsets than this lend only their synonyms.
     max_related: int = 40
+    #: Shorter identifier parts are not read as abbreviations (``no``, ``dt``: too many
+    #: words); longer ones are not, whatever the dictionary says (names, typos).
+    min_abbreviation: int = 3
+    max_abbreviation: int = 6
+    #: Shorter parts are not read as truncations (``car`` is not *cargo*, nor ``pet``
+    #: *petrol*).
+    min_truncation: int = 4
 
 
 #: WordNet's defaults.
-SYNONYMS = SynonymReading()
+BRIDGES = VocabularyBridges()
 
 
 @dataclass(frozen=True, slots=True)

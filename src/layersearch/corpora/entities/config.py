@@ -18,15 +18,15 @@ from typing import Any, ClassVar
 from layersearch.errors import ConfigError
 from layersearch.ranking.params import (
     ANCESTOR_WEIGHT,
+    BRIDGES,
     EVIDENCE_TOP,
     QUESTION_READING,
     RRF_K,
     SCHEMA_SEARCH,
-    SYNONYMS,
     WORD_NEIGHBOURS,
     QuestionReading,
     SchemaSearch,
-    SynonymReading,
+    VocabularyBridges,
     WordNeighbours,
 )
 from layersearch.ranking.pipeline import RankingConfig, typed_config
@@ -87,10 +87,15 @@ class EntityIndexConfig:
     #: WordNet: a synonym's weight, a broader or narrower word's, how many of a word's
     #: most frequent senses bridge, and the most broader and narrower synsets a synset
     #: may have and still lend them.
-    synonym_weight: float = SYNONYMS.synonym_weight
-    related_weight: float = SYNONYMS.related_weight
-    max_senses: int = SYNONYMS.max_senses
-    max_related: int = SYNONYMS.max_related
+    synonym_weight: float = BRIDGES.synonym_weight
+    related_weight: float = BRIDGES.related_weight
+    max_senses: int = BRIDGES.max_senses
+    max_related: int = BRIDGES.max_related
+    #: Identifier parts of this many letters are read as abbreviations of a word, of
+    #: these as truncations (the first letters of a longer word).
+    min_abbreviation: int = BRIDGES.min_abbreviation
+    max_abbreviation: int = BRIDGES.max_abbreviation
+    min_truncation: int = BRIDGES.min_truncation
 
     def __post_init__(self) -> None:
         for name, value in asdict(self).items():
@@ -114,9 +119,16 @@ class EntityIndexConfig:
             if name.endswith("_weight") and name not in ("synonym_weight", "related_weight")
         }
 
-    def synonyms(self) -> SynonymReading:
-        return SynonymReading(
-            self.synonym_weight, self.related_weight, self.max_senses, self.max_related
+    def vocabulary(self) -> VocabularyBridges:
+        """How the schema index's vocabulary bridges are built."""
+        return VocabularyBridges(
+            self.synonym_weight,
+            self.related_weight,
+            self.max_senses,
+            self.max_related,
+            self.min_abbreviation,
+            self.max_abbreviation,
+            self.min_truncation,
         )
 
     def key(self) -> str:

@@ -71,7 +71,7 @@ def coverage_of(
         links_from_edges(joins),
         keys,
         bridges=bridges_from if bridges_from is not None else config.vocabulary_bridges,
-        synonyms=config.synonyms(),
+        vocabulary=config.vocabulary(),
         settings=config.key(),
     )
 
