@@ -106,6 +106,7 @@ def instrument(timer: StageTimer) -> None:
     from layersearch.corpora.entities.vector import VectorSearch
     from layersearch.ranking.coverage import CoverageIndex
     from layersearch.ranking.fulltext import FullTextIndex
+    from layersearch.ranking.static_words import StaticWords
     from layersearch.semantic.canonical import Resolver
 
     stages: list[tuple[Any, str, str]] = [
@@ -117,7 +118,7 @@ def instrument(timer: StageTimer) -> None:
         (channels_mod, "lexical", "lexical: submit full text, join it"),
         (FullTextIndex, "search", "full text (on this thread below 250k documents)"),
         (QuestionWords, "_bridges", "word readings (embedder)"),
-        (channels_mod, "static_bridges", "word readings (shipped vectors)"),
+        (StaticWords, "bridges", "word readings (shipped vectors)"),
         (DenseCorpus, "document_vectors", "word readings: embed new words"),
         (CoverageIndex, "search_levels", "schema channel"),
         (Future, "result", "wait for another thread"),

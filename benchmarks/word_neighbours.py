@@ -39,17 +39,12 @@ def _pct(xs: list[float], q: float) -> float:
     return xs[min(len(xs) - 1, int(q * len(xs)))]
 
 
-def _no_static(index, question, names):  # type: ignore[no-untyped-def]
-    return ()
-
-
 def _dense() -> tuple[Any, Callable[[bool], None], dict[str, float]]:
     """The store and the switch of the embedder's readings."""
-    import layersearch.corpora.entities.search as entity_search
     from layersearch import Layersearch
+    from layersearch.corpora.entities.config import EntityRankingConfig
     from layersearch.corpora.entities.vector import VectorSearch
 
-    entity_search.static_bridges = _no_static
     ls = Layersearch(":memory:", embedder="local")
     ls.load(SPIDER / "tables.json")
     t = time.perf_counter()
@@ -57,19 +52,21 @@ def _dense() -> tuple[Any, Callable[[bool], None], dict[str, float]]:
     embed_s = time.perf_counter() - t
     with_words = VectorSearch.words
 
-    def off(self, request, warnings):  # type: ignore[no-untyped-def]
+    def off(self, request, warnings, gen=None, reading=None):  # type: ignore[no-untyped-def]
         return None
 
     def switch(on: bool) -> None:
+        # off: neither the embedder's readings nor the shipped vectors' (neighbours 0)
         VectorSearch.words = with_words if on else off  # type: ignore[method-assign]
+        ls.entities.ranking = EntityRankingConfig(neighbours=3 if on else 0)
 
     return ls, switch, {"embed_s": round(embed_s, 1)}
 
 
 def _lexical() -> tuple[Any, Callable[[bool], None], dict[str, float]]:
     """The store and the switch of the shipped vectors' readings."""
-    import layersearch.corpora.entities.search as entity_search
     from layersearch import Layersearch
+    from layersearch.corpora.entities.config import EntityRankingConfig
     from layersearch.ranking.static_words import static_words
 
     ls = Layersearch(":memory:")
@@ -79,10 +76,10 @@ def _lexical() -> tuple[Any, Callable[[bool], None], dict[str, float]]:
     read_s = time.perf_counter() - t
     if words is None:
         raise SystemExit("no word vectors (LAYERSEARCH_WORD_VECTORS is empty or unreadable)")
-    with_words = entity_search.static_bridges
 
     def switch(on: bool) -> None:
-        entity_search.static_bridges = with_words if on else _no_static
+        # the shipped vectors' readings on or off (``neighbours`` 0 reads none)
+        ls.entities.ranking = EntityRankingConfig(neighbours=3 if on else 0)
 
     return ls, switch, {"read_ms": round(read_s * 1000, 1), "vectors": len(words)}
 

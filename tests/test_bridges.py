@@ -334,7 +334,7 @@ def _clients_and_customers() -> CoverageIndex:
 def test_a_word_one_database_uses_is_read_in_its_synonyms_in_the_others(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from layersearch.ranking import coverage_terms
+    from layersearch.ranking.params import QuestionReading, SchemaSearch
 
     _use_wordnet(tmp_path, monkeypatch)
     idx = _clients_and_customers()
@@ -344,8 +344,8 @@ def test_a_word_one_database_uses_is_read_in_its_synonyms_in_the_others(
     hits = dict(idx.search("clients in each city", 10))
     assert hits["crm.customer.city"] > 0 and "shop.customer" not in hits
     assert idx.query_reach("clients") == 1.0  # the catalog uses the word
-    monkeypatch.setattr(coverage_terms, "ELSEWHERE_SYNONYMS", False)
-    tables = [i for i, _ in _clients_and_customers().search("clients", 10)]
+    here_only = SchemaSearch(reading=QuestionReading(elsewhere_synonyms=False))
+    tables = [i for i, _ in idx.search_levels("clients", 10, params=here_only)[0]]
     assert tables == ["shop.client"]
     lexicon._load.cache_clear()
 

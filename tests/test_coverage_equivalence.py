@@ -1,7 +1,7 @@
 """The table-first ``schema`` channel ranks exactly as its readable reference.
 
 ``tests/eval/test_coverage_oracle.py`` checks a few real Spider databases; they
-hold fewer tables than ``TOP_TABLES``, so the paths that only the big catalogs
+hold fewer tables than ``SchemaSearch.top_tables``, so the paths that only the big catalogs
 take (the cut to the best tables, ties at that cut, leaves left out because
 their table is not among the best, orphan nodes, allowlists) are checked here
 on seeded random schemas with a small vocabulary, where ties are everywhere.
@@ -14,7 +14,8 @@ import random
 import pytest
 
 from layersearch.corpora.entities import ENTITY_BOOSTS
-from layersearch.ranking.coverage import TOP_TABLES, CoverageIndex, CoverageNode
+from layersearch.ranking.coverage import CoverageIndex, CoverageNode
+from layersearch.ranking.params import SCHEMA_SEARCH
 from tests.reference import coverage_ref as ref
 
 WORDS = [
@@ -106,7 +107,7 @@ def test_table_first_matches_reference(seed: int) -> None:
     groups = sorted({n.id for n in nodes if n.level == "group"})
     n_tables = sum(n.level == "table" for n in nodes)
     if seed == 0:
-        assert n_tables > TOP_TABLES  # the cut to the best tables is exercised
+        assert n_tables > SCHEMA_SEARCH.top_tables  # the cut to the best tables is exercised
     exact = total = 0
     for _ in range(25):
         text = _text(rng, rng.randint(1, 5))

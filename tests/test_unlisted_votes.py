@@ -8,12 +8,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
 from layersearch import Layersearch
 from layersearch.corpora.entities.config import EntityRankingConfig
 from layersearch.corpora.entities.rank import unlisted_votes
-from layersearch.ranking import neighbours
 from layersearch.ranking.fusion import fuse
 from tests.support import MINI
 
@@ -55,12 +52,9 @@ def test_a_table_one_channel_ranks_first_passes_one_both_rank_far_down() -> None
     assert f.best_rank == 1  # the given rank is not the channel's ranking of it
 
 
-def test_search_explains_the_vote_of_an_unlisted_hit(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_search_explains_the_vote_of_an_unlisted_hit(tmp_path: Path) -> None:
     # the question's words read through the embedder would let the schema channel list
     # what the hashing embedder ranks: without them it lists fewer than the vector channel
-    monkeypatch.setattr(neighbours, "NEIGHBOURS", 0)
     with Layersearch(tmp_path / "s.duckdb", embedder="fake") as ls:
         ls.load(MINI)
         ls.embed()
@@ -74,9 +68,9 @@ def test_search_explains_the_vote_of_an_unlisted_hit(
                 if c.channel == "schema"
             }
 
-        ls.entities.ranking = EntityRankingConfig(unlisted_channels=())
+        ls.entities.ranking = EntityRankingConfig(unlisted_channels=(), neighbours=0)
         before = schema_votes()
-        ls.entities.ranking = EntityRankingConfig()
+        ls.entities.ranking = EntityRankingConfig(neighbours=0)
         after = schema_votes()
     added = {i: v for i, v in after.items() if i not in before}
     assert added, "the vector channel ranks entities the schema channel did not list"

@@ -44,7 +44,10 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from layersearch.ranking.analyzer import analyze, analyze_query, query_compounds
-from layersearch.ranking.coverage import VALUE_FIT, VALUE_NONE, VALUE_TIME, value_cues, value_kind
+from layersearch.ranking.coverage import VALUE_NONE, VALUE_TIME, value_cues, value_kind
+from layersearch.ranking.params import SCHEMA_SEARCH
+
+VALUE_FIT = SCHEMA_SEARCH.value_fit
 
 __all__ = ["LINK_PRIOR", "TOP_TABLES", "CoverageNode", "CoverageIndex", "links_from_edges"]
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from layersearch import Layersearch
-from layersearch.corpora.entities import corpus as entities_module
+from layersearch.corpora.entities import indexes as entities_module
 from layersearch.corpora.entities import process as process_module
 from layersearch.corpora.entities import service as service_module
 from layersearch.corpora.snapshot import generations as snapshot_module

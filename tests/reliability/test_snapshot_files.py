@@ -13,7 +13,7 @@ import pytest
 
 from layersearch import Layersearch
 from layersearch.corpora.entities import build_coverage
-from layersearch.corpora.entities import corpus as entities_module
+from layersearch.corpora.entities import indexes as entities_module
 from layersearch.corpora.snapshot import generations as snapshot_mod
 from layersearch.ranking import persist
 from layersearch.ranking.coverage import CoverageIndex

@@ -29,6 +29,8 @@ from typing import Literal
 
 import numpy as np
 
+from layersearch.ranking.params import ANCESTOR_WEIGHT
+
 __all__ = [
     "ANCESTOR_WEIGHT",
     "OKAPI",
@@ -89,11 +91,6 @@ def term_scores(
     (elementwise over ``tf`` and the documents' ``length``)."""
     k1, b = params.k1, params.b
     return term_idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * length / avg_length))
-
-
-#: How much a tag counts for its ancestors (a note on shop.orders.total, asked
-#: about shop.orders): half of an exact match. See docs/decisions.md.
-ANCESTOR_WEIGHT = 0.5
 
 
 class BM25Plus:
@@ -194,7 +191,7 @@ class EntityOverlapIndex:
 
     The exact index scores a document on the tags it carries (plus its own id);
     the ancestor index on the ancestors of those tags, weighted by
-    :data:`ANCESTOR_WEIGHT`. A document's score is the sum of both.
+    ``ancestor_weight`` (:data:`ANCESTOR_WEIGHT`). A document's score is the sum of both.
     """
 
     def __init__(self, docs: Sequence[tuple[str, Sequence[str]]]) -> None:
@@ -214,13 +211,15 @@ class EntityOverlapIndex:
     def __len__(self) -> int:
         return len(self.doc_ids)
 
-    def search(self, entities: Sequence[str], k: int) -> list[tuple[str, float]]:
+    def search(
+        self, entities: Sequence[str], k: int, ancestor_weight: float = ANCESTOR_WEIGHT
+    ) -> list[tuple[str, float]]:
         if not self.doc_ids or not entities:
             return []
         q = [e.lower() for e in entities]
         scores = self.exact.matching(q)
         if self.up is not None:
-            for d, s in self.up.matching(q, ANCESTOR_WEIGHT).items():
+            for d, s in self.up.matching(q, ancestor_weight).items():
                 scores[d] = scores.get(d, 0.0) + s
         ranked = sorted(scores.items(), key=lambda kv: (-kv[1], self.doc_ids[kv[0]]))
         return [(self.doc_ids[d], float(s)) for d, s in ranked[:k] if math.isfinite(s)]

@@ -8,7 +8,7 @@ the question means; the catalog's own word is evidence):
   when it starts with the same letter, is at least :data:`MIN_ABBREVIATION`
   letters long, is shorter than the word and its letters appear in the word in
   order (``fclt`` in *f*a*c*i*l*i*t*y). Its weight is
-  :data:`ABBREVIATION_WEIGHT` times the mean of two shares of the word's
+  ``QuestionReading.abbreviation_weight`` times the mean of two shares of the word's
   consonant skeleton (first letter, then its consonants, repeats collapsed:
   ``facility`` → ``fclty``; a plural's final ``s`` does not count):
   the part's length, and the length of the prefix the part's own skeleton
@@ -22,7 +22,7 @@ the question means; the catalog's own word is evidence):
 - **Truncations** (:func:`truncation_weight`). An identifier part of
   :data:`MIN_TRUNCATION` to :data:`MAX_ABBREVIATION` letters, word or not, that
   is the start of a longer question word (``peop`` for *people*, ``stat`` for
-  *states*, ``info``, ``prod``): weight :data:`ABBREVIATION_WEIGHT` times the
+  *states*, ``info``, ``prod``): weight ``QuestionReading.abbreviation_weight`` times the
   share of the word's letters it keeps (a plural's ``s`` not counted): ``stat``
   0.8 for *states*, ``peop`` 0.67 for *people*. Such a part is often a word of
   its own (``make``, ``form``), so a truncation only reads a question word the
@@ -30,13 +30,14 @@ the question means; the catalog's own word is evidence):
 - **Synonyms and related words** (:func:`synonym_bridges`), from WordNet
   (:mod:`layersearch.ranking.lexicon`), computed from the catalog side: every
   catalog word's synsets give their other lemmas (synonyms, weight
-  :data:`SYNONYM_WEIGHT`: *client* → ``customer``) and the lemmas of their
-  hypernyms and hyponyms (weight :data:`RELATED_WEIGHT`: *leader* → ``head``,
-  *plane* → ``aircraft``). A synset with more than :data:`MAX_RELATED` broader
+  ``synonym_weight``: *client* → ``customer``) and the lemmas of their
+  hypernyms and hyponyms (weight ``related_weight``: *leader* → ``head``,
+  *plane* → ``aircraft``). A synset with more than ``max_related`` broader
   and narrower synsets is too general to stand for any one of them and lends
-  only its synonyms. Only nouns, and only the :data:`MAX_SENSES` most frequent
+  only its synonyms. Only nouns, and only the ``max_senses`` most frequent
   senses of either word (WordNet lists senses by frequency): a catalog names
-  things, and a word's rare senses ("lighter": a barge) bridge to noise.
+  things, and a word's rare senses ("lighter": a barge) bridge to noise. These four
+  are index-time settings (``params.VocabularyBridges``): a built index holds them.
 
 A question word is one *slot* of the query: its exact term and its bridges;
 an entity gets the best of them (a slot is counted once, see
@@ -48,11 +49,11 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Iterable, Mapping
 from typing import TYPE_CHECKING
 
+from layersearch.ranking.params import BRIDGES, VocabularyBridges
+
 __all__ = [
-    "ABBREVIATION_WEIGHT",
     "MIN_ABBREVIATION",
     "MIN_TRUNCATION",
-    "RELATED_WEIGHT",
     "SYNONYM_WEIGHT",
     "abbreviation_weight",
     "abbreviation_candidates",
@@ -67,22 +68,13 @@ __all__ = [
 if TYPE_CHECKING:
     from layersearch.ranking.lexicon import WordNet
 
-#: An abbreviation's weight when it keeps the whole consonant skeleton of the word.
-ABBREVIATION_WEIGHT = 1.0
-#: Shorter identifier parts are not read as abbreviations (``no``, ``dt``: too many words).
-MIN_ABBREVIATION = 3
-#: Longer parts are not abbreviations, whatever the dictionary says (names, typos).
-MAX_ABBREVIATION = 6
-#: Shorter parts are not read as truncations (``car`` is not *cargo*, nor ``pet`` *petrol*).
-MIN_TRUNCATION = 4
-#: A WordNet synonym: the same meaning in another word, but maybe another sense.
-SYNONYM_WEIGHT = 0.5
-#: A broader or narrower WordNet word.
-RELATED_WEIGHT = 0.3
-#: Only a word's most frequent senses bridge, on either side (WordNet orders them).
-MAX_SENSES = 3
-#: Synsets with more broader and narrower synsets than this lend only their synonyms.
-MAX_RELATED = 40
+#: The defaults of the part lengths (``params.VocabularyBridges``, index-time).
+MIN_ABBREVIATION = BRIDGES.min_abbreviation
+MAX_ABBREVIATION = BRIDGES.max_abbreviation
+MIN_TRUNCATION = BRIDGES.min_truncation
+#: A WordNet synonym's default weight (``params.VocabularyBridges``); the embedder's word
+#: neighbours (``ranking.neighbours``) are read at this weight × their cosine.
+SYNONYM_WEIGHT = BRIDGES.synonym_weight
 _VOWELS = frozenset("aeiou")
 
 
@@ -104,7 +96,9 @@ def looks_like_word(part: str) -> bool:
 
 
 def abbreviation_candidates(
-    parts: Iterable[str], is_word: Callable[[str], bool] | None = None
+    parts: Iterable[str],
+    is_word: Callable[[str], bool] | None = None,
+    lengths: VocabularyBridges = BRIDGES,
 ) -> list[str]:
     """Identifier parts that may abbreviate a word (sorted, unique)."""
     word = is_word or looks_like_word
@@ -112,7 +106,7 @@ def abbreviation_candidates(
         {
             p
             for p in parts
-            if MIN_ABBREVIATION <= len(p) <= MAX_ABBREVIATION
+            if lengths.min_abbreviation <= len(p) <= lengths.max_abbreviation
             and p.isalpha()
             and p.isascii()
             and not word(p)
@@ -120,9 +114,9 @@ def abbreviation_candidates(
     )
 
 
-def abbreviation_weight(part: str, word: str) -> float:
+def abbreviation_weight(part: str, word: str, shortest: int = MIN_ABBREVIATION) -> float:
     """How strongly ``part`` abbreviates ``word`` (0: not at all); see the module doc."""
-    if len(part) < MIN_ABBREVIATION or len(part) >= len(word) or part[0] != word[0]:
+    if len(part) < shortest or len(part) >= len(word) or part[0] != word[0]:
         return 0.0
     at = 0
     for ch in part:
@@ -135,7 +129,7 @@ def abbreviation_weight(part: str, word: str) -> float:
         if a != b:
             break
         common += 1
-    return ABBREVIATION_WEIGHT * min(1.0, (len(part) + common) / (2 * len(target)))
+    return min(1.0, (len(part) + common) / (2 * len(target)))
 
 
 def _singular(word: str) -> str:
@@ -148,36 +142,33 @@ def _word_skeleton(word: str) -> str:
     return skeleton(_singular(word))
 
 
-def keeps_word_start(part: str, word: str) -> bool:
+def keeps_word_start(part: str, word: str, shortest: int = MIN_ABBREVIATION) -> bool:
     """Whether ``part``'s skeleton is the start of ``word``'s: the part keeps the word's
     first consonants in order and skips none (``empl``, ``emp`` for *employees*,
     ``dprt`` for *department*; not ``end`` for *enrolled*, nor ``crs`` for
     *countries*). A reading of a word the catalog also spells out must be this
     faithful (``CoverageIndex``)."""
-    return len(part) >= MIN_ABBREVIATION and _word_skeleton(word).startswith(skeleton(part))
+    return len(part) >= shortest and _word_skeleton(word).startswith(skeleton(part))
 
 
-def truncation_candidates(parts: Iterable[str]) -> list[str]:
+def truncation_candidates(parts: Iterable[str], lengths: VocabularyBridges = BRIDGES) -> list[str]:
     """Identifier parts that may be the first letters of a longer word (sorted, unique)."""
-    return sorted(
-        {
-            p
-            for p in parts
-            if MIN_TRUNCATION <= len(p) <= MAX_ABBREVIATION and p.isalpha() and p.isascii()
-        }
-    )
+    lo, hi = lengths.min_truncation, lengths.max_abbreviation
+    return sorted({p for p in parts if lo <= len(p) <= hi and p.isalpha() and p.isascii()})
 
 
-def truncation_weight(part: str, word: str) -> float:
+def truncation_weight(part: str, word: str, shortest: int = MIN_TRUNCATION) -> float:
     """How strongly ``part`` truncates ``word`` (0: it is not the start of a longer word)."""
     single = _singular(word)
-    if len(part) < MIN_TRUNCATION or len(part) >= len(single) or not single.startswith(part):
+    if len(part) < shortest or len(part) >= len(single) or not single.startswith(part):
         return 0.0
-    return ABBREVIATION_WEIGHT * len(part) / len(single)
+    return len(part) / len(single)
 
 
 def synonym_bridges(
-    catalog_terms: Mapping[str, int], surfaces: Mapping[str, Collection[str]] | None = None
+    catalog_terms: Mapping[str, int],
+    surfaces: Mapping[str, Collection[str]] | None = None,
+    reading: VocabularyBridges = BRIDGES,
 ) -> dict[str, list[tuple[int, float]]]:
     """Question-side token → [(catalog term id, weight)], from WordNet (empty without it).
 
@@ -187,6 +178,7 @@ def synonym_bridges(
     ``surfaces``: a term → the catalog's own words that analyse to it (``custom`` →
     *customer*); such a term's senses are its words' most frequent ones, not those of
     every lemma that stems alike (*custom*, *customs* would take customer's place).
+    ``reading``: the weights and cut-offs (index-time settings).
     """
     from layersearch.ranking.lexicon import lemma_key as key
     from layersearch.ranking.lexicon import wordnet
@@ -197,14 +189,15 @@ def synonym_bridges(
     by_key = wn.by_key
     best: dict[str, dict[int, float]] = {}
     for term, j in catalog_terms.items():
-        for sid in _term_senses(wn, term, (surfaces or {}).get(term, ())):
-            lent: list[tuple[int, float]] = [(sid, SYNONYM_WEIGHT)]
-            if len(wn.related[sid]) <= MAX_RELATED:
-                lent += [(r, RELATED_WEIGHT) for r in wn.related[sid]]
+        senses = _term_senses(wn, term, (surfaces or {}).get(term, ()), reading.max_senses)
+        for sid in senses:
+            lent: list[tuple[int, float]] = [(sid, reading.synonym_weight)]
+            if len(wn.related[sid]) <= reading.max_related:
+                lent += [(r, reading.related_weight) for r in wn.related[sid]]
             for via, w in lent:
                 for lemma in wn.lemmas[via]:
                     k = key(lemma)
-                    if k == term or not k or via not in by_key.get(k, ())[:MAX_SENSES]:
+                    if k == term or not k or via not in by_key.get(k, ())[: reading.max_senses]:
                         continue
                     slot = best.setdefault(k, {})
                     if slot.get(j, 0.0) < w:
@@ -212,13 +205,15 @@ def synonym_bridges(
     return {k: sorted(v.items()) for k, v in sorted(best.items())}
 
 
-def _term_senses(wn: WordNet, term: str, words: Collection[str]) -> list[int]:
+def _term_senses(
+    wn: WordNet, term: str, words: Collection[str], max_senses: int = BRIDGES.max_senses
+) -> list[int]:
     """A catalog term's senses: the most frequent of each of its own words (a plural
     read as its singular), else of every lemma that analyses to the term."""
     own: dict[int, None] = {}
     for w in sorted(words):
         for form in (w, _singular(w)):
             if form in wn.senses:
-                own.update(dict.fromkeys(wn.senses[form][:MAX_SENSES]))
+                own.update(dict.fromkeys(wn.senses[form][:max_senses]))
                 break
-    return list(own) if own else list(wn.by_key.get(term, ())[:MAX_SENSES])
+    return list(own) if own else list(wn.by_key.get(term, ())[:max_senses])

@@ -6,7 +6,7 @@ table, of the same database. One entity's own text covers a few of those
 words; its table (the table's name plus all its columns) covers more; its
 database covers most. So an entity is scored by its whole context:
 
-    score(n) = (group(g) + table(t) + LINK_PRIOR · link(t) + own(n)) / W
+    score(n) = (group(g) + table(t) + link_prior · link(t) + own(n)) / W
 
 - ``group(g)``: BM25 of the query against the *database document* (every
   node of the datasource as one bag of terms), idf over databases, scaled to
@@ -47,6 +47,7 @@ from typing import Any, cast
 
 import numpy as np
 
+from layersearch.ranking import params as tuned
 from layersearch.ranking.analyzer import (
     analyze_query,
     query_compounds,
@@ -85,15 +86,15 @@ from layersearch.ranking.coverage_terms import (
     QueryReading,
     _bridges,
     _forward,
+    links_from_edges,
     read_query,
     value_cues,
+    value_fit,
     value_kind,
 )
 from layersearch.ranking.persist import StringTable
 
 __all__ = [
-    "LINK_PRIOR",
-    "TOP_TABLES",
     "VALUE_NONE",
     "VALUE_NUMBER",
     "VALUE_TEXT",
@@ -104,18 +105,6 @@ __all__ = [
     "value_cues",
     "value_kind",
 ]
-
-#: Weight of the join-neighbourhood coverage next to the table's own score: a
-#: round prior (a neighbour's words are weaker evidence than the table's own).
-LINK_PRIOR = 0.5
-#: Leaves are ranked for the best TOP_TABLES tables only; the unmatched leaves
-#: of the best TOP_LEAF_TABLES tables follow their matched ones (keys first).
-TOP_TABLES = 50
-TOP_LEAF_TABLES = 10
-#: Weight of one value-like word of the question (a number, a year, a quoted or
-#: capitalised name) as evidence for the leaves whose type can hold it, as a share of
-#: one average question word.
-VALUE_FIT = 0.5
 
 
 _LEVELS = {"group": 0, "table": 1, "leaf": 2}
@@ -128,13 +117,15 @@ class CoverageIndex:
     group BM25, table coverage, join-neighbourhood coverage, a table node's own
     coverage) comes from per-term table-level arrays, so its cost follows the
     number of *tables* its terms touch. Leaves only matter inside the best
-    TOP_TABLES tables: their own coverage comes from a node → terms forward
+    ``top_tables`` tables: their own coverage comes from a node → terms forward
     index, for those few hundred nodes only. Nodes are kept in id order, so a
     node's index is also its id tie-break.
 
     All state is numpy arrays and plain containers. Per-term data is CSR:
     ``x_ptr[j]:x_ptr[j + 1]`` slices the flat arrays for term ``j``.
     """
+
+    abbr_shortest: np.ndarray  # the shortest abbreviation and truncation it reads
 
     def __init__(
         self,
@@ -144,11 +135,15 @@ class CoverageIndex:
         keys: Collection[str] = (),
         *,
         bridges: bool | CoverageIndex = False,
+        vocabulary: tuned.VocabularyBridges = tuned.BRIDGES,
+        settings: str = "",
     ) -> None:
         """``bridges``: lead question words the catalog does not use to words it does
-        (abbreviations of them in identifiers, WordNet synonyms; ``ranking.bridges``).
-        An index instead of True: take them from that index (a wider one over the same
-        entities), for the terms this one has, without reading WordNet again."""
+        (abbreviations in identifiers, WordNet synonyms; as ``vocabulary`` says). An index
+        instead of True: take them from that wider index, for the terms this one has.
+        ``settings``: the key of the index-time settings it is built with (kept with it:
+        an index built with others is not read back)."""
+        self.settings = settings
         top = max(field_weights.values(), default=1.0) or 1.0
         weights = {f: w / top for f, w in field_weights.items() if w > 0}
         ordered = sorted(nodes, key=lambda n: n.id)
@@ -166,7 +161,7 @@ class CoverageIndex:
             dtype=np.int8,
         )
         self._build_tables(parent, t_of, p_term, p_node, p_w)
-        self._build_bridges(ordered, bridges)
+        self._build_bridges(ordered, bridges, vocabulary)
 
     def _build_hierarchy(
         self, ordered: Sequence[CoverageNode], index: Mapping[str, int]
@@ -272,7 +267,10 @@ class CoverageIndex:
         self._group_by_id = {self.ids[g]: k for k, g in enumerate(self.group_nodes)}
 
     def _build_bridges(
-        self, ordered: Sequence[CoverageNode], bridges: bool | CoverageIndex
+        self,
+        ordered: Sequence[CoverageNode],
+        bridges: bool | CoverageIndex,
+        vocabulary: tuned.VocabularyBridges = tuned.BRIDGES,
     ) -> None:
         """Vocabulary bridges (``ranking.bridges``), as arrays so that a persisted index maps
         them: identifier parts that may abbreviate or truncate a word (with their term,
@@ -280,8 +278,12 @@ class CoverageIndex:
         and question-side tokens → (term, weight) CSR."""
         if isinstance(bridges, CoverageIndex):
             abbr, syn = bridges._bridges_for(self.vocab)
+            shortest = bridges.abbr_shortest
         else:
-            abbr, syn = _bridges(ordered, self.vocab) if bridges else (([], [], []), {})
+            abbr, syn = _bridges(ordered, self.vocab, vocabulary) if bridges else (([], [], []), {})
+            lengths = [vocabulary.min_abbreviation, vocabulary.min_truncation]
+            shortest = np.array(lengths, dtype=np.int32)
+        self.abbr_shortest = shortest
         parts, abbr_terms, abbr_words = abbr
         self.abbr_parts: list[str] = parts
         self.abbr_term = np.array(abbr_terms, dtype=np.int64)
@@ -358,12 +360,15 @@ class CoverageIndex:
             & (self.abbr_len < len(word))
         )
         out = []
+        shortest, trunc = self.abbr_shortest.tolist()  # (the index's own settings)
         for i in maybe.tolist():
             part, j = self.abbr_parts[i], int(self.abbr_term[i])
             if self.abbr_word[i]:
-                w = truncation_weight(part, word) if known < 0 else 0.0
-            elif known < 0 or (self.idf[j] < self.idf[known] and keeps_word_start(part, word)):
-                w = abbreviation_weight(part, word)
+                w = truncation_weight(part, word, trunc) if known < 0 else 0.0
+            elif known < 0 or (
+                self.idf[j] < self.idf[known] and keeps_word_start(part, word, shortest)
+            ):
+                w = abbreviation_weight(part, word, shortest)
             else:
                 continue
             if w > 0:
@@ -538,19 +543,29 @@ class CoverageIndex:
                 terms.setdefault(j, None)
         return list(terms)
 
-    def query_slots(self, text: str, extra: Bridges = ()) -> list[list[tuple[int, float]]]:
+    def query_slots(
+        self,
+        text: str,
+        extra: Bridges = (),
+        reading: tuned.QuestionReading = tuned.QUESTION_READING,
+    ) -> list[list[tuple[int, float]]]:
         """The question as slots (see :data:`Slot`): each known term of
         :meth:`query_terms` alone at weight 1, then, for each question word the
         catalog does not use, the catalog terms its bridges reach (abbreviations
         and synonyms), a term of the question's own never again, each slot's terms
         once at their best weight. ``extra``: more bridges (``read_query``)."""
-        return [list(slot) for slot in query_reading(self, text, extra)[0]]
+        return [list(slot) for slot in query_reading(self, text, extra, reading)[0]]
 
-    def query_reach(self, text: str, extra: Bridges = ()) -> float:
+    def query_reach(
+        self,
+        text: str,
+        extra: Bridges = (),
+        reading: tuned.QuestionReading = tuned.QUESTION_READING,
+    ) -> float:
         """The share of the question's plain words (:func:`analyzer.query_words`) this
         index can read: 1 for a word it uses, its best bridge weight for one it reaches
         through a bridge, 0 for one it does not know. 1 for a question without words."""
-        return query_reading(self, text, extra)[1]
+        return query_reading(self, text, extra, reading)[1]
 
     def tables_by_links(self) -> list[str]:
         """Every table, the most joined first (then by id): the order in which a search
@@ -578,10 +593,12 @@ class CoverageIndex:
         scope: str | None = None,
         ids: Collection[str] | None = None,
         extra: Bridges = (),
+        params: tuned.SchemaSearch = tuned.SCHEMA_SEARCH,
     ) -> tuple[list[tuple[str, float]], list[int]]:
         """:meth:`search`, and each hit's level (1: table, 2: leaf): a caller need not look
-        up what kind of entity each id is. ``extra``: more bridges (``read_query``)."""
-        slots = self.query_slots(text, extra)
+        up what kind of entity each id is. ``extra``: more bridges (``read_query``);
+        ``params``: the query-time settings."""
+        slots = self.query_slots(text, extra, params.reading)
         plain = all(_exact(slot) for slot in slots)
         query = [slot[0][0] for slot in slots] if plain else []
         total = float(sum(max(m * self._slot_idf(slot) for _, m in slot) for slot in slots))
@@ -589,7 +606,7 @@ class CoverageIndex:
             return [], []
         allowed = ids if ids is None or isinstance(ids, set | frozenset) else set(ids)
         # -- table level: every array is per table, filled from per-term table postings
-        away_g = self._away_groups(text, extra)
+        away_g = self._away_groups(text, extra, params.reading)
         away_t = _away_in(away_g, self.table_group)
         linked_mass, town_mass, town_count = self._table_masses(query, slots, plain, away_t)
         n_tables = len(self.table_nodes)
@@ -606,25 +623,28 @@ class CoverageIndex:
         cand_nodes = self.table_nodes[cand_t]
         g_idx = self.table_group[cand_t]
         group_part = np.where(g_idx >= 0, group_bm25[np.maximum(g_idx, 0)], 0.0)
-        score_c = group_part + table_bm25[cand_t] + LINK_PRIOR * linked_mass[cand_t] / total
+        link = params.link_prior * linked_mass[cand_t] / total
+        score_c = group_part + table_bm25[cand_t] + link
         # the best tables in score order, ties by id (= node index)
         s_cand = -_key(score_c)
-        top = _top(s_cand, TOP_TABLES)
+        top = _top(s_cand, params.top_tables)
         best = cand_t[top[np.lexsort((cand_nodes[top], s_cand[top]))]]
         leaves, leaf_mass, leaf_count = self._leaf_level(
-            text, best, query, slots, plain, total, scope, allowed, away_g
+            text, best, query, slots, plain, total, scope, allowed, away_g, params
         )
         return self._rank_pool(
             k, total, cand_t, score_c, town_mass, town_count, leaves, leaf_mass, leaf_count
         )
 
-    def _away_groups(self, text: str, extra: Bridges) -> list[Away]:
+    def _away_groups(
+        self, text: str, extra: Bridges, reading: tuned.QuestionReading = tuned.QUESTION_READING
+    ) -> list[Away]:
         """Per slot of ``text``: its readings that count only in the databases that do not
         use the word itself, and those that do (see ``coverage_terms.read_query``)."""
         n_groups = len(self.group_nodes)
         return [
             None if e is None else (e[0], self.groups.holding(e[1], n_groups))
-            for e in query_reading(self, text, extra).elsewhere
+            for e in query_reading(self, text, extra, reading).elsewhere
         ]
 
     def _table_masses(
@@ -662,19 +682,22 @@ class CoverageIndex:
         scope: str | None,
         allowed: Collection[str] | None,
         away: Sequence[Away] = (),
+        params: tuned.SchemaSearch = tuned.SCHEMA_SEARCH,
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The leaves ranked under the ``best`` tables, with their own coverage and term
         counts: their matched leaves, then the unmatched leaves of the very best (keys first).
         ``away``: :meth:`_away_groups` of ``text``, per database."""
-        under = _gather(self.leaves, self.leaves_ptr, best[:TOP_TABLES])
-        extra = _gather(self.children, self.children_ptr, best[:TOP_LEAF_TABLES])
+        under = _gather(self.leaves, self.leaves_ptr, best[: params.top_tables])
+        extra = _gather(self.children, self.children_ptr, best[: params.top_leaf_tables])
         near = np.concatenate([under, extra])
         near_mass, near_count = (
             self._own(near, query) if plain else self._own_slots(near, slots, away)
         )
         cues = value_cues(text)
-        if cues and VALUE_FIT > 0:
-            near_mass = near_mass + self._value_fit(near, cues) * (VALUE_FIT * total / len(slots))
+        fit = params.value_fit
+        if cues and fit > 0:
+            fits = value_fit(self.value_kind[near], self.is_key[near], cues)
+            near_mass = near_mass + fits * (fit * total / len(slots))
         chosen = near_count > 0
         chosen[len(under) :] = True
         leaves, first = np.unique(near[chosen], return_index=True)
@@ -727,19 +750,6 @@ class CoverageIndex:
         hits = [(i, round(x, 6)) for i, x in zip(ids, score[final].tolist(), strict=True)]
         return hits, self.level[nodes].tolist()
 
-    def _value_fit(self, nodes: np.ndarray, cues: frozenset[int]) -> np.ndarray:
-        """1 for each node whose value kind one of the question's value cues fits (a
-        number: a numeric leaf that is not a key; a year: a date or year leaf; a name: a
-        text leaf that is not a key), else 0."""
-        kinds = self.value_kind[nodes]
-        fit = np.zeros(len(nodes))
-        for cue in cues:
-            hit = kinds == cue
-            if cue != VALUE_TIME:
-                hit &= ~self.is_key[nodes]
-            fit[hit] = 1.0
-        return fit
-
     def _ids_of(self, nodes: np.ndarray) -> list[str]:
         """The ids of node numbers (a persisted index decodes them in one call)."""
         if isinstance(self.ids, StringTable):
@@ -777,13 +787,14 @@ def _kept(
     return found
 
 
-def query_reading(index: CoverageIndex, text: str, extra: Bridges) -> QueryReading:
+def query_reading(
+    index: CoverageIndex,
+    text: str,
+    extra: Bridges,
+    reading: tuned.QuestionReading = tuned.QUESTION_READING,
+) -> QueryReading:
     """A question's reading on an index (:func:`read_query`), kept for a few questions:
     the schema channel, fusion and explanations each ask, once per search."""
-    read = partial(read_query, index, text, extra)
-    return cast(QueryReading, _kept(_QUERIES, index, (text, extra), _QUERIES_KEPT, read))
-
-
-def links_from_edges(edges: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
-    """Undirected pairs, deduplicated, in a stable order."""
-    return sorted({(a, b) if a < b else (b, a) for a, b in edges if a != b})
+    read = partial(read_query, index, text, extra, reading)
+    key = (text, extra, reading)
+    return cast(QueryReading, _kept(_QUERIES, index, key, _QUERIES_KEPT, read))

@@ -4,7 +4,7 @@ each node's terms (the forward index), the vocabulary bridges, a question's valu
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple, Protocol
 
@@ -23,6 +23,12 @@ from layersearch.ranking.bridges import (
     abbreviation_candidates,
     synonym_bridges,
     truncation_candidates,
+)
+from layersearch.ranking.params import (
+    BRIDGES,
+    QUESTION_READING,
+    QuestionReading,
+    VocabularyBridges,
 )
 
 
@@ -48,20 +54,6 @@ class TermIndex(Protocol):
     def _synonyms(self, key: str) -> list[tuple[int, float]]: ...
     def _abbreviating(self, word: str, known: int = -1) -> list[tuple[int, float]]: ...
 
-
-#: Whether a question word the catalog uses also gets bridges to other words.
-BRIDGE_KNOWN_WORDS = False
-#: Whether a question word the catalog uses is also read in the catalog's abbreviations
-#: of it (``employees`` → ``empl`` where a catalog writes ``emp_num`` somewhere and
-#: ``empl`` everywhere else): only an abbreviation that keeps the word's start
-#: (:func:`bridges.keeps_word_start`) and that the catalog writes more often than the
-#: word itself (lower idf).
-ABBREVIATE_KNOWN_WORDS = True
-#: Whether a question word the catalog uses is also read in its synonyms, but only in
-#: the databases that do not use the word (*clients* is ``client`` in a database that
-#: has clients, and may be ``customer`` in one that does not): each database is read as
-#: a search scoped to it reads it.
-ELSEWHERE_SYNONYMS = True
 
 VALUE_NONE, VALUE_NUMBER, VALUE_TEXT, VALUE_TIME = 0, 1, 2, 3
 _NUMERIC_TYPES = re.compile(
@@ -156,10 +148,13 @@ Abbreviations = tuple[list[str], list[int], list[bool]]
 
 
 def _bridges(
-    ordered: Sequence[CoverageNode], vocab: Mapping[str, int]
+    ordered: Sequence[CoverageNode],
+    vocab: Mapping[str, int],
+    vocabulary: VocabularyBridges = BRIDGES,
 ) -> tuple[Abbreviations, dict[str, list[tuple[int, float]]]]:
     """The index's vocabulary bridges: the identifier parts of names and labels that may
-    abbreviate or truncate a word, with their terms; WordNet synonyms of its terms."""
+    abbreviate or truncate a word, with their terms; WordNet synonyms of its terms, read
+    as ``vocabulary`` says."""
     from layersearch.ranking.lexicon import wordnet
 
     parts: set[str] = set()
@@ -173,15 +168,16 @@ def _bridges(
             for word in text.split():
                 parts.update(split_identifier(word))
     wn = wordnet()
-    shortened = set(abbreviation_candidates(parts, wn.is_word if wn is not None else None))
-    candidates = sorted(shortened.union(truncation_candidates(parts)))
+    is_word = wn.is_word if wn is not None else None
+    shortened = set(abbreviation_candidates(parts, is_word, vocabulary))
+    candidates = sorted(shortened.union(truncation_candidates(parts, vocabulary)))
     found = [(p, vocab[stem(p)]) for p in candidates if stem(p) in vocab]
     terms = {t: j for t, j in vocab.items() if t.replace("_", "").isalpha()}
     abbr = ([p for p, _ in found], [j for _, j in found], [p not in shortened for p, _ in found])
     surfaces: dict[str, set[str]] = {}
     for p in parts:
         surfaces.setdefault(stem(p), set()).add(p)
-    return abbr, synonym_bridges(terms, surfaces)
+    return abbr, synonym_bridges(terms, surfaces, vocabulary)
 
 
 #: Bridges a search brings for one index (``ranking.neighbours``): per question word
@@ -204,12 +200,14 @@ class QueryReading(NamedTuple):
     keys: tuple[str, ...] = ()
 
 
-def read_query(index: TermIndex, text: str, extra: Bridges = ()) -> QueryReading:
+def read_query(
+    index: TermIndex, text: str, extra: Bridges = (), reading: QuestionReading = QUESTION_READING
+) -> QueryReading:
     """The question as slots: each known term of ``index.query_terms`` alone at weight 1,
     then for each question word the catalog does not use, the catalog terms its bridges
     reach (abbreviations and synonyms); a word it uses gets its commoner abbreviations
-    (:data:`ABBREVIATE_KNOWN_WORDS`) and its synonyms in the other databases only
-    (:data:`ELSEWHERE_SYNONYMS`). A term of the question's own is never a bridge.
+    (``reading.abbreviate_known_words``) and its synonyms in the other databases only
+    (``reading.elsewhere_synonyms``). A term of the question's own is never a bridge.
     ``extra``: more synonyms of some words (a search's embedder neighbours), read as
     WordNet's are; a term reached both ways keeps the better weight."""
     slots: dict[str, dict[int, float]] = {}
@@ -234,13 +232,14 @@ def read_query(index: TermIndex, text: str, extra: Bridges = ()) -> QueryReading
             if raw in FUNCTION_WORDS:
                 continue  # read as written only
             # the word's own term, when the catalog uses it (-1: a word it does not use)
-            own = known.get(key, -1) if not BRIDGE_KNOWN_WORDS else -1
+            own = known.get(key, -1) if not reading.bridge_known_words else -1
             reach: dict[int, float] = dict(bridged) if own < 0 else {}
-            if raw and (own < 0 or ABBREVIATE_KNOWN_WORDS):
-                for j, w in index._abbreviating(raw, own):
+            if raw and (own < 0 or reading.abbreviate_known_words):
+                for j, share in index._abbreviating(raw, own):
+                    w = reading.abbreviation_weight * share
                     if w > reach.get(j, 0.0):
                         reach[j] = w
-            if own >= 0 and ELSEWHERE_SYNONYMS:
+            if own >= 0 and reading.elsewhere_synonyms:
                 others = {j: w for j, w in bridged if j not in exact and j not in reach}
                 if others:
                     away[key] = (frozenset(others), own)
@@ -271,3 +270,21 @@ def _merged(
         if w > best.get(j, 0.0):
             best[j] = w
     return sorted(best.items())
+
+
+def value_fit(kinds: np.ndarray, keys: np.ndarray, cues: frozenset[int]) -> np.ndarray:
+    """1 for each node (of value ``kinds``, ``keys`` whether each is a key) whose value
+    kind one of the question's value cues fits (a number: a numeric leaf that is not a
+    key; a year: a date or year leaf; a name: a text leaf that is not a key), else 0."""
+    fit = np.zeros(len(kinds))
+    for cue in cues:
+        hit = kinds == cue
+        if cue != VALUE_TIME:
+            hit &= ~keys
+        fit[hit] = 1.0
+    return fit
+
+
+def links_from_edges(edges: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
+    """Undirected pairs, deduplicated, in a stable order."""
+    return sorted({(a, b) if a < b else (b, a) for a, b in edges if a != b})

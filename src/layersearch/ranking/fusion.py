@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from layersearch.ranking.params import EVIDENCE_TOP, RRF_K
+
 __all__ = [
     "EVIDENCE_TOP",
     "RRF_K",
@@ -28,10 +30,6 @@ __all__ = [
     "rrf",
     "separation",
 ]
-
-RRF_K = 60
-#: The rank at which :func:`evidence_weights` reads how far a channel's scores fell.
-EVIDENCE_TOP = 10
 
 
 @dataclass(slots=True)

@@ -26,15 +26,12 @@ import numpy as np
 from layersearch.ranking.analyzer import STOP_WORDS, analyze, split_identifier
 from layersearch.ranking.bridges import SYNONYM_WEIGHT
 from layersearch.ranking.coverage_terms import Bridges
+from layersearch.ranking.params import WORD_NEIGHBOURS
 
-__all__ = ["MIN_WORD", "NEIGHBOURS", "QUESTION_WORDS", "WordSpace", "catalog_words", "word_key"]
+__all__ = ["MIN_WORD", "WordSpace", "catalog_words", "word_key"]
 
-#: Catalog words each question word is also read as (0: none).
-NEIGHBOURS = 3
 #: Shorter identifier parts are not embedded (``id``, ``no``: codes, not words).
 MIN_WORD = 3
-#: A question's first words read as their neighbours (a pasted paragraph is not).
-QUESTION_WORDS = 32
 
 
 def catalog_words(names: Iterable[str | None]) -> list[str]:
@@ -80,10 +77,10 @@ class WordSpace:
         self, keys: Sequence[str], vectors: np.ndarray, k: int | None = None, floor: float = 0.0
     ) -> Bridges:
         """Per question word (its analysed ``keys``, their unit ``vectors`` in rows): the
-        terms of its ``k`` (:data:`NEIGHBOURS`) nearest words by cosine, of those above
+        terms of its ``k`` (``WordNeighbours.neighbours``) nearest words by cosine, above
         ``floor``, its own term never, each term once at ``SYNONYM_WEIGHT`` × its best
         cosine; ties go to the lower term id."""
-        k = NEIGHBOURS if k is None else k
+        k = WORD_NEIGHBOURS.neighbours if k is None else k
         if not len(self) or not len(keys) or k < 1:
             return ()
         sims = np.asarray(vectors, dtype=np.float32) @ self.matrix.T

@@ -44,6 +44,7 @@ from typing import Any, ClassVar, Generic, TypeVar
 from layersearch.errors import ConfigError
 
 __all__ = [
+    "typed_config",
     "Move",
     "Pipeline",
     "RankingConfig",
@@ -55,6 +56,7 @@ __all__ = [
 
 S = TypeVar("S")
 C = TypeVar("C", bound="RankingConfig")
+T = TypeVar("T")
 
 _STAGE_NAME = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$")
 
@@ -166,18 +168,7 @@ class RankingConfig:
         """The settings from a config table (``where`` names it in errors): every key a
         field, each value of the field's type (an int is taken for a float, a list of
         stage names for ``without``); missing keys keep their defaults."""
-        fields = {f.name: f for f in dataclasses.fields(cls)}
-        kwargs: dict[str, Any] = {}
-        for key, value in values.items():
-            f = fields.get(key)
-            if f is None:
-                close = difflib.get_close_matches(key, list(fields), n=1, cutoff=0.5)
-                hint = f" (did you mean '{close[0]}'?)" if close else ""
-                raise ConfigError(
-                    f"{where}: unknown key '{key}'{hint}; known: {', '.join(sorted(fields))}"
-                )
-            kwargs[key] = _typed(where, key, value, getattr(cls(), key))
-        return cls(**kwargs)
+        return typed_config(cls, values, where)
 
     def without_stages(self: C, names: Iterable[str]) -> C:
         """These settings with ``names`` switched off as well."""
@@ -198,8 +189,32 @@ def _named(name: str) -> Stage[Any]:
     return Stage(name, name, lambda _state: None)
 
 
+def typed_config(cls: type[T], values: Mapping[str, Any], where: str) -> T:
+    """A frozen settings dataclass ``cls`` from a config table (``where`` names it in
+    errors): every key a field (an unknown one is refused with the closest name), each
+    value of the type of the field's default (a table for a nested settings class);
+    missing keys keep their defaults."""
+    fields = {f.name: f for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+    kwargs: dict[str, Any] = {}
+    defaults = cls()
+    for key, value in values.items():
+        f = fields.get(key)
+        if f is None:
+            close = difflib.get_close_matches(key, list(fields), n=1, cutoff=0.5)
+            hint = f" (did you mean '{close[0]}'?)" if close else ""
+            raise ConfigError(
+                f"{where}: unknown key '{key}'{hint}; known: {', '.join(sorted(fields))}"
+            )
+        kwargs[key] = _typed(where, key, value, getattr(defaults, key))
+    return cls(**kwargs)
+
+
 def _typed(where: str, key: str, value: Any, default: Any) -> Any:
     """``value`` checked against the type of the field's default."""
+    if dataclasses.is_dataclass(default) and not isinstance(default, type):
+        if not isinstance(value, Mapping):
+            raise ConfigError(f"{where}.{key}: a table of settings, not {value!r}")
+        return typed_config(type(default), value, f"{where}.{key}")
     if isinstance(default, frozenset):
         if isinstance(value, str) or not isinstance(value, (list, tuple, set, frozenset)):
             raise ConfigError(f"{where}.{key}: a list of stage names, not {value!r}")

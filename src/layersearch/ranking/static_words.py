@@ -33,7 +33,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from layersearch.ranking.analyzer import read_words
-from layersearch.ranking.neighbours import QUESTION_WORDS, WordSpace, catalog_words, word_key
+from layersearch.ranking.neighbours import WordSpace, catalog_words, word_key
+from layersearch.ranking.params import WORD_NEIGHBOURS, WordNeighbours
 
 if TYPE_CHECKING:
     from layersearch.ranking.coverage import CoverageIndex
@@ -126,20 +127,25 @@ class StaticWords:
         return space
 
     def bridges(
-        self, index: CoverageIndex, question: str, names: Callable[[], Iterable[str]]
+        self,
+        index: CoverageIndex,
+        question: str,
+        names: Callable[[], Iterable[str]],
+        reading: WordNeighbours = WORD_NEIGHBOURS,
     ) -> Bridges:
         """The question's words read as their nearest catalog words of ``index``, the
         words of ``names`` (the catalog's entity names) it holds."""
         found = [
             (key, i)
-            for raw, key in read_words(question)[:QUESTION_WORDS]
+            for raw, key in read_words(question)[: reading.question_words]
             if (i := self.row(raw, key)) is not None
         ]
         if not found:
             return ()
         space = self.space(index, names)
         vectors = self.unit([i for _, i in found])
-        return space.bridges([k for k, _ in found], vectors, floor=self.floor)
+        keys = [k for k, _ in found]
+        return space.bridges(keys, vectors, k=reading.neighbours, floor=self.floor)
 
 
 def chance_cosine(

@@ -16,7 +16,7 @@
 """
 
 from layersearch.corpora.entities.corpus import EntityCorpus
-from layersearch.corpora.entities.coverage import VOCABULARY_BRIDGES, build_coverage, coverage_of
+from layersearch.corpora.entities.coverage import build_coverage, coverage_of
 from layersearch.corpora.entities.documents import (
     ENTITY_BOOSTS,
     describe_entity,
@@ -47,7 +47,6 @@ __all__ = [
     "JOIN_KEY_TABLES",
     "MAX_QUESTION_CHARS",
     "MAX_RESULTS_LIMIT",
-    "VOCABULARY_BRIDGES",
     "EntityCorpus",
     "EntityService",
     "VectorChannel",

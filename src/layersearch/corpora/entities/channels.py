@@ -8,34 +8,43 @@ from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from functools import lru_cache, partial
 from typing import TYPE_CHECKING
 
+from layersearch.corpora.entities.process import fulltext_future
 from layersearch.corpora.entities.rank import (
     _COVERAGE_FUSION_LEVEL,
     _memory_order,
     dense_in_context,
-    fulltext_searches,
+    ids_by_hash,
 )
-from layersearch.corpora.entities.state import SearchState
+from layersearch.corpora.entities.state import SearchState, WordReader
 from layersearch.ranking.analyzer import analyze_query
-from layersearch.ranking.static_words import static_bridges
+from layersearch.ranking.params import WORD_NEIGHBOURS, WordNeighbours
+from layersearch.ranking.static_words import static_words
 
 if TYPE_CHECKING:
     from layersearch.ranking.coverage import CoverageIndex
+    from layersearch.ranking.coverage_terms import Bridges
     from layersearch.types import Memory
 
-__all__ = ["lexical", "rank_channels", "read_question", "vector_channel"]
+__all__ = [
+    "lexical",
+    "rank_channels",
+    "read_question",
+    "static_reader",
+    "vector_channel",
+]
 
 
 def read_question(s: SearchState) -> None:
     """The named entities and the question (empty text is no question)."""
-    res = s.corpus.resolver.resolve(s.req.entities, s.req.query, s.ds)
+    entities, query, q = s.asked
+    res = s.scope.resolve(entities, query)
     s.warnings.extend(res.warnings)
     s.named = frozenset(res.ids)
-    q = s.req.question
     s.question = q if q and q.strip() else None
-    s.no_input = not s.req.entities and not s.req.query and s.question is None
+    s.no_input = not entities and not query and s.question is None
     if s.named:
         # (in the resolver's order: ``input`` ranks the named ids as named)
-        s.ranks.put_mixed("input", [(i, 1.0) for i in res.ids if s.admitted(i)])
+        s.ranks.put_mixed("input", [(i, 1.0) for i in res.ids if s.scope.admits(i)])
     s.res_ids = res.ids
 
 
@@ -44,18 +53,18 @@ def rank_channels(s: SearchState) -> None:
     the vector channel, and the newest memories when nothing was asked."""
     depth = s.config.channel_depth
     if s.named and "bm25" in s.channels:
-        idx = s.corpus._overlap_index(s.ds, s.allow)
-        hits = idx.search(s.res_ids, depth)
+        idx = s.scope.overlap()
+        hits = idx.search(s.res_ids, depth, s.config.ancestor_weight)
         if hits:
             s.ranks.memory["bm25"] = hits
     if s.question is not None:
         if "fulltext" in s.channels:
             lexical(s, s.question)
-        if "vector" in s.channels and s.vector is not None:
+        if "vector" in s.channels and s.scope.vector is not None:
             vector_channel(s, s.question)
     if s.no_input:
         s.warnings.append("no entities, query or question given: showing the newest memories")
-        s.ranks.memory["recent"] = newest(s.corpus.memories, s.admitted, depth)
+        s.ranks.memory["recent"] = newest(s.corpus.memories, s.scope.admits, depth)
 
 
 def newest(
@@ -73,16 +82,15 @@ def newest(
 def vector_channel(s: SearchState, question: str) -> None:
     """The vector channel: entities in their table's context, and memories apart."""
     corpus = s.corpus
-    vector = s.vector
+    vector = s.scope.vector
     assert vector is not None
-    depth, ds, allow_set, admitted, ranks = (
+    depth, allow_set, admitted, ranks = (
         s.config.channel_depth,
-        s.ds,
-        s.allow,
-        s.admitted,
+        s.scope.allow,
+        s.scope.admits,
         s.ranks,
     )
-    hits = [h for h in vector(question, depth, ds, allow_set, False)]
+    hits = [h for h in vector(question, depth, allow_set, False)]
     hits = [h for h in hits if admitted(h[0]) and h[0] not in corpus.memories]
     hits = [h for h in dense_in_context(hits, corpus.entities) if admitted(h[0])]
     if hits:
@@ -93,12 +101,12 @@ def vector_channel(s: SearchState, question: str) -> None:
             wanted = frozenset(ids) if allow_set is None else allow_set.intersection(ids)
             if not wanted:
                 return {}
-            found = vector(question, len(wanted), ds, wanted, False)
+            found = vector(question, len(wanted), wanted, False)
             return {i: x for i, x in found if admitted(i)}
 
         ranks.dense = cosine
     if corpus.memories:
-        found = vector(question, depth, ds, allow_set, True)
+        found = vector(question, depth, allow_set, True)
         mems = [h for h in found if h[0] in corpus.memories and admitted(h[0])]
         if mems:
             ranks.memory["vector"] = mems
@@ -106,13 +114,12 @@ def vector_channel(s: SearchState, question: str) -> None:
 
 def lexical(s: SearchState, question: str) -> None:
     """The schema channel and full text (entities and memories in their own lists);
-    ``s.words``: the question's words read through the embedder, for the schema
-    channel."""
+    ``s.words``: the question's words read through the embedder or the shipped word
+    vectors, for the schema channel."""
     corpus = s.corpus
-    ds, allow_set, admitted, ranks, warnings, words = (
-        s.ds,
-        s.allow,
-        s.admitted,
+    allow_set, admitted, ranks, warnings, words = (
+        s.scope.allow,
+        s.scope.admits,
         s.ranks,
         s.warnings,
         s.words,
@@ -121,31 +128,43 @@ def lexical(s: SearchState, question: str) -> None:
     # may drop hits (a scoped search has its datasource's own index).
     top = s.config.channel_depth
     depth = top if allow_set is None else top * 2
-    scopes = [ds] if ds is not None else None
+    scopes = s.scope.fulltext_scopes
     # Full text of a large index ranks on workers while the schema channel ranks
     # here: tantivy searches outside the GIL, so a search pays for the longest of
     # them; a small one ranks here first (``process.fulltext_future``). With
     # memories present each kind is its own search, so that ten thousand saved
     # examples cannot push every entity out of the entity list, nor the reverse.
     ft_levels: dict[str, int] = {}
-    pending, pending_memories = fulltext_searches(
-        corpus.fulltext,
-        corpus.entities,
-        bool(corpus.memories),
+    fulltext, memories = corpus.fulltext, bool(corpus.memories)
+    pending = fulltext_future(
+        fulltext.num_docs,
+        fulltext.search,
         question,
-        scopes,
-        allow_set,
-        ft_levels,
         top,
+        scopes=scopes,
+        ids=allow_set,
+        exclude_kinds=("memory",) if memories else (),
+        resolve=ids_by_hash(corpus.entities, ft_levels),
+    )
+    pending_memories = (
+        fulltext_future(
+            fulltext.num_docs,
+            fulltext.search,
+            question,
+            top,
+            scopes=scopes,
+            ids=allow_set,
+            kinds=("memory",),
+        )
+        if memories
+        else None
     )
     try:
-        index = s.index()
-        ranks.bridges = (
-            words(index, question)
-            if words is not None
-            else static_bridges(index, question, partial(entity_names, corpus.entities))
+        index = s.scope.index()
+        ranks.bridges = words(index, question) if words is not None else ()
+        ranked, node_levels = index.search_levels(
+            question, depth, extra=ranks.bridges, params=s.config.schema_search()
         )
-        ranked, node_levels = index.search_levels(question, depth, extra=ranks.bridges)
     except BaseException:
         pending.cancel()
         if pending_memories is not None:
@@ -156,7 +175,7 @@ def lexical(s: SearchState, question: str) -> None:
     for (doc_id, _), at in zip(ranked, node_levels, strict=True):
         ranks.levels[doc_id] = _COVERAGE_FUSION_LEVEL.get(at, -1)
     schema = [h for h in ranked if admitted(h[0])][:top]
-    if ds is not None and len(schema) < top:
+    if s.scope.confined and len(schema) < top:
         schema += unreached_tables(index, schema, admitted, top)
     hits = pending.result()
     ranks.levels.update(ft_levels)
@@ -198,6 +217,20 @@ def unreached_tables(
         if table not in seen and admitted(table):
             out.append((table, 0.0))
     return out
+
+
+def static_reader(entities: Iterable[str], reading: WordNeighbours = WORD_NEIGHBOURS) -> WordReader:
+    """The question's words read through the shipped word vectors as their nearest
+    entity names (``ranking.static_words``): the schema channel's reader when the
+    embedder gives none; it reads nothing without the vectors."""
+    found = static_words()
+    if found is None:
+        return _no_bridges
+    return partial(found.bridges, names=partial(entity_names, entities), reading=reading)
+
+
+def _no_bridges(index: CoverageIndex, question: str) -> Bridges:
+    return ()
 
 
 def entity_names(entities: Iterable[str]) -> Iterator[str]:

@@ -4,16 +4,15 @@ memories, with their lookups and schema-channel indexes (its search: ``search.py
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from itertools import chain
 
 from layersearch.calls import analysed_question
-from layersearch.corpora.entities.coverage import VOCABULARY_BRIDGES, build_coverage, coverage_of
+from layersearch.corpora.entities.config import DEFAULT_INDEX, EntityIndexConfig
 from layersearch.corpora.entities.documents import entity_doc, memory_doc
-from layersearch.corpora.entities.rank import MAX_QUESTION_CHARS, MAX_RESULTS_LIMIT, _memory_order
+from layersearch.corpora.entities.rank import MAX_QUESTION_CHARS, MAX_RESULTS_LIMIT
 from layersearch.corpora.entities.search import CorpusSearch
-from layersearch.corpora.snapshot import CoverageBuild, EdgeMap, EntityMap, Snapshot
+from layersearch.corpora.snapshot import EdgeMap, EntityMap, Snapshot
 from layersearch.errors import ConfigError, LimitExceeded
 from layersearch.ranking.bm25 import EntityOverlapIndex
 from layersearch.ranking.coverage import CoverageIndex
@@ -22,9 +21,6 @@ from layersearch.semantic.canonical import Resolver
 from layersearch.semantic.model import EdgeRecord, Entity
 from layersearch.textcheck import check_id
 from layersearch.types import CHANNELS, Memory, SearchRequest
-
-#: Per-datasource schema indexes kept (oldest built dropped first).
-SCOPED_INDEXES = 256
 
 
 @dataclass
@@ -43,6 +39,8 @@ class EntityCorpus(CorpusSearch):
     fulltext: FullTextIndex
     snapshot: Snapshot
     resolver: Resolver = field(init=False)
+    #: the index-time settings its schema indexes are built with
+    index_config: EntityIndexConfig = DEFAULT_INDEX
     _overlap: dict[tuple[str | None, frozenset[str] | None], EntityOverlapIndex] = field(
         default_factory=dict, init=False
     )
@@ -61,7 +59,11 @@ class EntityCorpus(CorpusSearch):
 
     @classmethod
     def from_snapshot(
-        cls, snapshot: Snapshot, memories: dict[str, Memory], fulltext: FullTextIndex
+        cls,
+        snapshot: Snapshot,
+        memories: dict[str, Memory],
+        fulltext: FullTextIndex,
+        index_config: EntityIndexConfig = DEFAULT_INDEX,
     ) -> EntityCorpus:
         return cls(
             snapshot.entities,
@@ -70,55 +72,8 @@ class EntityCorpus(CorpusSearch):
             snapshot.datasources,
             fulltext,
             snapshot=snapshot,
+            index_config=index_config,
         )
-
-    def ensure_coverage(
-        self, objects: Sequence[Entity] | None = None, prebuilt: CoverageBuild | None = None
-    ) -> None:
-        """Build (or read back) the catalog-wide schema index now, and persist it with the
-        snapshot. ``objects``: the same entities as this snapshot's, already decoded (a
-        load has them), so that building reads no row twice; ``prebuilt``: a process
-        building it from those rows (taken instead of building here when it succeeds).
-
-        A snapshot is published with its schema index: otherwise the first search after
-        a load, often in another process (``layersearch load`` then ``search``), would
-        build it (seconds at 100k entities) instead of reading it back."""
-
-        def build() -> CoverageIndex:
-            source = self.entities if objects is None else {e.id: e for e in objects}
-            return build_coverage(source, self.edges_out)
-
-        self._coverage = self.snapshot.coverage(build, prebuilt)
-
-    def coverage(self, datasource: str | None = None) -> CoverageIndex:
-        """The schema channel's index over visible entities, built (or read back) on first use.
-
-        With a datasource, the index of that datasource alone: a search scoped
-        to one database takes its term statistics (idf, average lengths) from
-        that database, the collection it searches. Catalog-wide, ``car`` is a
-        rare, telling word; inside a car database it is on every other table
-        and tells them apart no better than ``the``.
-        """
-        if datasource is None:
-            if self._coverage is None:
-                self.ensure_coverage()
-            assert self._coverage is not None
-            return self._coverage
-        idx = self._scoped.get(datasource)
-        if idx is None:
-            ents = self._entities_in(datasource)
-            edges = {k: self.edges_out[k] for k in ents if k in self.edges_out}
-            if len(self._scoped) >= SCOPED_INDEXES:
-                self._scoped.pop(next(iter(self._scoped)))
-            # The bridges come from the catalog-wide index (no second reading of WordNet).
-            wide = self.coverage() if VOCABULARY_BRIDGES else None
-            joins = chain.from_iterable(edges.values())
-            idx = self._scoped[datasource] = coverage_of(ents, joins, bridges_from=wide)
-        return idx
-
-    def _entities_in(self, datasource: str) -> dict[str, Entity]:
-        """The visible entities of one datasource (decoding only those from a snapshot)."""
-        return {i: self.entities[i] for i in self.entities.visible_in_scope(datasource)}
 
     def edges(self) -> list[EdgeRecord]:
         """Every edge, ordered by type, source, target."""
@@ -177,33 +132,6 @@ class EntityCorpus(CorpusSearch):
                     index.setdefault(t, []).append(m.id)
             self._mentions = index
         return self._mentions.get(entity_id, [])
-
-    def scope_ids(self, datasource: str) -> set[str]:
-        """Visible entity ids under a datasource, and the memories in its scope."""
-        out = set(self.entities.visible_in_scope(datasource))
-        out.update(m.id for m in self.memories.values() if datasource in self.memory_scopes(m))
-        return out
-
-    def memory_scopes(self, m: Memory) -> set[str]:
-        return {t.split(".", 1)[0] for t in m.entities if not t.startswith("memory:")}
-
-    def _overlap_index(
-        self, datasource: str | None, allow: frozenset[str] | None
-    ) -> EntityOverlapIndex:
-        key = (datasource, allow)
-        idx = self._overlap.get(key)
-        if idx is None:
-            docs = [
-                (m.id, m.entities)
-                for m in sorted(self.memories.values(), key=lambda m: _memory_order(m.id))
-                if (datasource is None or datasource in self.memory_scopes(m))
-                and (allow is None or m.id in allow)
-            ]
-            idx = EntityOverlapIndex(docs)
-            if len(self._overlap) > 16:
-                self._overlap.clear()
-            self._overlap[key] = idx
-        return idx
 
     # -- search --------------------------------------------------------------------------------
 

@@ -5,14 +5,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from layersearch.corpora.entities.documents import ENTITY_BOOSTS, entity_doc
+from layersearch.corpora.entities.config import DEFAULT_INDEX, EntityIndexConfig
+from layersearch.corpora.entities.documents import entity_doc
 from layersearch.corpora.snapshot import EdgeMap
 from layersearch.ranking.coverage import CoverageIndex, CoverageNode, links_from_edges
 from layersearch.semantic.model import EdgeRecord, Entity
-
-#: Whether the schema channel leads question words the catalog does not use to words it
-#: does (abbreviations in identifiers, WordNet synonyms when installed; ranking.bridges).
-VOCABULARY_BRIDGES = True
 
 _COVERAGE_LEVEL = {
     "datasource": "group",
@@ -28,11 +25,13 @@ def build_coverage(
     edges_out: EdgeMap,
     *,
     bridges_from: CoverageIndex | None = None,
+    config: EntityIndexConfig = DEFAULT_INDEX,
 ) -> CoverageIndex:
     """Coverage nodes for every visible entity, linked along joins (foreign keys)."""
     # Only joins matter here: a snapshot decodes just those (a CONTAINS edge per column
     # would be most of the decoding).
-    return coverage_of(entities, edges_out.all_of_type("JOINS"), bridges_from=bridges_from)
+    joins = edges_out.all_of_type("JOINS")
+    return coverage_of(entities, joins, bridges_from=bridges_from, config=config)
 
 
 def coverage_of(
@@ -40,9 +39,12 @@ def coverage_of(
     edges: Iterable[EdgeRecord],
     *,
     bridges_from: CoverageIndex | None = None,
+    config: EntityIndexConfig = DEFAULT_INDEX,
 ) -> CoverageIndex:
     """:func:`build_coverage` from the edges themselves (only JOINS edges are read); the
-    index depends on neither the order of ``entities`` nor that of ``edges``."""
+    index depends on neither the order of ``entities`` nor that of ``edges``. ``config``:
+    the index-time settings (field weights, vocabulary bridges), kept with the index as
+    its key."""
     all_joins = [e for e in edges if e.type == "JOINS"]
     nodes = []
     for e in sorted(entities.values(), key=lambda e: e.id):
@@ -65,10 +67,12 @@ def coverage_of(
         keys.update(f"{edge.dst}.{c}" for c in edge.props.get("target_columns") or [])
     return CoverageIndex(
         nodes,
-        ENTITY_BOOSTS,
+        config.field_weights(),
         links_from_edges(joins),
         keys,
-        bridges=bridges_from if bridges_from is not None else VOCABULARY_BRIDGES,
+        bridges=bridges_from if bridges_from is not None else config.vocabulary_bridges,
+        vocabulary=config.vocabulary(),
+        settings=config.key(),
     )
 
 

@@ -5,23 +5,14 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 
+from layersearch.corpora.entities.config import DEFAULT_INDEX
 from layersearch.ranking.fulltext import FTDoc
 from layersearch.semantic.model import EdgeRecord, Entity
 from layersearch.types import Memory
 
-#: Field boosts for channel 2. A name match is the strongest evidence that an
-#: entity is meant; labels are curated names; the parent (model / datasource
-#: name) and sample values give context; formulas are code, weakest.
-ENTITY_BOOSTS: dict[str, float] = {
-    "name": 3.0,
-    "label": 2.0,
-    "parent": 1.0,
-    "description": 1.0,
-    "values": 1.0,
-    "formula": 0.7,
-    "text": 1.5,
-    "tags": 0.7,
-}
+#: Field boosts for channel 2 and the schema channel's index, by default: the index
+#: settings' field weights (``config.EntityIndexConfig``, where they are explained).
+ENTITY_BOOSTS: dict[str, float] = DEFAULT_INDEX.field_weights()
 SHORT_DESCRIPTION = 160
 
 

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from layersearch.ranking.analyzer import query_words, token_words
 from layersearch.ranking.coverage import query_reading
+from layersearch.ranking.params import QUESTION_READING, QuestionReading
 
 if TYPE_CHECKING:
     from layersearch.ranking.coverage import CoverageIndex
@@ -66,6 +67,7 @@ def matched_reader(
     question: str,
     bridges: Bridges,
     entity_of: Callable[[str], Entity | None],
+    read: QuestionReading = QUESTION_READING,
 ) -> Callable[[str], list[str]]:
     """id → :func:`matched_words` of that entity, from the reading the schema channel
     scored (kept by the index: the question is not read again)."""
@@ -77,7 +79,7 @@ def matched_reader(
         e = entity_of(entity_id)
         if e is None:
             return []
-        reading = query_reading(index, question, bridges)
+        reading = query_reading(index, question, bridges, read)
         if raw_of is None:
             raw_of = question_words(question)
         return matched_words(reading, question, own_terms(index, e), raw_of)
@@ -91,10 +93,11 @@ def schema_words(
     bridges: Bridges,
     question: str | None,
     entity_of: Callable[[str], Entity | None],
+    read: QuestionReading = QUESTION_READING,
 ) -> dict[str, Callable[[str], list[str]]] | None:
     """The schema channel's :func:`matched_reader` for a search's explanations
     (``coverage``: the search's schema index; ``rankings``: its entity channels); None
     when the channel did not rank (no question, or a layer without a schema index)."""
     if question is None or "schema" not in rankings:
         return None
-    return {"schema": matched_reader(coverage(), question, bridges, entity_of)}
+    return {"schema": matched_reader(coverage(), question, bridges, entity_of, read)}

@@ -16,7 +16,8 @@ import numpy as np
 from layersearch.corpora.dense import ENTITY_CORPUS
 from layersearch.errors import LayersearchError
 from layersearch.ranking.analyzer import read_words
-from layersearch.ranking.neighbours import QUESTION_WORDS, WordSpace, catalog_words
+from layersearch.ranking.neighbours import WordSpace, catalog_words
+from layersearch.ranking.params import WORD_NEIGHBOURS, WordNeighbours
 
 if TYPE_CHECKING:
     from layersearch.corpora.dense import DenseCorpus, DenseDoc
@@ -53,7 +54,10 @@ class QuestionWords:
         )
 
     def reader(
-        self, warnings: list[str], gen: int | None = None
+        self,
+        warnings: list[str],
+        gen: int | None = None,
+        reading: WordNeighbours = WORD_NEIGHBOURS,
     ) -> Callable[[CoverageIndex, str], Bridges] | None:
         """The bridges of a search's question on a schema index, or None when the
         catalog's words have no vectors from this model (said in ``warnings`` when its
@@ -73,18 +77,19 @@ class QuestionWords:
             return None
         if not len(stored):
             return None
-        return partial(self._bridges, dense, stored, warnings)
+        return partial(self._bridges, dense, stored, warnings, reading)
 
     def _bridges(
         self,
         dense: DenseCorpus,
         stored: VectorIndex,
         warnings: list[str],
+        reading: WordNeighbours,
         index: CoverageIndex,
         question: str,
     ) -> Bridges:
         space = self._space(index, stored)
-        words = read_words(question)[:QUESTION_WORDS]
+        words = read_words(question)[: reading.question_words]
         if not len(space) or not words:
             return ()
         try:
@@ -92,7 +97,7 @@ class QuestionWords:
         except LayersearchError as exc:
             warnings.append(f"question words not read through the embedder: {exc}")
             return ()
-        return space.bridges([key for _, key in words], vectors)
+        return space.bridges([key for _, key in words], vectors, k=reading.neighbours)
 
     def _space(self, index: CoverageIndex, stored: VectorIndex) -> WordSpace:
         with self._lock:

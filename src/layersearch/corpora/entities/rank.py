@@ -6,7 +6,6 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
-from concurrent.futures import Future
 from functools import lru_cache, partial
 from typing import TYPE_CHECKING, TypeVar
 
@@ -14,7 +13,6 @@ import numpy as np
 
 from layersearch.corpora.entities.config import MAX_RESULTS_LIMIT, EntityRankingConfig
 from layersearch.corpora.entities.lists import FUSION_LEVEL, Picked, _Ordered, _Rankings
-from layersearch.corpora.entities.process import fulltext_future
 from layersearch.ranking.analyzer import stem
 from layersearch.ranking.coverage_terms import VALUE_NONE, value_kind
 from layersearch.ranking.fusion import Fused, FusedList
@@ -25,7 +23,6 @@ if TYPE_CHECKING:
     from _typeshed import SupportsRichComparison
 
     from layersearch.corpora.snapshot import EntityMap
-    from layersearch.ranking.fulltext import FullTextIndex
 
 __all__ = [
     "CHANNEL_DEPTH",
@@ -541,42 +538,6 @@ def _memory_order(memory_id: str) -> int:
 
 def visible_tags(tags: Iterable[str], entities: Mapping[str, Entity]) -> list[str]:
     return [t for t in tags if t in entities and not entities[t].hidden]
-
-
-#: full-text hits of a search, on a worker or already done
-FullTextHits = Future[list[tuple[str, float]]]
-
-
-def fulltext_searches(
-    fulltext: FullTextIndex,
-    entities: EntityMap,
-    memories: bool,
-    question: str,
-    scopes: list[str] | None,
-    allow: frozenset[str] | None,
-    levels: dict[str, int],
-    depth: int = CHANNEL_DEPTH,
-) -> tuple[FullTextHits, FullTextHits | None]:
-    """Full text's entity hits (their fusion levels put in ``levels``) and, when the
-    corpus has ``memories``, its memory hits: each on a worker or already done
-    (``process.fulltext_future``)."""
-    docs = fulltext.num_docs
-    found = fulltext_future(
-        docs,
-        fulltext.search,
-        question,
-        depth,
-        scopes=scopes,
-        ids=allow,
-        exclude_kinds=("memory",) if memories else (),
-        resolve=ids_by_hash(entities, levels),
-    )
-    if not memories:
-        return found, None
-    kept = fulltext_future(
-        docs, fulltext.search, question, depth, scopes=scopes, ids=allow, kinds=("memory",)
-    )
-    return found, kept
 
 
 def ids_by_hash(

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Sequence
 from typing import TYPE_CHECKING
 
+from layersearch.corpora.entities.channels import static_reader
 from layersearch.corpora.entities.config import EntityRankingConfig
 from layersearch.corpora.entities.documents import (
     describe_entity,
@@ -15,7 +16,12 @@ from layersearch.corpora.entities.documents import (
 )
 from layersearch.corpora.entities.lists import Picked, _Ordered
 from layersearch.corpora.entities.stages import ENTITY_PIPELINE
-from layersearch.corpora.entities.state import SearchState, VectorChannel, WordReader
+from layersearch.corpora.entities.state import (
+    SearchState,
+    VectorChannel,
+    WordReader,
+    resolve_scope,
+)
 from layersearch.corpora.entities.texts import ENTITY_WORDS, CorpusText
 from layersearch.ranking.explain import explain, explain_stages
 from layersearch.ranking.pipeline import Trace
@@ -23,8 +29,6 @@ from layersearch.types import ChannelScore, Hit, SearchRequest, SearchResponse
 
 if TYPE_CHECKING:
     from layersearch.corpora.snapshot import EdgeMap, EntityMap
-    from layersearch.ranking.bm25 import EntityOverlapIndex
-    from layersearch.ranking.coverage import CoverageIndex
     from layersearch.ranking.fulltext import FullTextIndex
     from layersearch.semantic.canonical import Resolver
     from layersearch.types import Memory
@@ -53,13 +57,8 @@ class CorpusSearch(CorpusText):
         _query_keys: dict[str, str | None]
 
         def check_request(self, req: SearchRequest) -> list[str]: ...
-        def coverage(self, datasource: str | None = None) -> CoverageIndex: ...
         def mentions(self, entity_id: str) -> list[str]: ...
-        def memory_scopes(self, m: Memory) -> set[str]: ...
         def _kind_lookup(self) -> Callable[[str], str | None]: ...
-        def _overlap_index(
-            self, datasource: str | None, allow: frozenset[str] | None
-        ) -> EntityOverlapIndex: ...
 
     def search(
         self,
@@ -82,13 +81,20 @@ class CorpusSearch(CorpusText):
         cfg = DEFAULT_RANKING if ranking is None else ranking
         state = SearchState(
             corpus=self,
-            req=req,
+            # the datasource and filter resolved here, once: no stage reads them
+            scope=resolve_scope(
+                self, req.datasource, frozenset(allow) if allow is not None else None, vector
+            ),
             config=cfg,
             channels=channels,
-            allow=frozenset(allow) if allow is not None else None,
-            vector=vector,
-            words=words,
+            # the schema channel's reader: the embedder's, else the shipped word vectors'
+            words=words
+            if words is not None or not req.question
+            else static_reader(self.entities, cfg.word_neighbours()),
             warnings=list(warnings or []),
+            asked=(req.entities, req.query, req.question),
+            max_results=req.max_results,
+            trace_stages=req.explain and not req._channels_only,
         )
         for stage in ENTITY_PIPELINE.active(cfg.without):
             stage.run(state)

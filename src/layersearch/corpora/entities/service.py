@@ -25,7 +25,7 @@ from layersearch.corpora.entities.config import EntityRankingConfig
 from layersearch.corpora.entities.corpus import EntityCorpus, bounded_request
 from layersearch.corpora.entities.coverage import coverage_of
 from layersearch.corpora.entities.detail import checked_ids, inspect
-from layersearch.corpora.entities.documents import ENTITY_BOOSTS, entity_doc, memory_doc
+from layersearch.corpora.entities.documents import entity_doc, memory_doc
 from layersearch.corpora.entities.memories import (
     MemoryRow,
     check_catalog_queries,
@@ -99,8 +99,21 @@ class EntityService:
         #: (generation, tables, their entities in table order, a process building their
         #: schema index or None) just written by load_catalog
         self._built: tuple[int, EntityTables, list[Entity], CoverageBuild | None] | None = None
-        #: the ranking's settings and the stages switched off (``[ranking.entities]``)
-        self.ranking = EntityRankingConfig()
+        self._ranking = EntityRankingConfig()
+
+    @property
+    def ranking(self) -> EntityRankingConfig:
+        """The ranking's settings and the stages switched off (``[ranking.entities]``)."""
+        return self._ranking
+
+    @ranking.setter
+    def ranking(self, value: EntityRankingConfig) -> None:
+        with self._lock:
+            if value.index != self._ranking.index:
+                # other index-time settings: the next search takes the snapshot again,
+                # and its schema index is rebuilt when it was built with others
+                self._corpus = None
+            self._ranking = value
 
     # -- the snapshot and its reload protocol ---------------------------------------------------
 
@@ -211,15 +224,17 @@ class EntityService:
                 tables = tables_from_store(self.store)
             snapshot = publish_snapshot(self._snapshot_dir, tables, stamp)
             del tables
+        index = self.ranking.index
+        boosts = index.field_weights()
         corpus = EntityCorpus.from_snapshot(
-            snapshot, memories, FullTextIndex.create(ENTITY_BOOSTS, None)
+            snapshot, memories, FullTextIndex.create(boosts, None), index
         )
         if rebuilt:
             # Published with its schema index, so no later search (of any process) builds it.
             corpus.ensure_coverage(objects, None if built is None else built[3])
         opened = open_or_rebuild(
             self._ft_dir,
-            ENTITY_BOOSTS,
+            boosts,
             stamp,
             lambda: corpus.documents(rows=objects),
             update=lambda: self._update_fulltext(previous, corpus, objects, stamp),
@@ -361,7 +376,11 @@ class EntityService:
             return None
         return CoverageBuild.start(
             self._snapshot_dir,
-            lambda: coverage_of({e.id: e for e in chain(keep, ents)}, chain(kept, edges)),
+            lambda: coverage_of(
+                {e.id: e for e in chain(keep, ents)},
+                chain(kept, edges),
+                config=self.ranking.index,
+            ),
         )
 
     def _load_rows(self, catalog: Catalog, names: list[str]) -> LoadReport:
@@ -455,7 +474,7 @@ class EntityService:
         warnings += [cut] if cut else []
         vector_warnings: list[str] = []
         vector = self.vectors.channel(corpus, request, vector_warnings, gen)
-        words = self.vectors.words(request, vector_warnings, gen)
+        words = self.vectors.words(request, vector_warnings, gen, self.ranking.word_neighbours())
         allow = None
         if request.cypher_filter is not None and request.cypher_filter.strip():
             allow = self.filter_ids(request.cypher_filter, request.params)

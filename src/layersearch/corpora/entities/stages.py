@@ -63,7 +63,11 @@ def evidence_weights_stage(s: SearchState) -> None:
         return
     rankings = s.ranks.entity
     reach = (
-        {"schema": s.index().query_reach(s.question, s.ranks.bridges)}
+        {
+            "schema": s.scope.index().query_reach(
+                s.question, s.ranks.bridges, s.config.question_reading()
+            )
+        }
         if "schema" in rankings
         else {}
     )
@@ -87,7 +91,7 @@ def unlisted_votes_stage(s: SearchState) -> None:
 def fuse_entities(s: SearchState) -> None:
     """Reciprocal Rank Fusion of the entity channels (with the stages' weights and votes)."""
     s.fused = s.fuse_entities(s.given)
-    if s.req.explain and not s.req._channels_only:
+    if s.trace_stages:
         _trace_fusion_stages(s)
 
 
@@ -174,11 +178,12 @@ def entity_scores(s: SearchState) -> None:
     shown = settle(s.ordered_ids(), scores, s.trace, "join-keys")
     corpus = s.corpus
     words = schema_words(
-        s.index,
+        s.scope.index,
         s.ranks.entity,
         s.ranks.bridges,
         s.question,
         corpus.entities.get,
+        s.config.question_reading(),
     )
     s.entities = _Ordered(
         fused, list(zip(order, shown, strict=True)), weighed=s.weighed, words=words, trace=s.trace
@@ -197,7 +202,7 @@ def read_memory_question(s: SearchState) -> None:
     s.memory_lists = {c: h for c, h in s.ranks.memory.items() if h}
     if s.question is None:
         return
-    share = s.corpus._question_share(s.question, s.ds, s.index)
+    share = s.corpus._question_share(s.question, None, s.scope.index)
     s.close = s.corpus._closeness(share, plain_share(s.question))
     s.leads = s.corpus._covers_more(share, plain_share(s.question, stop_words_only=True))
 
@@ -212,7 +217,7 @@ def fuse_memories(s: SearchState) -> None:
     """Reciprocal Rank Fusion of the memory channels."""
     s.memory_fused = fuse(s.memory_lists, k=s.config.rrf_k)
     text = s.ranks.memory.get("fulltext")
-    if s.req.explain and not s.req._channels_only and text and "words" in s.memory_lists:
+    if s.trace_stages and text and "words" in s.memory_lists:
         # for an explanation: the list full text's own order would have given
         lists = {c: h for c, h in s.memory_lists.items() if c != "words"}
         before = fuse({**lists, "fulltext": text}, k=s.config.rrf_k).ids
@@ -231,7 +236,7 @@ def memory_tags(s: SearchState) -> None:
         return
     ids = [i for i in entities.ids(cfg.tag_depth + len(s.named)) if i not in s.named]
     text = s.ranks.memory.get("fulltext", ())
-    tagged = s.corpus._tag_ranking(ids[: cfg.tag_depth], s.admitted, text, cfg.channel_depth)
+    tagged = s.corpus._tag_ranking(ids[: cfg.tag_depth], s.scope.admits, text, cfg.channel_depth)
     seen = set(fused.ids)
     rest = [h for h in tagged if h[0] not in seen]
     if not rest:
@@ -314,18 +319,14 @@ def merge(s: SearchState) -> None:
     s.merged = merge_kinds(
         s.entities,
         s.memories,
-        s.req.max_results,
+        s.max_results,
         s.leads,
         lead=s.lead,
         run=s.run,
         trace=s.merge_trace,
     )
     if not s.merged and not s.no_input:
-        s.warnings.append(
-            "no results: nothing matched"
-            + (f" in datasource '{s.ds}'" if s.ds else "")
-            + (" within the filter" if s.allow is not None else "")
-        )
+        s.warnings.append("no results: nothing matched" + s.scope.where)
 
 
 def _stage(

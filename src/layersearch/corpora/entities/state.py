@@ -5,14 +5,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol
+from functools import partial
+from typing import TYPE_CHECKING, Any, Protocol
 
 from layersearch.corpora.entities.config import EntityRankingConfig
 from layersearch.corpora.entities.lists import Picked, _Ordered, _Rankings
 from layersearch.ranking.fusion import FusedList, fuse
 from layersearch.ranking.pipeline import Trace
-from layersearch.semantic.canonical import in_scope
-from layersearch.types import SearchRequest
 
 if TYPE_CHECKING:
     from layersearch.corpora.snapshot import EdgeMap, EntityMap
@@ -20,10 +19,18 @@ if TYPE_CHECKING:
     from layersearch.ranking.coverage import CoverageIndex
     from layersearch.ranking.coverage_terms import Bridges
     from layersearch.ranking.fulltext import FullTextIndex
-    from layersearch.semantic.canonical import Resolver
+    from layersearch.semantic.canonical import Resolution, Resolver
     from layersearch.types import Memory
 
-__all__ = ["RankedCorpus", "SearchState", "VectorChannel", "WordReader"]
+__all__ = [
+    "RankedCorpus",
+    "ScopedVector",
+    "SearchScope",
+    "SearchState",
+    "VectorChannel",
+    "WordReader",
+    "resolve_scope",
+]
 
 #: The vector channel a search is handed: (question, k, datasource, allowed ids,
 #: memories) → ranked ids; ``memories`` asks for memories only, else entities only.
@@ -80,20 +87,107 @@ class RankedCorpus(Protocol):
     def _query_key(self, memory_id: str) -> str | None: ...
 
 
+#: A search's vector channel once its filters are resolved: (question, k, allowed ids
+#: within the filter, memories) → ranked ids.
+ScopedVector = Callable[[str, int, Collection[str] | None, bool], list[tuple[str, float]]]
+
+
+@dataclass(frozen=True, eq=False)
+class SearchScope:
+    """A request's datasource and filter, resolved once before the stages run into what
+    the stages read: which ids are admitted, the names the request gives, the schema and
+    memory-overlap indexes and the vector channel confined to them, the full text's
+    scopes. No stage reads the request or its datasource (``scripts/parameter_path.py``
+    measures how far a parameter travels)."""
+
+    #: the ids the Cypher filter allows (None: no filter)
+    allow: frozenset[str] | None
+    #: whether an id passes the filter and the datasource
+    admits: Callable[[str], bool]
+    #: (names, example query) → the entities they name, within the datasource
+    resolve: Callable[[list[str] | None, dict[str, Any] | None], Resolution]
+    #: the schema channel's index (the datasource's own), read on first use, then kept
+    index: Callable[[], CoverageIndex]
+    #: bm25 over the memories tagged with the named entities, within the scope
+    overlap: Callable[[], EntityOverlapIndex]
+    #: the full-text index's scope filter (None: every datasource)
+    fulltext_scopes: list[str] | None
+    #: the vector channel within the scope (None: not asked, or no embedder)
+    vector: ScopedVector | None
+    #: a search confined to one datasource (its unreached tables are still candidates)
+    confined: bool
+    #: where nothing matched, for the warning (" in datasource 'x'", " within the filter")
+    where: str
+
+
+def resolve_scope(
+    corpus: RankedCorpus,
+    datasource: str | None,
+    allow: frozenset[str] | None,
+    vector: VectorChannel | None,
+) -> SearchScope:
+    """The scope of one search: ``datasource`` and ``allow`` resolved for the stages."""
+    memories = corpus.memories
+    # The datasource as the stages need it: the prefix of its ids (``prod.x`` is in
+    # ``prod``, ``prod_v2.x`` is not: ``semantic.canonical.in_scope``).
+    under = None if datasource is None else datasource + "."
+
+    def admits(doc_id: str) -> bool:
+        if allow is not None and doc_id not in allow:
+            return False
+        if under is None:
+            return True
+        m = memories.get(doc_id)
+        if m is not None:  # a memory is in the datasources of the entities it names
+            return any(f"{d}." == under for d in corpus.memory_scopes(m))
+        return doc_id.startswith(under) or f"{doc_id}." == under
+
+    def scoped_vector(
+        question: str, k: int, ids: Collection[str] | None, only_memories: bool
+    ) -> list[tuple[str, float]]:
+        assert vector is not None
+        return vector(question, k, datasource, ids, only_memories)
+
+    built: list[CoverageIndex] = []
+
+    def index() -> CoverageIndex:
+        if not built:
+            built.append(corpus.coverage(datasource))
+        return built[0]
+
+    where = (f" in datasource '{datasource}'" if datasource else "") + (
+        " within the filter" if allow is not None else ""
+    )
+    return SearchScope(
+        allow=allow,
+        admits=admits,
+        resolve=partial(corpus.resolver.resolve, datasource=datasource),
+        index=index,
+        overlap=partial(corpus._overlap_index, datasource, allow),
+        fulltext_scopes=[datasource] if datasource is not None else None,
+        vector=scoped_vector if vector is not None else None,
+        confined=datasource is not None,
+        where=where,
+    )
+
+
 @dataclass(eq=False)
 class SearchState:
     """One search on its way through :data:`ENTITY_PIPELINE`."""
 
     corpus: RankedCorpus
-    req: SearchRequest
+    scope: SearchScope
     config: EntityRankingConfig
     channels: Sequence[str]
-    allow: frozenset[str] | None
-    vector: VectorChannel | None
     words: WordReader | None
     warnings: list[str]
+    #: what the request asks: names, an example query, a question (None: none)
+    asked: tuple[list[str] | None, dict[str, Any] | None, str | None]
+    #: how many ``results``
+    max_results: int
+    #: whether stages trace what they did for an explanation (their what-if fusions)
+    trace_stages: bool
     # read-question
-    ds: str | None = None
     ranks: _Rankings = field(init=False)
     named: frozenset[str] = frozenset()
     res_ids: list[str] = field(default_factory=list)
@@ -122,28 +216,9 @@ class SearchState:
     run: int = 1
     merge_trace: Trace = field(default_factory=Trace)
     merged: list[Picked] = field(default_factory=list)
-    _index: CoverageIndex | None = None
 
     def __post_init__(self) -> None:
-        self.ds = self.req.datasource
         self.ranks = _Rankings(self.corpus.memories, self.corpus._kind_lookup())
-
-    def index(self) -> CoverageIndex:
-        """The schema channel's index this search reads (its datasource's), once."""
-        if self._index is None:
-            self._index = self.corpus.coverage(self.ds)
-        return self._index
-
-    def admitted(self, doc_id: str) -> bool:
-        """Whether the filter and the datasource admit an id."""
-        if self.allow is not None and doc_id not in self.allow:
-            return False
-        if self.ds is None:
-            return True
-        m = self.corpus.memories.get(doc_id)
-        if m is not None:
-            return self.ds in self.corpus.memory_scopes(m)
-        return in_scope(doc_id, self.ds)
 
     def fuse_entities(self, given: Mapping[str, list[tuple[str, int, float]]]) -> FusedList:
         """The entity channels fused with this search's weights and ``given`` votes."""

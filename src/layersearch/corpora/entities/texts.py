@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from layersearch.corpora.entities.config import EntityRankingConfig
 from layersearch.corpora.entities.documents import entity_doc, memory_doc, query_key
+from layersearch.corpora.entities.indexes import CorpusIndexes
 from layersearch.corpora.entities.rank import _LEAF_KINDS, _memory_order, _table_of
 from layersearch.corpora.entities.words import analysed_tokens, surface_words
 from layersearch.semantic.model import Entity
@@ -26,7 +27,7 @@ ENTITY_WORDS = 50_000
 _DEPTH = EntityRankingConfig().channel_depth
 
 
-class CorpusText:
+class CorpusText(CorpusIndexes):
     """The corpus's text as the memory stages read it (caches kept per snapshot)."""
 
     if TYPE_CHECKING:
@@ -39,7 +40,6 @@ class CorpusText:
         _doc_words: dict[str, frozenset[str]]
         _query_keys: dict[str, str | None]
 
-        def coverage(self, datasource: str | None = None) -> CoverageIndex: ...
         def _kind_lookup(self) -> Callable[[str], str | None]: ...
 
     def question_share(

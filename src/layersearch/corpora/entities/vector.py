@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from layersearch.corpora.entities.neighbours import QuestionWords
 from layersearch.errors import LayersearchError
+from layersearch.ranking.params import WORD_NEIGHBOURS, WordNeighbours
 from layersearch.store.base import Store
 from layersearch.types import SearchRequest
 
@@ -83,13 +84,17 @@ class VectorSearch:
                     dense.prefetch(text)
 
     def words(
-        self, request: SearchRequest, warnings: list[str], gen: int | None = None
+        self,
+        request: SearchRequest,
+        warnings: list[str],
+        gen: int | None = None,
+        reading: WordNeighbours = WORD_NEIGHBOURS,
     ) -> WordReader | None:
         """The question's words read through the embedder for the schema channel, when
         the vector channel runs (``ranking.neighbours``); problems go to ``warnings``."""
         if not self._wanted(request) or self.embedder() is None:
             return None
-        return self._words.reader(warnings, gen)
+        return self._words.reader(warnings, gen, reading)
 
     @staticmethod
     def _wanted(request: SearchRequest) -> bool:

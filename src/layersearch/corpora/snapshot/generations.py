@@ -116,16 +116,19 @@ class Snapshot:
 
         return Resolver.from_lookups(by_id, by_suffix, names, memory_exists)
 
-    def coverage(self, build: Callable[[], Any], prebuilt: CoverageBuild | None = None) -> Any:
-        """The persisted schema-channel index of this snapshot; when absent or unreadable,
-        taken from ``prebuilt`` (a build process started on the same rows) or built with
+    def coverage(
+        self, build: Callable[[], Any], prebuilt: CoverageBuild | None = None, settings: str = ""
+    ) -> Any:
+        """The persisted schema-channel index of this snapshot; when absent, unreadable or
+        built with other index-time ``settings`` (the index's own key of them), taken
+        from ``prebuilt`` (a build process started on the same rows) or built with
         ``build``, and saved beside the tables."""
         if self.dir is not None:
-            loaded = _load_coverage(self.dir / COVERAGE, self.maps)
+            loaded = _load_coverage(self.dir / COVERAGE, self.maps, settings)
             if loaded is not None:
                 return loaded
             if prebuilt is not None and prebuilt.take(self.dir):
-                loaded = _load_coverage(self.dir / COVERAGE, self.maps)
+                loaded = _load_coverage(self.dir / COVERAGE, self.maps, settings)
                 if loaded is not None:
                     return loaded
         index = build()
@@ -140,7 +143,7 @@ class Snapshot:
             log.info("schema index kept in memory only: %s", exc)
             return index
         # Serve from the mapped files: the built arrays are freed, the page cache shares them.
-        mapped = _load_coverage(self.dir / COVERAGE, self.maps)
+        mapped = _load_coverage(self.dir / COVERAGE, self.maps, settings)
         if mapped is None:
             return index
         del index

@@ -39,6 +39,7 @@ _CODE = (
     "ranking/coverage_terms",
     "ranking/fulltext",  # key_hash
     "ranking/lexicon",
+    "ranking/params",  # the index-time defaults (synonym weights)
     "ranking/persist",
     "semantic/canonical",
     "semantic/model",

@@ -27,7 +27,7 @@ from layersearch.ranking.persist import (
 log = logging.getLogger("layersearch.corpora.snapshot")
 
 
-def _load_coverage(path: Path, maps: list[Any] | None = None) -> Any:
+def _load_coverage(path: Path, maps: list[Any] | None = None, settings: str = "") -> Any:
     from layersearch.ranking.coverage import CoverageIndex
 
     if not path.is_dir():
@@ -36,6 +36,12 @@ def _load_coverage(path: Path, maps: list[Any] | None = None) -> Any:
         meta = json.loads((path / "coverage.json").read_text())
         if not isinstance(meta, dict) or meta.get("code") != code_fingerprint():
             log.info("schema index on disk was built by another version; rebuilding it")
+            return None
+        if meta.get("settings", "") != settings:
+            log.warning(
+                "schema index on disk was built with other index settings "
+                "([ranking.entities.index]); rebuilding it"
+            )
             return None
         index = load_object(path, maps=maps)
     except (OSError, ValueError) as exc:
@@ -58,7 +64,8 @@ def _save_coverage(sub: Path, index: Any) -> None:
 
 def _write_coverage(tmp: Path, index: Any) -> None:
     save_object(index, tmp)
-    (tmp / "coverage.json").write_text(json.dumps({"code": code_fingerprint()}))
+    meta = {"code": code_fingerprint(), "settings": getattr(index, "settings", "")}
+    (tmp / "coverage.json").write_text(json.dumps(meta))
 
 
 def _place_coverage(tmp: Path, sub: Path) -> None:
