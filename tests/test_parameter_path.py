@@ -30,14 +30,15 @@ def test_the_datasource_stops_at_the_search_boundary() -> None:
     script = _script()
     got = script.measure("datasource", script.SEMANTIC)
     # 95c453c: 8 calls, 3 climbs; bebe19c: 12 calls, 3 climbs
-    assert got["chain_calls"] <= 9, got["path"]
+    assert got["chain_calls"] <= 8, got["path"]
     assert not {"corpora.entities.channels", "corpora.entities.stages"} & set(got["files"])
     assert all(up.startswith("plan.") for up in got["up"]), got["up"]
 
 
-def test_the_question_path_is_no_longer_than_before() -> None:
+def test_the_question_path_is_shorter_than_before() -> None:
     script = _script()
     got = script.measure("question", script.SEMANTIC)
-    # 95c453c: 9 calls, 2 climbs; bebe19c: 10 calls, 1 climb
-    assert got["chain_calls"] <= 9, got["path"]
+    # 95c453c: 9 calls, 2 climbs (the longest of any parameter); bebe19c: 10 calls, 1
+    # climb. Each channel is a stage of its own: no dispatcher between stage and channel.
+    assert got["chain_calls"] <= 8, got["path"]
     assert all(up.startswith("plan.") for up in got["up"]), got["up"]

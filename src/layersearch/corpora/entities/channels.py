@@ -26,11 +26,12 @@ if TYPE_CHECKING:
     from layersearch.types import Memory
 
 __all__ = [
-    "lexical",
-    "rank_channels",
+    "dense_channel",
+    "lexical_channels",
+    "newest_memories",
+    "tagged_memories",
     "read_question",
     "static_reader",
-    "vector_channel",
 ]
 
 
@@ -48,23 +49,20 @@ def read_question(s: SearchState) -> None:
     s.res_ids = res.ids
 
 
-def rank_channels(s: SearchState) -> None:
-    """bm25 (memories tagged with the named entities), the schema channel and full text,
-    the vector channel, and the newest memories when nothing was asked."""
-    depth = s.config.channel_depth
+def tagged_memories(s: SearchState) -> None:
+    """bm25: the memories tagged with the entities the search names."""
     if s.named and "bm25" in s.channels:
         idx = s.scope.overlap()
-        hits = idx.search(s.res_ids, depth, s.config.ancestor_weight)
+        hits = idx.search(s.res_ids, s.config.channel_depth, s.config.ancestor_weight)
         if hits:
             s.ranks.memory["bm25"] = hits
-    if s.question is not None:
-        if "fulltext" in s.channels:
-            lexical(s, s.question)
-        if "vector" in s.channels and s.scope.vector is not None:
-            vector_channel(s, s.question)
+
+
+def newest_memories(s: SearchState) -> None:
+    """The newest memories, when the search asks nothing."""
     if s.no_input:
         s.warnings.append("no entities, query or question given: showing the newest memories")
-        s.ranks.memory["recent"] = newest(s.corpus.memories, s.scope.admits, depth)
+        s.ranks.memory["recent"] = newest(s.corpus.memories, s.scope.admits, s.config.channel_depth)
 
 
 def newest(
@@ -79,8 +77,12 @@ def newest(
     return [(m.id, 0.0) for m in newest[:depth]]
 
 
-def vector_channel(s: SearchState, question: str) -> None:
-    """The vector channel: entities in their table's context, and memories apart."""
+def dense_channel(s: SearchState) -> None:
+    """The vector channel, for a question, when the store has vectors: entities in
+    their table's context, and memories apart."""
+    question = s.question
+    if question is None or "vector" not in s.channels or s.scope.vector is None:
+        return
     corpus = s.corpus
     vector = s.scope.vector
     assert vector is not None
@@ -112,10 +114,13 @@ def vector_channel(s: SearchState, question: str) -> None:
             ranks.memory["vector"] = mems
 
 
-def lexical(s: SearchState, question: str) -> None:
-    """The schema channel and full text (entities and memories in their own lists);
-    ``s.words``: the question's words read through the embedder or the shipped word
-    vectors, for the schema channel."""
+def lexical_channels(s: SearchState) -> None:
+    """The schema channel and full text, for a question (entities and memories in
+    their own lists); ``s.words``: the question's words read through the embedder or
+    the shipped word vectors, for the schema channel."""
+    question = s.question
+    if question is None or "fulltext" not in s.channels:
+        return
     corpus = s.corpus
     allow_set, admitted, ranks, warnings, words = (
         s.scope.allow,
@@ -136,13 +141,15 @@ def lexical(s: SearchState, question: str) -> None:
     # examples cannot push every entity out of the entity list, nor the reverse.
     ft_levels: dict[str, int] = {}
     fulltext, memories = corpus.fulltext, bool(corpus.memories)
+    tokens = " ".join(analyze_query(question))  # read once for both full-text searches
     pending = fulltext_future(
         fulltext.num_docs,
         fulltext.search,
-        question,
+        tokens,
         top,
         scopes=scopes,
         ids=allow_set,
+        analysed=True,
         exclude_kinds=("memory",) if memories else (),
         resolve=ids_by_hash(corpus.entities, ft_levels),
     )
@@ -150,10 +157,11 @@ def lexical(s: SearchState, question: str) -> None:
         fulltext_future(
             fulltext.num_docs,
             fulltext.search,
-            question,
+            tokens,
             top,
             scopes=scopes,
             ids=allow_set,
+            analysed=True,
             kinds=("memory",),
         )
         if memories

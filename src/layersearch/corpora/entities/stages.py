@@ -15,7 +15,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from functools import partial
 
-from layersearch.corpora.entities.channels import rank_channels, read_question
+from layersearch.corpora.entities.channels import (
+    dense_channel,
+    lexical_channels,
+    newest_memories,
+    read_question,
+    tagged_memories,
+)
 from layersearch.corpora.entities.lists import _Ordered
 from layersearch.corpora.entities.matched import schema_words
 from layersearch.corpora.entities.rank import (
@@ -340,7 +346,10 @@ ENTITY_PIPELINE: Pipeline[SearchState] = Pipeline(
     "entities",
     (
         _stage("read-question", read_question, switchable=False),
-        _stage("channels", rank_channels, switchable=False),
+        _stage("tagged-memories", tagged_memories, switchable=False),
+        _stage("lexical-channels", lexical_channels, switchable=False),
+        _stage("dense-channel", dense_channel, switchable=False),
+        _stage("newest-memories", newest_memories, switchable=False),
         _stage("schema-over-fulltext", schema_over_fulltext),
         _stage("evidence-weights", evidence_weights_stage),
         _stage("unlisted-votes", unlisted_votes_stage),
