@@ -28,6 +28,7 @@ ENTITY_STAGES: tuple[str, ...] = (
     "dense-columns",
     "table-votes",
     "join-keys",
+    "learned-columns",
     "memory-words",
     "memory-tags",
     "paraphrase-order",
@@ -64,6 +65,9 @@ class EntityRankingConfig(RankingConfig):
     join_key_tables: int = 5
     #: join-keys: whether joins no catalog declares are inferred from column names.
     infer_joins: bool = True
+    #: learned-columns: the first entity hits among which the column hits are re-ordered
+    #: by the learned model (the depth it was trained at).
+    learned_column_depth: int = 50
     #: memory-tags: entities whose memories the ``tags`` channel ranks (the list this deep).
     tag_depth: int = MAX_RESULTS_LIMIT
     #: A memory only ``tags`` (or dense retrieval) ranks joins ``results`` when one of its
@@ -77,6 +81,11 @@ class EntityRankingConfig(RankingConfig):
         for name in ("channel_depth", "rrf_k", "evidence_top", "tag_depth", "memory_run"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"ranking.entities.{name} must be at least 1")
-        for name in ("dense_column_tables", "join_key_tables", "merge_tag_depth"):
+        for name in (
+            "dense_column_tables",
+            "join_key_tables",
+            "merge_tag_depth",
+            "learned_column_depth",
+        ):
             if getattr(self, name) < 0:
                 raise ConfigError(f"ranking.entities.{name} must not be negative")

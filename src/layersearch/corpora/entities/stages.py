@@ -16,6 +16,7 @@ from collections.abc import Callable
 from functools import partial
 
 from layersearch.corpora.entities.channels import rank_channels, read_question
+from layersearch.corpora.entities.learned import learned_columns
 from layersearch.corpora.entities.lists import _Ordered
 from layersearch.corpora.entities.matched import schema_words
 from layersearch.corpora.entities.rank import (
@@ -347,6 +348,7 @@ ENTITY_PIPELINE: Pipeline[SearchState] = Pipeline(
         _stage("dense-columns", dense_columns_stage),
         _stage("table-votes", table_votes_stage),
         _stage("join-keys", join_keys),
+        _stage("learned-columns", learned_columns),
         _stage("entity-scores", entity_scores, switchable=False),
         _stage("read-memories", read_memory_question, switchable=False),
         _stage("memory-words", memory_words),
