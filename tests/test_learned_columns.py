@@ -131,11 +131,14 @@ def test_run_time_features_are_those_the_model_was_trained_on(
         seen.append((args[0], out))
         return out
 
-    real = learned.column_features
-    monkeypatch.setattr(learned, "column_features", record)
+    real = learned.column_rows
+    monkeypatch.setattr(learned, "column_rows", record)
     mini.search(question=question, max_entities=50)
-    run_hits, features = seen[0]
-    got = {run_hits[i][0]: f for i, f in features}
+    run_hits, (leaves, rows) = seen[0]
+    got = {
+        run_hits[i][0]: dict(zip(learned.COLUMN_NAMES, row.tolist(), strict=True))
+        for i, row in zip(leaves, rows, strict=True)
+    }
     assert set(got) == set(expected) and len(got) >= 2
     for doc_id, f in expected.items():
         kept = {k: v for k, v in f.items() if lf.RUN_TIME.match(k)}

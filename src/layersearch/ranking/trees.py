@@ -58,6 +58,24 @@ class Forest:
     #: the longest root-to-leaf path (splits)
     depth: int
     meta: Mapping[str, Any]
+    #: the walk's arrays: a leaf reads feature 0 against +inf and stays where it is
+    _walk: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] = (
+        np.zeros(0),
+        np.zeros(0),
+        np.zeros(0),
+        np.zeros(0),
+    )
+
+    def __post_init__(self) -> None:
+        leaf = self.feature < 0
+        here = np.arange(len(self.feature), dtype=np.int64)
+        walk = (
+            np.where(leaf, 0, self.feature),
+            np.where(leaf, np.inf, self.threshold),
+            np.where(leaf, here, self.left),
+            np.where(leaf, here, self.right),
+        )
+        object.__setattr__(self, "_walk", walk)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], where: str = "forest") -> Forest:
@@ -120,15 +138,11 @@ class Forest:
     def leaves(self, rows: np.ndarray) -> np.ndarray:
         """The leaf each row reaches in each tree: (rows, trees) node numbers."""
         x = self._rows(rows)
+        feature, threshold, left, right = self._walk
         node = np.repeat(self.roots[None, :], len(x), axis=0)
         at = np.arange(len(x))[:, None]
         for _ in range(self.depth):
-            f = self.feature[node]
-            inner = f >= 0
-            if not inner.any():
-                break
-            go_left = x[at, np.where(inner, f, 0)] <= self.threshold[node]
-            node = np.where(inner, np.where(go_left, self.left[node], self.right[node]), node)
+            node = np.where(x[at, feature[node]] <= threshold[node], left[node], right[node])
         return node
 
     def predict(self, rows: np.ndarray) -> np.ndarray:
