@@ -31,7 +31,6 @@ ENTITY_STAGES: tuple[str, ...] = (
     "learned-columns",
     "memory-words",
     "memory-tags",
-    "paraphrase-order",
     "memory-lead",
     "memory-runs",
 )

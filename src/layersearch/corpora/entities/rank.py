@@ -8,7 +8,7 @@ import re
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from concurrent.futures import Future
 from functools import lru_cache, partial
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -22,8 +22,6 @@ from layersearch.ranking.pipeline import Trace, between, settle
 from layersearch.semantic.model import EdgeRecord, Entity
 
 if TYPE_CHECKING:
-    from _typeshed import SupportsRichComparison
-
     from layersearch.corpora.snapshot import EntityMap
     from layersearch.ranking.fulltext import FullTextIndex
 
@@ -34,8 +32,6 @@ __all__ = [
     "_Ordered",
     "_Rankings",
 ]
-
-_Key = TypeVar("_Key", bound="SupportsRichComparison")
 
 _DEFAULTS = EntityRankingConfig()
 #: Every channel ranks this deep whatever max_results is (``EntityRankingConfig``).
@@ -136,45 +132,6 @@ def _note_merge(
     else:
         return
     trace.note(stage, doc_id, before, at, note, adj)
-
-
-def same_query_order(
-    ids: Sequence[str],
-    query_of: Callable[[str], str | None],
-    share_of: Callable[[str], _Key],
-) -> list[tuple[int, int]] | None:
-    """The memory ranking with paraphrases of one example query ordered by the question.
-
-    Saved examples often ask the same thing twice in other words with the same query
-    ("How many farms are there?", "Count the number of farms."). Full text ranks such
-    paraphrases by BM25, whose length normalisation puts the shorter first even when
-    the question is the other one word for word. Among the memories of the ranking
-    whose queries are the same (``query_of``: a memory's folded query, None for a
-    note), the one whose own words hold the larger share of the question's
-    (``share_of``) takes the best of their places, and so on down; ties keep their
-    order. Only the positions such a group holds change hands, so every other memory
-    keeps its place. Returns (position, position whose score it takes), or None when
-    nothing moves."""
-    groups: dict[str, list[int]] = {}
-    for i, doc_id in enumerate(ids):
-        key = query_of(doc_id)
-        if key is not None:
-            groups.setdefault(key, []).append(i)
-    order = list(range(len(ids)))
-    moved = False
-    for places in groups.values():
-        if len(places) < 2:
-            continue
-        shares = {i: share_of(ids[i]) for i in places}
-        # (a stable sort: reversed, equal closeness keeps the ranking's order)
-        ranked = sorted(places, key=shares.__getitem__, reverse=True)
-        if ranked != places:
-            moved = True
-            for at, i in zip(places, ranked, strict=True):
-                order[at] = i
-    if not moved:
-        return None
-    return [(i, at) for at, i in enumerate(order)]
 
 
 def dense_in_context(

@@ -50,7 +50,6 @@ class CorpusSearch(CorpusText):
         _surface: dict[str, frozenset[str]]
         _doc_plain: dict[str, frozenset[str]]
         _doc_words: dict[str, frozenset[str]]
-        _query_keys: dict[str, str | None]
 
         def check_request(self, req: SearchRequest) -> list[str]: ...
         def coverage(self, datasource: str | None = None) -> CoverageIndex: ...

@@ -25,7 +25,6 @@ from layersearch.corpora.entities.rank import (
     join_key_order,
     merge_kinds,
     name_joins,
-    same_query_order,
     table_votes,
     unlisted_votes,
     visible_leaves,
@@ -257,27 +256,14 @@ def memory_tags(s: SearchState) -> None:
         s.memory_trace.reorder("memory-tags", fused.ids, s.memory_fused.ids, note)
 
 
-def paraphrase_order(s: SearchState) -> None:
-    """Paraphrases of one example query ordered by the share of the question they hold."""
-    fused = s.memory_fused
-    if s.close is None or fused is None or len(fused) < 2:
-        return
-    moved = same_query_order(fused.ids, s.corpus._query_key, s.close)
-    if moved is not None:
-        s.memory_order = [i for i, _ in moved]
-        after = [fused.ids[i] for i in s.memory_order]
-        note = "a paraphrase of the same example query, closer to the question"
-        s.memory_trace.reorder("paraphrase-order", fused.ids, after, note)
-
-
 def memory_scores(s: SearchState) -> None:
     """The memory list's shown scores, and which memories may take a turn in ``results``."""
     fused = s.memory_fused if s.memory_fused is not None else fuse({})
-    order = list(range(len(fused))) if s.memory_order is None else s.memory_order
-    ids = [fused.ids[i] for i in order]
+    order = list(range(len(fused)))
+    ids = fused.ids
     adjust = s.memory_adjust
     own = [fused.scores[i] + adjust.get(i, 0.0) for i in order]
-    shown = settle(ids, own, s.memory_trace, "paraphrase-order")
+    shown = settle(ids, own, s.memory_trace, "memory-scores")
     memories = s.corpus.memories
     entities = s.entities
     # A memory that only tags (or only dense retrieval) reaches takes no place from an
@@ -354,7 +340,6 @@ ENTITY_PIPELINE: Pipeline[SearchState] = Pipeline(
         _stage("memory-words", memory_words),
         _stage("fuse-memories", fuse_memories, switchable=False),
         _stage("memory-tags", memory_tags),
-        _stage("paraphrase-order", paraphrase_order),
         _stage("memory-scores", memory_scores, switchable=False),
         _stage("memory-lead", memory_lead),
         _stage("memory-runs", memory_runs),

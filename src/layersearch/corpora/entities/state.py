@@ -77,7 +77,6 @@ class RankedCorpus(Protocol):
         text_hits: Sequence[tuple[str, float]] = (),
         depth: int = ...,
     ) -> list[tuple[str, float]]: ...
-    def _query_key(self, memory_id: str) -> str | None: ...
 
 
 @dataclass(eq=False)
@@ -112,7 +111,6 @@ class SearchState:
     close: Callable[[str], tuple[float, float]] | None = None
     leads: Callable[[str, str], bool] | None = None
     memory_fused: FusedList | None = None
-    memory_order: list[int] | None = None
     #: position in ``memory_fused`` → the score a stage added to that memory's own
     memory_adjust: dict[int, float] = field(default_factory=dict)
     memory_trace: Trace = field(default_factory=Trace)
