@@ -23,7 +23,6 @@ MAX_RESULTS_LIMIT = 100
 #: (``search_stages.ENTITY_PIPELINE`` declares them with their entry points).
 ENTITY_STAGES: tuple[str, ...] = (
     "schema-over-fulltext",
-    "evidence-weights",
     "unlisted-votes",
     "dense-columns",
     "table-votes",
@@ -47,10 +46,7 @@ class EntityRankingConfig(RankingConfig):
     channel_depth: int = MAX_RESULTS_LIMIT
     #: Reciprocal Rank Fusion's k: a vote counts weight / (k + rank).
     rrf_k: int = RRF_K
-    #: evidence-weights: the channels weighed by their evidence (separation x reach),
-    #: read on their table rankings; their weights average 1.
-    evidence_channels: tuple[str, ...] = ("schema", "vector")
-    #: evidence-weights: the rank at which a channel's separation is read.
+    #: table-votes: the rank at which the fused tables' separation is read.
     evidence_top: int = EVIDENCE_TOP
     #: Channels whose vote on a table is its rank among tables, on a leaf its rank among
     #: leaves (the vector channel interleaves a table and a leaf ranking).

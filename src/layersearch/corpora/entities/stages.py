@@ -54,29 +54,6 @@ def schema_over_fulltext(s: SearchState) -> None:
         s.superseded = {"fulltext": s.ranks.is_schema}
 
 
-def evidence_weights_stage(s: SearchState) -> None:
-    """The schema and vector channels weighed by their evidence: separation x reach."""
-    from layersearch.ranking.fusion import evidence_weights
-
-    cfg = s.config
-    if s.question is None or not cfg.evidence_channels:
-        return
-    rankings = s.ranks.entity
-    reach = (
-        {"schema": s.index().query_reach(s.question, s.ranks.bridges)}
-        if "schema" in rankings
-        else {}
-    )
-    level = s.ranks.level
-    s.weighed = evidence_weights(
-        rankings,
-        cfg.evidence_channels,
-        keep=lambda i: level(i) == 1,
-        reach=reach,
-        top=cfg.evidence_top,
-    )
-
-
 def unlisted_votes_stage(s: SearchState) -> None:
     """The schema channel votes for tables and leaves it did not list, just after its list."""
     s.given = unlisted_votes(
@@ -95,18 +72,14 @@ def _trace_fusion_stages(s: SearchState) -> None:
     """For an explanation: the fusion each stage before it changed, without that stage."""
     assert s.fused is not None
     after = s.fused.ids
-    saved = (s.superseded, s.weighed)
+    saved = s.superseded
     if s.given:
         before = s.fuse_entities({}).ids
         s.trace.reorder("unlisted-votes", before, after, "votes for ids its list left out")
-    if s.weighed:
-        s.weighed = {}
-        s.trace.reorder("evidence-weights", s.fuse_entities(s.given).ids, after, "channels weighed")
-        s.weighed = saved[1]
     if s.superseded:
         s.superseded = None
         before = s.fuse_entities(s.given).ids
-        s.superseded = saved[0]
+        s.superseded = saved
         s.trace.reorder("schema-over-fulltext", before, after, "full text's vote dropped")
 
 
@@ -328,7 +301,6 @@ ENTITY_PIPELINE: Pipeline[SearchState] = Pipeline(
         _stage("read-question", read_question, switchable=False),
         _stage("channels", rank_channels, switchable=False),
         _stage("schema-over-fulltext", schema_over_fulltext),
-        _stage("evidence-weights", evidence_weights_stage),
         _stage("unlisted-votes", unlisted_votes_stage),
         _stage("fuse", fuse_entities, switchable=False),
         _stage("dense-columns", dense_columns_stage),
