@@ -304,6 +304,10 @@ class Trace:
         """The sum of the score adjustments recorded for ``doc_id``."""
         return sum(m.adjustment for m in self._notes.get(doc_id, ()))
 
+    def last_stage(self) -> str | None:
+        """The last stage that reordered the list, if any."""
+        return self._reorders[-1].stage if self._reorders else None
+
     def last_lift(self, doc_id: str) -> str | None:
         """The last stage that moved ``doc_id`` up (or into the list), if any."""
         found = None

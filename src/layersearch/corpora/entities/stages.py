@@ -144,7 +144,8 @@ def entity_scores(s: SearchState) -> None:
     s.fused = fused
     order = list(range(len(fused))) if s.order is None else s.order
     scores = [fused.scores[i] for i in order]
-    shown = settle(s.ordered_ids(), scores, s.trace, "join-keys")
+    # (a hit no stage moved up is lifted for the last stage that reordered the list)
+    shown = settle(s.ordered_ids(), scores, s.trace, s.trace.last_stage() or "join-keys")
     corpus = s.corpus
     words = schema_words(
         s.index,
