@@ -63,7 +63,6 @@ CHANNELS = ("input", "schema", "fulltext", "vector", "table")
 #: the entity stages after fusion that may move a hit (docs/ranking.md)
 STAGES = (
     "schema-over-fulltext",
-    "unlisted-votes",
     "dense-columns",
     "table-votes",
     "join-keys",

@@ -91,6 +91,6 @@ def test_the_check_reads_channels_without_tracing_stages(mini: Layersearch) -> N
     light = mini.entities.search(asked)
     assert [h.id for h in light.results] == [h.id for h in full.results]
     assert [h.explanation for h in light.results] == [h.explanation for h in full.results]
-    fusion_stages = {"unlisted-votes", "schema-over-fulltext"}
+    fusion_stages = {"schema-over-fulltext"}
     assert any(m.stage in fusion_stages for h in full.results for m in h.stages or [])
     assert not any(m.stage in fusion_stages for h in light.results for m in h.stages or [])

@@ -23,7 +23,6 @@ MAX_RESULTS_LIMIT = 100
 #: (``search_stages.ENTITY_PIPELINE`` declares them with their entry points).
 ENTITY_STAGES: tuple[str, ...] = (
     "schema-over-fulltext",
-    "unlisted-votes",
     "dense-columns",
     "table-votes",
     "join-keys",
@@ -51,9 +50,6 @@ class EntityRankingConfig(RankingConfig):
     #: Channels whose vote on a table is its rank among tables, on a leaf its rank among
     #: leaves (the vector channel interleaves a table and a leaf ranking).
     rank_by_level: tuple[str, ...] = ("vector",)
-    #: unlisted-votes: channels whose unlisted tables and leaves vote just after their
-    #: list when another channel ranked them.
-    unlisted_channels: tuple[str, ...] = ("schema",)
     #: dense-columns: the best-fused tables whose every leaf the vector channel ranks.
     dense_column_tables: int = 3
     #: join-keys: how many of the best-ranked tables count as the question's tables.

@@ -254,42 +254,6 @@ def table_votes(
     return out
 
 
-def unlisted_votes(
-    rankings: Mapping[str, Sequence[tuple[str, float]]],
-    channels: Collection[str],
-    level: Callable[[str], int],
-    superseded: Mapping[str, Callable[[str], bool]] | None = None,
-) -> dict[str, list[tuple[str, int, float]]]:
-    """Each of ``channels``' votes for the tables and leaves another channel ranked and
-    it did not list: each at the rank just after its list (its number of ids + 1),
-    score 0. A channel that listed nothing, or has nothing to add, is left out.
-
-    A lexical channel scores an entity only through the question's words the catalog
-    uses, and its list stops at a fixed depth: an entity it did not list has, as far as
-    it can tell, no less evidence than its last. Counted as no vote at all, a table only
-    the dense channel ranks first (*performers* for ``actor``) falls behind tables both
-    channels rank twenty places down. Given to ``fuse`` (``given=``), these votes count
-    for ids the rankings fused only, and never for their best rank. Votes another
-    channel's ``superseded`` drops do not make an id ranked; datasources (level < 0)
-    get none."""
-    out: dict[str, list[tuple[str, int, float]]] = {}
-    for channel in sorted(channels):
-        listed = {doc_id for doc_id, _ in rankings.get(channel, ())}
-        votes: list[tuple[str, int, float]] = []
-        seen: set[str] = set()
-        for other in sorted(rankings) if listed else ():
-            drop = (superseded or {}).get(other)
-            for doc_id, _ in rankings[other] if other != channel else ():
-                if doc_id in listed or doc_id in seen or level(doc_id) < 0:
-                    continue
-                if drop is None or not drop(doc_id):
-                    seen.add(doc_id)
-                    votes.append((doc_id, len(listed) + 1, 0.0))
-        if votes:
-            out[channel] = votes
-    return out
-
-
 def join_keys_in_context(
     fused: list[Fused],
     entities: Mapping[str, Entity],

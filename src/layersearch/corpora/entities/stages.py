@@ -26,7 +26,6 @@ from layersearch.corpora.entities.rank import (
     merge_kinds,
     name_joins,
     table_votes,
-    unlisted_votes,
     visible_leaves,
 )
 from layersearch.corpora.entities.state import SearchState
@@ -54,16 +53,9 @@ def schema_over_fulltext(s: SearchState) -> None:
         s.superseded = {"fulltext": s.ranks.is_schema}
 
 
-def unlisted_votes_stage(s: SearchState) -> None:
-    """The schema channel votes for tables and leaves it did not list, just after its list."""
-    s.given = unlisted_votes(
-        s.ranks.entity, s.config.unlisted_channels, s.ranks.level, s.superseded
-    )
-
-
 def fuse_entities(s: SearchState) -> None:
     """Reciprocal Rank Fusion of the entity channels (with the stages' weights and votes)."""
-    s.fused = s.fuse_entities(s.given)
+    s.fused = s.fuse_entities({})
     if s.req.explain and not s.req._channels_only:
         _trace_fusion_stages(s)
 
@@ -73,12 +65,9 @@ def _trace_fusion_stages(s: SearchState) -> None:
     assert s.fused is not None
     after = s.fused.ids
     saved = s.superseded
-    if s.given:
-        before = s.fuse_entities({}).ids
-        s.trace.reorder("unlisted-votes", before, after, "votes for ids its list left out")
     if s.superseded:
         s.superseded = None
-        before = s.fuse_entities(s.given).ids
+        before = s.fuse_entities({}).ids
         s.superseded = saved
         s.trace.reorder("schema-over-fulltext", before, after, "full text's vote dropped")
 
@@ -96,11 +85,8 @@ def dense_columns_stage(s: SearchState) -> None:
     if filled is None:
         return
     s.ranks.entity["vector"] = filled
-    if s.config.on("unlisted-votes"):
-        # (the column fill changed the vector ranking: its ids are read again)
-        unlisted_votes_stage(s)
     before = s.fused.ids
-    s.fused = s.fuse_entities(s.given)
+    s.fused = s.fuse_entities({})
     s.trace.reorder("dense-columns", before, s.fused.ids, "the best tables' leaves scored")
 
 
@@ -119,7 +105,7 @@ def table_votes_stage(s: SearchState) -> None:
         s.config.evidence_top,
     )
     s.weighed = {**s.weighed, TABLE_CHANNEL: (sep, sep, 1.0)}
-    s.fused = s.fuse_entities({**s.given, TABLE_CHANNEL: votes})
+    s.fused = s.fuse_entities({TABLE_CHANNEL: votes})
     s.trace.reorder("table-votes", fused.ids, s.fused.ids, "a vote at its table's rank")
 
 
@@ -302,7 +288,6 @@ ENTITY_PIPELINE: Pipeline[SearchState] = Pipeline(
         _stage("read-question", read_question, switchable=False),
         _stage("channels", rank_channels, switchable=False),
         _stage("schema-over-fulltext", schema_over_fulltext),
-        _stage("unlisted-votes", unlisted_votes_stage),
         _stage("fuse", fuse_entities, switchable=False),
         _stage("dense-columns", dense_columns_stage),
         _stage("table-votes", table_votes_stage),

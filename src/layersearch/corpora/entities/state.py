@@ -101,7 +101,6 @@ class SearchState:
     # the entity list
     superseded: dict[str, Callable[[str], bool]] | None = None
     weighed: dict[str, tuple[float, float, float]] = field(default_factory=dict)
-    given: dict[str, list[tuple[str, int, float]]] = field(default_factory=dict)
     fused: FusedList | None = None
     order: list[int] | None = None
     trace: Trace = field(default_factory=Trace)
