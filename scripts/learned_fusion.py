@@ -63,7 +63,6 @@ CHANNELS = ("input", "schema", "fulltext", "vector", "table")
 #: the entity stages after fusion that may move a hit (docs/ranking.md)
 STAGES = (
     "schema-over-fulltext",
-    "dense-columns",
     "table-votes",
     "join-keys",
 )
@@ -545,21 +544,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", stream=sys.stderr)
 
     cache = args.cache or args.out.with_suffix(".features.jsonl")
-    if args.export is not None:
-        if not cache.is_file():
-            sys.exit(f"{cache}: no cached features (run once without --export)")
-        export_columns(cache, args.out, args.export, args.data)
-        return 0
     rows = [json.loads(line) for line in cache.open()] if cache.is_file() else []
     splits = load_questions(args.data, args.max_train, args.seed)
     todo = {n: qs for n, qs in splits.items() if n not in {r["split"] for r in rows}}
     log.info("%d searched questions read from %s; to search: %s", len(rows), cache, list(todo))
     if todo:
         from layersearch import Layersearch
+        from layersearch.corpora.entities.config import EntityRankingConfig
 
         if not args.store.is_file():
             sys.exit(f"{args.store}: no such store (load spider/tables.json and embed first)")
         with Layersearch(args.store, embedder="local") as ls:
+            # the candidates as the learned column order receives them
+            ls.entities.ranking = EntityRankingConfig(without=frozenset({"learned-columns"}))
             for name, qs in todo.items():
                 rows += search_rows(ls, qs[: args.limit], name)
                 tmp = cache.with_suffix(".tmp")
@@ -568,6 +565,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                         fh.write(json.dumps(r) + "\n")
                 tmp.replace(cache)
 
+    if args.export is not None:
+        export_columns(cache, args.out, args.export, args.data)
+        return 0
     results: dict[str, Any] = {"params": {**PARAMS, "rounds": ROUNDS, "seeds": SEEDS}}
     for variant, train_splits in TRAINING.items():
         for level, k in (("tables", 5), ("columns", 10)):

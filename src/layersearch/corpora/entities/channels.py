@@ -4,7 +4,7 @@ the newest memories when nothing is asked (stages ``read-question`` and ``channe
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from functools import lru_cache, partial
 from typing import TYPE_CHECKING
 
@@ -87,16 +87,6 @@ def vector_channel(s: SearchState, question: str) -> None:
     hits = [h for h in dense_in_context(hits, corpus.entities) if admitted(h[0])]
     if hits:
         ranks.entity["vector"] = hits
-
-        def cosine(ids: Collection[str]) -> dict[str, float]:
-            # the question's vector is cached: this ranks only the given ids
-            wanted = frozenset(ids) if allow_set is None else allow_set.intersection(ids)
-            if not wanted:
-                return {}
-            found = vector(question, len(wanted), ds, wanted, False)
-            return {i: x for i, x in found if admitted(i)}
-
-        ranks.dense = cosine
     if corpus.memories:
         found = vector(question, depth, ds, allow_set, True)
         mems = [h for h in found if h[0] in corpus.memories and admitted(h[0])]

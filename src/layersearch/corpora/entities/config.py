@@ -23,7 +23,6 @@ MAX_RESULTS_LIMIT = 100
 #: (``search_stages.ENTITY_PIPELINE`` declares them with their entry points).
 ENTITY_STAGES: tuple[str, ...] = (
     "schema-over-fulltext",
-    "dense-columns",
     "table-votes",
     "join-keys",
     "learned-columns",
@@ -50,8 +49,6 @@ class EntityRankingConfig(RankingConfig):
     #: Channels whose vote on a table is its rank among tables, on a leaf its rank among
     #: leaves (the vector channel interleaves a table and a leaf ranking).
     rank_by_level: tuple[str, ...] = ("vector",)
-    #: dense-columns: the best-fused tables whose every leaf the vector channel ranks.
-    dense_column_tables: int = 3
     #: join-keys: how many of the best-ranked tables count as the question's tables.
     join_key_tables: int = 5
     #: join-keys: whether joins no catalog declares are inferred from column names.
@@ -73,7 +70,6 @@ class EntityRankingConfig(RankingConfig):
             if getattr(self, name) < 1:
                 raise ConfigError(f"ranking.entities.{name} must be at least 1")
         for name in (
-            "dense_column_tables",
             "join_key_tables",
             "merge_tag_depth",
             "learned_column_depth",

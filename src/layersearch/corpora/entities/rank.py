@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Future
 from functools import lru_cache, partial
 from typing import TYPE_CHECKING
@@ -39,8 +39,6 @@ CHANNEL_DEPTH = _DEFAULTS.channel_depth
 MAX_QUESTION_CHARS = 100_000
 #: At most this many memories in a row in ``results`` (``EntityRankingConfig.memory_run``).
 MEMORY_RUN = _DEFAULTS.memory_run
-#: The best-fused tables whose every leaf the vector channel ranks (``dense_columns``).
-DENSE_COLUMN_TABLES = _DEFAULTS.dense_column_tables
 #: How many of the best-ranked tables count as "the question's tables" whose join keys
 #: are brought forward.
 JOIN_KEY_TABLES = _DEFAULTS.join_key_tables
@@ -162,59 +160,6 @@ def dense_in_context(
     out.update(best)
     # on equal scores the leaf (the specific evidence) before the table it lifted, then ids
     return sorted(out.items(), key=lambda h: (-h[1], h[0] in best, h[0]))
-
-
-def visible_leaves(entities: EntityMap, table: str) -> list[str]:
-    """A table's visible leaves (columns, measures, aggregations), in id order: a range
-    of the snapshot's sorted ids."""
-    return [
-        i
-        for i in entities.visible_in_scope(table)
-        if i != table and i.rsplit(".", 1)[0] == table and entities.kind_of(i) in _LEAF_KINDS
-    ]
-
-
-def dense_columns(
-    fused: FusedList,
-    level: Callable[[str], int],
-    vector: Sequence[tuple[str, float]],
-    leaves_of: Callable[[str], Sequence[str]],
-    cosine: Callable[[Collection[str]], dict[str, float]],
-    tables: int = DENSE_COLUMN_TABLES,
-) -> list[tuple[str, float]] | None:
-    """The vector ranking with every leaf of the first ``tables`` fused tables in it.
-
-    The vector channel ranks the catalog's hundred entities nearest the question, so
-    of the question's own tables it holds a few columns, and the others get no dense
-    vote at all: in fusion they fall behind columns of other databases that a channel
-    did rank. Once fusion has said which tables the question is about, their missing
-    leaves are scored by their own cosine in their table's context, as
-    :func:`dense_in_context` scores a ranked leaf (the mean of its cosine and its
-    table's vector score; a table the vector channel did not rank takes its own
-    cosine), and take their place in the ranking. None when nothing is added.
-    """
-    have = dict(vector)
-    top: list[str] = []
-    for doc_id in fused.ids:
-        if level(doc_id) == 1:
-            top.append(doc_id)
-            if len(top) >= tables:
-                break
-    missing = {t: [c for c in leaves_of(t) if c not in have] for t in top}
-    wanted = [c for cs in missing.values() for c in cs]
-    if not wanted:
-        return None
-    scores = cosine([*wanted, *(t for t in top if t not in have)])
-    added: list[tuple[str, float]] = []
-    for t in top:
-        table_score = have.get(t, scores.get(t))
-        if table_score is None:
-            continue
-        added.extend((c, (scores[c] + table_score) / 2) for c in missing[t] if c in scores)
-    if not added:
-        return None
-    tables_ranked = {doc_id for doc_id, _ in vector if level(doc_id) == 1}
-    return sorted([*vector, *added], key=lambda h: (-h[1], h[0] in tables_ranked, h[0]))
 
 
 #: The channel name of a leaf's vote at its table's rank (see :func:`table_votes`).

@@ -21,12 +21,10 @@ from layersearch.corpora.entities.lists import _Ordered
 from layersearch.corpora.entities.matched import schema_words
 from layersearch.corpora.entities.rank import (
     TABLE_CHANNEL,
-    dense_columns,
     join_key_order,
     merge_kinds,
     name_joins,
     table_votes,
-    visible_leaves,
 )
 from layersearch.corpora.entities.state import SearchState
 from layersearch.corpora.entities.words import plain_share
@@ -70,24 +68,6 @@ def _trace_fusion_stages(s: SearchState) -> None:
         before = s.fuse_entities({}).ids
         s.superseded = saved
         s.trace.reorder("schema-over-fulltext", before, after, "full text's vote dropped")
-
-
-def dense_columns_stage(s: SearchState) -> None:
-    """The vector channel ranks every leaf of the best fused tables; fused again."""
-    vector = s.ranks.entity.get("vector")
-    dense = s.ranks.dense
-    tables = s.config.dense_column_tables
-    if s.question is None or not vector or dense is None or not tables or s.fused is None:
-        return
-    # (weights are read on table scores, which this does not change)
-    leaves = partial(visible_leaves, s.corpus.entities)
-    filled = dense_columns(s.fused, s.ranks.level, vector, leaves, dense, tables)
-    if filled is None:
-        return
-    s.ranks.entity["vector"] = filled
-    before = s.fused.ids
-    s.fused = s.fuse_entities({})
-    s.trace.reorder("dense-columns", before, s.fused.ids, "the best tables' leaves scored")
 
 
 def table_votes_stage(s: SearchState) -> None:
@@ -289,7 +269,6 @@ ENTITY_PIPELINE: Pipeline[SearchState] = Pipeline(
         _stage("channels", rank_channels, switchable=False),
         _stage("schema-over-fulltext", schema_over_fulltext),
         _stage("fuse", fuse_entities, switchable=False),
-        _stage("dense-columns", dense_columns_stage),
         _stage("table-votes", table_votes_stage),
         _stage("join-keys", join_keys),
         _stage("learned-columns", learned_columns),
