@@ -7,7 +7,8 @@ over features the search already holds: each hit's place and shown score, every
 channel's rank, score, weight and part of the fused score, the share of the
 question's words the schema channel matched in it, and the same of its table (its
 own hit and its first column hit, its place among the tables, its database's place).
-The columns take the places the columns held, so tables and datasources keep theirs.
+The columns take the places the columns held, so tables, datasources and the leaves
+the request named keep theirs.
 
 The features are those ``scripts/learned_fusion.py`` reads off an explanation, less
 the stage moves (which only an explanation's what-if fusions know): one definition
@@ -220,8 +221,13 @@ def learned_columns(s: SearchState) -> None:
         return weighed[channel][0] if channel in weighed else 1.0
 
     leaves, rows = column_rows(hits, s.question, weight)
+    # (a leaf the request named keeps its place: the names lead)
+    movable = [j for j, k in enumerate(leaves) if "input" not in hits[k][2]]
+    if len(movable) < 2:
+        return
+    leaves = [leaves[j] for j in movable]
     model = _model()
-    x = rows[:, _columns_of(model)]
+    x = rows[movable][:, _columns_of(model)]
     scores = model.predict(x)
     ranked = sorted(range(len(leaves)), key=lambda j: (-scores[j], j))
     if ranked == list(range(len(leaves))):
