@@ -1,7 +1,8 @@
 """Measure a learned table ranking (LightGBM LambdaRank) against today's fusion.
 
-A measurement, not a ranking change: every question is searched once with the
-shipped pipeline (catalog mode, no datasource hint, ``explain=True``); the
+Every question is searched once with the shipped pipeline less its learned column
+order (catalog mode, no datasource hint, ``explain=True``; the stage
+``learned-columns`` off, since its input is what is learned from); the
 tables its hits name (a model hit, or a column hit's table) are the candidates,
 in today's order (``eval schema-linking``'s ``ranked_links``). Each candidate
 gets features read off the explanations only — every channel's rank, score and
