@@ -1,7 +1,8 @@
 """Measure a learned table ranking (LightGBM LambdaRank) against today's fusion.
 
-A measurement, not a ranking change: every question is searched once with the
-shipped pipeline (catalog mode, no datasource hint, ``explain=True``); the
+Every question is searched once with the shipped pipeline less its learned column
+order (catalog mode, no datasource hint, ``explain=True``; the stage
+``learned-columns`` off, since its input is what is learned from); the
 tables its hits name (a model hit, or a column hit's table) are the candidates,
 in today's order (``eval schema-linking``'s ``ranked_links``). Each candidate
 gets features read off the explanations only — every channel's rank, score and
@@ -27,6 +28,17 @@ Nothing is chosen on validation: the model's settings are fixed below.
 
 Needs the ``local`` extra (the embedder) and lightgbm (``train`` extra). The
 searched features are cached (``--cache``), so a second run only trains.
+
+``--export PATH`` instead trains the one column model the search ships (stage
+``learned-columns``, docs/ranking.md): trained on both wordings of the training
+databases' questions, seed 0, the settings below, on the features a search computes
+without an explanation's what-if fusions (:data:`RUN_TIME`: the ``moved_``/``up_``
+stage features are left out); it writes the trees as ``ranking.trees`` JSON, and the
+recall of today's and the exported order on every reported set (the forest evaluated
+by ``ranking.trees``, not by lightgbm), read from the cache as a stream:
+
+    python scripts/learned_fusion.py --store STORE --cache FEATURES.jsonl \\
+        --out results.json --export src/layersearch/ranking/learned/columns.json
 """
 
 from __future__ import annotations
@@ -52,9 +64,6 @@ CHANNELS = ("input", "schema", "fulltext", "vector", "table")
 #: the entity stages after fusion that may move a hit (docs/ranking.md)
 STAGES = (
     "schema-over-fulltext",
-    "evidence-weights",
-    "unlisted-votes",
-    "dense-columns",
     "table-votes",
     "join-keys",
 )
@@ -84,6 +93,14 @@ TRAINING = {"syn": ("train",), "both": ("train", "train_original")}
 #: the sets reported (training sets excluded): validation databases in either wording,
 #: and Spider dev as a check
 REPORTED = ("validation", "validation_original", "spider_dev_check")
+
+
+#: a feature the search computes without explaining: not one of the stage moves, which
+#: need the what-if fusions only an explanation runs
+RUN_TIME = re.compile(r"^(?!(.*_)?(moved|up)_)")
+#: the exported column model: trained on both wordings, this seed
+EXPORT_TRAINING = TRAINING["both"]
+EXPORT_SEED = 0
 
 
 def split_databases(
@@ -418,6 +435,100 @@ def measure(
     return {"sets": out, "importance_gain_share": dict(imp)}
 
 
+def _column_arrays(row: dict[str, Any], names: Sequence[str]) -> tuple[Any, Any]:
+    """One cached question's column candidates as (features, labels) arrays."""
+    import numpy as np
+
+    gold = {g.lower() for g in row["gold_columns"]}
+    x = np.array([[f[n] for n in names] for f in row["column_features"]], dtype=np.float64)
+    y = np.array([float(c.lower() in gold) for c in row["columns"]], dtype=np.float64)
+    return x.reshape(-1, len(names)), y
+
+
+def export_columns(cache: Path, out: Path, path: Path, data: Path) -> dict[str, Any]:
+    """Trains the shipped column model (module docstring) from the cached features
+    (read as a stream), writes its trees to ``path`` and returns the recall@10 of
+    today's and the exported order per set (the exported file evaluated by
+    ``ranking.trees``), which also go into the file's ``meta``."""
+    import lightgbm as lgb
+    import numpy as np
+
+    from layersearch.eval.metrics import recall_at_k
+    from layersearch.ranking.trees import Forest, from_lightgbm
+
+    names: list[str] | None = None
+    train: list[tuple[Any, Any]] = []
+    held: dict[str, list[tuple[Any, Any, list[str], list[str]]]] = {s: [] for s in REPORTED}
+    with cache.open() as fh:
+        for line in fh:
+            row = json.loads(line)
+            if not row["gold_columns"] or not row["columns"]:
+                continue
+            if names is None:
+                names = sorted(n for n in row["column_features"][0] if RUN_TIME.match(n))
+            x, y = _column_arrays(row, names)
+            if row["split"] in EXPORT_TRAINING:
+                if y.any():  # (a question with no gold column among them teaches nothing)
+                    train.append((x, y))
+            elif row["split"] in held:
+                held[row["split"]].append((x, y, row["columns"], row["gold_columns"]))
+    assert names is not None, f"{cache}: no cached column candidates"
+    log.info("training on %d questions, %d features", len(train), len(names))
+    ds = lgb.Dataset(
+        np.vstack([x for x, _ in train]),
+        label=np.concatenate([y for _, y in train]),
+        group=[len(y) for _, y in train],
+        feature_name=list(names),
+    )
+    model = lgb.train({**PARAMS, "seed": EXPORT_SEED}, ds, num_boost_round=ROUNDS)
+    forest = Forest.from_dict(from_lightgbm(model.dump_model()))
+    sets: dict[str, Any] = {}
+    for split, rows in held.items():
+        today = learned = 0.0
+        for x, _, cols, gold in rows:
+            s = forest.predict(x)
+            order = [cols[i] for i in sorted(range(len(cols)), key=lambda i: (-s[i], i))]
+            today += recall_at_k(cols, gold, 10)
+            learned += recall_at_k(order, gold, 10)
+        n = max(1, len(rows))
+        sets[split] = {
+            "questions": len(rows),
+            "today_column_recall@10": round(today / n, 4),
+            "learned_column_recall@10": round(learned / n, 4),
+        }
+        log.info("%s: %s", split, sets[split])
+    meta = {
+        "what": "the order of the column hits among the first entity hits (learned-columns)",
+        "data": "Spider-Syn train (CC BY-SA 4.0), both wordings (question, original_question)",
+        "split": "split_databases(seed=0, fraction=0.2) of scripts/train_schema_encoder.py "
+        "over the databases not in Spider dev; trained on the training databases only",
+        "training_questions": len(train),
+        "objective": "LightGBM LambdaRank, label 1 for a gold column",
+        "settings": {**PARAMS, "rounds": ROUNDS, "seed": EXPORT_SEED},
+        "lightgbm": lgb.__version__,
+        "command": "python scripts/learned_fusion.py --store STORE --cache FEATURES "
+        "--out OUT --export PATH",
+        "column_recall@10": sets,
+    }
+    dumped = from_lightgbm(model.dump_model(), meta)
+    path.write_text(json.dumps(dumped, separators=(",", ":")) + "\n")
+    # (rows of the first validation questions and lightgbm's own scores, for the tests)
+    sample = [(x, cols) for x, _, cols, _ in held["validation"][:8]]
+    rows_x = np.vstack([x for x, _ in sample])
+    out.write_text(
+        json.dumps(
+            {
+                "sets": sets,
+                "features": names,
+                "rows": np.round(rows_x, 6).tolist(),
+                "lightgbm": model.predict(np.round(rows_x, 6)).tolist(),
+            }
+        )
+        + "\n"
+    )
+    return sets
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--data", type=Path, default=Path("/work/shared/data"))
@@ -427,6 +538,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--max-train", type=int, default=4000)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--limit", type=int, default=None, help="first N questions of each set (smoke)")
+    ap.add_argument(
+        "--export", type=Path, default=None, help="train the shipped column model, write it here"
+    )
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", stream=sys.stderr)
 
@@ -437,10 +551,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     log.info("%d searched questions read from %s; to search: %s", len(rows), cache, list(todo))
     if todo:
         from layersearch import Layersearch
+        from layersearch.corpora.entities.config import EntityRankingConfig
 
         if not args.store.is_file():
             sys.exit(f"{args.store}: no such store (load spider/tables.json and embed first)")
         with Layersearch(args.store, embedder="local") as ls:
+            # the candidates as the learned column order receives them
+            ls.entities.ranking = EntityRankingConfig(without=frozenset({"learned-columns"}))
             for name, qs in todo.items():
                 rows += search_rows(ls, qs[: args.limit], name)
                 tmp = cache.with_suffix(".tmp")
@@ -449,6 +566,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                         fh.write(json.dumps(r) + "\n")
                 tmp.replace(cache)
 
+    if args.export is not None:
+        export_columns(cache, args.out, args.export, args.data)
+        return 0
     results: dict[str, Any] = {"params": {**PARAMS, "rounds": ROUNDS, "seeds": SEEDS}}
     for variant, train_splits in TRAINING.items():
         for level, k in (("tables", 5), ("columns", 10)):

@@ -124,21 +124,3 @@ def test_separation_reads_the_shape_not_the_scale() -> None:
     assert separation([3 * s + 7 for s in peaked]) == pytest.approx(separation(peaked))
     assert separation([0.5, 0.5, 0.5]) == 0.0
     assert separation([0.3]) == 1.0 and separation([]) == 0.0
-
-
-def test_evidence_weights() -> None:
-    from layersearch.ranking.fusion import evidence_weights
-
-    peaked = [(f"t{i}", s) for i, s in enumerate([1.0, 0.9] + [0.2] * 8 + [0.0])]
-    flat = [(f"t{i}", 1.0 - 0.01 * i) for i in range(50)]
-    same = evidence_weights({"a": peaked, "b": list(peaked)}, ["a", "b"])
-    assert {c: w for c, (w, _, _) in same.items()} == {"a": 1.0, "b": 1.0}  # plain RRF
-    w = evidence_weights({"a": peaked, "b": flat}, ["a", "b"])
-    assert w["a"][0] > 1.0 > w["b"][0] and w["a"][0] + w["b"][0] == pytest.approx(2.0)
-    # a channel that could read half the question counts half as much evidence
-    half = evidence_weights({"a": peaked, "b": list(peaked)}, ["a", "b"], reach={"a": 0.5})
-    assert half["a"][0] == pytest.approx(2 / 3) and half["a"][2] == 0.5
-    # one channel, or channels outside the weighed set: weight 1
-    assert evidence_weights({"a": flat}, ["a", "b"]) == {"a": (1.0, w["b"][1], 1.0)}
-    nothing = evidence_weights({"a": [("x", 1.0)] * 3, "b": [("y", 2.0)] * 3}, ["a", "b"])
-    assert all(v[0] == 1.0 for v in nothing.values())

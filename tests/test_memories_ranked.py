@@ -315,20 +315,6 @@ def test_save_memories_is_all_or_nothing_and_names_the_item(tmp_path: Path) -> N
 # -- paraphrases of one example query ------------------------------------------------------
 
 
-def test_same_query_order_moves_only_a_groups_places() -> None:
-    from layersearch.corpora.entities.rank import same_query_order
-
-    ids = ["a", "note", "b", "c", "d"]
-    query = {"a": "q1", "b": "q2", "c": "q1", "d": "q2", "note": None}
-    share = {"a": 0.2, "b": 0.5, "c": 0.9, "d": 0.5, "note": 1.0}
-    order = same_query_order(ids, query.get, share.__getitem__)
-    assert order is not None
-    # c takes a's place (and a's score), a takes c's; b and d tie and keep their order
-    assert [ids[i] for i, _ in order] == ["c", "note", "b", "a", "d"]
-    assert [src for _, src in order] == [0, 1, 2, 3, 4]
-    assert same_query_order(ids, query.get, lambda _i: 0.5) is None
-
-
 def test_the_paraphrase_asked_word_for_word_comes_first(tmp_path: Path) -> None:
     sql = {"sql": "SELECT count(*) FROM orders WHERE status = 'shipped'"}
     with Layersearch(tmp_path / "s.duckdb") as ls:

@@ -96,7 +96,8 @@ def test_explain_shows_the_stages_that_moved_a_hit(full: Layersearch) -> None:
     assert any(m.after > m.before for h in waiting for m in h.stages or [])
     assert "tagged-first" in moves["shop.stores"]
     first = next(m for m in resp.results if m.id == "shop.stores").stages or []
-    assert first[0].before == 0 and first[0].note.startswith("tagged by the best memory")
+    tagged = next(m for m in first if m.stage == "tagged-first")
+    assert tagged.before == 0 and tagged.note.startswith("tagged by the best memory")
 
 
 def test_the_settings_and_eval_reach_the_scope_config(tmp_path: Path) -> None:

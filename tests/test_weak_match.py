@@ -156,7 +156,7 @@ def test_the_check_reads_channels_without_tracing_stages(mini: Layersearch) -> N
     assert [h.explanation for h in light.results] == [
         h.explanation if i < n else None for i, h in enumerate(full.results)
     ]
-    fusion_stages = {"unlisted-votes", "evidence-weights", "schema-over-fulltext"}
+    fusion_stages = {"schema-over-fulltext"}
     assert any(m.stage in fusion_stages for h in full.results for m in h.stages or [])
     assert not any(m.stage in fusion_stages for h in light.results for m in h.stages or [])
 

@@ -39,19 +39,18 @@ class ChannelScore(BaseModel):
     )
     weight: float = Field(
         default=1.0,
-        description="the channel's fusion weight for this question: 1 for plain RRF; for "
-        "channels weighed by their evidence, separation x reach scaled so the weighed "
-        "channels average 1",
+        description="the channel's fusion weight for this question: 1 for plain RRF; the "
+        "table channel's is the separation of the fused tables' scores",
     )
     separation: float | None = Field(
         default=None,
-        description="for a channel weighed by its evidence: how far its table scores fall "
+        description="for a weighed channel (table): how far the fused table scores fall "
         "from the 1st to the 10th, as a fraction of their whole range (0 flat, 1 one stands out)",
     )
     reach: float | None = Field(
         default=None,
-        description="for a channel weighed by its evidence: the share of the question's words "
-        "it could read (schema: words the catalog uses, or bridges to; vector: 1)",
+        description="for a weighed channel (table): the share of the question's words it "
+        "could read (1)",
     )
     matched: list[str] | None = Field(
         default=None,

@@ -17,7 +17,8 @@ def explain(
     matched: Mapping[str, Callable[[str], list[str]]] | None = None,
 ) -> list[ChannelScore]:
     """``weighed``: channel → (fusion weight, separation, reach) of the channels fusion
-    weighed by their evidence (``fusion.evidence_weights``); the others have weight 1.
+    weighed (the ``table`` channel, by the fused tables' separation); the others have
+    weight 1.
     ``matched``: channel → the question words a hit matched in it, by id."""
     weighed = weighed or {}
     matched = matched or {}

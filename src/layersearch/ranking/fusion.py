@@ -25,7 +25,6 @@ __all__ = [
     "RRF_K",
     "Fused",
     "FusedList",
-    "evidence_weights",
     "fuse",
     "rrf",
     "separation",
@@ -319,38 +318,3 @@ def separation(scores: Sequence[float], top: int = EVIDENCE_TOP) -> float:
         return 0.0
     at = float(scores[min(top, len(scores)) - 1])
     return min(1.0, max(0.0, 1.0 - (at - last) / spread))
-
-
-def evidence_weights(
-    rankings: Mapping[str, Sequence[tuple[str, float]]],
-    channels: Collection[str],
-    *,
-    keep: Callable[[str], bool] | None = None,
-    reach: Mapping[str, float] | None = None,
-    top: int = EVIDENCE_TOP,
-) -> dict[str, tuple[float, float, float]]:
-    """Fusion weights for ``channels`` from the evidence each has for this question:
-    channel → (weight, separation, reach).
-
-    A channel's evidence is its :func:`separation` (read on its ranked ids that ``keep``
-    accepts, e.g. the tables: the level every channel ranks) times its ``reach``, the
-    share of the question it could read at all (1 when not given: a dense model reads
-    every word; a lexical channel only those the catalog uses or bridges to). The
-    weights are the evidences scaled to average 1 over the channels present, so
-    channels with equal evidence fuse as plain RRF, a flat list or one that read half
-    the question counts less. With one channel present, or no evidence at all, every
-    weight is 1.
-    """
-    present = [c for c in sorted(channels) if rankings.get(c)]
-    seps: dict[str, float] = {}
-    reached: dict[str, float] = {}
-    for c in present:
-        scores = [s for doc_id, s in rankings[c] if keep is None or keep(doc_id)]
-        seps[c] = separation(scores, top)
-        reached[c] = min(1.0, max(0.0, float((reach or {}).get(c, 1.0))))
-    evidence = {c: seps[c] * reached[c] for c in present}
-    total = sum(evidence.values())
-    if len(present) < 2 or total <= 0:
-        return {c: (1.0, seps[c], reached[c]) for c in present}
-    n = len(present)
-    return {c: (n * evidence[c] / total, seps[c], reached[c]) for c in present}

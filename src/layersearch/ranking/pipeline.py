@@ -324,6 +324,10 @@ class Trace:
         :func:`settle` does; not those a reorder's ``adjust`` reports)."""
         return sum(m.adjustment for m in self._notes.get(doc_id, ()))
 
+    def last_stage(self) -> str | None:
+        """The last stage that reordered the list, if any."""
+        return self._reorders[-1].stage if self._reorders else None
+
     def last_lift(self, doc_id: str) -> str | None:
         """The last stage that moved ``doc_id`` up (or into the list), if any."""
         found = None

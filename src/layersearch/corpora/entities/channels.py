@@ -4,7 +4,8 @@ the newest memories when nothing is asked (stages ``read-question`` and ``channe
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from concurrent.futures import Future
 from functools import lru_cache, partial
 from typing import TYPE_CHECKING
 
@@ -97,16 +98,6 @@ def dense_channel(s: SearchState) -> None:
     hits = [h for h in dense_in_context(hits, corpus.entities) if admitted(h[0])]
     if hits:
         ranks.entity["vector"] = hits
-
-        def cosine(ids: Collection[str]) -> dict[str, float]:
-            # the question's vector is cached: this ranks only the given ids
-            wanted = frozenset(ids) if allow_set is None else allow_set.intersection(ids)
-            if not wanted:
-                return {}
-            found = vector(question, len(wanted), wanted, False)
-            return {i: x for i, x in found if admitted(i)}
-
-        ranks.dense = cosine
     if corpus.memories:
         found = vector(question, depth, allow_set, True)
         mems = [h for h in found if h[0] in corpus.memories and admitted(h[0])]
@@ -133,40 +124,13 @@ def lexical_channels(s: SearchState) -> None:
     # may drop hits (a scoped search has its datasource's own index).
     top = s.config.channel_depth
     depth = top if allow_set is None else top * 2
-    scopes = s.scope.fulltext_scopes
     # Full text of a large index ranks on workers while the schema channel ranks
     # here: tantivy searches outside the GIL, so a search pays for the longest of
     # them; a small one ranks here first (``process.fulltext_future``). With
     # memories present each kind is its own search, so that ten thousand saved
     # examples cannot push every entity out of the entity list, nor the reverse.
     ft_levels: dict[str, int] = {}
-    fulltext, memories = corpus.fulltext, bool(corpus.memories)
-    tokens = " ".join(analyze_query(question))  # read once for both full-text searches
-    pending = fulltext_future(
-        fulltext.num_docs,
-        fulltext.search,
-        tokens,
-        top,
-        scopes=scopes,
-        ids=allow_set,
-        analysed=True,
-        exclude_kinds=("memory",) if memories else (),
-        resolve=ids_by_hash(corpus.entities, ft_levels),
-    )
-    pending_memories = (
-        fulltext_future(
-            fulltext.num_docs,
-            fulltext.search,
-            tokens,
-            top,
-            scopes=scopes,
-            ids=allow_set,
-            analysed=True,
-            kinds=("memory",),
-        )
-        if memories
-        else None
-    )
+    pending, pending_memories = _fulltext_searches(s, question, top, ft_levels)
     try:
         index = s.scope.index()
         ranks.bridges = words(index, question) if words is not None else ()
@@ -200,6 +164,39 @@ def lexical_channels(s: SearchState) -> None:
         ranks.entity["fulltext"] = hits
     if mem_hits:
         ranks.memory["fulltext"] = mem_hits
+
+
+def _fulltext_searches(
+    s: SearchState, question: str, top: int, ft_levels: dict[str, int]
+) -> tuple[Future[list[tuple[str, float]]], Future[list[tuple[str, float]]] | None]:
+    """Full text's entity search and, with memories present, its memory search, started
+    (``ft_levels``: the levels of the entities it returns, filled as it resolves them)."""
+    corpus, scopes, allow_set = s.corpus, s.scope.fulltext_scopes, s.scope.allow
+    fulltext, memories = corpus.fulltext, bool(corpus.memories)
+    tokens = " ".join(analyze_query(question))  # read once for both searches
+    pending = fulltext_future(
+        fulltext.num_docs,
+        fulltext.search,
+        tokens,
+        top,
+        scopes=scopes,
+        ids=allow_set,
+        analysed=True,
+        exclude_kinds=("memory",) if memories else (),
+        resolve=ids_by_hash(corpus.entities, ft_levels),
+    )
+    if not memories:
+        return pending, None
+    return pending, fulltext_future(
+        fulltext.num_docs,
+        fulltext.search,
+        tokens,
+        top,
+        scopes=scopes,
+        ids=allow_set,
+        analysed=True,
+        kinds=("memory",),
+    )
 
 
 def unreached_tables(

@@ -46,14 +46,11 @@ MAX_RESULTS_LIMIT = 100
 #: (``search_stages.ENTITY_PIPELINE`` declares them with their entry points).
 ENTITY_STAGES: tuple[str, ...] = (
     "schema-over-fulltext",
-    "evidence-weights",
-    "unlisted-votes",
-    "dense-columns",
     "table-votes",
     "join-keys",
+    "learned-columns",
     "memory-words",
     "memory-tags",
-    "paraphrase-order",
     "memory-lead",
     "memory-runs",
 )
@@ -156,23 +153,18 @@ class EntityRankingConfig(RankingConfig):
     channel_depth: int = MAX_RESULTS_LIMIT
     #: Reciprocal Rank Fusion's k: a vote counts weight / (k + rank).
     rrf_k: int = RRF_K
-    #: evidence-weights: the channels weighed by their evidence (separation x reach),
-    #: read on their table rankings; their weights average 1.
-    evidence_channels: tuple[str, ...] = ("schema", "vector")
-    #: evidence-weights: the rank at which a channel's separation is read.
+    #: table-votes: the rank at which the fused tables' separation is read.
     evidence_top: int = EVIDENCE_TOP
     #: Channels whose vote on a table is its rank among tables, on a leaf its rank among
     #: leaves (the vector channel interleaves a table and a leaf ranking).
     rank_by_level: tuple[str, ...] = ("vector",)
-    #: unlisted-votes: channels whose unlisted tables and leaves vote just after their
-    #: list when another channel ranked them.
-    unlisted_channels: tuple[str, ...] = ("schema",)
-    #: dense-columns: the best-fused tables whose every leaf the vector channel ranks.
-    dense_column_tables: int = 3
     #: join-keys: how many of the best-ranked tables count as the question's tables.
     join_key_tables: int = 5
     #: join-keys: whether joins no catalog declares are inferred from column names.
     infer_joins: bool = True
+    #: learned-columns: the first entity hits among which the column hits are re-ordered
+    #: by the learned model (the depth it was trained at).
+    learned_column_depth: int = 50
     #: memory-tags: entities whose memories the ``tags`` channel ranks (the list this deep).
     tag_depth: int = MAX_RESULTS_LIMIT
     #: A memory only ``tags`` (or dense retrieval) ranks joins ``results`` when one of its
@@ -217,7 +209,6 @@ class EntityRankingConfig(RankingConfig):
             if getattr(self, name) < 1:
                 raise ConfigError(f"ranking.entities.{name} must be at least 1")
         for name in (
-            "dense_column_tables",
             "join_key_tables",
             "merge_tag_depth",
             "link_prior",
@@ -225,6 +216,7 @@ class EntityRankingConfig(RankingConfig):
             "ancestor_weight",
             "neighbours",
             "abbreviation_weight",
+            "learned_column_depth",
         ):
             if getattr(self, name) < 0:
                 raise ConfigError(f"ranking.entities.{name} must not be negative")

@@ -55,7 +55,6 @@ class EntityCorpus(CorpusSearch):
         self._surface: dict[str, frozenset[str]] = {}
         self._doc_plain: dict[str, frozenset[str]] = {}
         self._doc_words: dict[str, frozenset[str]] = {}
-        self._query_keys: dict[str, str | None] = {}
 
     @classmethod
     def from_snapshot(
@@ -88,7 +87,7 @@ class EntityCorpus(CorpusSearch):
         twin = copy.copy(self)
         twin.memories = dict(self.memories)
         twin.resolver = twin.snapshot.resolver(twin.memories.__contains__)
-        for name in ("_words", "_surface", "_doc_plain", "_doc_words", "_query_keys"):
+        for name in ("_words", "_surface", "_doc_plain", "_doc_words"):
             setattr(twin, name, dict(getattr(self, name)))
         twin._overlap = {}
         twin._mentions = None
@@ -101,7 +100,6 @@ class EntityCorpus(CorpusSearch):
         self._surface.pop(m.id, None)
         self._doc_plain.pop(m.id, None)
         self._doc_words.pop(m.id, None)
-        self._query_keys.pop(m.id, None)
         self._overlap.clear()
         self._mentions = None
         self._tags = None
@@ -112,7 +110,6 @@ class EntityCorpus(CorpusSearch):
         self._surface.pop(memory_id, None)
         self._doc_plain.pop(memory_id, None)
         self._doc_words.pop(memory_id, None)
-        self._query_keys.pop(memory_id, None)
         self._overlap.clear()
         self._mentions = None
         self._tags = None

@@ -138,15 +138,6 @@ def one_line_query(query: Mapping[str, object]) -> str:
     )
 
 
-def query_key(m: Memory) -> str | None:
-    """What two example queries are compared by (None for a note): the one-line query
-    in lower case, semicolons and runs of white space folded (SQL keywords and
-    identifiers are case-insensitive)."""
-    if not m.query:
-        return None
-    return " ".join(one_line_query(m.query).lower().replace(";", " ").split())
-
-
 def _one_line_strings(value: object) -> object:
     """``value`` with the white space of its strings folded (a query is depth-checked)."""
     if isinstance(value, str):

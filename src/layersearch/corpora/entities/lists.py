@@ -21,15 +21,13 @@ class _Rankings:
     """The channel rankings of one search, entities and memories apart, and the fusion
     levels of the ids seen (from the channels that know them, else the snapshot)."""
 
-    __slots__ = ("entity", "memory", "levels", "dense", "bridges", "_memories", "_kind_of")
+    __slots__ = ("entity", "memory", "levels", "bridges", "_memories", "_kind_of")
 
     def __init__(self, memories: Collection[str], kind_of: Callable[[str], str | None]) -> None:
         self.entity: dict[str, list[tuple[str, float]]] = {}
         self.memory: dict[str, list[tuple[str, float]]] = {}
         # id → fusion level (-1: datasources, anything not a ranked schema entity)
         self.levels: dict[str, int] = {}
-        #: the question's cosine to given entities (the vector channel's, when it ran)
-        self.dense: Callable[[Collection[str]], dict[str, float]] | None = None
         #: the schema channel's bridges from the embedder (``ranking.neighbours``)
         self.bridges: Bridges = ()
         self._memories = memories

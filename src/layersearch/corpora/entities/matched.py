@@ -8,6 +8,8 @@ or through a bridge (an abbreviation, a WordNet synonym, a nearest word by vecto
 
 from __future__ import annotations
 
+import threading
+import weakref
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -101,3 +103,40 @@ def schema_words(
     if question is None or "schema" not in rankings:
         return None
     return {"schema": matched_reader(coverage(), question, bridges, entity_of, read)}
+
+
+#: per index, an entity's own terms (:func:`own_terms`), read once
+_OWN_TERMS: weakref.WeakKeyDictionary[CoverageIndex, dict[str, frozenset[int]]] = (
+    weakref.WeakKeyDictionary()
+)
+_OWN_TERMS_LOCK = threading.Lock()
+
+
+def matched_word_sets(
+    index: CoverageIndex,
+    question: str,
+    bridges: Bridges,
+    entity_of: Callable[[str], Entity | None],
+    read: QuestionReading = QUESTION_READING,
+) -> Callable[[str], set[str]]:
+    """id → the question words :func:`matched_words` lists for it, as a set of lower
+    case words (a bridge's word without its target): what the learned column order
+    reads. The question is read once, and each entity's own terms once per index."""
+    reading = query_reading(index, question, bridges, read)
+    raw_of = {key: raw for raw, key in query_words(question, sql_words=False)}
+    for token, word in token_words(question).items():
+        raw_of.setdefault(token, word.lower())
+    words = [(raw_of.get(k) or k.replace("_", " ")).strip().lower() for k in reading.keys]
+    slots = [frozenset(j for j, _ in slot) for slot in reading.slots]
+    with _OWN_TERMS_LOCK:
+        kept = _OWN_TERMS.setdefault(index, {})
+
+    def matched(entity_id: str) -> set[str]:
+        terms = kept.get(entity_id)
+        if terms is None:
+            e = entity_of(entity_id)
+            terms = frozenset(own_terms(index, e)) if e is not None else frozenset()
+            kept[entity_id] = terms
+        return {w for w, slot in zip(words, slots, strict=True) if not slot.isdisjoint(terms)}
+
+    return matched

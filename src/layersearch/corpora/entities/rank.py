@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import lru_cache, partial
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -20,8 +20,6 @@ from layersearch.ranking.pipeline import Trace, between, settle
 from layersearch.semantic.model import EdgeRecord, Entity
 
 if TYPE_CHECKING:
-    from _typeshed import SupportsRichComparison
-
     from layersearch.corpora.snapshot import EntityMap
 
 __all__ = [
@@ -32,16 +30,12 @@ __all__ = [
     "_Rankings",
 ]
 
-_Key = TypeVar("_Key", bound="SupportsRichComparison")
-
 _DEFAULTS = EntityRankingConfig()
 #: Every channel ranks this deep whatever max_results is (``EntityRankingConfig``).
 CHANNEL_DEPTH = _DEFAULTS.channel_depth
 MAX_QUESTION_CHARS = 100_000
 #: At most this many memories in a row in ``results`` (``EntityRankingConfig.memory_run``).
 MEMORY_RUN = _DEFAULTS.memory_run
-#: The best-fused tables whose every leaf the vector channel ranks (``dense_columns``).
-DENSE_COLUMN_TABLES = _DEFAULTS.dense_column_tables
 #: How many of the best-ranked tables count as "the question's tables" whose join keys
 #: are brought forward.
 JOIN_KEY_TABLES = _DEFAULTS.join_key_tables
@@ -135,45 +129,6 @@ def _note_merge(
     trace.note(stage, doc_id, before, at, note, adj)
 
 
-def same_query_order(
-    ids: Sequence[str],
-    query_of: Callable[[str], str | None],
-    share_of: Callable[[str], _Key],
-) -> list[tuple[int, int]] | None:
-    """The memory ranking with paraphrases of one example query ordered by the question.
-
-    Saved examples often ask the same thing twice in other words with the same query
-    ("How many farms are there?", "Count the number of farms."). Full text ranks such
-    paraphrases by BM25, whose length normalisation puts the shorter first even when
-    the question is the other one word for word. Among the memories of the ranking
-    whose queries are the same (``query_of``: a memory's folded query, None for a
-    note), the one whose own words hold the larger share of the question's
-    (``share_of``) takes the best of their places, and so on down; ties keep their
-    order. Only the positions such a group holds change hands, so every other memory
-    keeps its place. Returns (position, position whose score it takes), or None when
-    nothing moves."""
-    groups: dict[str, list[int]] = {}
-    for i, doc_id in enumerate(ids):
-        key = query_of(doc_id)
-        if key is not None:
-            groups.setdefault(key, []).append(i)
-    order = list(range(len(ids)))
-    moved = False
-    for places in groups.values():
-        if len(places) < 2:
-            continue
-        shares = {i: share_of(ids[i]) for i in places}
-        # (a stable sort: reversed, equal closeness keeps the ranking's order)
-        ranked = sorted(places, key=shares.__getitem__, reverse=True)
-        if ranked != places:
-            moved = True
-            for at, i in zip(places, ranked, strict=True):
-                order[at] = i
-    if not moved:
-        return None
-    return [(i, at) for at, i in enumerate(order)]
-
-
 def dense_in_context(
     hits: Sequence[tuple[str, float]], entities: Mapping[str, Entity]
 ) -> list[tuple[str, float]]:
@@ -202,59 +157,6 @@ def dense_in_context(
     out.update(best)
     # on equal scores the leaf (the specific evidence) before the table it lifted, then ids
     return sorted(out.items(), key=lambda h: (-h[1], h[0] in best, h[0]))
-
-
-def visible_leaves(entities: EntityMap, table: str) -> list[str]:
-    """A table's visible leaves (columns, measures, aggregations), in id order: a range
-    of the snapshot's sorted ids."""
-    return [
-        i
-        for i in entities.visible_in_scope(table)
-        if i != table and i.rsplit(".", 1)[0] == table and entities.kind_of(i) in _LEAF_KINDS
-    ]
-
-
-def dense_columns(
-    fused: FusedList,
-    level: Callable[[str], int],
-    vector: Sequence[tuple[str, float]],
-    leaves_of: Callable[[str], Sequence[str]],
-    cosine: Callable[[Collection[str]], dict[str, float]],
-    tables: int = DENSE_COLUMN_TABLES,
-) -> list[tuple[str, float]] | None:
-    """The vector ranking with every leaf of the first ``tables`` fused tables in it.
-
-    The vector channel ranks the catalog's hundred entities nearest the question, so
-    of the question's own tables it holds a few columns, and the others get no dense
-    vote at all: in fusion they fall behind columns of other databases that a channel
-    did rank. Once fusion has said which tables the question is about, their missing
-    leaves are scored by their own cosine in their table's context, as
-    :func:`dense_in_context` scores a ranked leaf (the mean of its cosine and its
-    table's vector score; a table the vector channel did not rank takes its own
-    cosine), and take their place in the ranking. None when nothing is added.
-    """
-    have = dict(vector)
-    top: list[str] = []
-    for doc_id in fused.ids:
-        if level(doc_id) == 1:
-            top.append(doc_id)
-            if len(top) >= tables:
-                break
-    missing = {t: [c for c in leaves_of(t) if c not in have] for t in top}
-    wanted = [c for cs in missing.values() for c in cs]
-    if not wanted:
-        return None
-    scores = cosine([*wanted, *(t for t in top if t not in have)])
-    added: list[tuple[str, float]] = []
-    for t in top:
-        table_score = have.get(t, scores.get(t))
-        if table_score is None:
-            continue
-        added.extend((c, (scores[c] + table_score) / 2) for c in missing[t] if c in scores)
-    if not added:
-        return None
-    tables_ranked = {doc_id for doc_id, _ in vector if level(doc_id) == 1}
-    return sorted([*vector, *added], key=lambda h: (-h[1], h[0] in tables_ranked, h[0]))
 
 
 #: The channel name of a leaf's vote at its table's rank (see :func:`table_votes`).
@@ -291,42 +193,6 @@ def table_votes(
         if table is not None and table in rank:
             r, score = rank[table]
             out.append((doc_id, r, score))
-    return out
-
-
-def unlisted_votes(
-    rankings: Mapping[str, Sequence[tuple[str, float]]],
-    channels: Collection[str],
-    level: Callable[[str], int],
-    superseded: Mapping[str, Callable[[str], bool]] | None = None,
-) -> dict[str, list[tuple[str, int, float]]]:
-    """Each of ``channels``' votes for the tables and leaves another channel ranked and
-    it did not list: each at the rank just after its list (its number of ids + 1),
-    score 0. A channel that listed nothing, or has nothing to add, is left out.
-
-    A lexical channel scores an entity only through the question's words the catalog
-    uses, and its list stops at a fixed depth: an entity it did not list has, as far as
-    it can tell, no less evidence than its last. Counted as no vote at all, a table only
-    the dense channel ranks first (*performers* for ``actor``) falls behind tables both
-    channels rank twenty places down. Given to ``fuse`` (``given=``), these votes count
-    for ids the rankings fused only, and never for their best rank. Votes another
-    channel's ``superseded`` drops do not make an id ranked; datasources (level < 0)
-    get none."""
-    out: dict[str, list[tuple[str, int, float]]] = {}
-    for channel in sorted(channels):
-        listed = {doc_id for doc_id, _ in rankings.get(channel, ())}
-        votes: list[tuple[str, int, float]] = []
-        seen: set[str] = set()
-        for other in sorted(rankings) if listed else ():
-            drop = (superseded or {}).get(other)
-            for doc_id, _ in rankings[other] if other != channel else ():
-                if doc_id in listed or doc_id in seen or level(doc_id) < 0:
-                    continue
-                if drop is None or not drop(doc_id):
-                    seen.add(doc_id)
-                    votes.append((doc_id, len(listed) + 1, 0.0))
-        if votes:
-            out[channel] = votes
     return out
 
 

@@ -54,7 +54,6 @@ class CorpusSearch(CorpusText):
         _surface: dict[str, frozenset[str]]
         _doc_plain: dict[str, frozenset[str]]
         _doc_words: dict[str, frozenset[str]]
-        _query_keys: dict[str, str | None]
 
         def check_request(self, req: SearchRequest) -> list[str]: ...
         def mentions(self, entity_id: str) -> list[str]: ...
@@ -95,6 +94,7 @@ class CorpusSearch(CorpusText):
             asked=(req.entities, req.query, req.question),
             max_results=req.max_results,
             trace_stages=req.explain and not req._channels_only,
+            explained=req.explain,
         )
         for stage in ENTITY_PIPELINE.active(cfg.without):
             stage.run(state)

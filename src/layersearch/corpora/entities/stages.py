@@ -22,18 +22,15 @@ from layersearch.corpora.entities.channels import (
     read_question,
     tagged_memories,
 )
+from layersearch.corpora.entities.learned import learned_columns
 from layersearch.corpora.entities.lists import _Ordered
 from layersearch.corpora.entities.matched import schema_words
 from layersearch.corpora.entities.rank import (
     TABLE_CHANNEL,
-    dense_columns,
     join_key_order,
     merge_kinds,
     name_joins,
-    same_query_order,
     table_votes,
-    unlisted_votes,
-    visible_leaves,
 )
 from layersearch.corpora.entities.state import SearchState
 from layersearch.corpora.entities.words import plain_share
@@ -60,43 +57,31 @@ def schema_over_fulltext(s: SearchState) -> None:
         s.superseded = {"fulltext": s.ranks.is_schema}
 
 
-def evidence_weights_stage(s: SearchState) -> None:
-    """The schema and vector channels weighed by their evidence: separation x reach."""
-    from layersearch.ranking.fusion import evidence_weights
+#: the channels whose evidence an explanation states
+EVIDENCE_CHANNELS = ("schema", "vector")
 
-    cfg = s.config
-    if s.question is None or not cfg.evidence_channels:
+
+def channel_evidence(s: SearchState) -> None:
+    """Each channel's evidence, stated in its explanation (it weighs nothing): how far
+    its tables stand out, and the share of the question it could read."""
+    if s.question is None or not s.explained:
         return
-    rankings = s.ranks.entity
-    reach = (
-        {
-            "schema": s.scope.index().query_reach(
-                s.question, s.ranks.bridges, s.config.question_reading()
-            )
-        }
-        if "schema" in rankings
-        else {}
-    )
     level = s.ranks.level
-    s.weighed = evidence_weights(
-        rankings,
-        cfg.evidence_channels,
-        keep=lambda i: level(i) == 1,
-        reach=reach,
-        top=cfg.evidence_top,
-    )
-
-
-def unlisted_votes_stage(s: SearchState) -> None:
-    """The schema channel votes for tables and leaves it did not list, just after its list."""
-    s.given = unlisted_votes(
-        s.ranks.entity, s.config.unlisted_channels, s.ranks.level, s.superseded
-    )
+    for c in EVIDENCE_CHANNELS:
+        ranked = s.ranks.entity.get(c)
+        if not ranked:
+            continue
+        sep = separation([x for i, x in ranked if level(i) == 1], s.config.evidence_top)
+        reach = 1.0
+        if c == "schema":
+            index = s.scope.index()
+            reach = index.query_reach(s.question, s.ranks.bridges, s.config.question_reading())
+        s.weighed[c] = (1.0, sep, min(1.0, max(0.0, reach)))
 
 
 def fuse_entities(s: SearchState) -> None:
     """Reciprocal Rank Fusion of the entity channels (with the stages' weights and votes)."""
-    s.fused = s.fuse_entities(s.given)
+    s.fused = s.fuse_entities({})
     if s.trace_stages:
         _trace_fusion_stages(s)
 
@@ -105,40 +90,12 @@ def _trace_fusion_stages(s: SearchState) -> None:
     """For an explanation: the fusion each stage before it changed, without that stage."""
     assert s.fused is not None
     after = s.fused.ids
-    saved = (s.superseded, s.weighed)
-    if s.given:
-        before = s.fuse_entities({}).ids
-        s.trace.reorder("unlisted-votes", before, after, "votes for ids its list left out")
-    if s.weighed:
-        s.weighed = {}
-        s.trace.reorder("evidence-weights", s.fuse_entities(s.given).ids, after, "channels weighed")
-        s.weighed = saved[1]
+    saved = s.superseded
     if s.superseded:
         s.superseded = None
-        before = s.fuse_entities(s.given).ids
-        s.superseded = saved[0]
+        before = s.fuse_entities({}).ids
+        s.superseded = saved
         s.trace.reorder("schema-over-fulltext", before, after, "full text's vote dropped")
-
-
-def dense_columns_stage(s: SearchState) -> None:
-    """The vector channel ranks every leaf of the best fused tables; fused again."""
-    vector = s.ranks.entity.get("vector")
-    dense = s.ranks.dense
-    tables = s.config.dense_column_tables
-    if s.question is None or not vector or dense is None or not tables or s.fused is None:
-        return
-    # (weights are read on table scores, which this does not change)
-    leaves = partial(visible_leaves, s.corpus.entities)
-    filled = dense_columns(s.fused, s.ranks.level, vector, leaves, dense, tables)
-    if filled is None:
-        return
-    s.ranks.entity["vector"] = filled
-    if s.config.on("unlisted-votes"):
-        # (the column fill changed the vector ranking: its ids are read again)
-        unlisted_votes_stage(s)
-    before = s.fused.ids
-    s.fused = s.fuse_entities(s.given)
-    s.trace.reorder("dense-columns", before, s.fused.ids, "the best tables' leaves scored")
 
 
 def table_votes_stage(s: SearchState) -> None:
@@ -156,7 +113,7 @@ def table_votes_stage(s: SearchState) -> None:
         s.config.evidence_top,
     )
     s.weighed = {**s.weighed, TABLE_CHANNEL: (sep, sep, 1.0)}
-    s.fused = s.fuse_entities({**s.given, TABLE_CHANNEL: votes})
+    s.fused = s.fuse_entities({TABLE_CHANNEL: votes})
     s.trace.reorder("table-votes", fused.ids, s.fused.ids, "a vote at its table's rank")
 
 
@@ -181,7 +138,8 @@ def entity_scores(s: SearchState) -> None:
     s.fused = fused
     order = list(range(len(fused))) if s.order is None else s.order
     scores = [fused.scores[i] for i in order]
-    shown = settle(s.ordered_ids(), scores, s.trace, "join-keys")
+    # (a hit no stage moved up is lifted for the last stage that reordered the list)
+    shown = settle(s.ordered_ids(), scores, s.trace, s.trace.last_stage() or "join-keys")
     corpus = s.corpus
     words = schema_words(
         s.scope.index,
@@ -267,27 +225,14 @@ def memory_tags(s: SearchState) -> None:
         s.memory_trace.reorder("memory-tags", fused.ids, s.memory_fused.ids, note)
 
 
-def paraphrase_order(s: SearchState) -> None:
-    """Paraphrases of one example query ordered by the share of the question they hold."""
-    fused = s.memory_fused
-    if s.close is None or fused is None or len(fused) < 2:
-        return
-    moved = same_query_order(fused.ids, s.corpus._query_key, s.close)
-    if moved is not None:
-        s.memory_order = [i for i, _ in moved]
-        after = [fused.ids[i] for i in s.memory_order]
-        note = "a paraphrase of the same example query, closer to the question"
-        s.memory_trace.reorder("paraphrase-order", fused.ids, after, note)
-
-
 def memory_scores(s: SearchState) -> None:
     """The memory list's shown scores, and which memories may take a turn in ``results``."""
     fused = s.memory_fused if s.memory_fused is not None else fuse({})
-    order = list(range(len(fused))) if s.memory_order is None else s.memory_order
-    ids = [fused.ids[i] for i in order]
+    order = list(range(len(fused)))
+    ids = fused.ids
     adjust = s.memory_adjust
     own = [fused.scores[i] + adjust.get(i, 0.0) for i in order]
-    shown = settle(ids, own, s.memory_trace, "paraphrase-order")
+    shown = settle(ids, own, s.memory_trace, "memory-scores")
     memories = s.corpus.memories
     entities = s.entities
     # A memory that only tags (or only dense retrieval) reaches takes no place from an
@@ -351,18 +296,16 @@ ENTITY_PIPELINE: Pipeline[SearchState] = Pipeline(
         _stage("dense-channel", dense_channel, switchable=False),
         _stage("newest-memories", newest_memories, switchable=False),
         _stage("schema-over-fulltext", schema_over_fulltext),
-        _stage("evidence-weights", evidence_weights_stage),
-        _stage("unlisted-votes", unlisted_votes_stage),
+        _stage("channel-evidence", channel_evidence, switchable=False),
         _stage("fuse", fuse_entities, switchable=False),
-        _stage("dense-columns", dense_columns_stage),
         _stage("table-votes", table_votes_stage),
         _stage("join-keys", join_keys),
+        _stage("learned-columns", learned_columns),
         _stage("entity-scores", entity_scores, switchable=False),
         _stage("read-memories", read_memory_question, switchable=False),
         _stage("memory-words", memory_words),
         _stage("fuse-memories", fuse_memories, switchable=False),
         _stage("memory-tags", memory_tags),
-        _stage("paraphrase-order", paraphrase_order),
         _stage("memory-scores", memory_scores, switchable=False),
         _stage("memory-lead", memory_lead),
         _stage("memory-runs", memory_runs),

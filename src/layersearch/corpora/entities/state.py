@@ -84,7 +84,6 @@ class RankedCorpus(Protocol):
         text_hits: Sequence[tuple[str, float]] = (),
         depth: int = ...,
     ) -> list[tuple[str, float]]: ...
-    def _query_key(self, memory_id: str) -> str | None: ...
 
 
 #: A search's vector channel once its filters are resolved: (question, k, allowed ids
@@ -187,6 +186,8 @@ class SearchState:
     max_results: int
     #: whether stages trace what they did for an explanation (their what-if fusions)
     trace_stages: bool
+    #: whether the hits are explained (their channels at least)
+    explained: bool = False
     # read-question
     ranks: _Rankings = field(init=False)
     named: frozenset[str] = frozenset()
@@ -196,7 +197,6 @@ class SearchState:
     # the entity list
     superseded: dict[str, Callable[[str], bool]] | None = None
     weighed: dict[str, tuple[float, float, float]] = field(default_factory=dict)
-    given: dict[str, list[tuple[str, int, float]]] = field(default_factory=dict)
     fused: FusedList | None = None
     order: list[int] | None = None
     trace: Trace = field(default_factory=Trace)
@@ -206,7 +206,6 @@ class SearchState:
     close: Callable[[str], tuple[float, float]] | None = None
     leads: Callable[[str, str], bool] | None = None
     memory_fused: FusedList | None = None
-    memory_order: list[int] | None = None
     #: position in ``memory_fused`` → the score a stage added to that memory's own
     memory_adjust: dict[int, float] = field(default_factory=dict)
     memory_trace: Trace = field(default_factory=Trace)

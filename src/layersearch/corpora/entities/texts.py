@@ -9,7 +9,7 @@ from collections.abc import Callable, Collection, Sequence
 from typing import TYPE_CHECKING
 
 from layersearch.corpora.entities.config import EntityRankingConfig
-from layersearch.corpora.entities.documents import entity_doc, memory_doc, query_key
+from layersearch.corpora.entities.documents import entity_doc, memory_doc
 from layersearch.corpora.entities.indexes import CorpusIndexes
 from layersearch.corpora.entities.rank import _LEAF_KINDS, _memory_order, _table_of
 from layersearch.corpora.entities.words import analysed_tokens, surface_words
@@ -38,7 +38,6 @@ class CorpusText(CorpusIndexes):
         _surface: dict[str, frozenset[str]]
         _doc_plain: dict[str, frozenset[str]]
         _doc_words: dict[str, frozenset[str]]
-        _query_keys: dict[str, str | None]
 
         def _kind_lookup(self) -> Callable[[str], str | None]: ...
 
@@ -202,12 +201,6 @@ class CorpusText(CorpusIndexes):
             words = self._memory_words(memory_id) | analysed_tokens((doc["formula"], doc["tags"]))
             self._doc_words[memory_id] = words
         return words
-
-    def _query_key(self, memory_id: str) -> str | None:
-        """:func:`query_key` of a memory, kept per snapshot."""
-        if memory_id not in self._query_keys:
-            self._query_keys[memory_id] = query_key(self.memories[memory_id])
-        return self._query_keys[memory_id]
 
     def _entity_words(self, e: Entity) -> frozenset[str]:
         """The analysed words of an entity's full-text document, kept for the entities
