@@ -379,8 +379,14 @@ def test_explain_shows_the_table_votes_weight_and_separation(tmp_path: Path) -> 
             # only the table vote is weighed: by how far the fused tables stand apart
             if h.kind != "memory" and c.channel == "table":
                 assert c.weight == pytest.approx(c.separation, abs=1e-6) and c.reach == 1.0
+            elif h.kind != "memory" and c.channel in ("schema", "vector"):
+                # their evidence is stated (channel-evidence), not weighed
+                assert c.weight == 1.0 and c.separation is not None and 0 <= c.reach <= 1
             else:
                 assert c.weight == 1.0 and c.separation is None and c.reach is None
+    # the question's made-up word is one the schema channel cannot read
+    assert parts["schema"].reach is not None and parts["schema"].reach < 1.0
+    assert parts["vector"].reach == 1.0
     table = parts["table"]
     assert (" x" in explain_text([table])) is (table.weight != 1.0)
 
