@@ -8,6 +8,7 @@ would load it a second time under another name).
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import socket
 import subprocess
@@ -15,6 +16,7 @@ import sys
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import numpy as np
@@ -181,3 +183,17 @@ def tool_error_text(result: Any) -> str:
     """The text of a tool result that must be an error."""
     assert result.is_error, result
     return str(result.content[0].text)
+
+
+def script(name: str) -> ModuleType:
+    """``scripts/<name>.py`` as a module, loaded once per process under its own name (a
+    second load would give its classes a second identity)."""
+    loaded = sys.modules.get(name)
+    if loaded is not None:
+        return loaded
+    spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # its dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module

@@ -5,26 +5,18 @@ its record and model card."""
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import json
-import sys
 import zipfile
 from pathlib import Path
 from types import ModuleType
 
 import pytest
 
-from tests.support import ROOT
+from tests.support import script
 
 
 def _script() -> ModuleType:
-    path = ROOT / "scripts" / "export_turn_encoder.py"
-    spec = importlib.util.spec_from_file_location("export_turn_encoder", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return script("export_turn_encoder")
 
 
 def test_the_weights_are_joined_from_the_five_parts(tmp_path: Path) -> None:

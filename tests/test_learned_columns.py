@@ -5,9 +5,7 @@ stage's moves as ``explain`` shows them."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from collections.abc import Iterator
 from types import ModuleType
 from typing import Any
@@ -20,7 +18,7 @@ from layersearch.corpora.entities import learned
 from layersearch.corpora.entities.config import EntityRankingConfig
 from layersearch.errors import ConfigError
 from layersearch.ranking.trees import FORMAT, Forest, from_lightgbm, shipped
-from tests.support import MINI, ROOT
+from tests.support import MINI, ROOT, script
 
 #: two trees over features a, b: tree 0 splits on a then b, tree 1 is one leaf
 HAND = {
@@ -91,13 +89,7 @@ def test_the_evaluator_matches_lightgbm_on_a_model_trained_here() -> None:
 
 
 def _script() -> ModuleType:
-    path = ROOT / "scripts" / "learned_fusion.py"
-    spec = importlib.util.spec_from_file_location("learned_fusion_cols", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return script("learned_fusion")
 
 
 @pytest.fixture(scope="module")

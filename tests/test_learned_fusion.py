@@ -2,24 +2,16 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from types import ModuleType
 
 import pytest
 
 from layersearch.types import ChannelScore, Hit, StageMove
-from tests.support import ROOT
+from tests.support import script
 
 
 def _script() -> ModuleType:
-    path = ROOT / "scripts" / "learned_fusion.py"
-    spec = importlib.util.spec_from_file_location("learned_fusion", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return script("learned_fusion")
 
 
 def _hits() -> list[Hit]:

@@ -5,25 +5,17 @@ imports (the planner's own search of a grouped question's leaves aside)."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from types import ModuleType
 
 import pytest
 
-from tests.support import ROOT
+from tests.support import script
 
 pytestmark = pytest.mark.slow
 
 
 def _script() -> ModuleType:
-    path = ROOT / "scripts" / "parameter_path.py"
-    spec = importlib.util.spec_from_file_location("parameter_path", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return script("parameter_path")
 
 
 def test_the_datasource_stops_at_the_search_boundary() -> None:

@@ -4,28 +4,20 @@ positive twice."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import pytest
 
-from tests.support import ROOT
+from tests.support import ROOT, script
 
 SPIDER = ROOT / "examples" / "spider" / "tables.json"
 
 
 def _script() -> ModuleType:
-    path = ROOT / "scripts" / "train_schema_encoder.py"
-    spec = importlib.util.spec_from_file_location("train_schema_encoder", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
+    return script("train_schema_encoder")
 
 
 @pytest.fixture(scope="module")

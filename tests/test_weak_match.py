@@ -5,10 +5,8 @@ model), the measurement's framing and its AUC, and the training script's fit."""
 from __future__ import annotations
 
 import fnmatch
-import importlib.util
 import json
 import math
-import sys
 import tomllib
 from pathlib import Path
 from types import ModuleType
@@ -20,7 +18,7 @@ from layersearch.api import Layersearch
 from layersearch.eval import weak
 from layersearch.plan import confidence
 from layersearch.types import ChannelScore, Hit
-from tests.support import MINI, ROOT
+from tests.support import MINI, ROOT, script
 
 
 def hit(ident: str, matched: list[str], sim: float | None, score: float = 0.01) -> Hit:
@@ -188,13 +186,7 @@ def test_each_question_is_asked_of_its_own_layer_and_of_one_without_it() -> None
 
 
 def _script() -> ModuleType:
-    path = ROOT / "scripts" / "train_weak_match.py"
-    spec = importlib.util.spec_from_file_location("train_weak_match", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return script("train_weak_match")
 
 
 def test_the_fit_separates_and_the_threshold_bounds_false_flags() -> None:

@@ -3,9 +3,7 @@ pays on both halves, and one run over a two-conversation LoCoMo file."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 from types import ModuleType
 
@@ -14,19 +12,13 @@ import pytest
 
 from layersearch.corpora.conversations import stages
 from layersearch.corpora.conversations.ranking import MessageSearchConfig
-from tests.support import ROOT
+from tests.support import ROOT, script
 
 FIXTURES = ROOT / "fixtures" / "conversations"
 
 
 def _script() -> ModuleType:
-    path = ROOT / "scripts" / "conversation_stage_ablation.py"
-    spec = importlib.util.spec_from_file_location("conversation_stage_ablation", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return script("conversation_stage_ablation")
 
 
 def test_features_standardise_each_channel_and_floor_the_absent() -> None:

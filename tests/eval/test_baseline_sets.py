@@ -3,26 +3,19 @@ warehouse-named catalog with its questions mapped, gold ids intact."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 
 from layersearch.semantic.importers.spider import load_spider
-from tests.support import ROOT
+from tests.support import ROOT, script
 
 SPIDER = ROOT / "examples" / "spider"
 
 
 def test_sets_hold_the_held_out_databases_and_renamed_gold(tmp_path: Path) -> None:
-    path = ROOT / "scripts" / "baseline_sets.py"
-    spec = importlib.util.spec_from_file_location("baseline_sets", path)
-    assert spec is not None and spec.loader is not None
-    script = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = script
-    spec.loader.exec_module(script)
+    baseline_sets = script("baseline_sets")
     questions = SPIDER / "questions.jsonl"
-    counts = script.write_sets(SPIDER / "tables.json", questions, questions, tmp_path)
+    counts = baseline_sets.write_sets(SPIDER / "tables.json", questions, questions, tmp_path)
     rows = [json.loads(line) for line in questions.read_text().splitlines()]
     val = [json.loads(line) for line in (tmp_path / "val.jsonl").read_text().splitlines()]
     # three databases, a fifth held out: one database, all its questions
