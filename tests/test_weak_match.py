@@ -18,7 +18,7 @@ from layersearch.api import Layersearch
 from layersearch.eval import weak
 from layersearch.plan import confidence
 from layersearch.types import ChannelScore, Hit
-from tests.support import MINI, ROOT, script
+from tests.support import MINI, MODELS, ROOT, script
 
 
 def hit(ident: str, matched: list[str], sim: float | None, score: float = 0.01) -> Hit:
@@ -147,7 +147,10 @@ def test_the_check_reads_channels_without_tracing_stages(mini: Layersearch) -> N
     assert asked.explain and asked._channels_only and not plain._channels_only
     assert explained(SearchRequest(entities=["shop.orders"])).explain is False
     assert explained(plain.model_copy(update={"channels": ["vector"]})).explain is False
-    full = mini.entities.search(plain.model_copy(update={"explain": True}))
+    assert asked.max_results == confidence.DEPTH > plain.max_results  # its depth, any ask
+    full = mini.entities.search(
+        plain.model_copy(update={"explain": True, "max_results": confidence.DEPTH})
+    )
     light = mini.entities.search(asked)
     assert [h.id for h in light.results] == [h.id for h in full.results]
     n = sum(1 for h in light.results if h.explanation)  # up to the hits the check reads
@@ -155,6 +158,7 @@ def test_the_check_reads_channels_without_tracing_stages(mini: Layersearch) -> N
         h.explanation if i < n else None for i, h in enumerate(full.results)
     ]
     fusion_stages = {"schema-over-fulltext"}
+    assert explained(plain.model_copy(update={"max_results": 0})).max_results == 0  # refused
     assert any(m.stage in fusion_stages for h in full.results for m in h.stages or [])
     assert not any(m.stage in fusion_stages for h in light.results for m in h.stages or [])
 
@@ -223,3 +227,17 @@ def test_a_halved_database_keeps_its_other_tables_whole(tmp_path: Path) -> None:
     with Layersearch(":memory:") as ls:
         report = ls.load(path)
     assert report.models == len(kept)
+
+
+@pytest.mark.parametrize("n", [1, 3])
+def test_the_sign_does_not_depend_on_how_many_results_are_asked(tmp_path: Path, n: int) -> None:
+    # the check reads the first entity hits of a list confidence.DEPTH deep, whatever
+    # max_results is: the same sign, and the asked list is the deep list's prefix (a
+    # case the property tests found: with one result the check read one hit)
+    ask = {"question": "revenue", "entities": ["orders", "campaigns"], "datasource": "marketing"}
+    with Layersearch(tmp_path / "s.duckdb") as ls:
+        ls.load(MODELS)
+        deep = ls.search(**ask, max_results=confidence.DEPTH)
+        short = ls.search(**ask, max_results=n)
+    assert short.weak_match == deep.weak_match and short.warnings == deep.warnings
+    assert short.results == deep.results[:n]

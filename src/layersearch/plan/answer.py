@@ -37,12 +37,18 @@ def _plans(request: SearchRequest) -> bool:
 def explained(request: Any) -> Any:
     """``request`` asking for its channels' explanations (no stage tracing) when it has
     a question and its full-text and schema channels run: what the weak-match check
-    reads. Anything else as it is, for the search to check."""
-    if not (isinstance(request, SearchRequest) and request.question and not request.explain):
+    reads, :data:`confidence.DEPTH` deep whatever ``max_results`` is (``finish`` cuts
+    the list back). Anything else as it is, for the search to check."""
+    if not (isinstance(request, SearchRequest) and request.question):
         return request
     if request.channels is not None and "fulltext" not in request.channels:
         return request
-    asked = request.model_copy(update={"explain": True})
+    if request.max_results < 1:  # for the search to refuse
+        return request
+    deeper = max(request.max_results, confidence.DEPTH)
+    if request.explain:  # every hit explained already
+        return request.model_copy(update={"max_results": deeper})
+    asked = request.model_copy(update={"explain": True, "max_results": deeper})
     asked._channels_only = True
     asked._explain_entities = confidence.TOP  # the hits the check reads
     return asked
@@ -73,6 +79,9 @@ def finish(
             resp.warnings.append(confidence.warning(match))
         if not request.explain:
             _drop_explanations(resp)
+    if request.scope is None:
+        # (the check searched deeper than asked: the first hits are the asked list)
+        del resp.results[request.max_results :]
     if not request.compact:
         physical.attach_to_hits(store, resp)
     if request.question and _plans(request):

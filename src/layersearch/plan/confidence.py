@@ -39,6 +39,9 @@ from layersearch.ranking.analyzer import query_words
 from layersearch.types import Hit
 
 TOP = 5
+#: how deep the checked list is, whatever the request's ``max_results`` (the depth the
+#: model was trained at): the check reads the same first hits for every ``max_results``
+DEPTH = 30
 MODEL_FILE = Path(__file__).with_name("weak_match.json")
 _ENTITY_KINDS = ("model", "column", "measure", "aggregation")
 #: how each feature reads in a warning
