@@ -147,7 +147,8 @@ def test_the_check_reads_channels_without_tracing_stages(mini: Layersearch) -> N
     assert asked.explain and asked._channels_only and not plain._channels_only
     assert explained(SearchRequest(entities=["shop.orders"])).explain is False
     assert explained(plain.model_copy(update={"channels": ["vector"]})).explain is False
-    assert asked.max_results == confidence.DEPTH > plain.max_results  # its depth, any ask
+    short = explained(plain.model_copy(update={"max_results": 3}))
+    assert short.max_results == confidence.DEPTH > 3  # its depth, whatever is asked
     full = mini.entities.search(
         plain.model_copy(update={"explain": True, "max_results": confidence.DEPTH})
     )

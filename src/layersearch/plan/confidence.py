@@ -39,9 +39,11 @@ from layersearch.ranking.analyzer import query_words
 from layersearch.types import Hit
 
 TOP = 5
-#: how deep the checked list is, whatever the request's ``max_results`` (the depth the
-#: model was trained at): the check reads the same first hits for every ``max_results``
-DEPTH = 30
+#: how deep the checked list is, whatever the request's ``max_results``: the check
+#: reads the same first hits for every ``max_results``. (The model was trained on lists
+#: 30 deep; their first TOP entity hits are these whenever 10 results hold TOP entity
+#: hits, as they do unless memories take more than half of the first results.)
+DEPTH = 2 * TOP
 MODEL_FILE = Path(__file__).with_name("weak_match.json")
 _ENTITY_KINDS = ("model", "column", "measure", "aggregation")
 #: how each feature reads in a warning
