@@ -250,4 +250,10 @@ def learned_columns(s: SearchState) -> None:
         named = ", ".join(f"{n} {v:+.3f}" for n, v in parts[:TOP_CONTRIBUTIONS])
         return f"learned column order (score {scores[j]:+.3f}: {named})"
 
-    s.trace.reorder("learned-columns", ids, s.ordered_ids(), why)
+    # (the features' contributions only for an explanation that shows them)
+    note = why if s.trace_stages else _unexplained
+    s.trace.reorder("learned-columns", ids, s.ordered_ids(), note)
+
+
+def _unexplained(doc_id: str) -> str:
+    return "learned column order"
