@@ -234,12 +234,7 @@ class ConversationCorpus:
             if role is not None and m.role != role:
                 continue
             row = snap.messages[m.message_id]
-            explanation = None
-            if req.explain:
-                explanation = [
-                    ChannelScore(channel=c, rank=r, score=0.0, contribution=0.0)
-                    for c, r in sorted(m.channels.items(), key=lambda kv: (kv[1], kv[0]))
-                ]
+            explanation = _channel_ranks(m.channels) if req.explain else None
             hits.append(
                 Hit(
                     kind="conversation",
@@ -429,12 +424,7 @@ class SummaryCorpus:
         hits = []
         for s in found.hits:
             text = s.items[0] if s.items else ""
-            explanation = None
-            if req.explain:
-                explanation = [
-                    ChannelScore(channel=c, rank=r, score=0.0, contribution=0.0)
-                    for c, r in sorted(s.channels.items(), key=lambda kv: (kv[1], kv[0]))
-                ]
+            explanation = _channel_ranks(s.channels) if req.explain else None
             hits.append(
                 Hit(
                     kind="summary",
@@ -485,6 +475,14 @@ def _summary(summaries: Mapping[str, Summary], hit_id: str) -> Summary | None:
     """The summary of a hit id: the id itself, else the id after ``summary:``."""
     found = summaries.get(hit_id)
     return found if found is not None else summaries.get(hit_id[len(SUMMARY_PREFIX) :])
+
+
+def _channel_ranks(channels: dict[str, int]) -> list[ChannelScore]:
+    """A hit's explanation when its corpus gives only each channel's rank of it."""
+    return [
+        ChannelScore(channel=c, rank=r, score=0.0, contribution=0.0)
+        for c, r in sorted(channels.items(), key=lambda kv: (kv[1], kv[0]))
+    ]
 
 
 def _line(text: str) -> str:

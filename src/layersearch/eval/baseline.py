@@ -49,6 +49,7 @@ from layersearch.eval.schema_linking import (
     MODES,
     SEARCH_DEPTH,
     ChannelSetResult,
+    link_row,
     question_text,
     ranked_links,
 )
@@ -251,16 +252,7 @@ def run_baselines(
                 tables_by_max=b.tables_by_max,
             )
             lat.append((time.perf_counter() - t0) * 1000)
-            rows.append(
-                {
-                    "question": q["question"],
-                    "db_id": q["db_id"],
-                    "gold_tables": list(q["gold_tables"]),
-                    "gold_columns": list(q["gold_columns"]),
-                    "ranked_tables": tables,
-                    "ranked_columns": columns,
-                }
-            )
+            rows.append(link_row(q, tables, columns))
             done += 1
             if progress is not None:
                 progress(done)

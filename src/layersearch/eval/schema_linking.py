@@ -207,6 +207,18 @@ def question_text(q: dict[str, Any]) -> str:
 _REQUESTED_BY = {"schema": "fulltext"}
 
 
+def link_row(q: dict[str, Any], tables: list[str], columns: list[str]) -> dict[str, Any]:
+    """One question's row: its gold links and the ranked ones."""
+    return {
+        "question": q["question"],
+        "db_id": q["db_id"],
+        "gold_tables": list(q["gold_tables"]),
+        "gold_columns": list(q["gold_columns"]),
+        "ranked_tables": tables,
+        "ranked_columns": columns,
+    }
+
+
 def run_schema_linking(
     ls: Any,
     questions: Sequence[dict[str, Any]],
@@ -266,16 +278,7 @@ def run_schema_linking(
                     for c in h.explanation or []
                 )
             tables, columns = ranked_links(resp.results)
-            rows.append(
-                {
-                    "question": q["question"],
-                    "db_id": q["db_id"],
-                    "gold_tables": list(q["gold_tables"]),
-                    "gold_columns": list(q["gold_columns"]),
-                    "ranked_tables": tables,
-                    "ranked_columns": columns,
-                }
-            )
+            rows.append(link_row(q, tables, columns))
             done += 1
             if progress is not None:
                 progress(done)

@@ -174,7 +174,8 @@ def _fulltext_searches(
     corpus, scopes, allow_set = s.corpus, s.scope.fulltext_scopes, s.scope.allow
     fulltext, memories = corpus.fulltext, bool(corpus.memories)
     tokens = " ".join(analyze_query(question))  # read once for both searches
-    pending = fulltext_future(
+    search = partial(
+        fulltext_future,
         fulltext.num_docs,
         fulltext.search,
         tokens,
@@ -182,21 +183,12 @@ def _fulltext_searches(
         scopes=scopes,
         ids=allow_set,
         analysed=True,
+    )
+    pending = search(
         exclude_kinds=("memory",) if memories else (),
         resolve=ids_by_hash(corpus.entities, ft_levels),
     )
-    if not memories:
-        return pending, None
-    return pending, fulltext_future(
-        fulltext.num_docs,
-        fulltext.search,
-        tokens,
-        top,
-        scopes=scopes,
-        ids=allow_set,
-        analysed=True,
-        kinds=("memory",),
-    )
+    return pending, search(kinds=("memory",)) if memories else None
 
 
 def unreached_tables(

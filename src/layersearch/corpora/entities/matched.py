@@ -123,9 +123,7 @@ def matched_word_sets(
     case words (a bridge's word without its target): what the learned column order
     reads. The question is read once, and each entity's own terms once per index."""
     reading = query_reading(index, question, bridges, read)
-    raw_of = {key: raw for raw, key in query_words(question, sql_words=False)}
-    for token, word in token_words(question).items():
-        raw_of.setdefault(token, word.lower())
+    raw_of = question_words(question)
     words = [(raw_of.get(k) or k.replace("_", " ")).strip().lower() for k in reading.keys]
     slots = [frozenset(j for j, _ in slot) for slot in reading.slots]
     with _OWN_TERMS_LOCK:
