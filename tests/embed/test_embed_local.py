@@ -209,3 +209,22 @@ def test_cli_search_with_the_local_model_prefetched_is_quiet(tmp_path):
     assert out.stderr == ""
     hits = json.loads(out.stdout)["results"]
     assert any(e["channel"] == "vector" for h in hits for e in h["explanation"])
+
+
+def test_stores_opened_in_turn_share_one_session_per_model(local, tmp_path):
+    # A session freed with its store left ~180 MB the allocator kept: a process opening
+    # stores in turn grew by that much each (an evaluation reached 20 GB and was killed).
+    from layersearch import Layersearch
+
+    local.embed_query("warm")
+    sessions = []
+    for i in range(2):
+        with Layersearch(tmp_path / f"s{i}.duckdb", embedder="local") as ls:
+            assert isinstance(ls.embedder, LocalEmbedder) and ls.embedder is not local
+            ls.embedder.embed_query("revenue")
+            sessions.append(ls.embedder._session)
+    assert sessions[0] is sessions[1] is local._session
+    # another thread count is another session
+    other = LocalEmbedder(threads=local.threads + 1)
+    other.embed_query("revenue")
+    assert other._session is not local._session

@@ -71,6 +71,24 @@ class _ModelFiles:
     max_tokens: int
 
 
+#: one ONNX Runtime session per model file and thread count in a process: a session
+#: freed when its store closes leaves ~180 MB the allocator does not give back, so a
+#: process opening many stores in turn (an evaluation, a server of many stores) grew
+#: by that much a store. InferenceSession.run is safe to call from several threads.
+_SESSIONS: dict[tuple[str, int | None], Any] = {}
+_SESSIONS_LOCK = threading.Lock()
+
+
+def _shared_session(ort: Any, onnx: Path, options: Any, threads: int | None) -> Any:
+    key = (str(onnx.resolve()), threads)
+    with _SESSIONS_LOCK:
+        session = _SESSIONS.get(key)
+        if session is None:
+            session = ort.InferenceSession(str(onnx), options, providers=["CPUExecutionProvider"])
+            _SESSIONS[key] = session
+        return session
+
+
 class LocalEmbedder(ModelEmbedder):
     """An :class:`~layersearch.embed.base.Embedder` running an ONNX model in process.
 
@@ -247,9 +265,7 @@ class LocalEmbedder(ModelEmbedder):
             tokenizer = Tokenizer.from_file(str(files.tokenizer))
             tokenizer.no_padding()
             tokenizer.enable_truncation(files.max_tokens)
-            session = ort.InferenceSession(
-                str(files.onnx), options, providers=["CPUExecutionProvider"]
-            )
+            session = _shared_session(ort, files.onnx, options, self.threads)
         except Exception as exc:
             raise EmbeddingUnavailable(
                 f"could not load local embedding model {files.onnx}: {exc}"
