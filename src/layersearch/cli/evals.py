@@ -224,7 +224,10 @@ def _print_against_baselines(results: list[Any], floors: list[Any], mode: str) -
 )
 @channels_option
 @click.option(
-    "--half", type=click.Choice(["A", "B"]), default=None, help="Even (A) or odd (B) pairs."
+    "--half",
+    type=click.Choice(["A", "B"]),
+    default=None,
+    help="Only half A (the first ceil(n/2) pairs in file order) or half B (the rest).",
 )
 @click.option("--limit", default=None, type=click.IntRange(1), help="Only the first N pairs.")
 @click.option("--details", "details_path", default=None, help="Write per-pair JSONL here.")
