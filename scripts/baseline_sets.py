@@ -5,7 +5,7 @@ warehouse-named copy of the catalog with Spider dev's and those questions mapped
     python scripts/baseline_sets.py --out /tmp/sets  # --data ../shared/data by default
 
 writes ``val.jsonl`` (the Spider-Syn train rows of the databases
-``split_databases(seed=0, fraction=0.2)`` of ``scripts/train_schema_encoder.py``
+``split_databases(seed=0, fraction=0.2)`` of ``layersearch/eval/splits.py``
 holds out), ``wh.tables.json`` (that script's ``warehouse_db`` copy of every
 database: a ``dim_``/``fct_``/``stg_`` prefix on tables, camelCase or UPPER_SNAKE
 columns, no labels), ``wh.dev.jsonl`` and ``wh.val.jsonl`` (the questions with
@@ -27,6 +27,7 @@ from typing import Any
 
 from layersearch.eval.abbreviate import rename_spider
 from layersearch.eval.schema_linking import read_questions
+from layersearch.eval.splits import split_databases
 
 #: the shared data beside the checkout (or beside the folder of worktrees holding it)
 _ROOT = Path(__file__).resolve().parents[1]
@@ -61,7 +62,7 @@ def write_sets(tables: Path, dev: Path, syn: Path, out: Path) -> dict[str, int]:
     trainer = _trainer()
     out.mkdir(parents=True, exist_ok=True)
     rows = read_questions(syn)
-    _, val_dbs = trainer.split_databases([r["db_id"] for r in rows], 0, 0.2)
+    _, val_dbs = split_databases([r["db_id"] for r in rows], 0, 0.2)
     held = set(val_dbs)
     val = [r for r in rows if r["db_id"] in held]
     _write_jsonl(out / "val.jsonl", val)

@@ -12,8 +12,8 @@ and a small LambdaRank model re-orders the same candidates; the column hits are
 re-ordered the same way (their own features and their table's). Table recall@5
 and column recall@10 of both orders are reported on:
 
-- validation databases of Spider-Syn train: the split of
-  ``scripts/train_schema_encoder.py`` (``split_databases(seed=0, fraction=0.2)``
+- validation databases of Spider-Syn train: the schema encoder's split
+  (``layersearch.eval.splits.split_databases(seed=0, fraction=0.2)``
   over the rows whose database is not a Spider dev database);
 - the same validation questions in Spider's own wording (``original_question``);
 - Spider dev, as a check only (model trained on the training databases).
@@ -44,7 +44,6 @@ by ``ranking.trees``, not by lightgbm), read from the cache as a stream:
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import logging
 import random
@@ -54,6 +53,8 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+
+from layersearch.eval.splits import split_databases
 
 log = logging.getLogger("learned_fusion")
 
@@ -101,20 +102,6 @@ RUN_TIME = re.compile(r"^(?!(.*_)?(moved|up)_)")
 #: the exported column model: trained on both wordings, this seed
 EXPORT_TRAINING = TRAINING["both"]
 EXPORT_SEED = 0
-
-
-def split_databases(
-    db_ids: Sequence[str], seed: int = 0, fraction: float = 0.2
-) -> tuple[list[str], list[str]]:
-    """The schema encoder's database split (imported from its script, so both use one)."""
-    path = HERE / "train_schema_encoder.py"
-    spec = importlib.util.spec_from_file_location("train_schema_encoder", path)
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("train_schema_encoder", mod)
-    spec.loader.exec_module(mod)
-    train, val = mod.split_databases(db_ids, seed, fraction)
-    return list(train), list(val)
 
 
 def question_words(question: str) -> set[str]:
@@ -500,7 +487,7 @@ def export_columns(cache: Path, out: Path, path: Path, data: Path) -> dict[str, 
     meta = {
         "what": "the order of the column hits among the first entity hits (learned-columns)",
         "data": "Spider-Syn train (CC BY-SA 4.0), both wordings (question, original_question)",
-        "split": "split_databases(seed=0, fraction=0.2) of scripts/train_schema_encoder.py "
+        "split": "split_databases(seed=0, fraction=0.2) of layersearch/eval/splits.py "
         "over the databases not in Spider dev; trained on the training databases only",
         "training_questions": len(train),
         "objective": "LightGBM LambdaRank, label 1 for a gold column",

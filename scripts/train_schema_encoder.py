@@ -62,6 +62,7 @@ import numpy as np
 
 from layersearch.corpora.dense import entity_docs
 from layersearch.eval.abbreviate import STYLES, abbreviate_spider, rename_spider
+from layersearch.eval.splits import split_databases
 from layersearch.semantic.importers.spider import load_spider, read_spider_tables
 
 log = logging.getLogger("train_schema_encoder")
@@ -72,16 +73,6 @@ PREFIXES = ("dim_", "fct_", "stg_", "")
 
 
 # ---------------------------------------------------------------------------- data
-
-
-def split_databases(
-    db_ids: Sequence[str], seed: int, fraction: float
-) -> tuple[list[str], list[str]]:
-    """Train and validation database ids: a seeded shuffle, the last ``fraction`` held out."""
-    ordered = sorted(set(db_ids))
-    random.Random(seed).shuffle(ordered)
-    n_val = max(1, round(len(ordered) * fraction))
-    return sorted(ordered[:-n_val]), sorted(ordered[-n_val:])
 
 
 def _camel(name: str) -> str:

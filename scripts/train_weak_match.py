@@ -10,7 +10,7 @@ asked of a layer that holds its database (answerable) and of one that does not
 (unanswerable when all its gold tables are gone, answerable when none is), as
 :func:`layersearch.eval.weak.collect` frames it. The databases are
 split as the schema encoder's are (``split_databases(seed=0, fraction=0.2)`` of
-``scripts/train_schema_encoder.py`` over the Spider-Syn databases that are not Spider
+``layersearch.eval.splits``, over the Spider-Syn databases that are not Spider
 dev ones): the model is fitted on the training databases; the flag threshold is chosen
 on the validation databases (never fitted on) as the lowest that flags at most
 ``--max-false`` of their answerable askings. Two models: ``dense`` (searched with
@@ -25,7 +25,6 @@ records are cached under ``--cache``, so a second run only fits.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import logging
 import sys
@@ -36,6 +35,7 @@ from typing import Any
 import numpy as np
 
 from layersearch.eval import weak
+from layersearch.eval.splits import split_databases
 from layersearch.plan import confidence
 from layersearch.types import Hit
 
@@ -44,19 +44,6 @@ HERE = Path(__file__).resolve().parent
 DENSE = ("dense_best", "dense_mean", "dense_spread", "dense_separation")
 #: L2 penalty on the standardised coefficients (fixed, not tuned)
 L2 = 1.0
-
-
-def split_databases(db_ids: Sequence[str]) -> tuple[list[str], list[str]]:
-    """The schema encoder's database split (imported from its script, so both use one)."""
-    spec = importlib.util.spec_from_file_location(
-        "train_schema_encoder", HERE / "train_schema_encoder.py"
-    )
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("train_schema_encoder", mod)
-    spec.loader.exec_module(mod)
-    train, val = mod.split_databases(db_ids, 0, 0.2)
-    return list(train), list(val)
 
 
 def records(
