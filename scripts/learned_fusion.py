@@ -54,6 +54,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from layersearch.corpora.entities.learned import question_words
 from layersearch.eval.splits import split_databases
 
 log = logging.getLogger("learned_fusion")
@@ -102,10 +103,6 @@ RUN_TIME = re.compile(r"^(?!(.*_)?(moved|up)_)")
 #: the exported column model: trained on both wordings, this seed
 EXPORT_TRAINING = TRAINING["both"]
 EXPORT_SEED = 0
-
-
-def question_words(question: str) -> set[str]:
-    return set(re.findall(r"\w+", question.lower()))
 
 
 def _matched_words(parts: Sequence[Any]) -> set[str]:

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from layersearch.corpora.entities import ENTITY_BOOSTS
+from layersearch.corpora.entities.config import DEFAULT_INDEX
 from layersearch.ranking import lexicon
 from layersearch.ranking.analyzer import FUNCTION_WORDS, STOP_WORDS, read_words
 from layersearch.ranking.bridges import (
@@ -63,7 +63,7 @@ def _warehouse(bridges: bool) -> CoverageIndex:
         CoverageNode("ops.room_rate", "table", "ops", {"name": "room_rate"}),
         CoverageNode("ops.room_rate.rate", "leaf", "ops.room_rate", {"name": "rate"}),
     ]
-    return CoverageIndex(nodes, ENTITY_BOOSTS, bridges=bridges)
+    return CoverageIndex(nodes, DEFAULT_INDEX.field_weights(), bridges=bridges)
 
 
 def test_abbreviated_names_are_found_by_the_words_they_shorten(
@@ -118,7 +118,7 @@ def _countries_and_contestants() -> CoverageIndex:
             CoverageNode(table, "table", db, {"name": f"site{k}"}),
             CoverageNode(f"{table}.cntr", "leaf", table, {"name": "cntr"}),
         ]
-    return CoverageIndex(nodes, ENTITY_BOOSTS, bridges=True)
+    return CoverageIndex(nodes, DEFAULT_INDEX.field_weights(), bridges=True)
 
 
 def test_a_rare_look_alike_does_not_outrank_the_faithful_reading(
@@ -162,7 +162,7 @@ def _employees(bridges: bool = True) -> CoverageIndex:
             CoverageNode(f"{db}.empl.end", "leaf", f"{db}.empl", {"name": "end"}),
             CoverageNode(f"{db}.language", "table", db, {"name": "language"}),
         ]
-    return CoverageIndex(nodes, ENTITY_BOOSTS, bridges=bridges)
+    return CoverageIndex(nodes, DEFAULT_INDEX.field_weights(), bridges=bridges)
 
 
 def test_a_word_the_catalog_uses_is_also_read_in_its_common_abbreviation(
@@ -216,7 +216,7 @@ def test_a_truncated_name_is_read_only_for_a_word_the_catalog_does_not_use(
         CoverageNode("cars.make", "table", "cars", {"name": "make"}),
         CoverageNode("cars.make.maker", "leaf", "cars.make", {"name": "maker"}),
     ]
-    idx = CoverageIndex(nodes, ENTITY_BOOSTS, bridges=True)
+    idx = CoverageIndex(nodes, DEFAULT_INDEX.field_weights(), bridges=True)
     terms = {j: t for t, j in idx.vocab.items()}
     # peop (a word to the fallback dictionary: it has vowels) is the start of "people"
     (slot,) = idx.query_slots("people")
@@ -279,7 +279,7 @@ def test_wordnet_is_read_from_a_local_copy_and_bridges_synonyms(
         CoverageNode("crm.head", "table", "crm", {"name": "head"}),
         CoverageNode("crm.region", "table", "crm", {"name": "region"}),
     ]
-    idx = CoverageIndex(nodes, ENTITY_BOOSTS, bridges=True)
+    idx = CoverageIndex(nodes, DEFAULT_INDEX.field_weights(), bridges=True)
     assert [i for i, _ in idx.search("clients", 3)] == ["crm.customer"]
     assert [i for i, _ in idx.search("leaders", 3)] == ["crm.customer", "crm.head"]
     # a synonym (0.5) reads more of the question than a broader word (0.3)
@@ -328,7 +328,7 @@ def test_the_lexicon_is_stored_compactly_and_reads_as_parsed(
 def _clients_and_customers() -> CoverageIndex:
     """``shop`` has a client table and a customer table, ``crm`` only customers."""
     nodes = _catalog({"shop": {"client": [], "customer": []}, "crm": {"customer": ["city"]}})
-    return CoverageIndex(nodes, ENTITY_BOOSTS, bridges=True)
+    return CoverageIndex(nodes, DEFAULT_INDEX.field_weights(), bridges=True)
 
 
 def test_a_word_one_database_uses_is_read_in_its_synonyms_in_the_others(
@@ -358,7 +358,9 @@ def test_no_wordnet_degrades_to_no_synonyms(monkeypatch: pytest.MonkeyPatch) -> 
         CoverageNode("crm", "group", None, {"name": "crm"}),
         CoverageNode("crm.customer", "table", "crm", {"name": "customer"}),
     ]
-    assert CoverageIndex(nodes, ENTITY_BOOSTS, bridges=True).search("clients", 3) == []
+    assert (
+        CoverageIndex(nodes, DEFAULT_INDEX.field_weights(), bridges=True).search("clients", 3) == []
+    )
     lexicon._load.cache_clear()
 
 
@@ -405,12 +407,14 @@ def test_a_scoped_index_takes_its_bridges_from_the_wide_one(
         CoverageNode("ops", "group", None, {"name": "ops"}),
         CoverageNode("ops.region", "table", "ops", {"name": "region"}),
     ]
-    wide = CoverageIndex(crm + ops, ENTITY_BOOSTS, bridges=True)
-    own = CoverageIndex(crm, ENTITY_BOOSTS, bridges=True)
+    wide = CoverageIndex(crm + ops, DEFAULT_INDEX.field_weights(), bridges=True)
+    own = CoverageIndex(crm, DEFAULT_INDEX.field_weights(), bridges=True)
     monkeypatch.setenv("LAYERSEARCH_WORDNET", "")  # no lexicon from here on
     lexicon._load.cache_clear()
-    derived = CoverageIndex(crm, ENTITY_BOOSTS, bridges=wide)
-    assert CoverageIndex(crm, ENTITY_BOOSTS, bridges=True).search("clients", 5) == []
+    derived = CoverageIndex(crm, DEFAULT_INDEX.field_weights(), bridges=wide)
+    assert (
+        CoverageIndex(crm, DEFAULT_INDEX.field_weights(), bridges=True).search("clients", 5) == []
+    )
     for question in ("clients", "leaders of a facility", "customer", "headquarters"):
         assert derived.search(question, 5) == own.search(question, 5), question
         assert derived.query_reach(question) == own.query_reach(question)
@@ -454,7 +458,7 @@ def test_the_shipped_wordnet_is_the_default_and_bridges_other_words(
         CoverageNode("geo.country", "table", "geo", {"name": "country"}),
         CoverageNode("geo.river", "table", "geo", {"name": "river"}),
     ]
-    idx = CoverageIndex(nodes, ENTITY_BOOSTS, bridges=True)
+    idx = CoverageIndex(nodes, DEFAULT_INDEX.field_weights(), bridges=True)
     assert [i for i, _ in idx.search("which nations", 3)] == ["geo.country"]
     assert lexicon.identity().startswith("wordnet:") and "data.noun.gz=" in lexicon.identity()
     monkeypatch.setenv("LAYERSEARCH_WORDNET", "")
@@ -587,7 +591,7 @@ def test_a_catalog_word_reads_its_own_senses_not_those_of_its_stem_mates(
             CoverageNode("shop.customer.city", "leaf", "shop.customer", {"name": "city"}),
             CoverageNode("shop.store", "table", "shop", {"name": "store"}),
         ]
-        idx = CoverageIndex(nodes, ENTITY_BOOSTS, bridges=True)
+        idx = CoverageIndex(nodes, DEFAULT_INDEX.field_weights(), bridges=True)
         assert idx.search("How many clients?", 1)[0][0] == "shop.customer"
     finally:
         lexicon._load.cache_clear()
@@ -603,7 +607,7 @@ def _rooms_and_trips() -> CoverageIndex:
                 "trv": {"trip": ["dst", "lst"]},
             }
         ),
-        ENTITY_BOOSTS,
+        DEFAULT_INDEX.field_weights(),
         bridges=True,
     )
 
@@ -647,7 +651,7 @@ def test_a_light_verb_reads_no_noun_sense(monkeypatch: pytest.MonkeyPatch) -> No
     monkeypatch.delenv("LAYERSEARCH_WORDNET", raising=False)  # the shipped WordNet
     idx = CoverageIndex(
         _catalog({"docs": {"role": ["role_code"], "template": ["template_id"]}}),
-        ENTITY_BOOSTS,
+        DEFAULT_INDEX.field_weights(),
         bridges=True,
     )
     terms = {j: t for t, j in idx.vocab.items()}
@@ -664,7 +668,7 @@ def test_a_request_verb_reads_no_abbreviation(monkeypatch: pytest.MonkeyPatch) -
     monkeypatch.setenv("LAYERSEARCH_WORDNET", "")
     idx = CoverageIndex(
         _catalog({"it": {"cmpt": ["cmpt_id", "rtrn"], "stdn": ["stdn_id", "name"]}}),
-        ENTITY_BOOSTS,
+        DEFAULT_INDEX.field_weights(),
         bridges=True,
     )
     terms = {j: t for t, j in idx.vocab.items()}

@@ -13,7 +13,7 @@ import random
 
 import pytest
 
-from layersearch.corpora.entities import ENTITY_BOOSTS
+from layersearch.corpora.entities.config import DEFAULT_INDEX
 from layersearch.ranking.coverage import CoverageIndex, CoverageNode
 from layersearch.ranking.params import SCHEMA_SEARCH
 from tests.reference import coverage_ref as ref
@@ -63,13 +63,13 @@ def _schema(seed: int) -> tuple[list[CoverageNode], list[tuple[str, str]], set[s
 
 def _pair(seed: int) -> tuple[CoverageIndex, ref.CoverageIndex, list[CoverageNode]]:
     nodes, links, keys = _schema(seed)
-    fast = CoverageIndex(nodes, ENTITY_BOOSTS, links, keys)
+    fast = CoverageIndex(nodes, DEFAULT_INDEX.field_weights(), links, keys)
     slow = ref.CoverageIndex(
         [
             ref.CoverageNode(n.id, n.level, n.parent, n.fields)
             for n in sorted(nodes, key=lambda n: n.id)
         ],
-        ENTITY_BOOSTS,
+        DEFAULT_INDEX.field_weights(),
         links,
         keys,
     )
@@ -125,7 +125,7 @@ def test_unknown_words_and_empty_index() -> None:
     fast, slow, _ = _pair(3)
     assert fast.search("zebra quokka", 10) == slow.search("zebra quokka", 10) == []
     assert fast.search("order", 0) == []
-    empty = CoverageIndex([], ENTITY_BOOSTS)
+    empty = CoverageIndex([], DEFAULT_INDEX.field_weights())
     assert empty.search("order amount", 10) == []
 
 

@@ -17,7 +17,6 @@ from layersearch.corpora.entities.config import (
     EntityIndexConfig,
     EntityRankingConfig,
 )
-from layersearch.corpora.entities.documents import ENTITY_BOOSTS
 from layersearch.errors import ConfigError
 from layersearch.ranking.coverage import CoverageIndex, CoverageNode
 from layersearch.ranking.params import (
@@ -32,7 +31,7 @@ from tests.support import MINI
 
 def test_the_defaults_are_those_the_ranking_was_tuned_with() -> None:
     # (eval schema-linking on Spider dev gives the same numbers with them: docs/ranking.md)
-    assert ENTITY_BOOSTS == {
+    assert DEFAULT_INDEX.field_weights() == {
         "name": 3.0,
         "label": 2.0,
         "parent": 1.0,
@@ -98,7 +97,7 @@ def test_bad_settings_are_refused(ranking: dict, message: str) -> None:
 
 
 def test_every_field_weight_at_zero_is_refused() -> None:
-    zero = {f"{name}_weight": 0 for name in ENTITY_BOOSTS}
+    zero = {f"{name}_weight": 0 for name in DEFAULT_INDEX.field_weights()}
     with pytest.raises(ConfigError, match="at least one field weight"):
         EntityIndexConfig.from_mapping(zero)
 
@@ -159,14 +158,17 @@ def test_the_part_lengths_are_those_the_index_was_built_with() -> None:
         CoverageNode("shop.orders", "table", "shop", {"name": "orders"}),
         CoverageNode("shop.orders.qty", "leaf", "shop.orders", {"name": "qty"}),
     ]
-    plain = CoverageIndex(nodes, ENTITY_BOOSTS, bridges=True)
+    plain = CoverageIndex(nodes, DEFAULT_INDEX.field_weights(), bridges=True)
     assert plain.abbr_shortest.tolist() == [3, 4]
     assert plain._abbreviating("quantity")  # qty abbreviates quantity
     assert "shop.orders.qty" in dict(plain.search("quantity of orders", 5))
     longer = CoverageIndex(
-        nodes, ENTITY_BOOSTS, bridges=True, vocabulary=VocabularyBridges(min_abbreviation=4)
+        nodes,
+        DEFAULT_INDEX.field_weights(),
+        bridges=True,
+        vocabulary=VocabularyBridges(min_abbreviation=4),
     )
     assert longer.abbr_shortest.tolist() == [4, 4]
     assert longer._abbreviating("quantity") == []
-    derived = CoverageIndex(nodes, ENTITY_BOOSTS, bridges=longer)
+    derived = CoverageIndex(nodes, DEFAULT_INDEX.field_weights(), bridges=longer)
     assert derived.abbr_shortest.tolist() == [4, 4]  # a derived index reads as its source

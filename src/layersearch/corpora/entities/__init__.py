@@ -19,7 +19,6 @@
 from layersearch.corpora.entities.corpus import EntityCorpus
 from layersearch.corpora.entities.coverage import build_coverage, coverage_of
 from layersearch.corpora.entities.documents import (
-    ENTITY_BOOSTS,
     describe_entity,
     describe_memory,
     entity_doc,
@@ -44,7 +43,6 @@ from layersearch.corpora.entities.state import VectorChannel
 
 __all__ = [
     "CHANNEL_DEPTH",
-    "ENTITY_BOOSTS",
     "JOIN_KEY_TABLES",
     "MAX_QUESTION_CHARS",
     "MAX_RESULTS_LIMIT",

@@ -5,14 +5,10 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 
-from layersearch.corpora.entities.config import DEFAULT_INDEX
 from layersearch.ranking.fulltext import FTDoc
 from layersearch.semantic.model import EdgeRecord, Entity
 from layersearch.types import Memory
 
-#: Field boosts for channel 2 and the schema channel's index, by default: the index
-#: settings' field weights (``config.EntityIndexConfig``, where they are explained).
-ENTITY_BOOSTS: dict[str, float] = DEFAULT_INDEX.field_weights()
 SHORT_DESCRIPTION = 160
 
 
