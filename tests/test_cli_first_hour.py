@@ -751,7 +751,7 @@ def test_the_quick_start_installs_the_local_model_and_prints_the_readme_rows(
         assert proc.returncode == 0, proc.stderr
         outputs.append(proc)
     loaded = outputs[0].stdout
-    assert "entities: " in loaded and "local/all-MiniLM-L6-v2-onnx-int8" in loaded  # embedded
+    assert "entities: " in loaded and "local/layersearch-schema-minilm-int8-1" in loaded
     assert outputs[1].stdout.splitlines()[: len(sample)] == sample
     # the lexical-only install is the documented alternative
     text = " ".join((ROOT / "README.md").read_text().split())

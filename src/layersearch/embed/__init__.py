@@ -3,8 +3,11 @@
 ``make_embedder(spec, config=...)`` builds one from a spec string:
 
 - ``fake`` or ``fake:<dim>``: deterministic hashing vectors (tests, demos);
-- ``local``: the bundled all-MiniLM-L6-v2 (ONNX, int8 weights), offline, no torch
-  (``[local]`` extra);
+- ``local``: the bundled models (ONNX, int8 weights), offline, no torch (``[local]``
+  extra): the schema encoder (all-MiniLM-L6-v2 fine-tuned on questions paired with
+  the schema items they need) for the semantic layer and the memories, and
+  all-MiniLM-L6-v2 for prose, conversations and the vault (:func:`prose_embedder`);
+- ``local:schema`` / ``local:minilm``: one of the two everywhere;
 - ``local:<directory>``: another ONNX embedding model (``model.onnx`` and
   ``tokenizer.json``);
 - ``litellm:<model>``: any litellm embedding model, e.g.
@@ -42,6 +45,7 @@ __all__ = [
     "SPEC_FORMS",
     "TURN_EMBEDDER_ENV",
     "conversation_embedder",
+    "prose_embedder",
     "apply_prefix",
     "l2_normalize",
     "NO_EMBEDDER",
@@ -55,6 +59,8 @@ SPEC_FORMS = (
     "fake",
     "fake:<dimensions>",
     "local",
+    "local:schema",
+    "local:minilm",
     "local:<model directory>",
     "litellm:<model> (e.g. litellm:openai/text-embedding-3-small)",
 )
@@ -87,18 +93,26 @@ def resolve_spec(spec: str | None, *, use_default: bool) -> str | None:
 TURN_EMBEDDER_ENV = "LAYERSEARCH_TURN_EMBEDDER"
 
 
+def prose_embedder(embedder: Embedder | None) -> Embedder | None:
+    """The embedder of prose (the vault's notes, conversations): ``embedder``'s
+    ``prose`` model where it has one (``local``: MiniLM beside the schema encoder,
+    which was trained on questions and schema names only), else ``embedder``."""
+    return embedder.prose if isinstance(embedder, LocalEmbedder) else embedder
+
+
 def conversation_embedder(embedder: Embedder | None) -> Embedder | None:
     """The embedder of the conversation corpora (messages, turns, summaries, words):
-    ``embedder`` itself, or the spec in LAYERSEARCH_TURN_EMBEDDER (e.g. a turn encoder
-    exported by ``scripts/export_turn_encoder.py``: ``local:<directory>``) while the
-    semantic layer, memories and the vault keep ``embedder``. Nothing else changes the
-    conversations' model: on LoCoMo, all-mpnet-base-v2 measured below the default
-    MiniLM in message search (docs/conversations.md#the-conversations-embedder)."""
+    :func:`prose_embedder` of ``embedder``, or the spec in LAYERSEARCH_TURN_EMBEDDER
+    (e.g. a turn encoder exported by ``scripts/export_turn_encoder.py``:
+    ``local:<directory>``) while the semantic layer, memories and the vault keep
+    theirs. Nothing else changes the conversations' model: on LoCoMo,
+    all-mpnet-base-v2 measured below the default MiniLM in message search
+    (docs/conversations.md#the-conversations-embedder)."""
     import os
 
     spec = os.environ.get(TURN_EMBEDDER_ENV, "").strip()
     if embedder is None or not spec:
-        return embedder
+        return prose_embedder(embedder)
     try:
         return make_embedder(spec)
     except ConfigError as exc:
@@ -148,7 +162,7 @@ def make_embedder(spec: str | None, *, config: dict[str, Any] | None = None) -> 
     if provider == "fake":
         return _fake(arg, options)
     if provider == "local":
-        return LocalEmbedder(arg.strip() or None, **options)
+        return LocalEmbedder(arg.strip() or "schema", **options)
     if not arg.strip():
         raise ConfigError(
             "litellm needs a model: litellm:<model>, e.g. litellm:openai/text-embedding-3-small"

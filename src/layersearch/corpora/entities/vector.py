@@ -8,9 +8,9 @@ import contextlib
 import threading
 from collections.abc import Callable, Collection, Sequence
 from functools import partial
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, overload
 
-from layersearch.corpora.entities.neighbours import QuestionWords
+from layersearch.corpora.entities.neighbours import WORDS_CORPUS, QuestionWords
 from layersearch.errors import LayersearchError
 from layersearch.ranking.params import WORD_NEIGHBOURS, WordNeighbours
 from layersearch.store.base import Store
@@ -28,6 +28,23 @@ ENTITY_CORPUS = "entities"
 #: EmbeddingUnavailable without one), and the configured embedder or None
 DenseGetter = Callable[[str], "DenseCorpus"]
 EmbedderGetter = Callable[[], "Embedder | None"]
+#: The corpora the configured model reads: the semantic layer with its memories, and the
+#: question's words the schema channel reads through it.
+LAYER_CORPORA = frozenset({ENTITY_CORPUS, WORDS_CORPUS})
+
+
+@overload
+def corpus_model(embedder: Embedder, corpus: str) -> Embedder: ...
+@overload
+def corpus_model(embedder: None, corpus: str) -> None: ...
+def corpus_model(embedder: Embedder | None, corpus: str) -> Embedder | None:
+    """The model of ``corpus``: ``embedder`` for :data:`LAYER_CORPORA`, its prose model
+    (:func:`layersearch.embed.prose_embedder`) for the vault and the conversations."""
+    from layersearch.embed import prose_embedder
+
+    return embedder if corpus in LAYER_CORPORA else prose_embedder(embedder)
+
+
 NO_EMBEDDER = (
     "no embedder configured; pass --embedder local|fake|litellm:<model> or set LAYERSEARCH_EMBEDDER"
 )
