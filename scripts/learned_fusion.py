@@ -13,8 +13,12 @@ re-ordered the same way (their own features and their table's). Table recall@5
 and column recall@10 of both orders are reported on:
 
 - validation databases of Spider-Syn train: the schema encoder's split
-  (``layersearch.eval.splits.split_databases(seed=0, fraction=0.2)``
-  over the rows whose database is not a Spider dev database);
+  (``layersearch.eval.splits.stacked_split(seed=0)`` over the rows whose database
+  is not a Spider dev database). Searched with ``--embedder local``, the models
+  train on its ``stack`` databases, which the schema encoder never read: its scores
+  on its own training questions would teach them to trust it more than it earns
+  on new databases. Searched with ``--embedder none`` (no model read), they train on
+  all its training databases;
 - the same validation questions in Spider's own wording (``original_question``);
 - Spider dev, as a check only (model trained on the training databases).
 
@@ -55,7 +59,7 @@ from pathlib import Path
 from typing import Any
 
 from layersearch.corpora.entities.learned import question_words
-from layersearch.eval.splits import split_databases
+from layersearch.eval.splits import stacked_split
 
 log = logging.getLogger("learned_fusion")
 
@@ -251,6 +255,13 @@ def search_rows(ls: Any, questions: Sequence[dict[str, Any]], split: str) -> lis
         resp = ls.search(question=q["question"], explain=True, max_results=50)
         cands = table_candidates(resp.results, q["question"])
         cols = column_candidates(resp.results, q["question"], cands)
+        words = question_words(q["question"])
+        db_words: dict[str, set[str]] = {}
+        for h in resp.results:
+            table = _table_of(h)
+            if table is not None:
+                db = table.split(".", 1)[0]
+                db_words.setdefault(db, set()).update(_matched_words(h.explanation or []))
         rows.append(
             {
                 "split": split,
@@ -262,6 +273,10 @@ def search_rows(ls: Any, questions: Sequence[dict[str, Any]], split: str) -> lis
                 "gold_columns": list(q["gold_columns"]),
                 "columns": [c for c, _ in cols],
                 "column_features": [f for _, f in cols],
+                # each database's hits together: the share of the question they matched
+                "db_matched_share": {
+                    db: len(w & words) / max(1, len(words)) for db, w in db_words.items()
+                },
             }
         )
         if i % 500 == 0:
@@ -271,13 +286,17 @@ def search_rows(ls: Any, questions: Sequence[dict[str, Any]], split: str) -> lis
     return rows
 
 
-def load_questions(data: Path, max_train: int, seed: int) -> dict[str, list[dict[str, Any]]]:
+def load_questions(
+    data: Path, max_train: int, seed: int, lexical: bool = False
+) -> dict[str, list[dict[str, Any]]]:
     from layersearch.eval.spider import spider_questions
 
     rows = [json.loads(line) for line in (data / "spider-syn" / "train.jsonl").open()]
     dev_dbs = {q["db_id"] for q in json.loads((data / "spider" / "dev.json").read_text())}
     rows = [r for r in rows if r["db_id"] not in dev_dbs]  # dev is a check, never training
-    train_dbs, val_dbs = split_databases([r["db_id"] for r in rows], 0, 0.2)
+    encoder_dbs, train_dbs, val_dbs = stacked_split([r["db_id"] for r in rows], 0)
+    if lexical:  # no schema encoder read: every training database
+        train_dbs = sorted(encoder_dbs + train_dbs)
     train = [r for r in rows if r["db_id"] in set(train_dbs)]
     random.Random(seed).shuffle(train)
     train = train[:max_train]
@@ -313,12 +332,62 @@ def labels_of(row: dict[str, Any]) -> list[float]:
     return [float(t.lower() in gold) for t in row["tables"]]
 
 
+def datasource_candidates(row: dict[str, Any]) -> list[tuple[str, dict[str, float]]]:
+    """The databases a question's tables name, first appearance first, each with the
+    evidence of all its tables: its place and hits in the first ten, how many of its
+    tables and columns were hit, its best table's place and channel ranks and scores,
+    and the share of the question its hits matched together and one table alone."""
+    by_db: dict[str, list[dict[str, float]]] = {}
+    for table, f in zip(row["tables"], row["features"], strict=True):
+        by_db.setdefault(table.split(".", 1)[0], []).append(f)
+    shares = row.get("db_matched_share", {})
+    out = []
+    for db, fs in by_db.items():
+        f = {
+            "db_pos": fs[0]["db_pos"],
+            "db_top10": fs[0]["db_top10"],
+            "n_words": fs[0]["n_words"],
+            "n_tables": float(len(fs)),
+            "n_table_hits": sum(x["has_table_hit"] for x in fs),
+            "n_column_hits": sum(x["n_column_hits"] for x in fs),
+            "best_table_pos": min(x["today_pos"] for x in fs),
+            "max_table_share": max(x["table_matched_share"] for x in fs),
+            "sum_table_share": sum(x["table_matched_share"] for x in fs),
+            "db_matched_share": float(shares.get(db, 0.0)),
+        }
+        for key in ("pos", "schema_rank", "vector_rank", "fulltext_rank"):
+            f[f"min_t_{key}"] = min(x[f"t_{key}"] for x in fs)
+            f[f"min_c_{key}"] = min(x[f"c_{key}"] for x in fs)
+        for key in ("score", "schema_score", "vector_score", "fulltext_score"):
+            f[f"max_t_{key}"] = max(x[f"t_{key}"] for x in fs)
+            f[f"max_c_{key}"] = max(x[f"c_{key}"] for x in fs)
+        out.append((db, f))
+    return out
+
+
 def level_rows(rows: Sequence[dict[str, Any]], level: str) -> list[dict[str, Any]]:
     """The rows as one level's ranking problem (``tables`` / ``gold_tables`` /
     ``features``): tables as stored; columns from the column keys, over the
-    questions with gold columns."""
+    questions with gold columns; datasources (the question's database the gold)
+    from :func:`datasource_candidates`."""
     if level == "tables":
         return list(rows)
+    if level == "datasources":
+        out = []
+        for r in rows:
+            cands = datasource_candidates(r)
+            out.append(
+                {
+                    "split": r["split"],
+                    "db_id": r["db_id"],
+                    "tables": [db for db, _ in cands],
+                    "gold_tables": [r["db_id"]],
+                    "features": [f for _, f in cands],
+                    "ranked_tables": r["tables"],
+                    "table_gold": r["gold_tables"],
+                }
+            )
+        return out
     return [
         {
             "split": r["split"],
@@ -410,6 +479,23 @@ def measure(
             f"{o[f'learned_recall@{k}']:>7.3f} {min(per_seed):>6.3f}..{max(per_seed):.3f} "
             f"{o['questions_better_seed0']:>6} {o['questions_worse_seed0']:>6}"
         )
+    if level == "datasources":
+        # the tables of the database ranked first by the model before the others
+        for s, rs in by.items():
+            if not rs:
+                continue
+            firsts = [o[0] for o in learned_orders(models[0], rs, names)]
+            grouped = [
+                [t for t in r["ranked_tables"] if t.split(".", 1)[0] == db]
+                + [t for t in r["ranked_tables"] if t.split(".", 1)[0] != db]
+                for r, db in zip(rs, firsts, strict=True)
+            ]
+            tables = [{"gold_tables": r["table_gold"]} for r in rs]
+            today_t = recall_at(tables, [r["ranked_tables"] for r in rs], 5)
+            first_t = recall_at(tables, grouped, 5)
+            out[s]["table_recall@5_today"] = today_t
+            out[s]["table_recall@5_learned_database_first"] = first_t
+            print(f"  {s:<20} table R@5 today {today_t:.4f}, learned database first {first_t:.4f}")
     gain = sum(m.feature_importance(importance_type="gain") for m in models)
     total = float(sum(gain)) or 1.0
     imp = sorted(zip(names, (float(g) / total for g in gain), strict=True), key=lambda x: -x[1])
@@ -484,14 +570,15 @@ def export_columns(cache: Path, out: Path, path: Path, data: Path) -> dict[str, 
     meta = {
         "what": "the order of the column hits among the first entity hits (learned-columns)",
         "data": "Spider-Syn train (CC BY-SA 4.0), both wordings (question, original_question)",
-        "split": "split_databases(seed=0, fraction=0.2) of layersearch/eval/splits.py "
-        "over the databases not in Spider dev; trained on the training databases only",
+        "split": "stacked_split(seed=0) of layersearch/eval/splits.py over the databases "
+        "not in Spider dev; lexical searches, trained on its encoder and stack databases, "
+        "validated on its validation databases",
         "training_questions": len(train),
         "objective": "LightGBM LambdaRank, label 1 for a gold column",
         "settings": {**PARAMS, "rounds": ROUNDS, "seed": EXPORT_SEED},
         "lightgbm": lgb.__version__,
-        "command": "python scripts/learned_fusion.py --store STORE --cache FEATURES "
-        "--out OUT --export PATH",
+        "command": "python scripts/learned_fusion.py --embedder none --store STORE "
+        "--cache FEATURES --out OUT --export PATH",
         "column_recall@10": sets,
     }
     dumped = from_lightgbm(model.dump_model(), meta)
@@ -520,6 +607,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--cache", type=Path, default=None, help="searched features (JSONL), reused")
     ap.add_argument("--out", type=Path, required=True, help="results JSON")
     ap.add_argument("--max-train", type=int, default=4000)
+    ap.add_argument(
+        "--embedder",
+        default="none",
+        help="none (the shipped model: lexical searches) or an embedder spec",
+    )
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--limit", type=int, default=None, help="first N questions of each set (smoke)")
     ap.add_argument(
@@ -530,7 +622,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     cache = args.cache or args.out.with_suffix(".features.jsonl")
     rows = [json.loads(line) for line in cache.open()] if cache.is_file() else []
-    splits = load_questions(args.data, args.max_train, args.seed)
+    lexical = args.embedder == "none"
+    splits = load_questions(args.data, args.max_train, args.seed, lexical)
     todo = {n: qs for n, qs in splits.items() if n not in {r["split"] for r in rows}}
     log.info("%d searched questions read from %s; to search: %s", len(rows), cache, list(todo))
     if todo:
@@ -539,7 +632,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         if not args.store.is_file():
             sys.exit(f"{args.store}: no such store (load spider/tables.json and embed first)")
-        with Layersearch(args.store, embedder="local") as ls:
+        with Layersearch(args.store, embedder=None if lexical else args.embedder) as ls:
             # the candidates as the learned column order receives them
             ls.entities.ranking = EntityRankingConfig(without=frozenset({"learned-columns"}))
             for name, qs in todo.items():
@@ -555,7 +648,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     results: dict[str, Any] = {"params": {**PARAMS, "rounds": ROUNDS, "seeds": SEEDS}}
     for variant, train_splits in TRAINING.items():
-        for level, k in (("tables", 5), ("columns", 10)):
+        for level, k in (("tables", 5), ("columns", 10), ("datasources", 1)):
             print(f"\ntrained on {variant} ({' + '.join(train_splits)}), {level} R@{k}")
             results.setdefault(variant, {})[level] = measure(rows, level, k, train_splits)
     args.out.write_text(json.dumps(results, indent=2) + "\n")

@@ -63,15 +63,22 @@ def test_a_malformed_forest_or_row_is_an_error() -> None:
         forest.predict(np.array([[np.nan, 0.0]]))
 
 
-def test_the_shipped_model_gives_lightgbm_s_own_scores() -> None:
-    saved = json.loads((ROOT / "tests" / "eval_data" / "learned_columns_rows.json").read_text())
-    forest = shipped(learned.MODEL)
+@pytest.mark.parametrize(
+    ("name", "rows", "split"),
+    [
+        (learned.MODEL, "learned_columns_rows.json", "stacked_split(seed=0)"),
+        (learned.DENSE_MODEL, "learned_columns_dense_rows.json", "split_databases(seed=0"),
+    ],
+)
+def test_the_shipped_models_give_lightgbm_s_own_scores(name: str, rows: str, split: str) -> None:
+    saved = json.loads((ROOT / "tests" / "eval_data" / rows).read_text())
+    forest = shipped(name)
     assert list(forest.features) == saved["features"]
-    rows = np.array(saved["rows"])
-    assert np.allclose(forest.predict(rows), saved["lightgbm"], rtol=0, atol=1e-9)
-    for row, score in zip(rows[:5], saved["lightgbm"][:5], strict=True):
+    x = np.array(saved["rows"])
+    assert np.allclose(forest.predict(x), saved["lightgbm"], rtol=0, atol=1e-9)
+    for row, score in zip(x[:5], saved["lightgbm"][:5], strict=True):
         assert forest.bias + sum(forest.contributions(row).values()) == pytest.approx(score)
-    assert forest.meta["split"].startswith("split_databases(seed=0")
+    assert forest.meta["split"].startswith(split)
 
 
 def test_the_evaluator_matches_lightgbm_on_a_model_trained_here() -> None:
@@ -163,7 +170,7 @@ def test_a_moved_column_says_which_features_moved_it(
         before = mini.search(question=question, max_entities=50).entities or []
     finally:
         mini.entities.ranking = EntityRankingConfig()
-    monkeypatch.setattr(learned, "_model", lambda: first_last)
+    monkeypatch.setattr(learned, "_model", lambda name: first_last)
     after = mini.search(question=question, max_entities=50, explain=True).entities or []
     cols = [h.id for h in before if h.kind in leaf]
     assert [h.id for h in after if h.kind in leaf] == [*cols[1:], cols[0]]
@@ -178,3 +185,21 @@ def test_a_moved_column_says_which_features_moved_it(
     down = next(h for h in after if h.id == cols[0])
     last = next(m for m in down.stages or [] if m.stage == "learned-columns")
     assert last.after > last.before and "today_pos -1.000" in last.note
+
+
+def test_a_search_whose_vector_channel_ranked_reads_the_dense_model(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    read: list[str] = []
+
+    def model(name: str) -> Forest:
+        read.append(name)
+        return shipped(name)
+
+    monkeypatch.setattr(learned, "_model", model)
+    with Layersearch(tmp_path / "s.duckdb", embedder="fake") as ls:
+        ls.load(MINI)
+        ls.embed()
+        ls.search(question=QUESTIONS[0], max_entities=50)
+        ls.search(question=QUESTIONS[0], max_entities=50, channels=["bm25", "fulltext"])
+    assert read == [learned.DENSE_MODEL, learned.MODEL]

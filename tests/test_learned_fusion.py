@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from types import ModuleType
 
 import pytest
@@ -78,14 +80,39 @@ def test_table_candidates_keep_todays_order_and_describe_each_table() -> None:
     assert set(head) == set(dept)
 
 
-def test_split_is_the_schema_encoders() -> None:
+def test_a_database_gathers_the_evidence_of_all_its_tables() -> None:
     m = _script()
-    ids = [f"db{i}" for i in range(50)] * 2
-    train, val = m.split_databases(ids, 0, 0.2)
-    assert len(val) == 10 and not set(train) & set(val)
-    assert sorted(train + val) == sorted(set(ids))
-    assert m.split_databases(ids, 0, 0.2) == (train, val)
-    assert m.split_databases(ids, 1, 0.2) != (train, val)
+    hits = [*_hits(), Hit(kind="column", id="zoo.keeper.age", score=0.005)]
+    cands = m.table_candidates(hits, "age of the divisions")
+    row = {
+        "tables": [t for t, _ in cands],
+        "features": [f for _, f in cands],
+        "db_matched_share": {"shop": 0.5, "zoo": 0.25},
+    }
+    (shop, f), (zoo, g) = m.datasource_candidates(row)
+    assert (shop, zoo) == ("shop", "zoo")
+    assert f["n_tables"] == 2.0 and f["n_table_hits"] == 2.0 and f["n_column_hits"] == 1.0
+    assert f["best_table_pos"] == 1.0 and f["min_c_pos"] == 1.0 and f["min_t_pos"] == 2.0
+    assert f["max_table_share"] == pytest.approx(1 / 4) and f["db_matched_share"] == 0.5
+    assert g["db_pos"] == 2.0 and g["n_tables"] == 1.0 and g["db_matched_share"] == 0.25
+    level = m.level_rows(
+        [{**row, "split": "validation", "db_id": "zoo", "gold_tables": []}], "datasources"
+    )
+    assert level[0]["tables"] == ["shop", "zoo"] and level[0]["gold_tables"] == ["zoo"]
+
+
+def test_the_models_train_on_the_stack_databases_only(data_dir: Path) -> None:
+    from layersearch.eval.splits import stacked_split
+
+    data = data_dir
+    m = _script()
+    rows = [json.loads(line) for line in (data / "spider-syn" / "train.jsonl").open()]
+    dev = {q["db_id"] for q in json.loads((data / "spider" / "dev.json").read_text())}
+    encoder, stack, validation = stacked_split([r["db_id"] for r in rows if r["db_id"] not in dev])
+    splits = m.load_questions(data, 4000, 0)
+    assert {q["db_id"] for q in splits["train"]} == set(stack)
+    assert {q["db_id"] for q in splits["validation"]} == set(validation)
+    assert not set(encoder) & {q["db_id"] for q in splits["train_original"]}
 
 
 def test_learned_order_follows_what_the_model_learned() -> None:

@@ -1,14 +1,17 @@
 """The learned order of the column hits: stage ``learned-columns`` (docs/ranking.md).
 
 Among the first ``learned_column_depth`` hits of the entity list, the column hits
-(columns, measures, aggregations) are re-ordered by a small ranking model
-(``ranking/learned/columns.json``, trained by ``scripts/learned_fusion.py --export``)
-over features the search already holds: each hit's place and shown score, every
+(columns, measures, aggregations) are re-ordered by a small ranking model over
+features the search already holds: each hit's place and shown score, every
 channel's rank, score, weight and part of the fused score, the share of the
 question's words the schema channel matched in it, and the same of its table (its
 own hit and its first column hit, its place among the tables, its database's place).
 The columns take the places the columns held, so tables, datasources and the leaves
-the request named keep theirs.
+the request named keep theirs. A lexical search reads ``ranking/learned/columns.json``
+(trained by ``scripts/learned_fusion.py --embedder none --export`` on lexical
+searches); a search whose vector channel ranked reads ``columns-dense.json`` (trained
+on the searches of the MiniLM embedder; over the schema encoder's lists it was kept
+for the abbreviated and warehouse-named catalogs, docs/ranking.md).
 
 The features are those ``scripts/learned_fusion.py`` reads off an explanation, less
 the stage moves (which only an explanation's what-if fusions know): one definition
@@ -28,10 +31,19 @@ from layersearch.corpora.entities.state import SearchState
 from layersearch.ranking.pipeline import settle
 from layersearch.ranking.trees import Forest, shipped
 
-__all__ = ["COLUMN_NAMES", "MODEL", "column_features", "column_rows", "learned_columns"]
+__all__ = [
+    "COLUMN_NAMES",
+    "DENSE_MODEL",
+    "MODEL",
+    "column_features",
+    "column_rows",
+    "learned_columns",
+]
 
-#: the shipped model (``ranking/learned/<MODEL>.json``)
+#: the shipped models (``ranking/learned/<name>.json``): of lexical searches, and of
+#: searches where the vector channel ranked
 MODEL = "columns"
+DENSE_MODEL = "columns-dense"
 #: the entity channels a feature names
 CHANNELS = ("input", "schema", "fulltext", "vector", "table")
 #: rank given to a channel that did not list a hit
@@ -174,9 +186,9 @@ def column_features(
     ]
 
 
-@lru_cache(maxsize=1)
-def _model() -> Forest:
-    return shipped(MODEL)
+@lru_cache(maxsize=2)
+def _model(name: str) -> Forest:
+    return shipped(name)
 
 
 @lru_cache(maxsize=4)
@@ -232,7 +244,7 @@ def learned_columns(s: SearchState) -> None:
     if len(movable) < 2:
         return
     leaves = [leaves[j] for j in movable]
-    model = _model()
+    model = _model(DENSE_MODEL if s.ranks.entity.get("vector") else MODEL)
     x = rows[movable][:, _columns_of(model)]
     scores = model.predict(x)
     ranked = sorted(range(len(leaves)), key=lambda j: (-scores[j], j))
