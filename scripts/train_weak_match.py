@@ -9,9 +9,11 @@ asked of a layer that holds its database (answerable) and of one that does not
 (unanswerable), and of its layer with half of each database's tables removed
 (unanswerable when all its gold tables are gone, answerable when none is), as
 :func:`layersearch.eval.weak.collect` frames it. The databases are
-split as the schema encoder's are (``split_databases(seed=0, fraction=0.2)`` of
+split as the schema encoder's are (``stacked_split(seed=0)`` of
 ``layersearch.eval.splits``, over the Spider-Syn databases that are not Spider
-dev ones): the model is fitted on the training databases; the flag threshold is chosen
+dev ones): the model is fitted on the stack databases, which the schema encoder
+never read (its dense scores on its own training questions would overstate it);
+the flag threshold is chosen
 on the validation databases (never fitted on) as the lowest that flags at most
 ``--max-false`` of their answerable askings. Two models: ``dense`` (searched with
 ``--embedder``, default local) and ``lexical`` (searched without a model, its features
@@ -35,7 +37,7 @@ from typing import Any
 import numpy as np
 
 from layersearch.eval import weak
-from layersearch.eval.splits import split_databases
+from layersearch.eval.splits import stacked_split
 from layersearch.plan import confidence
 from layersearch.types import Hit
 
@@ -142,7 +144,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     original = weak.read_questions(data, "original")
     gold = weak.read_gold_tables(data)
     dev_dbs = set(weak.read_questions(data, "dev"))
-    train_dbs, val_dbs = split_databases([db for db in syn if db not in dev_dbs])
+    _, train_dbs, val_dbs = stacked_split([db for db in syn if db not in dev_dbs])
     out: dict[str, Any] = {
         "about": "weak-match detector: logistic regression over standardised features "
         "(scripts/train_weak_match.py); p = 1/(1+exp(-(intercept + sum coef*(x-mean)/scale)))",
