@@ -377,6 +377,7 @@ class Threaded(Counting):
         self.threads: set[str] = set()
         self.texts: list[str] = []
         self._lock = threading.Lock()
+        self._both = threading.Event()
 
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
         import threading
@@ -384,6 +385,12 @@ class Threaded(Counting):
         with self._lock:
             self.threads.add(threading.current_thread().name)
             self.texts.extend(texts)
+            if len(self.threads) >= 2:
+                self._both.set()
+        # A batch of the fake model takes microseconds: one worker could take them all
+        # before the other starts. The first batches wait (up to 2 s) for a second thread,
+        # as a real model's batches overlap; a single worker still fails the test.
+        self._both.wait(2.0)
         return super().embed_documents(texts)
 
 
