@@ -17,8 +17,8 @@ and column recall@10 of both orders are reported on:
   is not a Spider dev database). Searched with ``--embedder local``, the models
   train on its ``stack`` databases, which the schema encoder never read: its scores
   on its own training questions would teach them to trust it more than it earns
-  on new databases. Searched with ``--embedder none`` (no model read), they train on
-  all its training databases;
+  on new databases. Searched with ``--embedder none`` or ``local:minilm`` (no schema
+  encoder read), they train on all its training databases;
 - the same validation questions in Spider's own wording (``original_question``);
 - Spider dev, as a check only (model trained on the training databases).
 
@@ -66,11 +66,10 @@ log = logging.getLogger("learned_fusion")
 HERE = Path(__file__).resolve().parent
 
 #: the entity channels an explanation may name
-CHANNELS = ("input", "schema", "fulltext", "vector", "table")
+CHANNELS = ("input", "schema", "fulltext", "vector")
 #: the entity stages after fusion that may move a hit (docs/ranking.md)
 STAGES = (
     "schema-over-fulltext",
-    "table-votes",
     "join-keys",
 )
 #: rank given to a channel that did not list a hit
@@ -287,7 +286,7 @@ def search_rows(ls: Any, questions: Sequence[dict[str, Any]], split: str) -> lis
 
 
 def load_questions(
-    data: Path, max_train: int, seed: int, lexical: bool = False
+    data: Path, max_train: int, seed: int, unstacked: bool = False
 ) -> dict[str, list[dict[str, Any]]]:
     from layersearch.eval.spider import spider_questions
 
@@ -295,7 +294,7 @@ def load_questions(
     dev_dbs = {q["db_id"] for q in json.loads((data / "spider" / "dev.json").read_text())}
     rows = [r for r in rows if r["db_id"] not in dev_dbs]  # dev is a check, never training
     encoder_dbs, train_dbs, val_dbs = stacked_split([r["db_id"] for r in rows], 0)
-    if lexical:  # no schema encoder read: every training database
+    if unstacked:  # no schema encoder read: every training database
         train_dbs = sorted(encoder_dbs + train_dbs)
     train = [r for r in rows if r["db_id"] in set(train_dbs)]
     random.Random(seed).shuffle(train)
@@ -515,7 +514,13 @@ def _column_arrays(row: dict[str, Any], names: Sequence[str]) -> tuple[Any, Any]
     return x.reshape(-1, len(names)), y
 
 
-def export_columns(cache: Path, out: Path, path: Path, data: Path) -> dict[str, Any]:
+def reads_encoder(embedder: str) -> bool:
+    """Whether searches with ``embedder`` read the schema encoder (then the models
+    train on the stack databases only; else on every training database)."""
+    return embedder not in ("none", "local:minilm")
+
+
+def export_columns(cache: Path, out: Path, path: Path, embedder: str) -> dict[str, Any]:
     """Trains the shipped column model (module docstring) from the cached features
     (read as a stream), writes its trees to ``path`` and returns the recall@10 of
     today's and the exported order per set (the exported file evaluated by
@@ -567,17 +572,23 @@ def export_columns(cache: Path, out: Path, path: Path, data: Path) -> dict[str, 
             "learned_column_recall@10": round(learned / n, 4),
         }
         log.info("%s: %s", split, sets[split])
+    searches = "lexical searches" if embedder == "none" else f"searches with --embedder {embedder}"
+    trained = (
+        "its stack databases"
+        if reads_encoder(embedder)
+        else "its encoder and stack databases (no schema encoder read: none is stacked)"
+    )
     meta = {
         "what": "the order of the column hits among the first entity hits (learned-columns)",
         "data": "Spider-Syn train (CC BY-SA 4.0), both wordings (question, original_question)",
         "split": "stacked_split(seed=0) of layersearch/eval/splits.py over the databases "
-        "not in Spider dev; lexical searches, trained on its encoder and stack databases, "
+        f"not in Spider dev; {searches}, trained on {trained}, "
         "validated on its validation databases",
         "training_questions": len(train),
         "objective": "LightGBM LambdaRank, label 1 for a gold column",
         "settings": {**PARAMS, "rounds": ROUNDS, "seed": EXPORT_SEED},
         "lightgbm": lgb.__version__,
-        "command": "python scripts/learned_fusion.py --embedder none --store STORE "
+        "command": f"python scripts/learned_fusion.py --embedder {embedder} --store STORE "
         "--cache FEATURES --out OUT --export PATH",
         "column_recall@10": sets,
     }
@@ -623,7 +634,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     cache = args.cache or args.out.with_suffix(".features.jsonl")
     rows = [json.loads(line) for line in cache.open()] if cache.is_file() else []
     lexical = args.embedder == "none"
-    splits = load_questions(args.data, args.max_train, args.seed, lexical)
+    splits = load_questions(args.data, args.max_train, args.seed, not reads_encoder(args.embedder))
     todo = {n: qs for n, qs in splits.items() if n not in {r["split"] for r in rows}}
     log.info("%d searched questions read from %s; to search: %s", len(rows), cache, list(todo))
     if todo:
@@ -644,7 +655,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 tmp.replace(cache)
 
     if args.export is not None:
-        export_columns(cache, args.out, args.export, args.data)
+        export_columns(cache, args.out, args.export, args.embedder)
         return 0
     results: dict[str, Any] = {"params": {**PARAMS, "rounds": ROUNDS, "seeds": SEEDS}}
     for variant, train_splits in TRAINING.items():

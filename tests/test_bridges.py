@@ -364,7 +364,7 @@ def test_no_wordnet_degrades_to_no_synonyms(monkeypatch: pytest.MonkeyPatch) -> 
     lexicon._load.cache_clear()
 
 
-def test_explain_shows_the_table_votes_weight_and_separation(tmp_path: Path) -> None:
+def test_explain_states_the_evidence_of_the_schema_and_vector_channels(tmp_path: Path) -> None:
     from layersearch import Layersearch
     from layersearch.ranking.explain import explain_text
 
@@ -374,14 +374,11 @@ def test_explain_shows_the_table_votes_weight_and_separation(tmp_path: Path) -> 
         resp = ls.search(question="tax charged on the order zzyzx", explain=True, max_results=20)
     entity_hits = [h for h in resp.results if h.kind != "memory"]
     parts = {c.channel: c for h in entity_hits for c in h.explanation or []}
-    assert {"schema", "vector", "table"} <= set(parts)
+    assert {"schema", "vector"} <= set(parts) and "table" not in parts
     for h in resp.results:
         for c in h.explanation or []:
             assert c.contribution == pytest.approx(c.weight / (60 + c.rank), abs=1e-6)
-            # only the table vote is weighed: by how far the fused tables stand apart
-            if h.kind != "memory" and c.channel == "table":
-                assert c.weight == pytest.approx(c.separation, abs=1e-6) and c.reach == 1.0
-            elif h.kind != "memory" and c.channel in ("schema", "vector"):
+            if h.kind != "memory" and c.channel in ("schema", "vector"):
                 # their evidence is stated (channel-evidence), not weighed
                 assert c.weight == 1.0 and c.separation is not None and 0 <= c.reach <= 1
             else:
@@ -389,8 +386,8 @@ def test_explain_shows_the_table_votes_weight_and_separation(tmp_path: Path) -> 
     # the question's made-up word is one the schema channel cannot read
     assert parts["schema"].reach is not None and parts["schema"].reach < 1.0
     assert parts["vector"].reach == 1.0
-    table = parts["table"]
-    assert (" x" in explain_text([table])) is (table.weight != 1.0)
+    # weight 1: no "x weight" in the text
+    assert " x" not in explain_text([parts["schema"]])
 
 
 def test_a_scoped_index_takes_its_bridges_from_the_wide_one(

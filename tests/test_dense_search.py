@@ -58,11 +58,10 @@ def test_vector_channel_runs_after_embed(tmp_path: Path) -> None:
     after = ls.search(question="tax on orders", explain=True)
     assert "vector" in channels_of(after) and after.warnings == []
     only = ls.search(question="tax on orders", explain=True, channels=["vector"])
-    # table: every schema hit's vote at its table's rank, derived from the channels run
-    assert channels_of(only) == {"vector", "table"}
+    assert channels_of(only) == {"vector"}
     lexical = ls.search(question="tax on orders", explain=True, channels=["fulltext"])
-    # words: memories by question share; table: schema hits at their table's rank
-    lexical_channels = {"fulltext", "schema", "words", "table"}
+    # words: memories by question share
+    lexical_channels = {"fulltext", "schema", "words"}
     assert channels_of(lexical) <= lexical_channels and "vector" not in channels_of(lexical)
     ls.close()
 

@@ -144,13 +144,13 @@ def test_eval_schema_linking_reports_without(tmp_path: Path) -> None:
     args = ["--embedder", "none", "eval", "schema-linking", "--catalog", str(MINI)]
     res = CliRunner().invoke(
         main,
-        [*args, "--questions", str(questions), "--json", "--without", "table-votes"]
+        [*args, "--questions", str(questions), "--json", "--without", "learned-columns"]
         + ["--without", "join-keys"],
     )
     if res.exit_code != 0 and "catalog" in res.output:
         pytest.skip("the mini layer is not a schema-linking catalog")
     assert res.exit_code == 0, res.output
-    assert json.loads(res.stdout)["without"] == ["join-keys", "table-votes"]
+    assert json.loads(res.stdout)["without"] == ["join-keys", "learned-columns"]
 
 
 def test_shown_scores_of_n_results_are_a_prefix_of_n_plus_k(mini: Layersearch) -> None:

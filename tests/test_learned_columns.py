@@ -67,7 +67,7 @@ def test_a_malformed_forest_or_row_is_an_error() -> None:
     ("name", "rows", "split"),
     [
         (learned.MODEL, "learned_columns_rows.json", "stacked_split(seed=0)"),
-        (learned.DENSE_MODEL, "learned_columns_dense_rows.json", "split_databases(seed=0"),
+        (learned.DENSE_MODEL, "learned_columns_dense_rows.json", "stacked_split(seed=0)"),
     ],
 )
 def test_the_shipped_models_give_lightgbm_s_own_scores(name: str, rows: str, split: str) -> None:

@@ -26,7 +26,9 @@ def _hits() -> list[Hit]:
                 ChannelScore(
                     channel="schema", rank=2, score=1.36, contribution=0.019, matched=["age"]
                 ),
-                ChannelScore(channel="table", rank=1, score=0.03, contribution=0.008, weight=0.5),
+                ChannelScore(
+                    channel="fulltext", rank=1, score=0.03, contribution=0.008, weight=0.5
+                ),
             ],
         ),
         Hit(
@@ -61,7 +63,7 @@ def test_hit_features_read_every_channel_and_stage() -> None:
     # the bridged word counts as the question's word it came from
     assert f["matched_share"] == pytest.approx(1 / 4)
     assert f["moved_join-keys"] == 1.0 and f["up_join-keys"] == 5.0
-    assert f["moved_table-votes"] == 0.0 and f["n_channels"] == 2.0
+    assert f["moved_schema-over-fulltext"] == 0.0 and f["n_channels"] == 2.0
 
 
 def test_table_candidates_keep_todays_order_and_describe_each_table() -> None:
@@ -140,7 +142,7 @@ def test_column_candidates_carry_their_tables_features() -> None:
     cols = m.column_candidates(hits, "age of the divisions", tables)
     assert [c for c, _ in cols] == ["shop.head.age"]
     f = cols[0][1]
-    assert f["today_pos"] == 1.0 and f["schema_rank"] == 2.0 and f["table_weight"] == 0.5
+    assert f["today_pos"] == 1.0 and f["schema_rank"] == 2.0 and f["fulltext_weight"] == 0.5
     assert f["tbl_today_pos"] == 1.0 and f["tbl_t_pos"] == 4.0
 
 

@@ -55,15 +55,16 @@ def test_search_explains_the_words_each_hit_matched(tmp_path: Path) -> None:
 def test_matched_words_appear_only_in_the_schema_channel_and_in_the_line(
     tmp_path: Path,
 ) -> None:
-    with Layersearch(tmp_path / "s.duckdb") as ls:
+    with Layersearch(tmp_path / "s.duckdb", embedder="fake") as ls:
         ls.load(hr_layer(tmp_path))
-        resp = ls.search(question="budget of each dept", channels=["fulltext"], explain=True)
+        ls.embed()
+        resp = ls.search(question="budget of each dept", explain=True)
         hit = resp.results[0]
         assert hit.id == "hr.department.budget"
         wire = json.loads(resp.model_dump_json())["results"][0]["explanation"]
         assert {c["channel"]: c.get("matched") for c in wire} == {
             "schema": ["budget"],
-            "table": None,
+            "vector": None,
         }
         assert ["matched" in c for c in wire] == [c["channel"] == "schema" for c in wire]
         assert "schema #1 (" in hit.line(explain=True)

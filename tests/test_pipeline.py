@@ -30,7 +30,7 @@ def _pipeline(log: list[str]) -> Pipeline[list[str]]:
         "toy",
         (
             Stage("read", "reads the question", lambda s: s.append("read"), switchable=False),
-            step("table-votes"),
+            step("name-votes"),
             step("join-keys"),
         ),
     )
@@ -38,10 +38,10 @@ def _pipeline(log: list[str]) -> Pipeline[list[str]]:
 
 def test_stages_run_in_order_and_without_skips() -> None:
     p = _pipeline([])
-    assert p.run([]) == ["read", "table-votes", "join-keys"]
-    assert p.run([], frozenset({"join-keys"})) == ["read", "table-votes"]
-    assert p.switchable == ("table-votes", "join-keys")
-    assert [d[0] for d in p.describe()] == ["read", "table-votes", "join-keys"]
+    assert p.run([]) == ["read", "name-votes", "join-keys"]
+    assert p.run([], frozenset({"join-keys"})) == ["read", "name-votes"]
+    assert p.switchable == ("name-votes", "join-keys")
+    assert [d[0] for d in p.describe()] == ["read", "name-votes", "join-keys"]
 
 
 def test_unknown_stage_names_the_known_and_the_closest() -> None:
@@ -50,8 +50,8 @@ def test_unknown_stage_names_the_known_and_the_closest() -> None:
         p.check({"table-vote"})
     msg = str(err.value)
     assert "unknown toy ranking stage 'table-vote'" in msg
-    assert "did you mean 'table-votes'" in msg
-    assert "table-votes, join-keys" in msg
+    assert "did you mean 'name-votes'" in msg
+    assert "name-votes, join-keys" in msg
     with pytest.raises(ConfigError, match="cannot be switched off"):
         p.check({"read"})
     with pytest.raises(ConfigError):
@@ -69,7 +69,7 @@ def test_stage_declarations_are_checked() -> None:
 
 @dataclass(frozen=True, slots=True)
 class ToyRankingConfig(RankingConfig):
-    PIPELINE_STAGES = ("table-votes", "join-keys")
+    PIPELINE_STAGES = ("name-votes", "join-keys")
 
     depth: int = 10
     share: float = 0.5
@@ -79,9 +79,9 @@ class ToyRankingConfig(RankingConfig):
 def test_config_reads_a_table_with_types_checked() -> None:
     cfg = ToyRankingConfig.from_mapping({"depth": 5, "share": 1, "without": ["join-keys"]})
     assert cfg == ToyRankingConfig(depth=5, share=1.0, without=frozenset({"join-keys"}))
-    assert not cfg.on("join-keys") and cfg.on("table-votes")
+    assert not cfg.on("join-keys") and cfg.on("name-votes")
     assert cfg.settings()["without"] == ["join-keys"]
-    assert cfg.without_stages(["table-votes"]).without == {"join-keys", "table-votes"}
+    assert cfg.without_stages(["name-votes"]).without == {"join-keys", "name-votes"}
     with pytest.raises(FrozenInstanceError):
         cfg.depth = 3  # type: ignore[misc]
     with pytest.raises(ConfigError, match="did you mean 'depth'"):
@@ -99,11 +99,11 @@ def test_config_reads_a_table_with_types_checked() -> None:
 
 def test_trace_records_moves_lazily_and_notes() -> None:
     t = Trace()
-    t.reorder("table-votes", ["a", "b", "c"], ["b", "a", "c", "d"], "one more vote")
+    t.reorder("name-votes", ["a", "b", "c"], ["b", "a", "c", "d"], "one more vote")
     t.reorder("join-keys", ["b", "a", "c", "d"], ["b", "d", "a", "c"], lambda i: f"key {i}")
     t.note("join-keys", "d", 4, 2, "lifted", 0.25)
     assert t.moves("a") == [
-        Move("table-votes", 1, 2, "one more vote"),
+        Move("name-votes", 1, 2, "one more vote"),
         Move("join-keys", 2, 3, "key a"),
     ]
     assert t.moves("c") == [Move("join-keys", 3, 4, "key c")]
@@ -111,14 +111,14 @@ def test_trace_records_moves_lazily_and_notes() -> None:
     up.reorder("join-keys", ["a", "b", "c"], ["c", "a", "b"], "key", up_only=True)
     assert up.moves("a") == [] and up.moves("c") == [Move("join-keys", 3, 1, "key")]
     assert t.moves("d") == [
-        Move("table-votes", 0, 4, "one more vote"),
+        Move("name-votes", 0, 4, "one more vote"),
         Move("join-keys", 4, 2, "key d; lifted", 0.25),
     ]
     assert t.adjustment("d") == 0.25
     assert t.last_lift("d") == "join-keys" and t.last_lift("c") is None
     shown = explain_stages(t.moves("d"))
     assert stages_text(shown) == (
-        "table-votes new→#4 (one more vote); join-keys #4→#2 +0.2500 (key d; lifted)"
+        "name-votes new→#4 (one more vote); join-keys #4→#2 +0.2500 (key d; lifted)"
     )
 
 

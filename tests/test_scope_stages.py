@@ -110,6 +110,6 @@ def test_the_settings_and_eval_reach_the_scope_config(tmp_path: Path) -> None:
         assert ls.scope.config == DEFAULTS
     with pytest.raises(ConfigError, match=r"ranking.scope: unknown key 'weak'"):
         Layersearch(tmp_path / "t.duckdb", ranking={"scope": {"weak": 0.6}})
-    assert stage_switches(["leading", "table-votes"]) == ({"table-votes"}, {"leading"})
+    assert stage_switches(["leading", "join-keys"]) == ({"join-keys"}, {"leading"})
     with pytest.raises(ConfigError, match="did you mean 'share-ties'"):
         stage_switches(["share-tie"])

@@ -94,7 +94,7 @@ def explain_text(parts: Sequence[ChannelScore]) -> str:
 
 
 def stages_text(moves: Sequence[StageMove]) -> str:
-    """``join-keys #9→#4 +0.0021 (join key of two first tables); table-votes new→#3``."""
+    """``join-keys #9→#4 +0.0021 (join key of two first tables); memory-tags new→#3``."""
     return "; ".join(
         f"{m.stage} {'#' + str(m.before) if m.before else 'new'}→#{m.after}"
         + (f" {m.adjustment:+.4f}" if m.adjustment else "")

@@ -16,9 +16,8 @@ def explain(
     weighed: Mapping[str, tuple[float, float, float]] | None = None,
     matched: Mapping[str, Callable[[str], list[str]]] | None = None,
 ) -> list[ChannelScore]:
-    """``weighed``: channel → (fusion weight, separation, reach) of the channels fusion
-    weighed (the ``table`` channel, by the fused tables' separation); the others have
-    weight 1.
+    """``weighed``: channel → (fusion weight, separation, reach) of the channels whose
+    evidence is stated (``channel-evidence``); the others have weight 1.
     ``matched``: channel → the question words a hit matched in it, by id."""
     weighed = weighed or {}
     matched = matched or {}

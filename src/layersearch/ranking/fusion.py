@@ -134,7 +134,6 @@ def fuse(
     level: Callable[[str], int] | None = None,
     by_level: Collection[str] | None = None,
     superseded: Mapping[str, Callable[[str], bool]] | None = None,
-    given: Mapping[str, Sequence[tuple[str, int, float]]] | None = None,
 ) -> FusedList:
     """:func:`rrf` as columns, with the same arithmetic, order and tie-breaks.
 
@@ -142,15 +141,9 @@ def fuse(
     count. The channel still ranks them (the ids after them keep their ranks); an id
     no other channel ranked is left out. The same as fusing everything and then
     deleting those votes, without making them first.
-
-    ``given``: channel → ``[(id, rank, channel score), …]``, votes whose rank the
-    caller decided (several ids may share one); they count only for ids the
-    ``rankings`` fused, and not for their best rank.
     """
-    names = sorted(set(rankings) | set(given or ()))
+    names = sorted(rankings)
     ids, levels, best, votes = _votes(rankings, names, weights, level, by_level, superseded)
-    if given:
-        _given_votes(given, names, weights, ids, votes)
     return _columns(names, ids, levels, best, votes, k)
 
 
@@ -215,34 +208,6 @@ def _votes(
             e_score.append(float(score))
             e_weight.append(w)
     return ids, levels, best, (e_doc, e_chan, e_rank, e_score, e_weight)
-
-
-def _given_votes(
-    given: Mapping[str, Sequence[tuple[str, int, float]]],
-    names: list[str],
-    weights: Mapping[str, float] | None,
-    ids: list[str],
-    votes: _Votes,
-) -> None:
-    """Adds ``fuse``'s ``given`` votes to ``votes`` (ids not fused are skipped)."""
-    e_doc, e_chan, e_rank, e_score, e_weight = votes
-    index = {doc_id: j for j, doc_id in enumerate(ids)}
-    for channel in sorted(given):
-        c = names.index(channel)
-        w = 1.0 if weights is None else float(weights.get(channel, 1.0))
-        seen: set[str] = set()
-        for doc_id, rank, score in given[channel]:
-            j = index.get(doc_id)
-            if j is None or doc_id in seen:
-                continue
-            if rank < 1:
-                raise ValueError(f"channel '{channel}': rank {rank} of '{doc_id}' is below 1")
-            seen.add(doc_id)
-            e_doc.append(j)
-            e_chan.append(c)
-            e_rank.append(rank)
-            e_score.append(float(score))
-            e_weight.append(w)
 
 
 def _columns(

@@ -74,7 +74,7 @@ class Stage(Generic[S]):
 
     def __post_init__(self) -> None:
         if not _STAGE_NAME.match(self.name):
-            raise ValueError(f"stage name '{self.name}' is not kebab case (e.g. 'table-votes')")
+            raise ValueError(f"stage name '{self.name}' is not kebab case (e.g. 'join-keys')")
         if not self.doc or "\n" in self.doc:
             raise ValueError(f"stage '{self.name}': its doc is one line")
 

@@ -5,7 +5,7 @@
 - ``config``: :class:`EntityRankingConfig`, every tuned number and switch of the ranking;
 - ``stages``: the ranking as declared stages (``ENTITY_PIPELINE``, docs/ranking.md), on
   a ``state.SearchState``; ``channels``: the channels; ``texts``: the memory texts;
-- ``rank``: the rules the stages apply (dense and join-key context, table votes, the
+- ``rank``: the rules the stages apply (dense and join-key context, the
   merge of the two kinds); ``learned``: the learned column order; ``lists``: the
   rankings and ordered lists;
 - ``corpus`` / ``search``: one snapshot (:class:`EntityCorpus`) and its search;

@@ -46,7 +46,6 @@ MAX_RESULTS_LIMIT = 100
 #: (``search_stages.ENTITY_PIPELINE`` declares them with their entry points).
 ENTITY_STAGES: tuple[str, ...] = (
     "schema-over-fulltext",
-    "table-votes",
     "join-keys",
     "learned-columns",
     "memory-words",
@@ -153,7 +152,7 @@ class EntityRankingConfig(RankingConfig):
     channel_depth: int = MAX_RESULTS_LIMIT
     #: Reciprocal Rank Fusion's k: a vote counts weight / (k + rank).
     rrf_k: int = RRF_K
-    #: table-votes: the rank at which the fused tables' separation is read.
+    #: channel-evidence: the rank at which a channel's separation is read (explanations).
     evidence_top: int = EVIDENCE_TOP
     #: Channels whose vote on a table is its rank among tables, on a leaf its rank among
     #: leaves (the vector channel interleaves a table and a leaf ranking).

@@ -45,7 +45,7 @@ __all__ = [
 MODEL = "columns"
 DENSE_MODEL = "columns-dense"
 #: the entity channels a feature names
-CHANNELS = ("input", "schema", "fulltext", "vector", "table")
+CHANNELS = ("input", "schema", "fulltext", "vector")
 #: rank given to a channel that did not list a hit
 MISSING_RANK = 1000.0
 #: how many features an explanation names

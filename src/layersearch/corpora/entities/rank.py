@@ -15,7 +15,7 @@ from layersearch.corpora.entities.config import MAX_RESULTS_LIMIT, EntityRanking
 from layersearch.corpora.entities.lists import FUSION_LEVEL, Picked, _Ordered, _Rankings
 from layersearch.ranking.analyzer import stem
 from layersearch.ranking.coverage_terms import VALUE_NONE, value_kind
-from layersearch.ranking.fusion import Fused, FusedList
+from layersearch.ranking.fusion import Fused
 from layersearch.ranking.pipeline import Trace, between, settle
 from layersearch.semantic.model import EdgeRecord, Entity
 
@@ -157,43 +157,6 @@ def dense_in_context(
     out.update(best)
     # on equal scores the leaf (the specific evidence) before the table it lifted, then ids
     return sorted(out.items(), key=lambda h: (-h[1], h[0] in best, h[0]))
-
-
-#: The channel name of a leaf's vote at its table's rank (see :func:`table_votes`).
-TABLE_CHANNEL = "table"
-
-
-def table_votes(
-    fused: FusedList,
-    level: Callable[[str], int],
-    table_of: Callable[[str], str | None],
-) -> list[tuple[str, int, float]]:
-    """Every fused table and leaf voted for at its table's rank among the fused tables:
-    ``(id, rank, the table's fused score)``.
-
-    A column answers the question only as far as its table does: counted alone, a
-    look-alike column of an unrelated database (``Teachers.first_name`` of
-    behavior_monitoring for "the first name and gender of students who have a pet")
-    outranks the columns of the question's third table (``Student.Sex`` of pets_1).
-    Given to ``fuse`` as one more channel (``given=``; the entity search weighs it by
-    the separation of the fused tables' scores), it orders a table's
-    columns by their own votes and columns of equally matched tables by their tables'
-    ranks. A table votes for itself at its own rank, so tables keep their order among
-    tables and a table matched as a whole is not pushed down by other tables' columns.
-    """
-    rank: dict[str, tuple[int, float]] = {}
-    for doc_id, score in zip(fused.ids, fused.scores, strict=True):
-        if level(doc_id) == 1 and doc_id not in rank:
-            rank[doc_id] = (len(rank) + 1, score)
-    out: list[tuple[str, int, float]] = []
-    for doc_id in fused.ids:
-        if level(doc_id) < 0:
-            continue
-        table = table_of(doc_id)
-        if table is not None and table in rank:
-            r, score = rank[table]
-            out.append((doc_id, r, score))
-    return out
 
 
 def join_keys_in_context(

@@ -25,13 +25,7 @@ from layersearch.corpora.entities.channels import (
 from layersearch.corpora.entities.learned import learned_columns
 from layersearch.corpora.entities.lists import _Ordered
 from layersearch.corpora.entities.matched import schema_words
-from layersearch.corpora.entities.rank import (
-    TABLE_CHANNEL,
-    join_key_order,
-    merge_kinds,
-    name_joins,
-    table_votes,
-)
+from layersearch.corpora.entities.rank import join_key_order, merge_kinds, name_joins
 from layersearch.corpora.entities.state import SearchState
 from layersearch.corpora.entities.words import plain_share
 from layersearch.ranking.fusion import fuse, separation
@@ -81,7 +75,7 @@ def channel_evidence(s: SearchState) -> None:
 
 def fuse_entities(s: SearchState) -> None:
     """Reciprocal Rank Fusion of the entity channels (with the stages' weights and votes)."""
-    s.fused = s.fuse_entities({})
+    s.fused = s.fuse_entities()
     if s.trace_stages:
         _trace_fusion_stages(s)
 
@@ -93,28 +87,9 @@ def _trace_fusion_stages(s: SearchState) -> None:
     saved = s.superseded
     if s.superseded:
         s.superseded = None
-        before = s.fuse_entities({}).ids
+        before = s.fuse_entities().ids
         s.superseded = saved
         s.trace.reorder("schema-over-fulltext", before, after, "full text's vote dropped")
-
-
-def table_votes_stage(s: SearchState) -> None:
-    """Every table and leaf votes once more, at its table's rank among the fused tables."""
-    if s.question is None or s.fused is None:
-        return
-    level = s.ranks.level
-    fused = s.fused
-    votes = table_votes(fused, level, _table_of(s))
-    if not votes:
-        return
-    # weighed by how far the fused tables stand apart
-    sep = separation(
-        [x for i, x in zip(fused.ids, fused.scores, strict=True) if level(i) == 1],
-        s.config.evidence_top,
-    )
-    s.weighed = {**s.weighed, TABLE_CHANNEL: (sep, sep, 1.0)}
-    s.fused = s.fuse_entities({TABLE_CHANNEL: votes})
-    s.trace.reorder("table-votes", fused.ids, s.fused.ids, "a vote at its table's rank")
 
 
 def join_keys(s: SearchState) -> None:
@@ -298,7 +273,6 @@ ENTITY_PIPELINE: Pipeline[SearchState] = Pipeline(
         _stage("schema-over-fulltext", schema_over_fulltext),
         _stage("channel-evidence", channel_evidence, switchable=False),
         _stage("fuse", fuse_entities, switchable=False),
-        _stage("table-votes", table_votes_stage),
         _stage("join-keys", join_keys),
         _stage("learned-columns", learned_columns),
         _stage("entity-scores", entity_scores, switchable=False),

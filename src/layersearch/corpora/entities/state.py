@@ -3,7 +3,7 @@ request, the settings, the channel rankings and each list as the stages leave it
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING, Any, Protocol
@@ -219,8 +219,8 @@ class SearchState:
     def __post_init__(self) -> None:
         self.ranks = _Rankings(self.corpus.memories, self.corpus._kind_lookup())
 
-    def fuse_entities(self, given: Mapping[str, list[tuple[str, int, float]]]) -> FusedList:
-        """The entity channels fused with this search's weights and ``given`` votes."""
+    def fuse_entities(self) -> FusedList:
+        """The entity channels fused with this search's weights."""
         weights = {c: w for c, (w, _, _) in self.weighed.items()}
         return fuse(
             self.ranks.entity,
@@ -229,7 +229,6 @@ class SearchState:
             level=self.ranks.level,
             by_level=self.config.rank_by_level,
             superseded=self.superseded,
-            given=given,
         )
 
     def ordered_ids(self) -> list[str]:

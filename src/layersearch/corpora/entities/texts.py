@@ -290,7 +290,7 @@ class CorpusText(CorpusIndexes):
     def _table_of_id(self, level: Callable[[str], int]) -> Callable[[str], str | None]:
         """:func:`_table_of` by id, from fusion levels and visibility: nothing is decoded."""
         visible = self.entities.is_visible
-        found: dict[str, str | None] = {}  # per search: the table votes ask ~100 times
+        found: dict[str, str | None] = {}  # per search: join-keys asks for many hits
 
         def table_of(doc_id: str) -> str | None:
             if doc_id in found:
