@@ -1,14 +1,15 @@
-"""Measure a learned table ranking (LightGBM LambdaRank) against today's fusion.
+"""Learned orders of the tables and the columns (LightGBM LambdaRank) against today's.
 
-Every question is searched once with the shipped pipeline less its learned column
-order (catalog mode, no datasource hint, ``explain=True``; the stage
-``learned-columns`` off, since its input is what is learned from); the
-tables its hits name (a model hit, or a column hit's table) are the candidates,
-in today's order (``eval schema-linking``'s ``ranked_links``). Each candidate
-gets features read off the explanations only — every channel's rank, score and
-weight, the fused position and score, which stages moved it, its first column
-hit, how much of the question its matched words cover, its database's place —
-and a small LambdaRank model re-orders the same candidates; the column hits are
+Every question is searched once with the shipped pipeline less the learned orders
+that ``--pipeline`` leaves out (catalog mode, no datasource hint, ``explain=True``):
+``tables`` leaves out ``learned-tables`` and ``learned-columns`` (the table model's
+input), ``columns`` leaves out ``learned-columns`` (the column model's input, after
+the table order). The tables its hits name (a model hit, or a column hit's table)
+are the candidates, in today's order (``eval schema-linking``'s ``ranked_links``).
+Each candidate gets features read off the explanations only — every channel's rank,
+score and weight, the fused position and score, which stages moved it, its first
+column hit, how much of the question its matched words cover, its database's place
+— and a small LambdaRank model re-orders the same candidates; the column hits are
 re-ordered the same way (their own features and their table's). Table recall@5
 and column recall@10 of both orders are reported on:
 
@@ -33,16 +34,22 @@ Nothing is chosen on validation: the model's settings are fixed below.
 Needs the ``local`` extra (the embedder) and lightgbm (``train`` extra). The
 searched features are cached (``--cache``), so a second run only trains.
 
-``--export PATH`` instead trains the one column model the search ships (stage
-``learned-columns``, docs/ranking.md): trained on both wordings of the training
-databases' questions, seed 0, the settings below, on the features a search computes
-without an explanation's what-if fusions (:data:`RUN_TIME`: the ``moved_``/``up_``
-stage features are left out); it writes the trees as ``ranking.trees`` JSON, and the
-recall of today's and the exported order on every reported set (the forest evaluated
-by ``ranking.trees``, not by lightgbm), read from the cache as a stream:
+``--export PATH`` instead trains the one model of ``--pipeline``'s level the search
+ships (stages ``learned-tables`` and ``learned-columns``, docs/ranking.md): trained
+on both wordings of the training databases' questions, seed 0, the settings below,
+on the features a search computes without an explanation's what-if fusions
+(:data:`RUN_TIME`: the ``moved_``/``up_`` stage features are left out); it writes
+the trees as ``ranking.trees`` JSON, and the recall of today's and the exported
+order on every reported set (the forest evaluated by ``ranking.trees``, not by
+lightgbm), read from the cache as a stream. The column model reads the lists the
+table model ordered, so the table model is trained first:
 
-    python scripts/learned_fusion.py --store STORE --cache FEATURES.jsonl \\
-        --out results.json --export src/layersearch/ranking/learned/columns.json
+    python scripts/learned_fusion.py --pipeline tables --store STORE \\
+        --cache TABLES.jsonl --out tables.out.json \\
+        --export src/layersearch/ranking/learned/tables.json
+    python scripts/learned_fusion.py --pipeline columns --store STORE \\
+        --cache COLUMNS.jsonl --out columns.out.json \\
+        --export src/layersearch/ranking/learned/columns.json
 """
 
 from __future__ import annotations
@@ -103,6 +110,12 @@ REPORTED = ("validation", "validation_original", "spider_dev_check")
 #: a feature the search computes without explaining: not one of the stage moves, which
 #: need the what-if fusions only an explanation runs
 RUN_TIME = re.compile(r"^(?!(.*_)?(moved|up)_)")
+#: the stages each level's searches leave out: the learned order of that level and what
+#: runs after it (the column order runs after the table order)
+PIPELINES: dict[str, tuple[str, ...]] = {
+    "columns": ("learned-columns",),
+    "tables": ("learned-tables", "learned-columns"),
+}
 #: the exported column model: trained on both wordings, this seed
 EXPORT_TRAINING = TRAINING["both"]
 EXPORT_SEED = 0
@@ -504,13 +517,21 @@ def measure(
     return {"sets": out, "importance_gain_share": dict(imp)}
 
 
-def _column_arrays(row: dict[str, Any], names: Sequence[str]) -> tuple[Any, Any]:
-    """One cached question's column candidates as (features, labels) arrays."""
+#: per level: the cached row's candidates, their features, its gold ids, the recall's k
+LEVELS: dict[str, tuple[str, str, str, int]] = {
+    "columns": ("columns", "column_features", "gold_columns", 10),
+    "tables": ("tables", "features", "gold_tables", 5),
+}
+
+
+def _level_arrays(row: dict[str, Any], names: Sequence[str], level: str) -> tuple[Any, Any]:
+    """One cached question's candidates of ``level`` as (features, labels) arrays."""
     import numpy as np
 
-    gold = {g.lower() for g in row["gold_columns"]}
-    x = np.array([[f[n] for n in names] for f in row["column_features"]], dtype=np.float64)
-    y = np.array([float(c.lower() in gold) for c in row["columns"]], dtype=np.float64)
+    cands, feats, gold_key, _ = LEVELS[level]
+    gold = {g.lower() for g in row[gold_key]}
+    x = np.array([[f[n] for n in names] for f in row[feats]], dtype=np.float64)
+    y = np.array([float(c.lower() in gold) for c in row[cands]], dtype=np.float64)
     return x.reshape(-1, len(names)), y
 
 
@@ -520,10 +541,10 @@ def reads_encoder(embedder: str) -> bool:
     return embedder not in ("none", "local:minilm")
 
 
-def export_columns(cache: Path, out: Path, path: Path, embedder: str) -> dict[str, Any]:
-    """Trains the shipped column model (module docstring) from the cached features
-    (read as a stream), writes its trees to ``path`` and returns the recall@10 of
-    today's and the exported order per set (the exported file evaluated by
+def export_model(cache: Path, out: Path, path: Path, embedder: str, level: str) -> dict[str, Any]:
+    """Trains the shipped model of ``level`` (module docstring) from the cached
+    features (read as a stream), writes its trees to ``path`` and returns the recall
+    of today's and the exported order per set (the exported file evaluated by
     ``ranking.trees``), which also go into the file's ``meta``."""
     import lightgbm as lgb
     import numpy as np
@@ -531,23 +552,24 @@ def export_columns(cache: Path, out: Path, path: Path, embedder: str) -> dict[st
     from layersearch.eval.metrics import recall_at_k
     from layersearch.ranking.trees import Forest, from_lightgbm
 
+    cands, feats, gold_key, k = LEVELS[level]
     names: list[str] | None = None
     train: list[tuple[Any, Any]] = []
     held: dict[str, list[tuple[Any, Any, list[str], list[str]]]] = {s: [] for s in REPORTED}
     with cache.open() as fh:
         for line in fh:
             row = json.loads(line)
-            if not row["gold_columns"] or not row["columns"]:
+            if not row[gold_key] or not row[cands]:
                 continue
             if names is None:
-                names = sorted(n for n in row["column_features"][0] if RUN_TIME.match(n))
-            x, y = _column_arrays(row, names)
+                names = sorted(n for n in row[feats][0] if RUN_TIME.match(n))
+            x, y = _level_arrays(row, names, level)
             if row["split"] in EXPORT_TRAINING:
-                if y.any():  # (a question with no gold column among them teaches nothing)
+                if y.any():  # (a question with no gold among them teaches nothing)
                     train.append((x, y))
             elif row["split"] in held:
-                held[row["split"]].append((x, y, row["columns"], row["gold_columns"]))
-    assert names is not None, f"{cache}: no cached column candidates"
+                held[row["split"]].append((x, y, row[cands], row[gold_key]))
+    assert names is not None, f"{cache}: no cached {level} candidates"
     log.info("training on %d questions, %d features", len(train), len(names))
     ds = lgb.Dataset(
         np.vstack([x for x, _ in train]),
@@ -557,19 +579,20 @@ def export_columns(cache: Path, out: Path, path: Path, embedder: str) -> dict[st
     )
     model = lgb.train({**PARAMS, "seed": EXPORT_SEED}, ds, num_boost_round=ROUNDS)
     forest = Forest.from_dict(from_lightgbm(model.dump_model()))
+    metric = f"{level[:-1]}_recall@{k}"
     sets: dict[str, Any] = {}
     for split, rows in held.items():
         today = learned = 0.0
-        for x, _, cols, gold in rows:
+        for x, _, ids, gold in rows:
             s = forest.predict(x)
-            order = [cols[i] for i in sorted(range(len(cols)), key=lambda i: (-s[i], i))]
-            today += recall_at_k(cols, gold, 10)
-            learned += recall_at_k(order, gold, 10)
+            order = [ids[i] for i in sorted(range(len(ids)), key=lambda i: (-s[i], i))]
+            today += recall_at_k(ids, gold, k)
+            learned += recall_at_k(order, gold, k)
         n = max(1, len(rows))
         sets[split] = {
             "questions": len(rows),
-            "today_column_recall@10": round(today / n, 4),
-            "learned_column_recall@10": round(learned / n, 4),
+            f"today_{metric}": round(today / n, 4),
+            f"learned_{metric}": round(learned / n, 4),
         }
         log.info("%s: %s", split, sets[split])
     searches = "lexical searches" if embedder == "none" else f"searches with --embedder {embedder}"
@@ -578,24 +601,28 @@ def export_columns(cache: Path, out: Path, path: Path, embedder: str) -> dict[st
         if reads_encoder(embedder)
         else "its encoder and stack databases (no schema encoder read: none is stacked)"
     )
+    what = {
+        "columns": "the order of the column hits among the first entity hits (learned-columns)",
+        "tables": "the order of the tables the first entity hits name (learned-tables)",
+    }[level]
     meta = {
-        "what": "the order of the column hits among the first entity hits (learned-columns)",
+        "what": what,
         "data": "Spider-Syn train (CC BY-SA 4.0), both wordings (question, original_question)",
         "split": "stacked_split(seed=0) of layersearch/eval/splits.py over the databases "
         f"not in Spider dev; {searches}, trained on {trained}, "
         "validated on its validation databases",
         "training_questions": len(train),
-        "objective": "LightGBM LambdaRank, label 1 for a gold column",
+        "objective": f"LightGBM LambdaRank, label 1 for a gold {level[:-1]}",
         "settings": {**PARAMS, "rounds": ROUNDS, "seed": EXPORT_SEED},
         "lightgbm": lgb.__version__,
-        "command": f"python scripts/learned_fusion.py --embedder {embedder} --store STORE "
-        "--cache FEATURES --out OUT --export PATH",
-        "column_recall@10": sets,
+        "command": f"python scripts/learned_fusion.py --embedder {embedder} --pipeline {level} "
+        "--store STORE --cache FEATURES --out OUT --export PATH",
+        metric: sets,
     }
     dumped = from_lightgbm(model.dump_model(), meta)
     path.write_text(json.dumps(dumped, separators=(",", ":")) + "\n")
     # (rows of the first validation questions and lightgbm's own scores, for the tests)
-    sample = [(x, cols) for x, _, cols, _ in held["validation"][:8]]
+    sample = [(x, ids) for x, _, ids, _ in held["validation"][:8]]
     rows_x = np.vstack([x for x, _ in sample])
     out.write_text(
         json.dumps(
@@ -623,6 +650,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         default="none",
         help="none (the shipped model: lexical searches) or an embedder spec",
     )
+    ap.add_argument(
+        "--pipeline",
+        choices=sorted(PIPELINES),
+        default="columns",
+        help="tables: searched without the learned orders (the table model's input); "
+        "columns: without the learned column order only (the column model's input); "
+        "--export trains that level's model",
+    )
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--limit", type=int, default=None, help="first N questions of each set (smoke)")
     ap.add_argument(
@@ -644,8 +679,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if not args.store.is_file():
             sys.exit(f"{args.store}: no such store (load spider/tables.json and embed first)")
         with Layersearch(args.store, embedder=None if lexical else args.embedder) as ls:
-            # the candidates as the learned column order receives them
-            ls.entities.ranking = EntityRankingConfig(without=frozenset({"learned-columns"}))
+            # the candidates as the learned order of that level receives them
+            ls.entities.ranking = EntityRankingConfig(without=frozenset(PIPELINES[args.pipeline]))
             for name, qs in todo.items():
                 rows += search_rows(ls, qs[: args.limit], name)
                 tmp = cache.with_suffix(".tmp")
@@ -655,7 +690,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 tmp.replace(cache)
 
     if args.export is not None:
-        export_columns(cache, args.out, args.export, args.embedder)
+        export_model(cache, args.out, args.export, args.embedder, args.pipeline)
         return 0
     results: dict[str, Any] = {"params": {**PARAMS, "rounds": ROUNDS, "seeds": SEEDS}}
     for variant, train_splits in TRAINING.items():

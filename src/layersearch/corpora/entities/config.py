@@ -47,6 +47,7 @@ MAX_RESULTS_LIMIT = 100
 ENTITY_STAGES: tuple[str, ...] = (
     "schema-over-fulltext",
     "join-keys",
+    "learned-tables",
     "learned-columns",
     "memory-words",
     "memory-tags",
@@ -164,6 +165,9 @@ class EntityRankingConfig(RankingConfig):
     #: learned-columns: the first entity hits among which the column hits are re-ordered
     #: by the learned model (the depth it was trained at).
     learned_column_depth: int = 50
+    #: learned-tables: the first entity hits whose tables are re-ordered by the learned
+    #: table model (the depth it was trained at).
+    learned_table_depth: int = 50
     #: memory-tags: entities whose memories the ``tags`` channel ranks (the list this deep).
     tag_depth: int = MAX_RESULTS_LIMIT
     #: A memory only ``tags`` (or dense retrieval) ranks joins ``results`` when one of its
@@ -216,6 +220,7 @@ class EntityRankingConfig(RankingConfig):
             "neighbours",
             "abbreviation_weight",
             "learned_column_depth",
+            "learned_table_depth",
         ):
             if getattr(self, name) < 0:
                 raise ConfigError(f"ranking.entities.{name} must not be negative")

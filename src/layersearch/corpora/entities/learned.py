@@ -1,4 +1,10 @@
-"""The learned order of the column hits: stage ``learned-columns`` (docs/ranking.md).
+"""The learned orders of the tables and of the column hits: stages ``learned-tables``
+and ``learned-columns`` (docs/ranking.md).
+
+A lexical search's tables (those the first ``learned_table_depth`` entity hits name)
+are re-ordered by ``ranking/learned/tables.json`` over their features (the ``tbl_``
+ones below) and the order is laid onto the list (:func:`table_order`); the column
+order then keeps it.
 
 Among the first ``learned_column_depth`` hits of the entity list, the column hits
 (columns, measures, aggregations) are re-ordered by a small ranking model over
@@ -7,7 +13,8 @@ channel's rank, score, weight and part of the fused score, the share of the
 question's words the schema channel matched in it, and the same of its table (its
 own hit and its first column hit, its place among the tables, its database's place).
 The columns take the places the columns held, so tables, datasources and the leaves
-the request named keep theirs. A lexical search reads ``ranking/learned/columns.json``
+the request named keep theirs (after a learned table order, the tables' first places
+are laid on again). A lexical search reads ``ranking/learned/columns.json``
 (trained by ``scripts/learned_fusion.py --embedder none --export`` on lexical
 searches); a search whose vector channel ranked reads ``columns-dense.json`` (trained
 on the searches of the MiniLM embedder; over the schema encoder's lists it was kept
@@ -22,6 +29,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
@@ -35,15 +43,21 @@ __all__ = [
     "COLUMN_NAMES",
     "DENSE_MODEL",
     "MODEL",
+    "TABLE_MODEL",
     "column_features",
     "column_rows",
     "learned_columns",
+    "learned_tables",
+    "table_order",
 ]
 
 #: the shipped models (``ranking/learned/<name>.json``): of lexical searches, and of
 #: searches where the vector channel ranked
 MODEL = "columns"
 DENSE_MODEL = "columns-dense"
+#: the table model, of lexical searches only (a search whose vector channel ranked keeps
+#: its table order: a model of MiniLM's searches did not pay, docs/ranking.md)
+TABLE_MODEL = "tables"
 #: the entity channels a feature names
 CHANNELS = ("input", "schema", "fulltext", "vector")
 #: rank given to a channel that did not list a hit
@@ -186,45 +200,55 @@ def column_features(
     ]
 
 
-@lru_cache(maxsize=2)
+@lru_cache(maxsize=4)
 def _model(name: str) -> Forest:
     return shipped(name)
 
 
-@lru_cache(maxsize=4)
-def _columns_of(model: Forest) -> np.ndarray:
-    """Where each of the model's features is among :data:`COLUMN_NAMES`."""
-    missing = sorted(set(model.features) - set(COLUMN_NAMES))
+@lru_cache(maxsize=8)
+def _columns_of(model: Forest, names: tuple[str, ...]) -> np.ndarray:
+    """Where each of the model's features is among ``names`` (the rows' columns)."""
+    missing = sorted(set(model.features) - set(names))
     if missing:
         raise ValueError(f"the model reads features no search computes: {missing}")
-    return np.array([COLUMN_NAMES.index(n) for n in model.features], dtype=np.int64)
+    return np.array([names.index(n) for n in model.features], dtype=np.int64)
 
 
-def learned_columns(s: SearchState) -> None:
-    """The column hits among the first entity hits re-ordered by a learned ranking model."""
-    depth = s.config.learned_column_depth
+@dataclass(frozen=True, slots=True)
+class _Head:
+    """The first entity hits as a learned order reads them: their positions in the
+    fused list (``head``), the whole order, the hits and their channels' weights."""
+
+    head: list[int]
+    order: list[int]
+    hits: list[Hit]
+    weight: Callable[[str], float]
+
+
+def _has_head(s: SearchState, depth: int, leaves: int = 0) -> bool:
+    """Whether there is a list to order: a question, a fused list, and at least
+    ``leaves`` leaf hits among the first ``depth`` entity hits."""
     if s.question is None or s.fused is None or depth <= 0:
-        return
+        return False
+    if not leaves:
+        return True
+    fused, level = s.fused, s.ranks.level
+    order = range(len(fused)) if s.order is None else s.order
+    return sum(level(fused.ids[i]) == 0 for i in order[:depth]) >= leaves
+
+
+def _read_head(s: SearchState, depth: int) -> _Head:
+    """The first ``depth`` entity hits with what their features read (``s.matched``:
+    the question words the schema channel matched in each, read by the stage)."""
+    assert s.fused is not None
     fused = s.fused
     order = list(range(len(fused))) if s.order is None else list(s.order)
     level = s.ranks.level
     head = order[:depth]
-    if sum(level(fused.ids[i]) == 0 for i in head) < 2:
-        return
     ids = [fused.ids[i] for i in order]
     # (the scores the list would show: the score rule's, as entity-scores gives them)
     shown = settle(ids, [fused.scores[i] for i in order])
-    matched = (
-        matched_word_sets(
-            s.scope.index(),
-            s.question,
-            s.ranks.bridges,
-            s.corpus.entities.get,
-            s.config.question_reading(),
-        )
-        if "schema" in s.ranks.entity
-        else None
-    )
+    matched = s.matched
     hits: list[Hit] = []
     for k, i in enumerate(head):
         doc_id = fused.ids[i]
@@ -238,14 +262,58 @@ def learned_columns(s: SearchState) -> None:
     def weight(channel: str) -> float:
         return weighed[channel][0] if channel in weighed else 1.0
 
-    leaves, rows = column_rows(hits, s.question, weight)
+    return _Head(head, order, hits, weight)
+
+
+def _dense(s: SearchState) -> bool:
+    """Whether the vector channel ranked (the models of such searches are apart)."""
+    return bool(s.ranks.entity.get("vector"))
+
+
+def _why(
+    model: Forest, x: np.ndarray, scores: np.ndarray, row_of: Mapping[str, int], what: str
+) -> Callable[[str], str]:
+    """For an explanation: a moved hit's model score and the features that moved it most."""
+
+    def why(doc_id: str) -> str:
+        j = row_of.get(doc_id)
+        if j is None:  # (a hit of no table, moved as others moved past it)
+            return what
+        parts = sorted(model.contributions(x[j]).items(), key=lambda kv: -abs(kv[1]))
+        named = ", ".join(f"{n} {v:+.3f}" for n, v in parts[:TOP_CONTRIBUTIONS])
+        return f"{what} (score {scores[j]:+.3f}: {named})"
+
+    return why
+
+
+def learned_columns(s: SearchState) -> None:
+    """The column hits among the first entity hits re-ordered by a learned ranking model."""
+    depth = s.config.learned_column_depth
+    if not _has_head(s, depth, leaves=2):
+        return
+    assert s.question is not None
+    if s.matched is None and "schema" in s.ranks.entity:
+        # (read here, not deeper: the question's path stays short, test_parameter_path)
+        s.matched = matched_word_sets(
+            s.scope.index(),
+            s.question,
+            s.ranks.bridges,
+            s.corpus.entities.get,
+            s.config.question_reading(),
+        )
+    read = _read_head(s, depth)
+    head, order, hits = read.head, read.order, read.hits
+    assert s.question is not None and s.fused is not None
+    fused = s.fused
+    ids = [fused.ids[i] for i in order]
+    leaves, rows = column_rows(hits, s.question, read.weight)
     # (a leaf the request named keeps its place: the names lead)
     movable = [j for j, k in enumerate(leaves) if "input" not in hits[k][2]]
     if len(movable) < 2:
         return
     leaves = [leaves[j] for j in movable]
-    model = _model(DENSE_MODEL if s.ranks.entity.get("vector") else MODEL)
-    x = rows[movable][:, _columns_of(model)]
+    model = _model(DENSE_MODEL if _dense(s) else MODEL)
+    x = rows[movable][:, _columns_of(model, COLUMN_NAMES)]
     scores = model.predict(x)
     ranked = sorted(range(len(leaves)), key=lambda j: (-scores[j], j))
     if ranked == list(range(len(leaves))):
@@ -253,19 +321,97 @@ def learned_columns(s: SearchState) -> None:
     new_head = list(head)
     for slot, j in zip(leaves, ranked, strict=True):
         new_head[slot] = head[leaves[j]]
-    s.order = new_head + order[depth:]
+    if s.tables is not None:  # (the learned table order stays: the tables' first hits lead)
+        at_head = {i: k for k, i in enumerate(head)}
+        placed = [hits[at_head[i]] for i in new_head]
+        new_head = [new_head[k] for k in table_order(placed, s.tables)]
+    s.order = new_head + order[len(head) :]
     row_of = {fused.ids[head[k]]: j for j, k in enumerate(leaves)}
-
-    def why(doc_id: str) -> str:
-        j = row_of[doc_id]
-        parts = sorted(model.contributions(x[j]).items(), key=lambda kv: -abs(kv[1]))
-        named = ", ".join(f"{n} {v:+.3f}" for n, v in parts[:TOP_CONTRIBUTIONS])
-        return f"learned column order (score {scores[j]:+.3f}: {named})"
-
     # (the features' contributions only for an explanation that shows them)
-    note = why if s.trace_stages else _unexplained
+    what = "learned column order"
+    note = _why(model, x, scores, row_of, what) if s.trace_stages else _said(what)
     s.trace.reorder("learned-columns", ids, s.ordered_ids(), note)
 
 
-def _unexplained(doc_id: str) -> str:
-    return "learned column order"
+def learned_tables(s: SearchState) -> None:
+    """Lexical searches: the tables the first entity hits name, re-ordered by a learned model."""
+    depth = s.config.learned_table_depth
+    if _dense(s) or not _has_head(s, depth):
+        return
+    assert s.question is not None
+    if "schema" in s.ranks.entity:
+        s.matched = matched_word_sets(
+            s.scope.index(),
+            s.question,
+            s.ranks.bridges,
+            s.corpus.entities.get,
+            s.config.question_reading(),
+        )
+    read = _read_head(s, depth)
+    head, order, hits = read.head, read.order, read.hits
+    assert s.question is not None and s.fused is not None
+    words = question_words(s.question)
+    own = hit_rows(hits, len(words), read.weight)
+    at, rows = table_rows(hits, own, words)
+    if len(at) < 2:
+        return
+    model = _model(TABLE_MODEL)
+    x = rows[:, _columns_of(model, TABLE_NAMES)]
+    scores = model.predict(x)
+    tables = list(at)  # (first appearance)
+    ranked = [tables[j] for j in sorted(range(len(tables)), key=lambda j: (-scores[j], j))]
+    s.tables = ranked
+    if ranked == tables:
+        return
+    moved = table_order(hits, ranked)
+    fused = s.fused
+    ids = [fused.ids[i] for i in order]
+    s.order = [head[k] for k in moved] + order[len(head) :]
+    row_of: dict[str, int] = {}
+    for h in hits:
+        table = _hit_table(h)
+        if table is not None:
+            row_of[h[0]] = at[table]
+    what = "learned table order"
+    note = _why(model, x, scores, row_of, what) if s.trace_stages else _said(what)
+    s.trace.reorder("learned-tables", ids, s.ordered_ids(), note)
+
+
+def _hit_table(hit: Hit) -> str | None:
+    """The table a hit names: itself (a table) or its table (a leaf); None otherwise."""
+    if hit[1] < 0:
+        return None
+    return hit[0] if hit[1] == 1 else hit[0].rsplit(".", 1)[0]
+
+
+def table_order(hits: Sequence[Hit], ranked: Sequence[str]) -> list[int]:
+    """The hits re-ordered so that the tables first appear in ``ranked`` order: the k-th
+    table of ``ranked`` takes the place where the k-th table first appeared, with its
+    first hit; every other hit keeps its place, or follows its table's first hit when
+    that moved below it. Hits of no table keep their places; tables ``ranked`` does not
+    name follow those it names, in their order. Positions into ``hits``."""
+    firsts: list[int] = []  # where a table first appears, in order
+    first_of: dict[str, int] = {}
+    for i, h in enumerate(hits):
+        table = _hit_table(h)
+        if table is not None and table not in first_of:
+            first_of[table] = i
+            firsts.append(i)
+    known = set(ranked)
+    ranked = [t for t in ranked if t in first_of] + [t for t in first_of if t not in known]
+    slot = {table: firsts[k] for k, table in enumerate(ranked)}
+    keys: list[tuple[float, int, int]] = []
+    for i, h in enumerate(hits):
+        table = _hit_table(h)
+        if table is None:
+            keys.append((float(i), 0, i))
+        elif first_of[table] == i:
+            keys.append((float(slot[table]), 0, i))  # a table's first hit, in its slot
+        else:
+            keys.append((float(max(i, slot[table])), 1, i))  # after its table's first
+    return [i for *_, i in sorted(keys)]
+
+
+def _said(what: str) -> Callable[[str], str]:
+    """A moved hit's note without the features (no explanation asked for them)."""
+    return lambda doc_id: what

@@ -22,7 +22,7 @@ from layersearch.corpora.entities.channels import (
     read_question,
     tagged_memories,
 )
-from layersearch.corpora.entities.learned import learned_columns
+from layersearch.corpora.entities.learned import learned_columns, learned_tables
 from layersearch.corpora.entities.lists import _Ordered
 from layersearch.corpora.entities.matched import schema_words
 from layersearch.corpora.entities.rank import join_key_order, merge_kinds, name_joins
@@ -274,6 +274,7 @@ ENTITY_PIPELINE: Pipeline[SearchState] = Pipeline(
         _stage("channel-evidence", channel_evidence, switchable=False),
         _stage("fuse", fuse_entities, switchable=False),
         _stage("join-keys", join_keys),
+        _stage("learned-tables", learned_tables),
         _stage("learned-columns", learned_columns),
         _stage("entity-scores", entity_scores, switchable=False),
         _stage("read-memories", read_memory_question, switchable=False),

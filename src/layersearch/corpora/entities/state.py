@@ -199,6 +199,10 @@ class SearchState:
     weighed: dict[str, tuple[float, float, float]] = field(default_factory=dict)
     fused: FusedList | None = None
     order: list[int] | None = None
+    #: learned-tables: the tables of the first hits in the learned order (later stages keep it)
+    tables: list[str] | None = None
+    #: the learned orders: id → the question words the schema channel matched in it
+    matched: Callable[[str], set[str]] | None = None
     trace: Trace = field(default_factory=Trace)
     entities: _Ordered | None = None
     # the memory list
