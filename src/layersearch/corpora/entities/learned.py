@@ -225,6 +225,19 @@ class _Head:
     weight: Callable[[str], float]
 
 
+def _kept(matched: Callable[[str], set[str]]) -> Callable[[str], set[str]]:
+    """``matched`` read once per id (both learned orders of a search read the same)."""
+    seen: dict[str, set[str]] = {}
+
+    def once(doc_id: str) -> set[str]:
+        words = seen.get(doc_id)
+        if words is None:
+            words = seen[doc_id] = matched(doc_id)
+        return words
+
+    return once
+
+
 def _has_head(s: SearchState, depth: int, leaves: int = 0) -> bool:
     """Whether there is a list to order: a question, a fused list, and at least
     ``leaves`` leaf hits among the first ``depth`` entity hits."""
@@ -294,12 +307,14 @@ def learned_columns(s: SearchState) -> None:
     assert s.question is not None
     if s.matched is None and "schema" in s.ranks.entity:
         # (read here, not deeper: the question's path stays short, test_parameter_path)
-        s.matched = matched_word_sets(
-            s.scope.index(),
-            s.question,
-            s.ranks.bridges,
-            s.corpus.entities.get,
-            s.config.question_reading(),
+        s.matched = _kept(
+            matched_word_sets(
+                s.scope.index(),
+                s.question,
+                s.ranks.bridges,
+                s.corpus.entities.get,
+                s.config.question_reading(),
+            )
         )
     read = _read_head(s, depth)
     head, order, hits = read.head, read.order, read.hits
@@ -340,12 +355,14 @@ def learned_tables(s: SearchState) -> None:
         return
     assert s.question is not None
     if "schema" in s.ranks.entity:
-        s.matched = matched_word_sets(
-            s.scope.index(),
-            s.question,
-            s.ranks.bridges,
-            s.corpus.entities.get,
-            s.config.question_reading(),
+        s.matched = _kept(
+            matched_word_sets(
+                s.scope.index(),
+                s.question,
+                s.ranks.bridges,
+                s.corpus.entities.get,
+                s.config.question_reading(),
+            )
         )
     read = _read_head(s, depth)
     head, order, hits = read.head, read.order, read.hits
@@ -390,25 +407,24 @@ def table_order(hits: Sequence[Hit], ranked: Sequence[str]) -> list[int]:
     first hit; every other hit keeps its place, or follows its table's first hit when
     that moved below it. Hits of no table keep their places; tables ``ranked`` does not
     name follow those it names, in their order. Positions into ``hits``."""
+    tables = [_hit_table(h) for h in hits]
     firsts: list[int] = []  # where a table first appears, in order
     first_of: dict[str, int] = {}
-    for i, h in enumerate(hits):
-        table = _hit_table(h)
+    for i, table in enumerate(tables):
         if table is not None and table not in first_of:
             first_of[table] = i
             firsts.append(i)
     known = set(ranked)
     ranked = [t for t in ranked if t in first_of] + [t for t in first_of if t not in known]
     slot = {table: firsts[k] for k, table in enumerate(ranked)}
-    keys: list[tuple[float, int, int]] = []
-    for i, h in enumerate(hits):
-        table = _hit_table(h)
+    keys: list[tuple[int, int, int]] = []
+    for i, table in enumerate(tables):
         if table is None:
-            keys.append((float(i), 0, i))
+            keys.append((i, 0, i))
         elif first_of[table] == i:
-            keys.append((float(slot[table]), 0, i))  # a table's first hit, in its slot
+            keys.append((slot[table], 0, i))  # a table's first hit, in its slot
         else:
-            keys.append((float(max(i, slot[table])), 1, i))  # after its table's first
+            keys.append((max(i, slot[table]), 1, i))  # after its table's first hit
     return [i for *_, i in sorted(keys)]
 
 
