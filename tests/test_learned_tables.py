@@ -16,8 +16,9 @@ from layersearch import Layersearch
 from layersearch.corpora.entities import learned
 from layersearch.corpora.entities.config import EntityRankingConfig
 from layersearch.eval.schema_linking import ranked_links
-from layersearch.ranking.trees import FORMAT, Forest, shipped
+from layersearch.ranking.trees import Forest, shipped
 from tests.support import MINI, ROOT, script
+from tests.test_learned_columns import FIRST_LAST
 
 
 def _hit(doc_id: str, level: int) -> learned.Hit:
@@ -122,21 +123,7 @@ def test_a_moved_table_says_which_features_moved_it(
     mini: Layersearch, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # a model that sends the first table last
-    first_last = Forest.from_dict(
-        {
-            "format": FORMAT,
-            "features": ["today_pos"],
-            "trees": [
-                {
-                    "feature": [0, -1, -1],
-                    "threshold": [1.5, 0.0, 0.0],
-                    "left": [1, -1, -1],
-                    "right": [2, -1, -1],
-                    "value": [0.0, -1.0, 1.0],
-                }
-            ],
-        }
-    )
+    first_last = Forest.from_dict(FIRST_LAST)
     mini.entities.ranking = EntityRankingConfig(without=OFF)
     try:
         before = mini.search(question=QUESTION, max_entities=50).entities or []
@@ -156,22 +143,3 @@ def test_a_moved_table_says_which_features_moved_it(
     up = next(h for h in after if h.id == tables[1])
     move = next(m for m in up.stages or [] if m.stage == "learned-tables")
     assert move.after < move.before and "today_pos +1.000" in move.note
-
-
-def test_a_search_whose_vector_channel_ranked_keeps_its_table_order(
-    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    read: list[str] = []
-
-    def model(name: str) -> Forest:
-        read.append(name)
-        return shipped(name)
-
-    monkeypatch.setattr(learned, "_model", model)
-    with Layersearch(tmp_path / "s.duckdb", embedder="fake") as ls:
-        ls.load(MINI)
-        ls.embed()
-        ls.search(question=QUESTION, max_entities=50)
-        assert learned.TABLE_MODEL not in read
-        ls.search(question=QUESTION, max_entities=50, channels=["bm25", "fulltext"])
-    assert learned.TABLE_MODEL in read

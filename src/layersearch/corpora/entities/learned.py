@@ -31,6 +31,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -38,6 +39,12 @@ from layersearch.corpora.entities.matched import matched_word_sets
 from layersearch.corpora.entities.state import SearchState
 from layersearch.ranking.pipeline import settle
 from layersearch.ranking.trees import Forest, shipped
+
+if TYPE_CHECKING:
+    from layersearch.ranking.coverage import CoverageIndex
+    from layersearch.ranking.coverage_terms import Bridges
+    from layersearch.ranking.params import QuestionReading
+    from layersearch.semantic.model import Entity
 
 __all__ = [
     "COLUMN_NAMES",
@@ -238,6 +245,21 @@ def _kept(matched: Callable[[str], set[str]]) -> Callable[[str], set[str]]:
     return once
 
 
+def _reading(
+    s: SearchState,
+) -> tuple[CoverageIndex, str, Bridges, Callable[[str], Entity | None], QuestionReading]:
+    """What :func:`matched_word_sets` reads of a search (its stage calls it: the
+    question's path stays short, tests/test_parameter_path.py)."""
+    assert s.question is not None
+    return (
+        s.scope.index(),
+        s.question,
+        s.ranks.bridges,
+        s.corpus.entities.get,
+        s.config.question_reading(),
+    )
+
+
 def _has_head(s: SearchState, depth: int, leaves: int = 0) -> bool:
     """Whether there is a list to order: a question, a fused list, and at least
     ``leaves`` leaf hits among the first ``depth`` entity hits."""
@@ -307,15 +329,7 @@ def learned_columns(s: SearchState) -> None:
     assert s.question is not None
     if s.matched is None and "schema" in s.ranks.entity:
         # (read here, not deeper: the question's path stays short, test_parameter_path)
-        s.matched = _kept(
-            matched_word_sets(
-                s.scope.index(),
-                s.question,
-                s.ranks.bridges,
-                s.corpus.entities.get,
-                s.config.question_reading(),
-            )
-        )
+        s.matched = _kept(matched_word_sets(*_reading(s)))
     read = _read_head(s, depth)
     head, order, hits = read.head, read.order, read.hits
     assert s.question is not None and s.fused is not None
@@ -355,15 +369,7 @@ def learned_tables(s: SearchState) -> None:
         return
     assert s.question is not None
     if "schema" in s.ranks.entity:
-        s.matched = _kept(
-            matched_word_sets(
-                s.scope.index(),
-                s.question,
-                s.ranks.bridges,
-                s.corpus.entities.get,
-                s.config.question_reading(),
-            )
-        )
+        s.matched = _kept(matched_word_sets(*_reading(s)))
     read = _read_head(s, depth)
     head, order, hits = read.head, read.order, read.hits
     assert s.question is not None and s.fused is not None
