@@ -116,6 +116,8 @@ PIPELINES: dict[str, tuple[str, ...]] = {
     "columns": ("learned-columns",),
     "tables": ("learned-tables", "learned-columns"),
 }
+#: the catalog's names a search may read (--naming)
+NAMINGS = ("as-written", "warehouse", "mixed")
 #: the exported column model: trained on both wordings, this seed
 EXPORT_TRAINING = TRAINING["both"]
 EXPORT_SEED = 0
@@ -323,6 +325,48 @@ def load_questions(
             data / "spider" / "dev.json", data / "spider" / "tables.json"
         ),
     }
+
+
+def cached_splits(cache: Path) -> set[str]:
+    """The splits a cache of searched rows holds."""
+    if not cache.is_file():
+        return set()
+    with cache.open() as fh:
+        return {json.loads(line)["split"] for line in fh}
+
+
+def renamed(
+    data: Path, naming: str, todo: dict[str, list[dict[str, Any]]], cache: Path
+) -> tuple[Path, dict[str, list[dict[str, Any]]]]:
+    """Spider's catalog in ``naming``'s names (written beside ``cache``) and the
+    questions with their database and gold ids mapped to them."""
+    from layersearch.eval.abbreviate import abbreviate_spider, rename_spider
+
+    tables = json.loads((data / "spider" / "tables.json").read_text())
+    out: dict[str, list[dict[str, Any]]] = {}
+    dbs: list[dict[str, Any]] = []
+    for name, qs in todo.items():
+        if naming == "warehouse":
+            dbs, out[name] = rename_spider(tables, qs, _trainer().warehouse_db)
+        else:
+            dbs, out[name] = abbreviate_spider(tables, qs, "mixed")
+    path = cache.with_suffix(f".{naming}.tables.json")
+    path.write_text(json.dumps(dbs))
+    return path, out
+
+
+def _trainer() -> Any:
+    """scripts/train_schema_encoder.py as a module (its warehouse names)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "train_schema_encoder", HERE / "train_schema_encoder.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
 
 
 # ---------------------------------------------------------------------------- learning
@@ -541,7 +585,9 @@ def reads_encoder(embedder: str) -> bool:
     return embedder not in ("none", "local:minilm")
 
 
-def export_model(cache: Path, out: Path, path: Path, embedder: str, level: str) -> dict[str, Any]:
+def export_model(
+    caches: Sequence[Path], out: Path, path: Path, embedder: str, level: str
+) -> dict[str, Any]:
     """Trains the shipped model of ``level`` (module docstring) from the cached
     features (read as a stream), writes its trees to ``path`` and returns the recall
     of today's and the exported order per set (the exported file evaluated by
@@ -555,21 +601,27 @@ def export_model(cache: Path, out: Path, path: Path, embedder: str, level: str) 
     cands, feats, gold_key, k = LEVELS[level]
     names: list[str] | None = None
     train: list[tuple[Any, Any]] = []
-    held: dict[str, list[tuple[Any, Any, list[str], list[str]]]] = {s: [] for s in REPORTED}
-    with cache.open() as fh:
-        for line in fh:
-            row = json.loads(line)
-            if not row[gold_key] or not row[cands]:
-                continue
-            if names is None:
-                names = sorted(n for n in row[feats][0] if RUN_TIME.match(n))
-            x, y = _level_arrays(row, names, level)
-            if row["split"] in EXPORT_TRAINING:
-                if y.any():  # (a question with no gold among them teaches nothing)
-                    train.append((x, y))
-            elif row["split"] in held:
-                held[row["split"]].append((x, y, row[cands], row[gold_key]))
-    assert names is not None, f"{cache}: no cached {level} candidates"
+    # (held-out sets by cache: the first cache's under their own names, the others' with
+    # the cache's file name)
+    held: dict[str, list[tuple[Any, Any, list[str], list[str]]]] = {}
+    for c, cache in enumerate(caches):
+        tag = "" if c == 0 else f" ({cache.name.split('.')[0]})"
+        with cache.open() as fh:
+            for line in fh:
+                row = json.loads(line)
+                if not row[gold_key] or not row[cands]:
+                    continue
+                if names is None:
+                    names = sorted(n for n in row[feats][0] if RUN_TIME.match(n))
+                x, y = _level_arrays(row, names, level)
+                if row["split"] in EXPORT_TRAINING:
+                    if y.any():  # (a question with no gold among them teaches nothing)
+                        train.append((x, y))
+                elif row["split"] in REPORTED:
+                    held.setdefault(row["split"] + tag, []).append(
+                        (x, y, row[cands], row[gold_key])
+                    )
+    assert names is not None, f"{caches[0]}: no cached {level} candidates"
     log.info("training on %d questions, %d features", len(train), len(names))
     ds = lgb.Dataset(
         np.vstack([x for x, _ in train]),
@@ -611,6 +663,7 @@ def export_model(cache: Path, out: Path, path: Path, embedder: str, level: str) 
         "split": "stacked_split(seed=0) of layersearch/eval/splits.py over the databases "
         f"not in Spider dev; {searches}, trained on {trained}, "
         "validated on its validation databases",
+        "searched": [c.name for c in caches],
         "training_questions": len(train),
         "objective": f"LightGBM LambdaRank, label 1 for a gold {level[:-1]}",
         "settings": {**PARAMS, "rounds": ROUNDS, "seed": EXPORT_SEED},
@@ -658,6 +711,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         "columns: without the learned column order only (the column model's input); "
         "--export trains that level's model",
     )
+    ap.add_argument(
+        "--naming",
+        choices=NAMINGS,
+        default="as-written",
+        help="the catalog's names: as written, or renamed as warehouses write them "
+        "(train_schema_encoder.py's warehouse_db) or abbreviated (eval abbreviate-catalog "
+        "--style mixed); --store is loaded from that catalog when it does not exist",
+    )
+    ap.add_argument(
+        "--also",
+        type=Path,
+        action="append",
+        default=[],
+        help="--export: another searched cache to train on (e.g. another naming's)",
+    )
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--limit", type=int, default=None, help="first N questions of each set (smoke)")
     ap.add_argument(
@@ -667,31 +735,36 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", stream=sys.stderr)
 
     cache = args.cache or args.out.with_suffix(".features.jsonl")
-    rows = [json.loads(line) for line in cache.open()] if cache.is_file() else []
+    done = cached_splits(cache)
     lexical = args.embedder == "none"
     splits = load_questions(args.data, args.max_train, args.seed, not reads_encoder(args.embedder))
-    todo = {n: qs for n, qs in splits.items() if n not in {r["split"] for r in rows}}
-    log.info("%d searched questions read from %s; to search: %s", len(rows), cache, list(todo))
+    todo = {n: qs for n, qs in splits.items() if n not in done}
+    log.info("%s holds %s; to search: %s (%s names)", cache, sorted(done), list(todo), args.naming)
     if todo:
         from layersearch import Layersearch
         from layersearch.corpora.entities.config import EntityRankingConfig
 
-        if not args.store.is_file():
-            sys.exit(f"{args.store}: no such store (load spider/tables.json and embed first)")
+        catalog = args.data / "spider" / "tables.json"
+        if args.naming != "as-written":
+            catalog, todo = renamed(args.data, args.naming, todo, cache)
+        fresh = not args.store.is_file()
         with Layersearch(args.store, embedder=None if lexical else args.embedder) as ls:
+            if fresh:  # (the catalog in these names, and its vectors)
+                log.info("loading %s into %s", catalog, args.store)
+                ls.load(catalog)
+                if not lexical:
+                    ls.embed()
             # the candidates as the learned order of that level receives them
             ls.entities.ranking = EntityRankingConfig(without=frozenset(PIPELINES[args.pipeline]))
             for name, qs in todo.items():
-                rows += search_rows(ls, qs[: args.limit], name)
-                tmp = cache.with_suffix(".tmp")
-                with tmp.open("w") as fh:
-                    for r in rows:
-                        fh.write(json.dumps(r) + "\n")
-                tmp.replace(cache)
+                found = search_rows(ls, qs[: args.limit], name)
+                with cache.open("a") as fh:  # (a split is written whole once searched)
+                    fh.writelines(json.dumps(r) + "\n" for r in found)
 
     if args.export is not None:
-        export_model(cache, args.out, args.export, args.embedder, args.pipeline)
+        export_model([cache, *args.also], args.out, args.export, args.embedder, args.pipeline)
         return 0
+    rows = [json.loads(line) for line in cache.open()]
     results: dict[str, Any] = {"params": {**PARAMS, "rounds": ROUNDS, "seeds": SEEDS}}
     for variant, train_splits in TRAINING.items():
         for level, k in (("tables", 5), ("columns", 10), ("datasources", 1)):

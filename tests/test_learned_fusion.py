@@ -8,6 +8,7 @@ from types import ModuleType
 
 import pytest
 
+from layersearch.semantic.importers.spider import spider_ids
 from layersearch.types import ChannelScore, Hit, StageMove
 from tests.support import script
 
@@ -154,3 +155,36 @@ def test_labels_compare_ids_as_the_metrics_do() -> None:
     }
     assert m.labels_of(row) == [1.0, 0.0, 1.0]
     assert m.recall_at([row], [row["tables"]], 1) == 0.5
+
+
+def test_a_renamed_catalog_maps_its_questions(tmp_path: Path) -> None:
+    m = _script()
+    db = {
+        "db_id": "concert_singer",
+        "table_names": ["singer", "concert"],
+        "table_names_original": ["singer", "concert"],
+        "column_names": [[-1, "*"], [0, "singer id"], [0, "name"], [1, "concert name"]],
+        "column_names_original": [[-1, "*"], [0, "Singer_ID"], [0, "Name"], [1, "concert_Name"]],
+        "column_types": ["text", "number", "text", "text"],
+        "primary_keys": [1],
+        "foreign_keys": [],
+    }
+    (tmp_path / "spider").mkdir()
+    (tmp_path / "spider" / "tables.json").write_text(json.dumps([db]))
+    q = {
+        "question": "names of the singers",
+        "db_id": "concert_singer",
+        "gold_tables": ["concert_singer.singer"],
+        "gold_columns": ["concert_singer.singer.Name"],
+    }
+    for naming in ("warehouse", "mixed"):
+        path, todo = m.renamed(tmp_path, naming, {"validation": [q]}, tmp_path / "c.jsonl")
+        (mapped,) = todo["validation"]
+        assert mapped["question"] == q["question"]
+        # the gold ids are the renamed catalog's own
+        catalog = json.loads(path.read_text())
+        sid = spider_ids(catalog[0])
+        ids = {sid.table_id(i) for i in range(len(sid.tables))}
+        ids |= {sid.column_id(k) for k in range(len(sid.columns))} - {None}
+        assert set(mapped["gold_tables"]) <= ids and set(mapped["gold_columns"]) <= ids
+        assert mapped["gold_columns"] != q["gold_columns"]
