@@ -6,7 +6,7 @@ warehouse-named copy of the catalog with Spider dev's and those questions mapped
 
 writes ``val.jsonl`` (the Spider-Syn train rows of the databases
 ``split_databases(seed=0, fraction=0.2)`` of ``layersearch/eval/splits.py``
-holds out), ``wh.tables.json`` (that script's ``warehouse_db`` copy of every
+holds out), ``wh.tables.json`` (``layersearch.eval.abbreviate.warehouse_db``'s copy of every
 database: a ``dim_``/``fct_``/``stg_`` prefix on tables, camelCase or UPPER_SNAKE
 columns, no labels), ``wh.dev.jsonl`` and ``wh.val.jsonl`` (the questions with
 their gold ids mapped by ``layersearch.eval.abbreviate.rename_spider``). Then
@@ -17,15 +17,12 @@ their gold ids mapped by ``layersearch.eval.abbreviate.rename_spider``). Then
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
-import sys
 from collections.abc import Sequence
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
-from layersearch.eval.abbreviate import rename_spider
+from layersearch.eval.abbreviate import rename_spider, warehouse_db
 from layersearch.eval.schema_linking import read_questions
 from layersearch.eval.splits import split_databases
 
@@ -41,16 +38,6 @@ DATA = next(
 )
 
 
-def _trainer() -> ModuleType:
-    path = Path(__file__).with_name("train_schema_encoder.py")
-    spec = importlib.util.spec_from_file_location("train_schema_encoder", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
-
-
 def _write_jsonl(path: Path, rows: Sequence[dict[str, Any]]) -> None:
     with path.open("w", encoding="utf-8") as fh:
         for row in rows:
@@ -59,7 +46,6 @@ def _write_jsonl(path: Path, rows: Sequence[dict[str, Any]]) -> None:
 
 def write_sets(tables: Path, dev: Path, syn: Path, out: Path) -> dict[str, int]:
     """The four files in ``out``; how many questions (or databases) each holds."""
-    trainer = _trainer()
     out.mkdir(parents=True, exist_ok=True)
     rows = read_questions(syn)
     _, val_dbs = split_databases([r["db_id"] for r in rows], 0, 0.2)
@@ -67,8 +53,8 @@ def write_sets(tables: Path, dev: Path, syn: Path, out: Path) -> dict[str, int]:
     val = [r for r in rows if r["db_id"] in held]
     _write_jsonl(out / "val.jsonl", val)
     catalog = json.loads(tables.read_text(encoding="utf-8"))
-    dbs, wh_dev = rename_spider(catalog, read_questions(dev, tables), trainer.warehouse_db)
-    _, wh_val = rename_spider(catalog, val, trainer.warehouse_db)
+    dbs, wh_dev = rename_spider(catalog, read_questions(dev, tables), warehouse_db)
+    _, wh_val = rename_spider(catalog, val, warehouse_db)
     (out / "wh.tables.json").write_text(json.dumps(dbs), encoding="utf-8")
     _write_jsonl(out / "wh.dev.jsonl", wh_dev)
     _write_jsonl(out / "wh.val.jsonl", wh_val)

@@ -340,33 +340,19 @@ def renamed(
 ) -> tuple[Path, dict[str, list[dict[str, Any]]]]:
     """Spider's catalog in ``naming``'s names (written beside ``cache``) and the
     questions with their database and gold ids mapped to them."""
-    from layersearch.eval.abbreviate import abbreviate_spider, rename_spider
+    from layersearch.eval.abbreviate import abbreviate_spider, rename_spider, warehouse_db
 
     tables = json.loads((data / "spider" / "tables.json").read_text())
     out: dict[str, list[dict[str, Any]]] = {}
     dbs: list[dict[str, Any]] = []
     for name, qs in todo.items():
         if naming == "warehouse":
-            dbs, out[name] = rename_spider(tables, qs, _trainer().warehouse_db)
+            dbs, out[name] = rename_spider(tables, qs, warehouse_db)
         else:
             dbs, out[name] = abbreviate_spider(tables, qs, "mixed")
     path = cache.with_suffix(f".{naming}.tables.json")
     path.write_text(json.dumps(dbs))
     return path, out
-
-
-def _trainer() -> Any:
-    """scripts/train_schema_encoder.py as a module (its warehouse names)."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location(
-        "train_schema_encoder", HERE / "train_schema_encoder.py"
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
 
 
 # ---------------------------------------------------------------------------- learning
@@ -716,7 +702,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         choices=NAMINGS,
         default="as-written",
         help="the catalog's names: as written, or renamed as warehouses write them "
-        "(train_schema_encoder.py's warehouse_db) or abbreviated (eval abbreviate-catalog "
+        "(layersearch.eval.abbreviate.warehouse_db) or abbreviated (eval abbreviate-catalog "
         "--style mixed); --store is loaded from that catalog when it does not exist",
     )
     ap.add_argument(

@@ -52,7 +52,6 @@ import shutil
 import sys
 import tempfile
 import time
-import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -61,7 +60,7 @@ from typing import Any
 import numpy as np
 
 from layersearch.corpora.dense import entity_docs
-from layersearch.eval.abbreviate import STYLES, abbreviate_spider, rename_spider
+from layersearch.eval.abbreviate import STYLES, abbreviate_spider, rename_spider, warehouse_db
 from layersearch.eval.splits import STACK_FRACTION, stacked_split
 from layersearch.semantic.importers.spider import load_spider, read_spider_tables
 
@@ -69,42 +68,9 @@ log = logging.getLogger("train_schema_encoder")
 
 BASE_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 VARIANTS = ("plain", *STYLES, "warehouse")
-PREFIXES = ("dim_", "fct_", "stg_", "")
 
 
 # ---------------------------------------------------------------------------- data
-
-
-def _camel(name: str) -> str:
-    parts = [p for p in name.replace(" ", "_").split("_") if p]
-    return (
-        parts[0].lower() + "".join(p[:1].upper() + p[1:].lower() for p in parts[1:])
-        if parts
-        else name
-    )
-
-
-def warehouse_db(db: dict[str, Any]) -> dict[str, Any]:
-    """A database named as a warehouse would be: a prefix on each table, columns in
-    camelCase or UPPER_SNAKE, labels gone (warehouses rarely describe); chosen by CRC-32
-    of the name, so the same on every run."""
-    out = dict(db)
-
-    def table(t: str) -> str:
-        return PREFIXES[zlib.crc32(t.encode()) % len(PREFIXES)] + t.lower()
-
-    upper = zlib.crc32(db["db_id"].encode()) % 2 == 0
-
-    def column(c: str) -> str:
-        return c.upper() if upper else _camel(c)
-
-    out["table_names_original"] = [table(t) for t in db["table_names_original"]]
-    out["table_names"] = list(out["table_names_original"])
-    out["column_names_original"] = [
-        [t, column(c) if t >= 0 else c] for t, c in db["column_names_original"]
-    ]
-    out["column_names"] = [list(pair) for pair in out["column_names_original"]]
-    return out
 
 
 @dataclass

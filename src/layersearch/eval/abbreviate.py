@@ -56,6 +56,7 @@ __all__ = [
     "abbreviate_text",
     "abbreviate_word",
     "rename_spider",
+    "warehouse_db",
     "write_abbreviated",
 ]
 
@@ -134,6 +135,43 @@ def abbreviate_spider(
     if style not in STYLES:
         raise ConfigError(f"unknown abbreviation style '{style}': use {', '.join(STYLES)}")
     return rename_spider(tables, questions, lambda db: _abbreviate_db(db, style))
+
+
+#: The prefixes :func:`warehouse_db` puts on tables ("" : none).
+WAREHOUSE_PREFIXES = ("dim_", "fct_", "stg_", "")
+
+
+def _camel(name: str) -> str:
+    parts = [p for p in name.replace(" ", "_").split("_") if p]
+    return (
+        parts[0].lower() + "".join(p[:1].upper() + p[1:].lower() for p in parts[1:])
+        if parts
+        else name
+    )
+
+
+def warehouse_db(db: dict[str, Any]) -> dict[str, Any]:
+    """A database named as a warehouse would be: a prefix on each table, columns in
+    camelCase or UPPER_SNAKE, labels gone (warehouses rarely describe); chosen by CRC-32
+    of the name, so the same on every run. A ``rename`` for :func:`rename_spider`."""
+    out = dict(db)
+
+    def table(t: str) -> str:
+        prefixes = WAREHOUSE_PREFIXES
+        return prefixes[zlib.crc32(t.encode()) % len(prefixes)] + t.lower()
+
+    upper = zlib.crc32(db["db_id"].encode()) % 2 == 0
+
+    def column(c: str) -> str:
+        return c.upper() if upper else _camel(c)
+
+    out["table_names_original"] = [table(t) for t in db["table_names_original"]]
+    out["table_names"] = list(out["table_names_original"])
+    out["column_names_original"] = [
+        [t, column(c) if t >= 0 else c] for t, c in db["column_names_original"]
+    ]
+    out["column_names"] = [list(pair) for pair in out["column_names_original"]]
+    return out
 
 
 def rename_spider(
