@@ -172,8 +172,6 @@ def _votes(
     e_score: list[float] = []
     e_weight: list[float] = []
     for c, channel in enumerate(names):
-        if channel not in rankings:
-            continue
         w = 1.0 if weights is None else float(weights.get(channel, 1.0))
         ranked_by_level = level is not None and (by_level is None or channel in by_level)
         drop = superseded.get(channel) if superseded is not None else None

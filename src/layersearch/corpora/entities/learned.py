@@ -51,7 +51,6 @@ __all__ = [
     "DENSE_MODEL",
     "MODEL",
     "TABLE_MODEL",
-    "column_features",
     "column_rows",
     "learned_columns",
     "learned_tables",
@@ -78,7 +77,8 @@ Hit = tuple[str, int, Mapping[str, tuple[int, float, float]], float, set[str]]
 
 #: a hit's own features: its 1-based place, shown score and gap to the first hit's, each
 #: channel's rank, score, weight and part of the fused score (missing: rank
-#: :data:`MISSING_RANK`, zeros), how many channels ranked it, the share of the
+#: :data:`MISSING_RANK`, zeros; the weight is 1 for a channel that ranked it, as fusion
+#: weighs every channel alike), how many channels ranked it, the share of the
 #: question's words the schema channel matched in it
 HIT_NAMES: tuple[str, ...] = (
     "pos",
@@ -112,19 +112,18 @@ def question_words(question: str) -> set[str]:
     return set(re.findall(r"\w+", question.lower()))
 
 
-def hit_rows(hits: Sequence[Hit], n_words: int, weight: Callable[[str], float]) -> np.ndarray:
+def hit_rows(hits: Sequence[Hit], n_words: int) -> np.ndarray:
     """Each hit's own features (:data:`HIT_NAMES`), one row a hit."""
     out = np.empty((len(hits), len(HIT_NAMES)), dtype=np.float64)
     top = hits[0][3] if hits else 0.0
-    weights = [round(weight(ch), 6) for ch in CHANNELS]
     for i, (_, _, channels, score, matched) in enumerate(hits):
         row = [float(i + 1), score, top - score]
-        for ch, w in zip(CHANNELS, weights, strict=True):
+        for ch in CHANNELS:
             p = channels.get(ch)
             if p is None:
                 row += (MISSING_RANK, 0.0, 0.0, 0.0)
             else:
-                row += (float(p[0]), round(p[1], 6), w, round(p[2], 6))
+                row += (float(p[0]), round(p[1], 6), 1.0, round(p[2], 6))
         row += (float(len(channels)), len(matched) / max(1, n_words))
         out[i] = row
     return out
@@ -176,13 +175,11 @@ def table_rows(
     return at, rows
 
 
-def column_rows(
-    hits: Sequence[Hit], question: str, weight: Callable[[str], float]
-) -> tuple[list[int], np.ndarray]:
+def column_rows(hits: Sequence[Hit], question: str) -> tuple[list[int], np.ndarray]:
     """The leaf hits: their positions in ``hits`` and their features
     (:data:`COLUMN_NAMES`), one row a leaf."""
     words = question_words(question)
-    own = hit_rows(hits, len(words), weight)
+    own = hit_rows(hits, len(words))
     at, tables = table_rows(hits, own, words)
     leaves = [i for i, h in enumerate(hits) if h[1] == 0]
     of_table = [at[hits[i][0].rsplit(".", 1)[0]] for i in leaves]
@@ -194,17 +191,6 @@ def column_rows(
         ]
     )
     return leaves, x
-
-
-def column_features(
-    hits: Sequence[Hit], question: str, weight: Callable[[str], float]
-) -> list[tuple[int, dict[str, float]]]:
-    """:func:`column_rows` by name: (position in ``hits``, features) per leaf hit."""
-    leaves, x = column_rows(hits, question, weight)
-    return [
-        (i, dict(zip(COLUMN_NAMES, row.tolist(), strict=True)))
-        for i, row in zip(leaves, x, strict=True)
-    ]
 
 
 @lru_cache(maxsize=4)
@@ -224,12 +210,11 @@ def _columns_of(model: Forest, names: tuple[str, ...]) -> np.ndarray:
 @dataclass(frozen=True, slots=True)
 class _Head:
     """The first entity hits as a learned order reads them: their positions in the
-    fused list (``head``), the whole order, the hits and their channels' weights."""
+    fused list (``head``), the whole order, and the hits."""
 
     head: list[int]
     order: list[int]
     hits: list[Hit]
-    weight: Callable[[str], float]
 
 
 def _kept(matched: Callable[[str], set[str]]) -> Callable[[str], set[str]]:
@@ -292,12 +277,7 @@ def _read_head(s: SearchState, depth: int) -> _Head:
         if matched is not None and "schema" in channels and level(doc_id) >= 0:
             words = matched(doc_id)
         hits.append((doc_id, level(doc_id), channels, round(shown[k], 6), words))
-    weighed = s.weighed
-
-    def weight(channel: str) -> float:
-        return weighed[channel][0] if channel in weighed else 1.0
-
-    return _Head(head, order, hits, weight)
+    return _Head(head, order, hits)
 
 
 def _dense(s: SearchState) -> bool:
@@ -326,16 +306,15 @@ def learned_columns(s: SearchState) -> None:
     depth = s.config.learned_column_depth
     if not _has_head(s, depth, leaves=2):
         return
-    assert s.question is not None
+    assert s.question is not None and s.fused is not None
     if s.matched is None and "schema" in s.ranks.entity:
         # (read here, not deeper: the question's path stays short, test_parameter_path)
         s.matched = _kept(matched_word_sets(*_reading(s)))
     read = _read_head(s, depth)
     head, order, hits = read.head, read.order, read.hits
-    assert s.question is not None and s.fused is not None
     fused = s.fused
     ids = [fused.ids[i] for i in order]
-    leaves, rows = column_rows(hits, s.question, read.weight)
+    leaves, rows = column_rows(hits, s.question)
     # (a leaf the request named keeps its place: the names lead)
     movable = [j for j, k in enumerate(leaves) if "input" not in hits[k][2]]
     if len(movable) < 2:
@@ -367,14 +346,13 @@ def learned_tables(s: SearchState) -> None:
     depth = s.config.learned_table_depth
     if _dense(s) or not _has_head(s, depth):
         return
-    assert s.question is not None
-    if "schema" in s.ranks.entity:
+    assert s.question is not None and s.fused is not None
+    if s.matched is None and "schema" in s.ranks.entity:
         s.matched = _kept(matched_word_sets(*_reading(s)))
     read = _read_head(s, depth)
     head, order, hits = read.head, read.order, read.hits
-    assert s.question is not None and s.fused is not None
     words = question_words(s.question)
-    own = hit_rows(hits, len(words), read.weight)
+    own = hit_rows(hits, len(words))
     at, rows = table_rows(hits, own, words)
     if len(at) < 2:
         return
@@ -387,8 +365,7 @@ def learned_tables(s: SearchState) -> None:
     if ranked == tables:
         return
     moved = table_order(hits, ranked)
-    fused = s.fused
-    ids = [fused.ids[i] for i in order]
+    ids = [s.fused.ids[i] for i in order]
     s.order = [head[k] for k in moved] + order[len(head) :]
     row_of: dict[str, int] = {}
     for h in hits:

@@ -224,12 +224,10 @@ class SearchState:
         self.ranks = _Rankings(self.corpus.memories, self.corpus._kind_lookup())
 
     def fuse_entities(self) -> FusedList:
-        """The entity channels fused with this search's weights."""
-        weights = {c: w for c, (w, _, _) in self.weighed.items()}
+        """The entity channels fused, every channel weighing 1."""
         return fuse(
             self.ranks.entity,
             k=self.config.rrf_k,
-            weights=weights,
             level=self.ranks.level,
             by_level=self.config.rank_by_level,
             superseded=self.superseded,
