@@ -547,22 +547,8 @@ def measure(
     return {"sets": out, "importance_gain_share": dict(imp)}
 
 
-#: per level: the cached row's candidates, their features, its gold ids, the recall's k
-LEVELS: dict[str, tuple[str, str, str, int]] = {
-    "columns": ("columns", "column_features", "gold_columns", 10),
-    "tables": ("tables", "features", "gold_tables", 5),
-}
-
-
-def _level_arrays(row: dict[str, Any], names: Sequence[str], level: str) -> tuple[Any, Any]:
-    """One cached question's candidates of ``level`` as (features, labels) arrays."""
-    import numpy as np
-
-    cands, feats, gold_key, _ = LEVELS[level]
-    gold = {g.lower() for g in row[gold_key]}
-    x = np.array([[f[n] for n in names] for f in row[feats]], dtype=np.float64)
-    y = np.array([float(c.lower() in gold) for c in row[cands]], dtype=np.float64)
-    return x.reshape(-1, len(names)), y
+#: the recall each level is measured at
+RECALL_K: dict[str, int] = {"tables": 5, "columns": 10, "datasources": 1}
 
 
 def reads_encoder(embedder: str) -> bool:
@@ -584,7 +570,7 @@ def export_model(
     from layersearch.eval.metrics import recall_at_k
     from layersearch.ranking.trees import Forest, from_lightgbm
 
-    cands, feats, gold_key, k = LEVELS[level]
+    k = RECALL_K[level]
     names: list[str] | None = None
     train: list[tuple[Any, Any]] = []
     # (held-out sets by cache: the first cache's under their own names, the others' with
@@ -594,19 +580,19 @@ def export_model(
         tag = "" if c == 0 else f" ({cache.name.split('.')[0]})"
         with cache.open() as fh:
             for line in fh:
-                row = json.loads(line)
-                if not row[gold_key] or not row[cands]:
-                    continue
-                if names is None:
-                    names = sorted(n for n in row[feats][0] if RUN_TIME.match(n))
-                x, y = _level_arrays(row, names, level)
-                if row["split"] in EXPORT_TRAINING:
-                    if y.any():  # (a question with no gold among them teaches nothing)
-                        train.append((x, y))
-                elif row["split"] in REPORTED:
-                    held.setdefault(row["split"] + tag, []).append(
-                        (x, y, row[cands], row[gold_key])
-                    )
+                for one in level_rows([json.loads(line)], level):
+                    if not one["gold_tables"] or not one["tables"]:
+                        continue
+                    if names is None:
+                        names = sorted(n for n in one["features"][0] if RUN_TIME.match(n))
+                    x, y = matrix([one], names), np.array(labels_of(one))
+                    if one["split"] in EXPORT_TRAINING:
+                        if y.any():  # (a question with no gold among them teaches nothing)
+                            train.append((x, y))
+                    elif one["split"] in REPORTED:
+                        held.setdefault(one["split"] + tag, []).append(
+                            (x, y, one["tables"], one["gold_tables"])
+                        )
     assert names is not None, f"{caches[0]}: no cached {level} candidates"
     log.info("training on %d questions, %d features", len(train), len(names))
     ds = lgb.Dataset(
@@ -649,7 +635,6 @@ def export_model(
         "split": "stacked_split(seed=0) of layersearch/eval/splits.py over the databases "
         f"not in Spider dev; {searches}, trained on {trained}, "
         "validated on its validation databases",
-        "searched": [c.name for c in caches],
         "training_questions": len(train),
         "objective": f"LightGBM LambdaRank, label 1 for a gold {level[:-1]}",
         "settings": {**PARAMS, "rounds": ROUNDS, "seed": EXPORT_SEED},
@@ -753,7 +738,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     rows = [json.loads(line) for line in cache.open()]
     results: dict[str, Any] = {"params": {**PARAMS, "rounds": ROUNDS, "seeds": SEEDS}}
     for variant, train_splits in TRAINING.items():
-        for level, k in (("tables", 5), ("columns", 10), ("datasources", 1)):
+        for level, k in RECALL_K.items():
             print(f"\ntrained on {variant} ({' + '.join(train_splits)}), {level} R@{k}")
             results.setdefault(variant, {})[level] = measure(rows, level, k, train_splits)
     args.out.write_text(json.dumps(results, indent=2) + "\n")
