@@ -62,21 +62,6 @@ def test_the_split_is_by_database_seeded_and_stacked() -> None:
     assert len(stack) == 8 and not set(encoder) & set(stack)
 
 
-def test_warehouse_names_are_prefixed_and_recased(train: ModuleType) -> None:
-    db = {
-        "db_id": "shop",
-        "table_names_original": ["Orders"],
-        "table_names": ["orders"],
-        "column_names_original": [[-1, "*"], [0, "order_total"]],
-        "column_names": [[-1, "*"], [0, "order total"]],
-    }
-    out = train.warehouse_db(db)
-    assert out["table_names_original"][0].endswith("orders")
-    assert out["table_names_original"][0][:4] in {"dim_", "fct_", "stg_", "orde"}
-    assert out["column_names_original"][1][1] in {"ORDER_TOTAL", "orderTotal"}
-    assert out["column_names_original"][0] == [-1, "*"]
-
-
 @pytest.mark.parametrize("variant", ["plain", "mixed", "warehouse"])
 def test_every_variant_keeps_the_gold_ids(
     train: ModuleType, tables: list[dict[str, Any]], variant: str

@@ -15,6 +15,7 @@ from layersearch.eval.abbreviate import (
     abbreviate_spider,
     abbreviate_text,
     abbreviate_word,
+    warehouse_db,
 )
 from layersearch.eval.schema_linking import read_questions, run_schema_linking, select_half
 
@@ -213,3 +214,18 @@ def test_the_command_offers_every_style() -> None:
 
     (option,) = [p for p in eval_abbreviate_catalog.params if p.name == "style"]
     assert tuple(option.type.choices) == STYLES  # type: ignore[attr-defined]
+
+
+def test_warehouse_names_are_prefixed_and_recased() -> None:
+    db = {
+        "db_id": "shop",
+        "table_names_original": ["Orders"],
+        "table_names": ["orders"],
+        "column_names_original": [[-1, "*"], [0, "order_total"]],
+        "column_names": [[-1, "*"], [0, "order total"]],
+    }
+    out = warehouse_db(db)
+    assert out["table_names_original"][0].endswith("orders")
+    assert out["table_names_original"][0][:4] in {"dim_", "fct_", "stg_", "orde"}
+    assert out["column_names_original"][1][1] in {"ORDER_TOTAL", "orderTotal"}
+    assert out["column_names_original"][0] == [-1, "*"]
