@@ -76,6 +76,27 @@ def test_allow_filter(data, fraction):
     assert [i for i, _ in index.search(queries[0], 10, allow=["e00003"])] == ["e00003"]
 
 
+def test_a_kept_allow_list_follows_adds_removes_and_compaction(data):
+    ids, matrix, queries = data
+    index = VectorIndex(ids[:2200], matrix[:2200])
+    allow = frozenset(ids[:50]) | frozenset(ids[2200:2210])  # the last ten not yet indexed
+    q = queries[0]
+    assert [i for i, _ in index.search(q, 60, allow)] == _brute(ids[:50], matrix[:50], q, 60)
+    assert allow in index._allowed  # its rows are kept for the next search
+    # the same frozenset again, after each kind of change, ranks what is there now
+    index.add(ids[2200:2210], matrix[2200:2210])
+    want = _brute(ids[:2210], matrix[:2210], q, 60, allow)
+    assert [i for i, _ in index.search(q, 60, allow)] == want
+    index.remove(ids[:5])
+    assert [i for i, _ in index.search(q, 60, allow)] == [i for i in want if i not in ids[:5]]
+    index.add(ids[:5], matrix[:5])  # added back: at new rows
+    assert [i for i, _ in index.search(q, 60, allow)] == want
+    index.remove(ids[50:2200])  # most rows dead: compacted, every row renumbered
+    assert index._alive is None  # (compaction ran)
+    assert [i for i, _ in index.search(q, 60, allow)] == want
+    assert [i for i, _ in index.search(q, 60, set(allow))] == want  # a set is not kept
+
+
 def test_ties_are_broken_by_id():
     v = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 0.0], [1.0, 0.0]], dtype=np.float32)
     index = VectorIndex(["c", "z", "a", "b"], v)

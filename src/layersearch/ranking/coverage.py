@@ -75,12 +75,12 @@ from layersearch.ranking.coverage_arrays import (
     _pair_max,
     _top,
 )
+from layersearch.ranking.coverage_cut import bridges_for
 from layersearch.ranking.coverage_terms import (
     VALUE_NONE,
     VALUE_NUMBER,
     VALUE_TEXT,
     VALUE_TIME,
-    Abbreviations,
     Bridges,
     CoverageNode,
     QueryReading,
@@ -147,33 +147,56 @@ class CoverageIndex:
         top = max(field_weights.values(), default=1.0) or 1.0
         weights = {f: w / top for f, w in field_weights.items() if w > 0}
         ordered = sorted(nodes, key=lambda n: n.id)
-        self.ids: list[str] = [n.id for n in ordered]
-        index = {node_id: i for i, node_id in enumerate(self.ids)}
-        parent, t_of = self._build_hierarchy(ordered, index)
-        p_term, p_node, p_w = self._build_postings(ordered, weights, t_of)
-        self._build_links(links, index)
-        self.is_key = np.array([node_id in keys for node_id in self.ids], dtype=bool)
-        self.value_kind = np.array(
-            [
-                value_kind(n.data_type, n.fields.get("name")) if n.level == "leaf" else VALUE_NONE
-                for n in ordered
-            ],
-            dtype=np.int8,
-        )
-        self._build_tables(parent, t_of, p_term, p_node, p_w)
-        self._build_bridges(ordered, bridges, vocabulary)
-
-    def _build_hierarchy(
-        self, ordered: Sequence[CoverageNode], index: Mapping[str, int]
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """Each node's level, table and group, and the compact numbering of tables and
-        groups; returns the parent of each node and each table node's compact number."""
-        n_nodes = len(ordered)
-        self.level = np.array([_LEVELS[n.level] for n in ordered], dtype=np.int8)
+        ids = [n.id for n in ordered]
+        index = {node_id: i for i, node_id in enumerate(ids)}
         parent = np.array(
             [index.get(n.parent, -1) if n.parent is not None else -1 for n in ordered],
             dtype=np.int64,
         )
+        self._build(
+            ids,
+            np.array([_LEVELS[n.level] for n in ordered], dtype=np.int8),
+            parent,
+            _forward(ordered, weights),
+            [(index.get(a, -1), index.get(b, -1)) for a, b in links],
+            np.array([node_id in keys for node_id in ids], dtype=bool),
+            np.array(
+                [
+                    value_kind(n.data_type, n.fields.get("name"))
+                    if n.level == "leaf"
+                    else VALUE_NONE
+                    for n in ordered
+                ],
+                dtype=np.int8,
+            ),
+        )
+        self._build_bridges(ordered, bridges, vocabulary)
+
+    def _build(
+        self,
+        ids: list[str],
+        level: np.ndarray,
+        parent: np.ndarray,
+        forward: tuple[dict[str, int], np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+        links: Iterable[tuple[int, int]],
+        is_key: np.ndarray,
+        value_kinds: np.ndarray,
+    ) -> None:
+        """Everything but the bridges, from the nodes' ids (sorted), levels, parents (node
+        indexes), forward index, joins (node index pairs), keys and value kinds."""
+        self.ids = ids
+        self.level = level
+        t_of = self._build_hierarchy(parent)
+        p_term, p_node, p_w = self._build_postings(forward, t_of)
+        self._build_links(links)
+        self.is_key = is_key
+        self.value_kind = value_kinds
+        self._build_tables(parent, t_of, p_term, p_node, p_w)
+
+    def _build_hierarchy(self, parent: np.ndarray) -> np.ndarray:
+        """Each node's table and group, and the compact numbering of tables and groups;
+        returns each table node's compact number."""
+        n_nodes = len(parent)
         self.table = self._up_to(parent, 1)
         self.group = self._up_to(parent, 0)
         # compact numbering of tables and groups
@@ -186,19 +209,19 @@ class CoverageIndex:
         g_of[self.group_nodes] = np.arange(len(self.group_nodes))
         self.table_idx = np.where(self.table >= 0, t_of[np.maximum(self.table, 0)], -1)
         self.group_idx = np.where(self.group >= 0, g_of[np.maximum(self.group, 0)], -1)
-        return parent, t_of
+        return t_of
 
     def _build_postings(
-        self, ordered: Sequence[CoverageNode], weights: Mapping[str, float], t_of: np.ndarray
+        self,
+        forward: tuple[dict[str, int], np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+        t_of: np.ndarray,
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The forward index, idf, the table and group bags and the table nodes' own terms;
         returns every (term, node, weight) posting, sorted by term then node."""
-        n_nodes = len(ordered)
+        n_nodes = len(self.ids)
         n_tables = len(self.table_nodes)
         # forward index: node → (term, code of its field weight in field_w), CSR over nodes
-        self.vocab, self.fwd_ptr, self.fwd_term, self.fwd_code, self.field_w = _forward(
-            ordered, weights
-        )
+        self.vocab, self.fwd_ptr, self.fwd_term, self.fwd_code, self.field_w = forward
         n_vocab = len(self.vocab)
         self.n_terms = np.diff(self.fwd_ptr)
         # every (node, term) pair sorted by term then node: the postings, never kept whole
@@ -218,12 +241,12 @@ class CoverageIndex:
         self.town_ptr = np.searchsorted(p_term[at_table], np.arange(n_vocab + 1))
         return p_term, p_node, p_w
 
-    def _build_links(self, links: Iterable[tuple[str, str]], index: Mapping[str, int]) -> None:
-        """The join neighbours of each table (both directions, compact table numbers)."""
+    def _build_links(self, links: Iterable[tuple[int, int]]) -> None:
+        """The join neighbours of each table (both directions, compact table numbers), from
+        joins as pairs of node indexes (-1: not in this index)."""
         src: list[int] = []
         dst: list[int] = []
-        for a, b in links:
-            ia, ib = index.get(a, -1), index.get(b, -1)
+        for ia, ib in links:
             if ia < 0 or ib < 0 or ia == ib:
                 continue
             ta, tb = self.table_idx[ia], self.table_idx[ib]
@@ -277,7 +300,7 @@ class CoverageIndex:
         whether the part is a word itself, first letter, letter set as a bit mask, length),
         and question-side tokens → (term, weight) CSR."""
         if isinstance(bridges, CoverageIndex):
-            abbr, syn = bridges._bridges_for(self.vocab)
+            abbr, syn = bridges_for(bridges, self.vocab)
             shortest = bridges.abbr_shortest
         else:
             abbr, syn = _bridges(ordered, self.vocab, vocabulary) if bridges else (([], [], []), {})
@@ -296,39 +319,6 @@ class CoverageIndex:
         np.cumsum([len(v) for v in syn.values()], out=self.bridge_ptr[1:])
         self.bridge_term = np.array([j for v in syn.values() for j, _ in v], dtype=np.int64)
         self.bridge_w = np.array([w for v in syn.values() for _, w in v], dtype=np.float64)
-
-    def _bridges_for(
-        self, vocab: Mapping[str, int]
-    ) -> tuple[Abbreviations, dict[str, list[tuple[int, float]]]]:
-        """This index's bridges restricted to the terms of ``vocab``, in its term ids."""
-        mine = {j: vocab[t] for t in vocab if (j := self.vocab.get(t)) is not None}
-        abbr: Abbreviations = ([], [], [])
-        for part, j, is_word in zip(
-            self.abbr_parts, self.abbr_term.tolist(), self.abbr_word.tolist(), strict=True
-        ):
-            if j in mine:
-                abbr[0].append(part)
-                abbr[1].append(mine[j])
-                abbr[2].append(is_word)
-        syn: dict[str, list[tuple[int, float]]] = {}
-        if len(self.bridge_term):
-            keep = np.isin(self.bridge_term, np.fromiter(mine, dtype=np.int64, count=len(mine)))
-            rows = np.searchsorted(self.bridge_ptr, np.flatnonzero(keep), side="right") - 1
-            kept = set(rows.tolist())
-            for key, row in self.bridge_row.items():
-                if row not in kept:
-                    continue
-                lo, hi = int(self.bridge_ptr[row]), int(self.bridge_ptr[row + 1])
-                found = [
-                    (mine[j], w)
-                    for j, w in zip(
-                        self.bridge_term[lo:hi].tolist(), self.bridge_w[lo:hi].tolist(), strict=True
-                    )
-                    if j in mine
-                ]
-                if found:
-                    syn[key] = sorted(found)
-        return abbr, syn
 
     def has_bridges(self) -> bool:
         return bool(len(self.abbr_term) or len(self.bridge_term))

@@ -47,6 +47,8 @@ _MAX_FETCH = 4096
 _OVERSAMPLE = 2.0
 # Compact once dead rows outnumber live ones (and there are enough to matter).
 _COMPACT_MIN_DEAD = 1024
+#: allow-lists whose rows are kept (a frozenset each, asked again: a datasource's ids)
+_ALLOWED_KEPT = 64
 
 Mode = Literal["auto", "exact", "ann"]
 _warned_no_usearch = False
@@ -105,6 +107,8 @@ class VectorIndex:
         self._rows: dict[str, int] = {id_: row for row, id_ in enumerate(ids)}
         self._alive: np.ndarray | None = None  # None while no row is dead
         self._ann: Any = None
+        # the rows of an allow-list asked again (a datasource's ids, one frozenset each)
+        self._allowed: dict[frozenset[str], np.ndarray] = {}
         self._lock = threading.Lock()
 
     # -- construction ------------------------------------------------------
@@ -208,6 +212,18 @@ class VectorIndex:
         return self._search_exact(q, k, rows)
 
     def _allowed_rows(self, allow: Collection[str]) -> np.ndarray:
+        """The rows of the ids of ``allow`` that are here, sorted; a frozenset's rows are
+        kept until the next change (a scope searched again maps no id twice)."""
+        if isinstance(allow, frozenset):
+            rows = self._allowed.get(allow)
+            if rows is None:
+                if len(self._allowed) >= _ALLOWED_KEPT:
+                    self._allowed.clear()
+                rows = self._allowed[allow] = self._rows_of(allow)
+            return rows
+        return self._rows_of(allow)
+
+    def _rows_of(self, allow: Collection[str]) -> np.ndarray:
         get = self._rows.get
         found = [row for row in (get(id_) for id_ in allow) if row is not None]
         return np.unique(np.asarray(found, dtype=np.int64))
@@ -310,6 +326,7 @@ class VectorIndex:
         _check_ids(ids)
         if not ids:
             return
+        self._allowed.clear()
         self.remove(id_ for id_ in ids if id_ in self._rows)
         self._reserve(len(ids))
         start = self._n
@@ -329,6 +346,7 @@ class VectorIndex:
         rows = [row for row in (self._rows.pop(id_, None) for id_ in ids) if row is not None]
         if not rows:
             return 0
+        self._allowed.clear()
         if self._alive is None:
             self._alive = np.ones(len(self._buf), dtype=bool)
         self._alive[rows] = False

@@ -50,6 +50,7 @@ class EntityCorpus(CorpusSearch):
         self._mentions: dict[str, list[str]] | None = None
         self._coverage: CoverageIndex | None = None
         self._scoped: dict[str, CoverageIndex] = {}
+        self._scope_ids: dict[str, frozenset[str]] = {}
         self._tags: tuple[dict[str, list[str]], dict[str, list[str]]] | None = None
         self._words: dict[str, frozenset[str]] = {}
         self._surface: dict[str, frozenset[str]] = {}
@@ -90,6 +91,7 @@ class EntityCorpus(CorpusSearch):
         for name in ("_words", "_surface", "_doc_plain", "_doc_words"):
             setattr(twin, name, dict(getattr(self, name)))
         twin._overlap = {}
+        twin._scope_ids = {}
         twin._mentions = None
         twin._tags = None
         return twin
@@ -101,6 +103,7 @@ class EntityCorpus(CorpusSearch):
         self._doc_plain.pop(m.id, None)
         self._doc_words.pop(m.id, None)
         self._overlap.clear()
+        self._scope_ids.clear()
         self._mentions = None
         self._tags = None
 
@@ -111,6 +114,7 @@ class EntityCorpus(CorpusSearch):
         self._doc_plain.pop(memory_id, None)
         self._doc_words.pop(memory_id, None)
         self._overlap.clear()
+        self._scope_ids.clear()
         self._mentions = None
         self._tags = None
 

@@ -5,12 +5,12 @@ or one datasource's) and bm25 over the memories tagged with entities (the index 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from itertools import chain
 from typing import TYPE_CHECKING
 
-from layersearch.corpora.entities.coverage import build_coverage, coverage_of
+from layersearch.corpora.entities.coverage import build_coverage
 from layersearch.corpora.entities.rank import _memory_order
 from layersearch.ranking.bm25 import EntityOverlapIndex
+from layersearch.ranking.coverage_cut import within
 
 if TYPE_CHECKING:
     from layersearch.corpora.entities.config import EntityIndexConfig
@@ -37,6 +37,7 @@ class CorpusIndexes:
         _coverage: CoverageIndex | None
         _scoped: dict[str, CoverageIndex]
         _overlap: dict[tuple[str | None, frozenset[str] | None], EntityOverlapIndex]
+        _scope_ids: dict[str, frozenset[str]]
 
     def ensure_coverage(
         self, objects: Sequence[Entity] | None = None, prebuilt: CoverageBuild | None = None
@@ -73,26 +74,26 @@ class CorpusIndexes:
             return self._coverage
         idx = self._scoped.get(datasource)
         if idx is None:
-            ents = self._entities_in(datasource)
-            edges = {k: self.edges_out[k] for k in ents if k in self.edges_out}
             if len(self._scoped) >= SCOPED_INDEXES:
                 self._scoped.pop(next(iter(self._scoped)))
-            # The bridges come from the catalog-wide index (no second reading of WordNet).
-            cfg = self.index_config
-            wide = self.coverage() if cfg.vocabulary_bridges else None
-            joins = chain.from_iterable(edges.values())
-            idx = coverage_of(ents, joins, bridges_from=wide, config=cfg)
+            # Cut from the catalog-wide index: no entity decoded or analysed again, and the
+            # bridges are its own (no second reading of WordNet).
+            wide = self.coverage()
+            idx = within(wide, datasource, self.index_config.vocabulary_bridges)
             self._scoped[datasource] = idx
         return idx
 
-    def _entities_in(self, datasource: str) -> dict[str, Entity]:
-        """The visible entities of one datasource (decoding only those from a snapshot)."""
-        return {i: self.entities[i] for i in self.entities.visible_in_scope(datasource)}
-
-    def scope_ids(self, datasource: str) -> set[str]:
-        """Visible entity ids under a datasource, and the memories in its scope."""
-        out = set(self.entities.visible_in_scope(datasource))
-        out.update(m.id for m in self.memories.values() if datasource in self.memory_scopes(m))
+    def scope_ids(self, datasource: str) -> frozenset[str]:
+        """Visible entity ids under a datasource, and the memories in its scope: computed
+        once per datasource until the memories change (one object, so that the vector
+        index maps its ids to rows once)."""
+        out = self._scope_ids.get(datasource)
+        if out is None:
+            ids = set(self.entities.visible_in_scope(datasource))
+            ids.update(m.id for m in self.memories.values() if datasource in self.memory_scopes(m))
+            if len(self._scope_ids) >= SCOPED_INDEXES:
+                self._scope_ids.pop(next(iter(self._scope_ids)))
+            out = self._scope_ids[datasource] = frozenset(ids)
         return out
 
     def memory_scopes(self, m: Memory) -> set[str]:

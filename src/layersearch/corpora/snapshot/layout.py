@@ -36,6 +36,7 @@ _CODE = (
     "ranking/bridges",
     "ranking/coverage",
     "ranking/coverage_arrays",
+    "ranking/coverage_cut",  # the bridges of an index cut from the wide one
     "ranking/coverage_terms",
     "ranking/fulltext",  # key_hash
     "ranking/lexicon",

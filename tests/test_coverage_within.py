@@ -1,0 +1,106 @@
+"""A datasource's schema index cut from the catalog-wide one (``coverage_cut.within``) is
+the index built from that datasource's nodes: every array, term id and bridge the same."""
+
+from __future__ import annotations
+
+from itertools import chain
+from typing import Any
+
+import numpy as np
+import pytest
+
+from layersearch.api import Layersearch
+from layersearch.corpora.entities.config import DEFAULT_INDEX
+from layersearch.corpora.entities.coverage import coverage_of
+from layersearch.ranking.coverage import CoverageIndex, CoverageNode
+from layersearch.ranking.coverage_cut import within
+from layersearch.ranking.persist import RaggedList, StringTable
+from tests.support import MODELS, ROOT
+from tests.test_coverage_equivalence import _schema
+
+
+def _same(a: Any, b: Any, path: str = "index") -> None:
+    """``a`` and ``b`` hold the same state: arrays equal with their dtypes, mappings
+    equal in the same order, nested index objects alike."""
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        a, b = np.asarray(a), np.asarray(b)
+        assert (a.shape, a.dtype) == (b.shape, b.dtype), path
+        assert np.array_equal(a, b, equal_nan=a.dtype.kind == "f"), path
+    elif isinstance(a, dict) or hasattr(a, "items"):
+        assert list(dict(a).items()) == list(dict(b).items()), path
+    elif isinstance(a, list | tuple | StringTable | RaggedList):
+        assert len(a) == len(b), path
+        for i, (x, y) in enumerate(zip(a, b, strict=True)):
+            _same(x, y, f"{path}[{i}]")
+    elif hasattr(a, "__dict__"):
+        assert set(vars(a)) == set(vars(b)), path
+        for k in vars(a):
+            _same(vars(a)[k], vars(b)[k], f"{path}.{k}")
+    else:
+        assert a == b, path
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("bridges", [False, True])
+def test_a_group_cut_from_the_wide_index_is_the_group_built_alone(seed: int, bridges: bool) -> None:
+    nodes, links, keys = _schema(seed)
+    weights = DEFAULT_INDEX.field_weights()
+    wide = CoverageIndex(nodes, weights, links, keys, bridges=bridges)
+    groups = sorted(n.id for n in nodes if n.level == "group")
+    for g in groups:
+        mine = [n for n in nodes if n.id == g or n.id.startswith(g + ".")]
+        alone = CoverageIndex(mine, weights, links, keys, bridges=wide if bridges else False)
+        cut = within(wide, g, bridges)
+        _same(alone, cut, g)
+        text = "order amount by customer city"
+        assert cut.search(text, 20) == alone.search(text, 20)
+
+
+def test_only_the_group_and_the_nodes_under_it_are_cut() -> None:
+    weights = DEFAULT_INDEX.field_weights()
+    nodes = [
+        CoverageNode("shop", "group", None, {"name": "shop"}),
+        CoverageNode("shop.orders", "table", "shop", {"name": "orders"}),
+        CoverageNode("shop.orders.amount", "leaf", "shop.orders", {"name": "amount"}),
+        # ids that share the prefix without the dot sort around the group's
+        CoverageNode("shop-eu", "group", None, {"name": "shop eu"}),
+        CoverageNode("shop-eu.orders", "table", "shop-eu", {"name": "orders"}),
+        CoverageNode("shops", "group", None, {"name": "shops"}),
+        CoverageNode("shops.stock", "table", "shops", {"name": "stock"}),
+    ]
+    wide = CoverageIndex(nodes, weights, bridges=True)
+    assert within(wide, "shop").ids == ["shop", "shop.orders", "shop.orders.amount"]
+    assert within(wide, "shops").ids == ["shops", "shops.stock"]
+    empty = within(wide, "nowhere")
+    assert empty.ids == [] and empty.search("orders amount", 10) == []
+
+
+@pytest.mark.parametrize(
+    "source", [MODELS, ROOT / "examples" / "spider" / "tables.json"], ids=["models", "spider"]
+)
+def test_a_stores_scoped_index_is_the_one_its_entities_build(source: Any) -> None:
+    # the store's catalog-wide index is read back from its files (persisted containers)
+    with Layersearch(":memory:") as ls:
+        ls.load(source)
+        corpus = ls.corpus()
+        wide = corpus.coverage()
+        datasources = [e.id for e in corpus.entities.values() if e.kind == "datasource"]
+        assert datasources
+        for ds in datasources:
+            ents = {i: corpus.entities[i] for i in corpus.entities.visible_in_scope(ds)}
+            edges = chain.from_iterable(corpus.edges_out.get(k, []) for k in ents)
+            built = coverage_of(ents, edges, bridges_from=wide, config=corpus.index_config)
+            _same(built, corpus.coverage(ds), ds)
+
+
+def test_a_datasources_ids_follow_the_memories_saved_and_forgotten() -> None:
+    with Layersearch(":memory:") as ls:
+        ls.load(MODELS)
+        before = ls.corpus().scope_ids("shop")
+        assert isinstance(before, frozenset) and "shop.orders" in before
+        assert ls.corpus().scope_ids("shop") is before  # kept: one object per datasource
+        m = ls.save_memory("refunds settle in three days", entities=["shop.refunds"])
+        now = ls.corpus().scope_ids("shop")
+        assert now == before | {m.id} and m.id not in ls.corpus().scope_ids("finance")
+        ls.forget_memory(m.id)
+        assert ls.corpus().scope_ids("shop") == before
