@@ -97,6 +97,33 @@ def test_a_kept_allow_list_follows_adds_removes_and_compaction(data):
     assert [i for i, _ in index.search(q, 60, set(allow))] == want  # a set is not kept
 
 
+def test_a_large_product_split_across_cores_scores_to_the_bit(data, monkeypatch):
+    ids, matrix, queries = data
+    whole = VectorIndex(ids, matrix)
+    expected = [whole.search(q, 25) for q in queries[:5]]
+    masked = whole.search(queries[0], 25, allow=set(ids[::2]))
+    monkeypatch.setattr(vector_module, "SPLIT_MIN_ROWS", 100)
+    # on the threads of this process's pool (one per core)
+    assert np.array_equal(vector_module._product(matrix, queries[1]), matrix @ queries[1])
+    monkeypatch.setattr(vector_module, "_pool", lambda pid: (_Pool(), 3))  # 3 blocks, inline
+    split = VectorIndex(ids, matrix)
+    assert [split.search(q, 25) for q in queries[:5]] == expected  # scores equal too
+    assert split.search(queries[0], 25, allow=set(ids[::2])) == masked
+    scores = vector_module._product(matrix, queries[0])
+    assert np.array_equal(scores, matrix @ queries[0])
+
+
+class _Pool:
+    """Runs each block at once, in order (the split, without threads)."""
+
+    def submit(self, fn, *args):
+        from concurrent.futures import Future
+
+        done: Future = Future()
+        done.set_result(fn(*args))
+        return done
+
+
 def test_ties_are_broken_by_id():
     v = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 0.0], [1.0, 0.0]], dtype=np.float32)
     index = VectorIndex(["c", "z", "a", "b"], v)
