@@ -294,13 +294,15 @@ class CoverageIndex:
         ordered: Sequence[CoverageNode],
         bridges: bool | CoverageIndex,
         vocabulary: tuned.VocabularyBridges = tuned.BRIDGES,
+        terms: Mapping[int, int] | None = None,
     ) -> None:
         """Vocabulary bridges (``ranking.bridges``), as arrays so that a persisted index maps
         them: identifier parts that may abbreviate or truncate a word (with their term,
         whether the part is a word itself, first letter, letter set as a bit mask, length),
-        and question-side tokens → (term, weight) CSR."""
+        and question-side tokens → (term, weight) CSR. ``terms``: with a wider index, its
+        term ids → this one's, when known."""
         if isinstance(bridges, CoverageIndex):
-            abbr, syn = bridges_for(bridges, self.vocab)
+            abbr, syn = bridges_for(bridges, self.vocab, terms)
             shortest = bridges.abbr_shortest
         else:
             abbr, syn = _bridges(ordered, self.vocab, vocabulary) if bridges else (([], [], []), {})

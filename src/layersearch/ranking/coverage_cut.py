@@ -43,7 +43,8 @@ def within(wide: CoverageIndex, group: str, bridges: bool = True) -> CoverageInd
     at = bisect_left(ids, group)
     head = [at] if at < len(ids) and ids[at] == group else []
     sel = np.array(head + list(range(lo, hi)), dtype=np.int64)
-    sub_ids = [ids[i] for i in sel.tolist()]
+    take = getattr(ids, "take", None)  # a mapped index's ids decode in one pass
+    sub_ids = take(sel) if take is not None else [ids[i] for i in sel.tolist()]
     level = np.asarray(wide.level[sel])
     index = {node_id: i for i, node_id in enumerate(sub_ids)}
     parent = np.array(
@@ -65,7 +66,8 @@ def within(wide: CoverageIndex, group: str, bridges: bool = True) -> CoverageInd
     rank = np.empty(len(uniq), dtype=np.int64)
     rank[order] = np.arange(len(uniq))
     words = inverted(wide, "vocab")
-    vocab = {words[j]: k for k, j in enumerate(uniq[order].tolist())}
+    theirs = uniq[order].tolist()  # the wide index's term of each of the group's terms
+    vocab = {words[j]: k for k, j in enumerate(theirs)}
     term = rank[np.searchsorted(uniq, old)].astype(np.int32)
     forward = (vocab, ptr, term, np.asarray(wide.fwd_code[entry]), np.asarray(wide.field_w))
     # the joins within the group, from the wide index's table pairs
@@ -78,17 +80,20 @@ def within(wide: CoverageIndex, group: str, bridges: bool = True) -> CoverageInd
     out.settings = wide.settings
     keys, kinds = np.asarray(wide.is_key[sel]), np.asarray(wide.value_kind[sel])
     out._build(sub_ids, level, parent, forward, links, keys, kinds)
-    out._build_bridges((), wide if bridges else False)
+    out._build_bridges((), wide if bridges else False, terms={j: k for k, j in enumerate(theirs)})
     if not bridges:  # the minimum lengths it would read, as a build without bridges
         out.abbr_shortest = np.asarray(wide.abbr_shortest)
     return out
 
 
 def bridges_for(
-    wide: CoverageIndex, vocab: Mapping[str, int]
+    wide: CoverageIndex, vocab: Mapping[str, int], terms: Mapping[int, int] | None = None
 ) -> tuple[Abbreviations, dict[str, list[tuple[int, float]]]]:
-    """``wide``'s bridges restricted to the terms of ``vocab``, in ``vocab``'s term ids."""
-    mine = {j: vocab[t] for t in vocab if (j := wide.vocab.get(t)) is not None}
+    """``wide``'s bridges restricted to the terms of ``vocab``, in ``vocab``'s term ids
+    (``terms``: ``wide``'s term id → ``vocab``'s, when known; else looked up)."""
+    if terms is None:
+        terms = {j: vocab[t] for t in vocab if (j := wide.vocab.get(t)) is not None}
+    mine = terms
     ours = np.fromiter(mine, dtype=np.int64, count=len(mine))
     abbr: Abbreviations = ([], [], [])
     for i in np.flatnonzero(np.isin(wide.abbr_term, ours)).tolist():
