@@ -31,13 +31,13 @@ _INVERTED: weakref.WeakKeyDictionary[CoverageIndex, dict[str, list[str]]] = (
 _LOCK = threading.Lock()
 
 
-def within(wide: CoverageIndex, group: str, bridges: bool = True) -> CoverageIndex:
+def within(wide: CoverageIndex, group: str) -> CoverageIndex:
     """The index of one group (a datasource: its node and the nodes under ``group.``),
     cut from the catalog-wide ``wide`` without reading an entity again: the arrays that
     building from those nodes gives (the same terms, their ids by first appearance, idf
     and BM25 statistics over the group alone, the joins within it), with ``wide``'s
-    bridges when ``bridges``. A node counts as a key as it does in ``wide``: a column
-    another datasource joins to stays one."""
+    bridges for its terms (none when ``wide`` was built without). A node counts as a key
+    as it does in ``wide``: a column another datasource joins to stays one."""
     ids = wide.ids
     lo, hi = bisect_left(ids, group + "."), bisect_left(ids, group + "/")
     at = bisect_left(ids, group)
@@ -70,19 +70,21 @@ def within(wide: CoverageIndex, group: str, bridges: bool = True) -> CoverageInd
     vocab = {words[j]: k for k, j in enumerate(theirs)}
     term = rank[np.searchsorted(uniq, old)].astype(np.int32)
     forward = (vocab, ptr, term, np.asarray(wide.fwd_code[entry]), np.asarray(wide.field_w))
-    # the joins within the group, from the wide index's table pairs
-    pos = np.full(len(ids), -1, dtype=np.int64)
-    pos[sel] = np.arange(len(sel))
-    src, dst = wide.table_nodes[wide.nb_src], wide.table_nodes[wide.nb_dst]
-    inside = (pos[src] >= 0) & (pos[dst] >= 0)
-    links = list(zip(pos[src[inside]].tolist(), pos[dst[inside]].tolist(), strict=True))
+    # the joins within the group, from the wide index's table pairs: its tables are the
+    # compact numbers t_lo..t_hi (nodes lo..hi), and the pairs are sorted by source
+    t_lo, t_hi = np.searchsorted(wide.table_nodes, [lo, hi]).tolist()
+    r_lo, r_hi = np.searchsorted(wide.nb_src, [t_lo, t_hi]).tolist()
+    src, dst = np.asarray(wide.nb_src[r_lo:r_hi]), np.asarray(wide.nb_dst[r_lo:r_hi])
+    inside = (dst >= t_lo) & (dst < t_hi)
+    shift = len(head) - lo  # a node of lo..hi is at len(head) + (node - lo) in the cut
+    node_src = wide.table_nodes[src[inside]] + shift
+    node_dst = wide.table_nodes[dst[inside]] + shift
+    links = list(zip(node_src.tolist(), node_dst.tolist(), strict=True))
     out = type(wide).__new__(type(wide))
     out.settings = wide.settings
     keys, kinds = np.asarray(wide.is_key[sel]), np.asarray(wide.value_kind[sel])
     out._build(sub_ids, level, parent, forward, links, keys, kinds)
-    out._build_bridges((), wide if bridges else False, terms={j: k for k, j in enumerate(theirs)})
-    if not bridges:  # the minimum lengths it would read, as a build without bridges
-        out.abbr_shortest = np.asarray(wide.abbr_shortest)
+    out._build_bridges((), wide, terms={j: k for k, j in enumerate(theirs)})
     return out
 
 
@@ -91,9 +93,11 @@ def bridges_for(
 ) -> tuple[Abbreviations, dict[str, list[tuple[int, float]]]]:
     """``wide``'s bridges restricted to the terms of ``vocab``, in ``vocab``'s term ids
     (``terms``: ``wide``'s term id → ``vocab``'s, when known; else looked up)."""
-    if terms is None:
-        terms = {j: vocab[t] for t in vocab if (j := wide.vocab.get(t)) is not None}
-    mine = terms
+    mine = (
+        {j: vocab[t] for t in vocab if (j := wide.vocab.get(t)) is not None}
+        if terms is None
+        else terms
+    )
     ours = np.fromiter(mine, dtype=np.int64, count=len(mine))
     abbr: Abbreviations = ([], [], [])
     for i in np.flatnonzero(np.isin(wide.abbr_term, ours)).tolist():

@@ -78,8 +78,7 @@ class CorpusIndexes:
                 self._scoped.pop(next(iter(self._scoped)))
             # Cut from the catalog-wide index: no entity decoded or analysed again, and the
             # bridges are its own (no second reading of WordNet).
-            wide = self.coverage()
-            idx = within(wide, datasource, self.index_config.vocabulary_bridges)
+            idx = within(self.coverage(), datasource)
             self._scoped[datasource] = idx
         return idx
 
