@@ -26,16 +26,16 @@ plain dicts and tuples (``benchmarks/lexicon.py``).
 from __future__ import annotations
 
 import gzip
-import hashlib
 import logging
 import os
-import pickle
 from array import array
 from collections.abc import Iterable, Iterator, Mapping, MutableSequence, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import IO, Any, NamedTuple, TypeVar, overload
+
+from layersearch.ranking.diskcache import cached
 
 __all__ = ["Rows", "Senses", "WordNet", "identity", "wordnet", "wordnet_dir"]
 
@@ -258,41 +258,15 @@ _CACHE_VERSION = 3
 @lru_cache(maxsize=4)
 def _load(directory: str) -> WordNet | None:
     """The lexicon from a cached copy when one matches the files, else parsed (and
-    cached under ``$XDG_CACHE_HOME/layersearch``, or ``~/.cache``, when writable)."""
+    cached: :mod:`layersearch.ranking.diskcache`)."""
     base = Path(directory)
     try:
-        st = _file(base, "data.noun").stat()
+        return cached(
+            "wordnet", _CACHE_VERSION, [_file(base, "data.noun")], WordNet, lambda: _parse(base)
+        )
     except OSError as exc:
         log.warning("WordNet at %s could not be read (%s): no synonym bridges", base, exc)
         return None
-    tag = hashlib.sha1(
-        f"{_CACHE_VERSION}|{base.resolve()}|{st.st_size}|{st.st_mtime_ns}".encode()
-    ).hexdigest()[:16]
-    root = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    cached = Path(root) / "layersearch" / f"wordnet-{tag}.pickle"
-    try:
-        with cached.open("rb") as fh:
-            found = pickle.load(fh)
-        if isinstance(found, WordNet):
-            return found
-    except (OSError, pickle.UnpicklingError, EOFError, AttributeError, TypeError):
-        pass
-    parsed = _parse(base)
-    if parsed is None:
-        return None
-    blob = pickle.dumps(parsed, protocol=pickle.HIGHEST_PROTOCOL)
-    try:
-        cached.parent.mkdir(parents=True, exist_ok=True)
-        tmp = cached.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_bytes(blob)
-        os.replace(tmp, cached)
-    except OSError as exc:
-        log.debug("WordNet cache %s not written: %s", cached, exc)
-    # The copy read back, not the parsed one: its objects are allocated after the parse's
-    # scratch is freed, packed together, so the process's RSS falls with it (by ~30 MiB).
-    del parsed
-    copy: WordNet = pickle.loads(blob)
-    return copy
 
 
 def _parse(base: Path) -> WordNet | None:

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from layersearch.ranking.analyzer import read_words
+from layersearch.ranking.diskcache import cached
 from layersearch.ranking.neighbours import WordSpace, catalog_words, word_key
 from layersearch.ranking.params import WORD_NEIGHBOURS, WordNeighbours
 
@@ -84,10 +85,21 @@ class StaticWords:
         self.by_key = by_key
         self.words = words
         self.floor = chance_cosine(self.unit, len(words))
+        self._fresh()
+
+    def _fresh(self) -> None:
         self._lock = threading.Lock()
         self._spaces: weakref.WeakKeyDictionary[CoverageIndex, WordSpace] = (
             weakref.WeakKeyDictionary()
         )
+
+    def __getstate__(self) -> dict[str, object]:
+        # (pickled by :func:`_load`'s cache: the words, rows and floor, no catalog's space)
+        return {k: v for k, v in self.__dict__.items() if k not in ("_lock", "_spaces")}
+
+    def __setstate__(self, state: dict[str, object]) -> None:
+        self.__dict__.update(state)
+        self._fresh()
 
     def __len__(self) -> int:
         return len(self.words)
@@ -193,12 +205,20 @@ def read_vectors(base: Path) -> StaticWords:
     return StaticWords(words, rows, keys)
 
 
+#: Bump when what :class:`StaticWords` keeps changes: cached copies of older ones are ignored.
+_CACHE_VERSION = 1
+
+
 @lru_cache(maxsize=4)
 def _load(base: Path | None) -> StaticWords | None:
+    """The vectors of ``base`` from a cached copy when one matches its files, else read
+    (and cached: :mod:`layersearch.ranking.diskcache`; reading takes 0.2 s, most of a
+    new process's lexical search)."""
     if base is None:
         return None
     try:
-        return read_vectors(base)
+        sources = [base / "words.txt.gz", base / "vectors.npy"]
+        return cached("wordvec", _CACHE_VERSION, sources, StaticWords, lambda: read_vectors(base))
     except (OSError, ValueError) as exc:
         log.warning("word vectors not read (%s): lexical search reads no word neighbours", exc)
         return None
