@@ -14,7 +14,8 @@
 
 ``--exact`` searches the vectors exactly, as the default install does (usearch, the
 ``[ann]`` extra, turns search above 200,000 vectors approximate, after building its
-graph in the first search). ``--random-vectors`` skips step 2's model for the entities: every entity gets a random
+graph in the first search, or reading the one a run before kept beside the store:
+the report's ``warm_s`` is either). ``--random-vectors`` skips step 2's model for the entities: every entity gets a random
 unit vector under the local model's fingerprint (the catalog's words are embedded for
 real), so that a search at full scale can be timed without the embedding's hour; the
 vector search costs the same whatever the vectors hold, the rankings mean nothing.

@@ -459,3 +459,32 @@ def test_vectors_written_between_two_reads_are_none_this_time(tmp_path: Path) ->
         ls.dense()._index_gen = -1
         after = ls.search(question="tax on orders", explain=True)
         assert "vector" in channels_of(after) and after.warnings == []
+
+
+def test_the_hnsw_graph_is_kept_beside_the_store_for_the_next_process(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where a search goes through HNSW (the ``[ann]`` extra, 200k vectors and more), the
+    graph built by one process is kept in the store's index folder and read by the next
+    instead of built again; the answers are the same."""
+    pytest.importorskip("usearch", reason="needs the [ann] extra")
+    from layersearch.ranking.vector import VectorIndex
+
+    monkeypatch.setattr(VectorIndex, "uses_ann", property(lambda self: True))
+    built: list[int] = []
+    build = VectorIndex._build_ann
+    monkeypatch.setattr(
+        VectorIndex, "_build_ann", lambda self, rows: built.append(len(rows)) or build(self, rows)
+    )
+    store = tmp_path / "s.duckdb"
+    questions = ["tax on orders", "revenue by store", "customers by country"]
+    with Layersearch(store, embedder="fake") as ls:
+        ls.load(MINI)
+        ls.embed()
+        first = [ls.search(question=q, channels=["vector"]).results for q in questions]
+        kept = sorted((Path(ls.store.index_dir) / "hnsw").glob("hnsw-*.usearch"))
+    assert built and len(kept) == len(built)
+    builds = len(built)
+    with Layersearch(store, embedder="fake", create=False) as ls:
+        assert [ls.search(question=q, channels=["vector"]).results for q in questions] == first
+    assert len(built) == builds, "the second process read the kept graphs"

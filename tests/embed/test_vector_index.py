@@ -251,6 +251,70 @@ def test_ann_allow_filter_and_updates(clustered):
     assert ann.search(q, 1)[0][0] == "fresh"
 
 
+def test_a_kept_graph_is_read_by_the_next_index_of_the_same_vectors(
+    tmp_path, monkeypatch, caplog, data
+):
+    pytest.importorskip("usearch", reason="needs the [ann] extra")
+    ids, matrix, queries = data
+    built: list[int] = []
+    build = VectorIndex._build_ann
+    monkeypatch.setattr(
+        VectorIndex, "_build_ann", lambda self, rows: built.append(len(rows)) or build(self, rows)
+    )
+    first = VectorIndex(ids, matrix, mode="ann", ann_dir=tmp_path)
+    answers = [first.search(q, 10) for q in queries]
+    (kept,) = tmp_path.glob("hnsw-*.usearch")
+    assert built == [len(ids)] and not list(tmp_path.glob("*.tmp"))
+    # another index of the same vectors (another process's) maps the file: same answers
+    again = VectorIndex(list(ids), matrix.copy(), mode="ann", ann_dir=tmp_path)
+    with caplog.at_level(logging.INFO, logger="layersearch.ranking.vector"):
+        assert [again.search(q, 10) for q in queries] == answers
+    assert built == [len(ids)] and again._ann_view and "read HNSW graph" in caplog.text
+    # what the graph is built from names the file: other vectors, ids or parameters
+    # build their own
+    other = matrix.copy()
+    other[0] = other[1]
+    VectorIndex(ids, other, mode="ann", ann_dir=tmp_path).search(queries[0], 3)
+    (oldest,) = set(tmp_path.glob("hnsw-*.usearch")) - {kept}
+    renamed = [f"x{i}" for i in range(len(ids))]
+    VectorIndex(renamed, matrix, mode="ann", ann_dir=tmp_path).search(queries[0], 3)
+    VectorIndex(ids, matrix, mode="ann", connectivity=8, ann_dir=tmp_path).search(queries[0], 3)
+    assert len(built) == 4 and len(list(tmp_path.glob("hnsw-*.usearch"))) == 4
+    VectorIndex(ids, matrix, mode="ann", ann_dir=tmp_path).search(queries[0], 3)  # used again
+    # a change drops the read-only map: searched again, the graph of the new vectors
+    again.remove([answers[0][0][0]])
+    assert not again._ann_view
+    assert answers[0][0][0] not in [i for i, _ in again.search(queries[0], 10)]
+    again.add(["fresh"], queries[0][None, :])
+    assert again.search(queries[0], 1)[0][0] == "fresh"
+    assert len(built) == 5
+    # the graphs used last are kept: the first was read again, the oldest went
+    assert kept.exists() and not oldest.exists()
+    assert len(list(tmp_path.glob("hnsw-*.usearch"))) == vector_module.GRAPHS_KEPT
+
+
+def test_a_bad_or_unwritable_graph_costs_only_a_build(tmp_path, monkeypatch, caplog, data):
+    pytest.importorskip("usearch", reason="needs the [ann] extra")
+    ids, matrix, queries = data
+    exact = VectorIndex(ids, matrix, mode="exact")
+    truth = [i for i, _ in exact.search(queries[0], 5)]
+    VectorIndex(ids, matrix, mode="ann", ann_dir=tmp_path).search(queries[0], 5)
+    (kept,) = tmp_path.glob("hnsw-*.usearch")
+    kept.write_bytes(b"not a graph" * 10)
+    with caplog.at_level(logging.WARNING, logger="layersearch.ranking.vector"):
+        index = VectorIndex(ids, matrix, mode="ann", ann_dir=tmp_path)
+        assert [i for i, _ in index.search(queries[0], 5)] == truth
+    assert "not read" in caplog.text and not index._ann_view
+    assert kept.stat().st_size > 1000  # built again and kept in its place
+    blocked = tmp_path / "blocked"
+    blocked.write_text("a file where the folder would be")
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="layersearch.ranking.vector"):
+        index = VectorIndex(ids, matrix, mode="ann", ann_dir=blocked / "hnsw")
+        assert [i for i, _ in index.search(queries[0], 5)] == truth
+    assert "not kept" in caplog.text
+
+
 def test_without_usearch_search_stays_exact(monkeypatch, caplog, data):
     ids, matrix, queries = data
     monkeypatch.setattr(vector_module, "ann_available", lambda: False)

@@ -21,6 +21,7 @@ from collections.abc import Callable, Collection, Generator, Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from itertools import islice
+from pathlib import Path
 
 import numpy as np
 
@@ -358,7 +359,10 @@ class DenseCorpus:
                         )
                 if error is not None:
                     raise error
-                self._index = VectorIndex(ids, matrix)
+                # (an HNSW graph, where one is built, is kept beside the store's indexes)
+                where = getattr(self.store, "index_dir", None)
+                hnsw = None if where is None else Path(where) / "hnsw"
+                self._index = VectorIndex(ids, matrix, ann_dir=hnsw)
                 self._index_gen = gen
             return self._index
 

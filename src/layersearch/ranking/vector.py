@@ -7,6 +7,14 @@ a few milliseconds and is always right. Above it, an HNSW graph from ``usearch``
 re-scored exactly, so reported scores are true cosines either way. Without
 usearch the index stays exact and says so once in the log.
 
+The graph takes a while to build (540k vectors: about a minute on two cores). Given
+``ann_dir``, it is kept there once built, named by a digest of what it was built
+from (the live rows, their ids and vectors, the graph's parameters), and the next
+index of the same vectors, in this process or another, maps that file instead of
+building (a read-only view; a change to the index drops the view, and the graph is
+built again, or read, for the new vectors). The :data:`GRAPHS_KEPT` graphs used last
+are kept.
+
 Vectors must be L2-normalised (every normalised embedder guarantees it), so the
 dot product is the cosine. Results are ordered by score descending, then id, so
 equal scores never come back in an arbitrary order.
@@ -22,7 +30,9 @@ Pure: numpy, and usearch imported lazily. Knows nothing about stores.
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import hashlib
 import logging
 import math
 import os
@@ -31,6 +41,7 @@ import time
 from collections.abc import Callable, Collection, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from os import PathLike
+from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
@@ -55,6 +66,8 @@ _COMPACT_MIN_DEAD = 1024
 SPLIT_MIN_ROWS = 100_000
 #: allow-lists whose rows are kept (a frozenset each, asked again: a datasource's ids)
 _ALLOWED_KEPT = 64
+#: HNSW graphs kept in an ``ann_dir``, the ones used last
+GRAPHS_KEPT = 4
 
 Mode = Literal["auto", "exact", "ann"]
 _warned_no_usearch = False
@@ -79,6 +92,7 @@ class VectorIndex:
     ``ann_dtype`` is the precision the graph stores (``"i8"`` by default:
     4x less memory and several times faster to build than ``"f32"``, with no
     loss in reported scores since candidates are re-scored in float32).
+    ``ann_dir`` is where graphs are kept between processes (the module doc).
     """
 
     def __init__(
@@ -92,6 +106,7 @@ class VectorIndex:
         expansion_add: int = 128,
         expansion_search: int = 256,
         ann_dtype: Literal["i8", "f16", "f32"] = "i8",
+        ann_dir: str | PathLike[str] | None = None,
     ) -> None:
         if mode not in ("auto", "exact", "ann"):
             raise ConfigError(f"vector index mode must be auto, exact or ann, not {mode!r}")
@@ -106,6 +121,7 @@ class VectorIndex:
         self.expansion_add = expansion_add
         self.expansion_search = expansion_search
         self.ann_dtype = ann_dtype
+        self.ann_dir = None if ann_dir is None else Path(ann_dir)
         self._dims = int(matrix.shape[1])
         self._buf = matrix  # rows [0, _n) are in use; may be a read-only memmap
         self._n = len(ids)
@@ -113,6 +129,7 @@ class VectorIndex:
         self._rows: dict[str, int] = {id_: row for row, id_ in enumerate(ids)}
         self._alive: np.ndarray | None = None  # None while no row is dead
         self._ann: Any = None
+        self._ann_view = False  # the graph is a read-only map of a kept file
         # the rows of an allow-list asked again (a datasource's ids, one frozenset each)
         self._allowed: dict[frozenset[str], np.ndarray] = {}
         self._lock = threading.Lock()
@@ -158,6 +175,7 @@ class VectorIndex:
                     expansion_add=self.expansion_add,
                     expansion_search=self.expansion_search,
                     ann_dtype=self.ann_dtype,
+                    ann_dir=self.ann_dir,
                 )
             )
         return out[0], out[1]
@@ -294,10 +312,17 @@ class VectorIndex:
     def _ann_index(self) -> Any:
         with self._lock:
             if self._ann is None:
-                self._ann = self._build_ann()
+                rows = self._live_rows()
+                kept = None if self.ann_dir is None else self._graph_path(rows)
+                self._ann = _restore(kept, len(rows)) if kept is not None else None
+                self._ann_view = self._ann is not None
+                if self._ann is None:
+                    self._ann = self._build_ann(rows)
+                    if kept is not None:
+                        _keep(self._ann, kept)
             return self._ann
 
-    def _build_ann(self) -> Any:
+    def _build_ann(self, rows: np.ndarray) -> Any:
         from usearch.index import Index
 
         started = time.perf_counter()
@@ -309,7 +334,6 @@ class VectorIndex:
             expansion_add=self.expansion_add,
             expansion_search=self.expansion_search,
         )
-        rows = self._live_rows()
         # Chunks bound the temporary copy when the matrix is memory-mapped.
         for start in range(0, len(rows), 100_000):
             chunk = rows[start : start + 100_000]
@@ -318,6 +342,28 @@ class VectorIndex:
             "built HNSW index over %d vectors in %.1fs", len(rows), time.perf_counter() - started
         )
         return index
+
+    def _graph_path(self, rows: np.ndarray) -> Path:
+        """Where the graph of ``rows`` is kept: named by a digest of the rows, their ids
+        and vectors, and the graph's parameters (its keys are the row numbers)."""
+        assert self.ann_dir is not None
+        digest = hashlib.sha1(
+            f"{self._dims}|{self.ann_dtype}|{self.connectivity}|{self.expansion_add}|".encode()
+        )
+        digest.update(rows.astype(np.int64).tobytes())
+        digest.update("\0".join(self._ids[r] for r in rows.tolist()).encode())
+        whole = len(rows) == self._n  # no dead row: the leading rows as they are
+        digest.update(np.ascontiguousarray(self._buf[: self._n] if whole else self._buf[rows]).data)
+        return self.ann_dir / f"hnsw-{digest.hexdigest()[:20]}.usearch"
+
+    def _drop_view(self) -> bool:
+        """Before a change: a graph mapped from a kept file cannot change, so it goes (the
+        next search builds the new vectors' graph, or reads it). Whether it went."""
+        if self._ann is not None and self._ann_view:
+            self._ann = None
+            self._ann_view = False
+            return True
+        return False
 
     # -- updates -----------------------------------------------------------
 
@@ -333,6 +379,7 @@ class VectorIndex:
         if not ids:
             return
         self._allowed.clear()
+        self._drop_view()
         self.remove(id_ for id_ in ids if id_ in self._rows)
         self._reserve(len(ids))
         start = self._n
@@ -353,6 +400,7 @@ class VectorIndex:
         if not rows:
             return 0
         self._allowed.clear()
+        self._drop_view()
         if self._alive is None:
             self._alive = np.ones(len(self._buf), dtype=bool)
         self._alive[rows] = False
@@ -386,6 +434,7 @@ class VectorIndex:
         self._alive = None
         # HNSW keys are row numbers, which just changed; rebuild on next use.
         self._ann = None
+        self._ann_view = False
 
     def _live_rows(self) -> np.ndarray:
         if self._alive is None:
@@ -421,6 +470,51 @@ def _product(matrix: np.ndarray, q: np.ndarray) -> np.ndarray:
     for done in [pool.submit(block, i) for i in range(workers)]:
         done.result()
     return out
+
+
+def _restore(path: Path, rows: int) -> Any:
+    """The graph kept at ``path`` as a read-only map, or None when there is none, or it
+    cannot be read, or it holds another number of vectors."""
+    from usearch.index import Index
+
+    started = time.perf_counter()
+    try:
+        index = Index.restore(str(path), view=True)
+    except (OSError, RuntimeError, ValueError) as exc:
+        log.warning("kept HNSW graph %s not read (%s); building it again", path, exc)
+        return None
+    if index is None:
+        return None
+    if len(index) != rows:
+        log.warning("kept HNSW graph %s holds %d vectors, not %d", path, len(index), rows)
+        return None
+    with contextlib.suppress(OSError):
+        os.utime(path)  # used now: pruned last
+    log.info("read HNSW graph of %d vectors in %.2fs", rows, time.perf_counter() - started)
+    return index
+
+
+def _keep(index: Any, path: Path) -> None:
+    """Write ``index`` to ``path`` (a temporary file, then renamed: a reader never maps a
+    half-written graph) and prune the folder to the :data:`GRAPHS_KEPT` used last. A
+    folder that cannot be written costs only the next process's build."""
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        index.save(str(tmp))
+        os.replace(tmp, path)
+    except (OSError, RuntimeError) as exc:
+        log.warning("HNSW graph not kept at %s: %s", path, exc)
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        return
+    found = []
+    for other in path.parent.glob("hnsw-*.usearch"):
+        with contextlib.suppress(OSError):
+            found.append((other.stat().st_mtime_ns, other))
+    for _, other in sorted(found, reverse=True)[GRAPHS_KEPT:]:
+        with contextlib.suppress(OSError):
+            other.unlink()  # (a process mapping it keeps its pages until it lets go)
 
 
 def _as_matrix(matrix: np.ndarray) -> np.ndarray:
