@@ -107,3 +107,24 @@ def test_opening_a_store_runs_blas_on_one_thread_unless_chosen(
     assert out.returncode == 0, out.stderr
     threads = json.loads(out.stdout)
     assert threads in ([expected], []), threads  # [] : numpy without a BLAS threadpoolctl knows
+
+
+def test_the_cli_starts_without_the_garbage_collector_and_gets_it_back() -> None:
+    """Importing the CLI pauses the cyclic collector (its imports make objects that live
+    as long as the process) and a timer turns it back on after ``GC_PAUSE_S``; a process
+    that turned it off itself keeps it off."""
+    code = (
+        "import gc, json, time\n"
+        "import layersearch.cli as cli\n"
+        "during = gc.isenabled()\n"
+        "time.sleep(cli.GC_PAUSE_S + 1.0)\n"
+        "print(json.dumps([during, gc.isenabled()]))\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout) == [False, True]
+    off = "import gc; gc.disable(); " + code.replace("\n", "; ").replace("; ;", ";")
+    out = subprocess.run([sys.executable, "-c", off], capture_output=True, text=True, env=env)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout) == [False, False]

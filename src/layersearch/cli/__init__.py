@@ -16,12 +16,27 @@ One module per command group, on a few shared ones:
 
 from __future__ import annotations
 
+import gc
 import os
+import threading
 
 # Before numpy loads (the CLI and the MCP server it starts begin here): one BLAS thread
 # unless the user chose otherwise. Our matrix-vector products gain nothing from more, and
 # OpenBLAS's spinning workers take the core the next step of a search needs (docs/vault.md).
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+#: Seconds a new process runs without the cyclic garbage collector. Importing the
+#: package and its libraries makes some 90,000 objects that live as long as the
+#: process, and each collection during the imports walks them all again: a lexical
+#: search command took 0.09 s less without (benchmarks/local_embedder.py --only cli).
+#: A short command ends before the collector is back; a longer one (serve, embed,
+#: import) gets it back after this long.
+GC_PAUSE_S = 2.0
+if gc.isenabled():
+    gc.disable()
+    _resume = threading.Timer(GC_PAUSE_S, gc.enable)
+    _resume.daemon = True
+    _resume.start()
 
 from layersearch.cli.app import main  # noqa: E402
 from layersearch.cli.chats import (  # noqa: E402
