@@ -4,6 +4,7 @@ built in a forked process while a load writes the rest (:class:`CoverageBuild`).
 from __future__ import annotations
 
 import contextlib
+import gc
 import json
 import logging
 import os
@@ -152,6 +153,9 @@ class CoverageBuild:
             return None
         if pid == 0:  # pragma: no cover - runs in the child, which never returns
             code = 1
+            # (a CLI's start-up pause of the collector, layersearch.cli, ends with its
+            # timer thread, which the child does not have)
+            gc.enable()
             try:
                 _die_with(parent)
                 index = build()
