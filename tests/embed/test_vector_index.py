@@ -359,3 +359,20 @@ def test_empty_index_grows():
     assert len(index) == 0 and index.search(q, 5) == []
     index.add(["a", "b"], np.eye(3, dtype=np.float32)[1:])
     assert [i for i, _ in index.search(q, 5)] == ["b", "a"]
+
+
+def test_split_copies_each_side_unless_one_holds_everything(data):
+    ids, matrix, queries = data
+    index = VectorIndex(ids, matrix, mode="exact")
+    index.remove([ids[0]])
+    odd, even = index.split(lambda i: int(i[1:]) % 2 == 1)
+    assert odd.ids == [i for i in ids[1:] if int(i[1:]) % 2] and len(even) == len(ids) // 2 - 1
+    assert odd is not index and even is not index
+    for q in queries[:3]:
+        assert odd.search(q, 5) == index.search(q, 5, allow=set(odd.ids))
+    # nothing of the other kind (a catalog without memories): that side is the index
+    memories, entities = index.split(lambda i: i.startswith("memory:"))
+    assert entities is index and len(memories) == 0 and memories.dimensions == 32
+    assert memories.search(queries[0], 5) == []
+    every, none = index.split(lambda i: True)
+    assert every is index and len(none) == 0

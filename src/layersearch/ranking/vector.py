@@ -156,29 +156,41 @@ class VectorIndex:
 
     def split(self, keep: Callable[[str], bool]) -> tuple[VectorIndex, VectorIndex]:
         """Two exact-or-auto indexes of the live vectors: those whose id ``keep`` accepts,
-        and the others (copies; this index is unchanged)."""
+        and the others (copies; this index is unchanged). A side that holds every live
+        vector is this index itself, not a copy (a catalog without memories: 830 MB and
+        2.6 s at 540k vectors, and one HNSW graph instead of two); change neither then."""
         rows = self._live_rows()
         flags = np.fromiter(
             (keep(self._ids[r]) for r in rows.tolist()), dtype=bool, count=len(rows)
         )
+        if flags.all() or not flags.any():
+            empty = self._like([], np.zeros((0, self._dims), dtype=np.float32))
+            return (self, empty) if flags.all() else (empty, self)
         out = []
         for picked in (rows[flags], rows[~flags]):
             out.append(
-                VectorIndex(
+                self._like(
                     [self._ids[r] for r in picked.tolist()],
                     np.ascontiguousarray(self._buf[picked], dtype=np.float32).reshape(
                         len(picked), self._dims
                     ),
-                    mode=self.mode,
-                    exact_threshold=self.exact_threshold,
-                    connectivity=self.connectivity,
-                    expansion_add=self.expansion_add,
-                    expansion_search=self.expansion_search,
-                    ann_dtype=self.ann_dtype,
-                    ann_dir=self.ann_dir,
                 )
             )
         return out[0], out[1]
+
+    def _like(self, ids: list[str], matrix: np.ndarray) -> VectorIndex:
+        """An index of ``ids`` and ``matrix`` with this one's settings."""
+        return VectorIndex(
+            ids,
+            matrix,
+            mode=self.mode,
+            exact_threshold=self.exact_threshold,
+            connectivity=self.connectivity,
+            expansion_add=self.expansion_add,
+            expansion_search=self.expansion_search,
+            ann_dtype=self.ann_dtype,
+            ann_dir=self.ann_dir,
+        )
 
     def save_npy(self, path: str | PathLike[str]) -> list[str]:
         """Write the live vectors to ``path``; returns their ids in row order."""
