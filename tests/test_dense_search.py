@@ -465,12 +465,14 @@ def test_the_hnsw_graph_is_kept_beside_the_store_for_the_next_process(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Where a search goes through HNSW (the ``[ann]`` extra, 200k vectors and more), the
-    graph built by one process is kept in the store's index folder and read by the next
-    instead of built again; the answers are the same."""
+    graph is built by ``embed`` and kept in the store's index folder; searches, in this
+    process or the next, read it instead of building it; the answers are the same."""
     pytest.importorskip("usearch", reason="needs the [ann] extra")
+    from layersearch.ranking import vector
     from layersearch.ranking.vector import VectorIndex
 
     monkeypatch.setattr(VectorIndex, "uses_ann", property(lambda self: True))
+    monkeypatch.setattr(vector, "EXACT_THRESHOLD", 1)
     built: list[int] = []
     build = VectorIndex._build_ann
     monkeypatch.setattr(
@@ -480,10 +482,21 @@ def test_the_hnsw_graph_is_kept_beside_the_store_for_the_next_process(
     questions = ["tax on orders", "revenue by store", "customers by country"]
     with Layersearch(store, embedder="fake") as ls:
         ls.load(MINI)
-        ls.embed()
+        labels: list[str] = []
+
+        class Bar:
+            def __call__(self, done: int, total: int | None = None) -> None:
+                pass
+
+            def relabel(self, label: str) -> None:
+                labels.append(label)
+
+        ls.embed(progress=Bar())
+        # entities and memories: a graph each, built by embed, which says so
+        assert len(built) == 2 and labels == ["building the search graph"]
         first = [ls.search(question=q, channels=["vector"]).results for q in questions]
         kept = sorted((Path(ls.store.index_dir) / "hnsw").glob("hnsw-*.usearch"))
-    assert built and len(kept) == len(built)
+    assert len(kept) == len(built) == 2
     builds = len(built)
     with Layersearch(store, embedder="fake", create=False) as ls:
         assert [ls.search(question=q, channels=["vector"]).results for q in questions] == first

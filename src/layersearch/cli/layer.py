@@ -98,7 +98,9 @@ def _datasources(names: list[str]) -> str:
 def embed(obj: Ctx, as_json: bool) -> None:
     """Compute the stored vectors for the dense channel.
 
-    Uses the configured embedder (--embedder); incremental and resumable."""
+    Uses the configured embedder (--embedder); incremental and resumable. With the
+    [ann] extra, a layer of 200,000 vectors or more also gets its search graph, kept
+    beside the store."""
     ls = with_embedder(obj)
     with Progress("embedding", as_json) as progress:
         reports = ls.embed(progress=progress)

@@ -374,6 +374,20 @@ class DenseCorpus:
         else:
             self._check_current()
 
+    def keep_graphs(self) -> None:
+        """Build now, and keep beside the store, the HNSW graph a search of this corpus
+        would build on its first use (an in-memory index large enough for approximate
+        search, with the ``[ann]`` extra; ``ranking.vector``): what ``embed`` does last, so
+        that no search waits for it. Nothing otherwise."""
+        if getattr(self.store, "search_vectors", None) is not None:
+            return  # ranked in the database
+        try:
+            parts = [self._part(False), self._part(True)]
+        except EmbeddingUnavailable:
+            return
+        for part in parts:
+            part.prepare()
+
     @property
     def confirmed(self) -> bool:
         """Whether this model's vectors were found in the store at least once: before that

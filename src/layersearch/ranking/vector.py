@@ -227,6 +227,12 @@ class VectorIndex:
         wanted = self.mode == "ann" or (self.mode == "auto" and len(self) >= self.exact_threshold)
         return wanted and _usearch_or_warn()
 
+    def prepare(self) -> None:
+        """Build (or read, from ``ann_dir``) the HNSW graph the next search would, when it
+        goes through HNSW; nothing for an exact index."""
+        if self._rows and self.uses_ann:
+            self._ann_index()
+
     # -- search ------------------------------------------------------------
 
     def search(

@@ -526,15 +526,25 @@ class EntityService:
         catalog's words (``ranking.neighbours``); incremental, resumable."""
         from layersearch.corpora.dense import DenseDoc, entity_docs, memory_text
         from layersearch.corpora.entities.neighbours import WORDS_CORPUS, word_docs
+        from layersearch.ranking.vector import EXACT_THRESHOLD, ann_available
 
         corpus = self.corpus()
         docs = entity_docs(corpus.entities.values())
         docs += [DenseDoc(m.id, memory_text(m)) for m in corpus.memories.values()]
         words = word_docs(corpus.entities.values())
-        return [
-            self.vectors.dense(ENTITY_CORPUS).embed(docs, progress=progress),
+        dense = self.vectors.dense(ENTITY_CORPUS)
+        reports = [
+            dense.embed(docs, progress=progress),
             self.vectors.dense(WORDS_CORPUS).embed(words, progress=progress),
         ]
+        # a catalog large enough for approximate search gets its graph now, not on the
+        # first search after (540k vectors: about a minute)
+        if reports[0].documents >= EXACT_THRESHOLD and ann_available():
+            relabel = getattr(progress, "relabel", None)  # (the CLI's bar says so)
+            if relabel is not None:
+                relabel("building the search graph")
+            dense.keep_graphs()
+        return reports
 
     def _take_pending(self) -> list[str]:
         with self._lock:
