@@ -756,3 +756,34 @@ def test_the_quick_start_installs_the_local_model_and_prints_the_readme_rows(
     # the lexical-only install is the documented alternative
     text = " ".join((ROOT / "README.md").read_text().split())
     assert "Lexical only: `pip install -e .`" in text
+
+
+def test_a_search_command_opens_the_store_file_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The opening's schema check and every read of the search share one DuckDB open (a
+    new process paid ~15 ms for each of two); the file is closed when the command ends,
+    failed or not."""
+    from layersearch.store.access import gate_for
+    from layersearch.store.duckdb import DuckDBStore
+
+    store = tmp_path / "s.duckdb"
+    runner = CliRunner()
+    loaded = runner.invoke(main, ["--store", str(store), "--embedder", "none", "load", str(MODELS)])
+    assert loaded.exit_code == 0, loaded.output
+    opens: list[bool] = []
+    real = DuckDBStore._open
+
+    def counted(self: DuckDBStore, write: bool, deadline: float) -> object:
+        opens.append(write)
+        return real(self, write, deadline)
+
+    monkeypatch.setattr(DuckDBStore, "_open", counted)
+    args = ["--store", str(store), "--embedder", "none", "search", "revenue by country"]
+    for _ in range(2):
+        opens.clear()
+        result = runner.invoke(main, args)
+        assert result.exit_code == 0, result.output
+        assert opens == [False] and gate_for(store)._base is None
+    missing = runner.invoke(main, ["--store", str(tmp_path / "none.duckdb"), "search", "x"])
+    assert missing.exit_code != 0 and gate_for(tmp_path / "none.duckdb")._pins == 0

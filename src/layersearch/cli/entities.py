@@ -124,10 +124,14 @@ def search(
     )
     # A scoped search reads the corpora it names, each saying when it is empty.
     dense = question is not None and (req.channels is None or "vector" in req.channels)
-    api = obj.read_api(embeds_query=dense) if req.scope is None else obj.api(embeds_query=dense)
-    # The command's one search reads the store several times (snapshot, vectors, their
-    # coverage, the plan): one opened file serves them all. (Not in a server: its
-    # overlapping searches would keep the file open and starve another process's writer.)
+    # The command's one search reads the store several times (its opening's check, the
+    # snapshot, vectors, their coverage, the plan): one opened file serves them all. (Not
+    # in a server: its overlapping searches would keep the file open and starve another
+    # process's writer.)
+    if req.scope is None:
+        api = obj.read_api(embeds_query=dense, pinned=True)
+    else:
+        api = obj.api(embeds_query=dense, pinned=True)
     with api.store.pinned():
         resp = api.search(req)
     if as_json:

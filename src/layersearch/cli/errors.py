@@ -64,7 +64,7 @@ def _undoing_a_new_store(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> A
         ctx = click.get_current_context(silent=True)
         obj = ctx.find_object(Ctx) if ctx is not None else None
         if obj is not None:
-            obj.discard_new_store()
+            obj.after_command()
 
 
 def fail(code: str, message: str, as_json: bool, exit_code: int) -> None:
