@@ -125,13 +125,10 @@ def search(
     # A scoped search reads the corpora it names, each saying when it is empty.
     dense = question is not None and (req.channels is None or "vector" in req.channels)
     # The command's one search reads the store several times (its opening's check, the
-    # snapshot, vectors, their coverage, the plan): one opened file serves them all. (Not
-    # in a server: its overlapping searches would keep the file open and starve another
-    # process's writer.)
-    if req.scope is None:
-        api = obj.read_api(embeds_query=dense, pinned=True)
-    else:
-        api = obj.api(embeds_query=dense, pinned=True)
+    # snapshot, vectors, the plan): one opened file serves them all. (Not in a server: its
+    # overlapping searches would keep the file open and starve another process's writer.)
+    opener = obj.read_api if req.scope is None else obj.api
+    api = opener(embeds_query=dense, pinned=True)
     with api.store.pinned():
         resp = api.search(req)
     if as_json:
