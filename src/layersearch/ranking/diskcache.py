@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TypeVar
 
-__all__ = ["KEPT", "cache_dir", "cached"]
+__all__ = ["KEPT", "cache_dir", "cached", "prune", "touch"]
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -57,7 +57,7 @@ def cached(
         with copy.open("rb") as fh:
             found = pickle.load(fh)
         if isinstance(found, kind):
-            _touch(copy)
+            touch(copy)
             return found
     except (OSError, pickle.UnpicklingError, EOFError, AttributeError, TypeError, ValueError):
         pass
@@ -70,7 +70,7 @@ def cached(
         tmp = copy.with_suffix(f".{os.getpid()}.tmp")
         tmp.write_bytes(blob)
         os.replace(tmp, copy)
-        _prune(copy.parent, name)
+        prune(copy.parent, f"{name}-*.pickle", KEPT)
     except OSError as exc:
         log.debug("%s not cached at %s: %s", name, copy, exc)
     del parsed
@@ -78,19 +78,20 @@ def cached(
     return again
 
 
-def _touch(path: Path) -> None:
+def touch(path: Path) -> None:
+    """Mark ``path`` used now (its modification time), so that :func:`prune` keeps it."""
     with contextlib.suppress(OSError):
         os.utime(path)
 
 
-def _prune(folder: Path, name: str) -> None:
-    """Delete all but the :data:`KEPT` most recently used copies of ``name``."""
+def prune(folder: Path, pattern: str, kept: int) -> None:
+    """Delete all but the ``kept`` files of ``folder`` matching ``pattern`` used last (by
+    modification time: :func:`touch`). A file that goes while another process reads it
+    stays readable to that process (POSIX), which then finds it gone next time."""
     found = []
-    for path in folder.glob(f"{name}-*.pickle"):
-        try:
+    for path in folder.glob(pattern):
+        with contextlib.suppress(OSError):
             found.append((path.stat().st_mtime_ns, path))
-        except OSError:
-            continue
-    for _, path in sorted(found, reverse=True)[KEPT:]:
+    for _, path in sorted(found, reverse=True)[kept:]:
         with contextlib.suppress(OSError):
             path.unlink()

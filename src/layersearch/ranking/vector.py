@@ -47,6 +47,7 @@ from typing import Any, Literal
 import numpy as np
 
 from layersearch.errors import ConfigError
+from layersearch.ranking.diskcache import prune, touch
 
 __all__ = ["VectorIndex", "EXACT_THRESHOLD", "ann_available"]
 
@@ -374,14 +375,12 @@ class VectorIndex:
         digest.update(np.ascontiguousarray(self._buf[: self._n] if whole else self._buf[rows]).data)
         return self.ann_dir / f"hnsw-{digest.hexdigest()[:20]}.usearch"
 
-    def _drop_view(self) -> bool:
+    def _drop_view(self) -> None:
         """Before a change: a graph mapped from a kept file cannot change, so it goes (the
-        next search builds the new vectors' graph, or reads it). Whether it went."""
-        if self._ann is not None and self._ann_view:
+        next search builds the new vectors' graph, or reads it)."""
+        if self._ann_view:
             self._ann = None
             self._ann_view = False
-            return True
-        return False
 
     # -- updates -----------------------------------------------------------
 
@@ -506,8 +505,7 @@ def _restore(path: Path, rows: int) -> Any:
     if len(index) != rows:
         log.warning("kept HNSW graph %s holds %d vectors, not %d", path, len(index), rows)
         return None
-    with contextlib.suppress(OSError):
-        os.utime(path)  # used now: pruned last
+    touch(path)  # used now: pruned last
     log.info("read HNSW graph of %d vectors in %.2fs", rows, time.perf_counter() - started)
     return index
 
@@ -526,13 +524,7 @@ def _keep(index: Any, path: Path) -> None:
         with contextlib.suppress(OSError):
             tmp.unlink()
         return
-    found = []
-    for other in path.parent.glob("hnsw-*.usearch"):
-        with contextlib.suppress(OSError):
-            found.append((other.stat().st_mtime_ns, other))
-    for _, other in sorted(found, reverse=True)[GRAPHS_KEPT:]:
-        with contextlib.suppress(OSError):
-            other.unlink()  # (a process mapping it keeps its pages until it lets go)
+    prune(path.parent, "hnsw-*.usearch", GRAPHS_KEPT)
 
 
 def _as_matrix(matrix: np.ndarray) -> np.ndarray:
