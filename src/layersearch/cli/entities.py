@@ -128,9 +128,7 @@ def search(
     # snapshot, vectors, the plan): one opened file serves them all. (Not in a server: its
     # overlapping searches would keep the file open and starve another process's writer.)
     opener = obj.read_api if req.scope is None else obj.api
-    api = opener(embeds_query=dense, pinned=True)
-    with api.store.pinned():
-        resp = api.search(req)
+    resp = opener(embeds_query=dense, pinned=True).search(req)
     if as_json:
         emit_json(resp)
         return
