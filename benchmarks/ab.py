@@ -44,13 +44,15 @@ SPIDER = Path(os.environ.get("SPIDER_DIR", "/work/shared/data/spider"))
 
 
 def digest(resp: Any) -> str:
-    """What a ranking change would change: every hit's kind, id and score, the buckets
-    and the warnings."""
+    """What a ranking change would change: every hit's kind, id and score, the buckets,
+    the warnings and the query plan."""
     parts = [
         [(h.kind, h.id, h.score) for h in lst or []]
         for lst in (resp.results, resp.entities, resp.memories, resp.example_queries)
     ]
-    text = json.dumps([parts, resp.warnings])
+    plan = getattr(resp, "plan", None)
+    plan = plan.model_dump(mode="json") if plan is not None else None
+    text = json.dumps([parts, resp.warnings, plan], sort_keys=True)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 

@@ -189,3 +189,30 @@ def test_the_weak_match_check_has_only_the_hits_it_reads_explained(tmp_path: Pat
         assert not any(h.explanation for h in hits[last + 1 :])
         asked = ls.entities.search(req.model_copy(update={"explain": True})).results
         assert all(h.explanation for h in asked)  # an explanation asked for: every hit
+
+
+def test_a_plans_part_searches_rank_entities_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The plan reads leaves only: its part searches rank no memory, so notes that
+    match a part's words take none of its places (and cost no time)."""
+    with Layersearch(tmp_path / "s.duckdb") as ls:
+        ls.load(MINI)
+        ls.save_memories([{"learning": f"customer country note {i}"} for i in range(40)])
+        asked: list[tuple[Any, Any]] = []
+        real = ls.entities.search
+
+        def spy(request: Any = None, /, **kwargs: Any) -> Any:
+            resp = real(request, **kwargs)
+            asked.append((request, resp))
+            return resp
+
+        monkeypatch.setattr(ls.entities, "search", spy)
+        plan = ls.search(question="total revenue by customer country").plan
+        parts = [(req, resp) for req, resp in asked if req is not None and req._entities_only]
+        assert [req.question for req, _ in parts] == ["customer country"]
+        assert parts[0][1].results and all(h.kind != "memory" for h in parts[0][1].results)
+        assert plan is not None and [d.id for d in plan.dimensions] == ["shop.customers.country"]
+        # a search of the same words asked by a user still ranks the notes
+        hits = ls.search(question="customer country", max_results=30).results
+        assert any(h.kind == "memory" for h in hits)

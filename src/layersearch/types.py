@@ -174,6 +174,9 @@ class SearchRequest(BaseModel):
     #: with ``_channels_only``: hits are explained up to this many of a model, column,
     #: measure or aggregation (the weak-match check reads no more)
     _explain_entities: int | None = PrivateAttr(default=None)
+    #: set by the query plan for its part searches, which read entities only: no memory
+    #: is ranked, and ``results`` is the entity list
+    _entities_only: bool = PrivateAttr(default=False)
 
     entities: list[str] | None = Field(
         None,

@@ -94,6 +94,7 @@ def finish(
                 max_results=PLAN_SEARCH_DEPTH,
                 channels=request.channels,
             )
+            sub._entities_only = True  # (the plan reads entities only)
             return entities.search(sub).results
 
         def ahead(texts: list[str]) -> None:

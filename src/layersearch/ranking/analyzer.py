@@ -233,13 +233,19 @@ def token_words(text: str | None) -> dict[str, str]:
     first one: ``dept`` gives ``dept`` and ``depart`` (its expansion), both → dept."""
     out: dict[str, str] = {}
     for raw in _WORD.findall(normalize(text or "")):
-        parts = split_identifier(raw)
-        if len(parts) > 1:
-            out.setdefault(raw.lower(), raw)
-        for part in parts:
-            for t in _part_tokens(part):
-                out.setdefault(t, part)
+        for token, word in _word_token_words(raw):
+            out.setdefault(token, word)
     return out
+
+
+@lru_cache(maxsize=500_000)
+def _word_token_words(raw: str) -> tuple[tuple[str, str], ...]:
+    """:func:`token_words` of one word, in order (words repeat across a catalog's names,
+    labels and descriptions, so this is cached)."""
+    parts = split_identifier(raw)
+    out = [(raw.lower(), raw)] if len(parts) > 1 else []
+    out += [(t, part) for part in parts for t in _part_tokens(part)]
+    return tuple(out)
 
 
 def query_compounds(text: str | None) -> list[str]:

@@ -52,7 +52,7 @@ def read_question(s: SearchState) -> None:
 
 def tagged_memories(s: SearchState) -> None:
     """bm25: the memories tagged with the entities the search names."""
-    if s.named and "bm25" in s.channels:
+    if s.named and "bm25" in s.channels and s.rank_memories:
         idx = s.scope.overlap()
         hits = idx.search(s.res_ids, s.config.channel_depth, s.config.ancestor_weight)
         if hits:
@@ -61,7 +61,7 @@ def tagged_memories(s: SearchState) -> None:
 
 def newest_memories(s: SearchState) -> None:
     """The newest memories, when the search asks nothing."""
-    if s.no_input:
+    if s.no_input and s.rank_memories:
         s.warnings.append("no entities, query or question given: showing the newest memories")
         s.ranks.memory["recent"] = newest(s.corpus.memories, s.scope.admits, s.config.channel_depth)
 
@@ -98,7 +98,7 @@ def dense_channel(s: SearchState) -> None:
     hits = [h for h in dense_in_context(hits, corpus.entities) if admitted(h[0])]
     if hits:
         ranks.entity["vector"] = hits
-    if corpus.memories:
+    if corpus.memories and s.rank_memories:
         found = vector(question, depth, allow_set, True)
         mems = [h for h in found if h[0] in corpus.memories and admitted(h[0])]
         if mems:
@@ -188,7 +188,7 @@ def _fulltext_searches(
         exclude_kinds=("memory",) if memories else (),
         resolve=ids_by_hash(corpus.entities, ft_levels),
     )
-    return pending, search(kinds=("memory",)) if memories else None
+    return pending, search(kinds=("memory",)) if memories and s.rank_memories else None
 
 
 def unreached_tables(

@@ -95,6 +95,7 @@ class CorpusSearch(CorpusText):
             max_results=req.max_results,
             trace_stages=req.explain and not req._channels_only,
             explained=req.explain,
+            rank_memories=not req._entities_only,
         )
         for stage in ENTITY_PIPELINE.active(cfg.without):
             stage.run(state)

@@ -139,7 +139,7 @@ def _table_of(s: SearchState) -> Callable[[str], str | None]:
 def read_memory_question(s: SearchState) -> None:
     """How close each memory's own text is to the question, and whether it covers more."""
     s.memory_lists = {c: h for c, h in s.ranks.memory.items() if h}
-    if s.question is None:
+    if s.question is None or not s.rank_memories:
         return
     share = s.corpus._question_share(s.question, None, s.scope.index)
     s.close = s.corpus._closeness(share, plain_share(s.question))
@@ -170,6 +170,8 @@ def memory_tags(s: SearchState) -> None:
     entities = s.entities
     fused = s.memory_fused
     if "bm25" not in s.channels or not s.corpus.memories or fused is None:
+        return
+    if not s.rank_memories:
         return
     if entities is None or not entities.order:
         return

@@ -188,6 +188,8 @@ class SearchState:
     trace_stages: bool
     #: whether the hits are explained (their channels at least)
     explained: bool = False
+    #: whether memories are ranked at all (False: ``results`` is the entity list alone)
+    rank_memories: bool = True
     # read-question
     ranks: _Rankings = field(init=False)
     named: frozenset[str] = frozenset()
