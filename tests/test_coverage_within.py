@@ -104,3 +104,28 @@ def test_a_datasources_ids_follow_the_memories_saved_and_forgotten() -> None:
         assert now == before | {m.id} and m.id not in ls.corpus().scope_ids("finance")
         ls.forget_memory(m.id)
         assert ls.corpus().scope_ids("shop") == before
+
+
+def test_a_nodes_own_terms_are_those_of_its_name_label_and_description(tmp_path: Any) -> None:
+    """``coverage_cut.own_terms`` reads off the forward index what analysing the
+    entity's own fields gives (the learned orders' matched words), and no term only its
+    values or formula hold."""
+    from layersearch.corpora.entities.matched import own_terms as analysed_own_terms
+    from layersearch.ranking.coverage_cut import own_terms
+
+    with Layersearch(tmp_path / "s.duckdb") as ls:
+        ls.load(ROOT / "fixtures" / "mini")
+        corpus = ls.entities.corpus()
+        wide = corpus.coverage()
+        valued = 0
+        for index in (wide, corpus.coverage("shop")):
+            for node_id in index._ids_of(np.arange(len(index.ids))):
+                e = corpus.entities[node_id]
+                mine = own_terms(index, node_id)
+                assert mine == frozenset(analysed_own_terms(index, e)), node_id
+                i = index._ids_of(np.arange(len(index.ids))).index(node_id)
+                every = set(index.fwd_term[index.fwd_ptr[i] : index.fwd_ptr[i + 1]].tolist())
+                assert mine <= every
+                valued += bool(e.values) and mine < every
+        assert valued  # a column's values give terms that are not its own
+        assert own_terms(wide, "shop.no_such_model") is None

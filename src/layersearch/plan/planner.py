@@ -265,7 +265,8 @@ class Planner:
     # -- joins ----------------------------------------------------------------------------------
 
     def _neighbours(self, model: str) -> list[tuple[str, EdgeRecord]]:
-        out = [(e.dst, e) for e in self.corpus.edges_out.get(model, []) if e.type == "JOINS"]
+        # (only the model's JOINS edges are decoded, not a CONTAINS edge per column)
+        out = [(e.dst, e) for e in self.corpus.edges_out.of_type(model, "JOINS")]
         return out + [(e.src, e) for e in self._incoming.get(model, [])]
 
     def _path(self, start: str, goal: str) -> list[EdgeRecord] | None:

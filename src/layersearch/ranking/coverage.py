@@ -83,6 +83,7 @@ from layersearch.ranking.coverage_terms import (
     VALUE_TIME,
     Bridges,
     CoverageNode,
+    Forward,
     QueryReading,
     _bridges,
     _forward,
@@ -177,7 +178,7 @@ class CoverageIndex:
         ids: list[str],
         level: np.ndarray,
         parent: np.ndarray,
-        forward: tuple[dict[str, int], np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+        forward: Forward,
         links: Iterable[tuple[int, int]],
         is_key: np.ndarray,
         value_kinds: np.ndarray,
@@ -213,7 +214,7 @@ class CoverageIndex:
 
     def _build_postings(
         self,
-        forward: tuple[dict[str, int], np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+        forward: Forward,
         t_of: np.ndarray,
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The forward index, idf, the table and group bags and the table nodes' own terms;
@@ -221,7 +222,8 @@ class CoverageIndex:
         n_nodes = len(self.ids)
         n_tables = len(self.table_nodes)
         # forward index: node → (term, code of its field weight in field_w), CSR over nodes
-        self.vocab, self.fwd_ptr, self.fwd_term, self.fwd_code, self.field_w = forward
+        self.vocab, self.fwd_ptr, self.fwd_term, self.fwd_code, self.field_w = forward[:5]
+        self.fwd_own = forward.own
         n_vocab = len(self.vocab)
         self.n_terms = np.diff(self.fwd_ptr)
         # every (node, term) pair sorted by term then node: the postings, never kept whole

@@ -6,6 +6,7 @@ A search confined to one datasource ranks with that datasource's own term statis
 entities decodes and analyses each of them again (a quarter of a second for a warehouse
 database of 3,000 columns); :func:`within` takes the nodes, their terms and joins from
 the wide index instead and builds only what depends on the group's statistics.
+:func:`own_terms` reads a node's own terms off an index the same way.
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 import numpy as np
+
+from layersearch.ranking.coverage_terms import Forward
 
 if TYPE_CHECKING:
     from layersearch.ranking.coverage import CoverageIndex
@@ -69,7 +72,14 @@ def within(wide: CoverageIndex, group: str) -> CoverageIndex:
     theirs = uniq[order].tolist()  # the wide index's term of each of the group's terms
     vocab = {words[j]: k for k, j in enumerate(theirs)}
     term = rank[np.searchsorted(uniq, old)].astype(np.int32)
-    forward = (vocab, ptr, term, np.asarray(wide.fwd_code[entry]), np.asarray(wide.field_w))
+    forward = Forward(
+        vocab,
+        ptr,
+        term,
+        np.asarray(wide.fwd_code[entry]),
+        np.asarray(wide.field_w),
+        np.asarray(wide.fwd_own[entry]),
+    )
     # the joins within the group, from the wide index's table pairs: its tables are the
     # compact numbers t_lo..t_hi (nodes lo..hi), and the pairs are sorted by source
     t_lo, t_hi = np.searchsorted(wide.table_nodes, [lo, hi]).tolist()
@@ -131,3 +141,14 @@ def inverted(index: CoverageIndex, name: str) -> list[str]:
         with _LOCK:
             _INVERTED[index][name] = done
     return done
+
+
+def own_terms(index: CoverageIndex, node_id: str) -> frozenset[int] | None:
+    """The terms of a node's own name, label and description (``coverage_terms.
+    OWN_FIELDS``), from the forward index; None for an id the index does not hold."""
+    ids = index.ids
+    i = bisect_left(ids, node_id)
+    if i >= len(ids) or ids[i] != node_id:
+        return None
+    a, b = int(index.fwd_ptr[i]), int(index.fwd_ptr[i + 1])
+    return frozenset(index.fwd_term[a:b][index.fwd_own[a:b]].tolist())

@@ -97,26 +97,43 @@ def value_cues(text: str) -> frozenset[int]:
     return frozenset(cues)
 
 
-def _forward(
-    ordered: Sequence[CoverageNode], weights: Mapping[str, float]
-) -> tuple[dict[str, int], np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """The vocabulary (term ids by first appearance) and each node's terms with the code of
-    the strongest field weight it has them in, as CSR over nodes."""
+#: a node's own fields: the terms of its name, label and description are its own
+#: (``CoverageIndex.own_terms``), the others' (a formula, values) are not
+OWN_FIELDS = frozenset({"name", "label", "description"})
+
+
+class Forward(NamedTuple):
+    """The forward index: the vocabulary (term ids by first appearance) and, as CSR over
+    nodes (``ptr``), each node's terms, the code of the strongest field weight it has
+    each in (``field_w[code]``) and whether one of its :data:`OWN_FIELDS` has it."""
+
+    vocab: dict[str, int]
+    ptr: np.ndarray
+    term: np.ndarray
+    code: np.ndarray
+    field_w: np.ndarray
+    own: np.ndarray
+
+
+def _forward(ordered: Sequence[CoverageNode], weights: Mapping[str, float]) -> Forward:
+    """The :class:`Forward` index of ``ordered`` (fields of weight 0 are not read)."""
     codes = {w: c for c, w in enumerate(sorted(set(weights.values())))}
     field_w = np.array(sorted(codes), dtype=np.float64)
     vocab: dict[str, int] = {}
     # Catalogs repeat themselves (the same column, label and description in many models):
     # analyse each distinct field text once, and merge each distinct set of fields once.
     analysed: dict[str, tuple[int, ...]] = {}
-    merged: dict[tuple[tuple[str, str | None], ...], tuple[list[int], list[int]]] = {}
+    merged: dict[tuple[tuple[str, str | None], ...], tuple[list[int], list[int], list[bool]]] = {}
     ptr = np.zeros(len(ordered) + 1, dtype=np.int64)
     terms: list[int] = []
     coded: list[int] = []
+    owned: list[bool] = []
     for i, n in enumerate(ordered):
         fields = tuple(n.fields.items())
         done = merged.get(fields)
         if done is None:
             mine: dict[int, float] = {}
+            own: set[int] = set()
             for name, text in fields:
                 w = weights.get(name, 0.0)
                 if w <= 0 or not text:
@@ -129,16 +146,24 @@ def _forward(
                 for tok in toks:
                     if mine.get(tok, 0.0) < w:
                         mine[tok] = w
-            done = merged[fields] = (list(mine), [codes[w] for w in mine.values()])
+                if name in OWN_FIELDS:
+                    own.update(toks)
+            done = merged[fields] = (
+                list(mine),
+                [codes[w] for w in mine.values()],
+                [tok in own for tok in mine],
+            )
         terms += done[0]
         coded += done[1]
+        owned += done[2]
         ptr[i + 1] = len(terms)
-    return (
+    return Forward(
         vocab,
         ptr,
         np.array(terms, dtype=np.int32),
         np.array(coded, dtype=np.int8),
         field_w,
+        np.array(owned, dtype=bool),
     )
 
 

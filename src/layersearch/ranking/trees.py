@@ -58,22 +58,21 @@ class Forest:
     #: the longest root-to-leaf path (splits)
     depth: int
     meta: Mapping[str, Any]
-    #: the walk's arrays: a leaf reads feature 0 against +inf and stays where it is
-    _walk: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] = (
-        np.zeros(0),
-        np.zeros(0),
-        np.zeros(0),
-        np.zeros(0),
-    )
+    #: the walk's arrays: each node's feature and threshold, and its children as
+    #: ``2 * node`` (left) and ``2 * node + 1`` (right); a leaf reads feature 0 against
+    #: +inf and is its own child
+    _walk: tuple[np.ndarray, np.ndarray, np.ndarray] = (np.zeros(0), np.zeros(0), np.zeros(0))
 
     def __post_init__(self) -> None:
         leaf = self.feature < 0
         here = np.arange(len(self.feature), dtype=np.int64)
+        children = np.empty(2 * len(self.feature), dtype=np.int64)
+        children[0::2] = np.where(leaf, here, self.left)
+        children[1::2] = np.where(leaf, here, self.right)
         walk = (
-            np.where(leaf, 0, self.feature),
+            np.where(leaf, 0, self.feature).astype(np.intp),
             np.where(leaf, np.inf, self.threshold),
-            np.where(leaf, here, self.left),
-            np.where(leaf, here, self.right),
+            children,
         )
         object.__setattr__(self, "_walk", walk)
 
@@ -138,12 +137,15 @@ class Forest:
     def leaves(self, rows: np.ndarray) -> np.ndarray:
         """The leaf each row reaches in each tree: (rows, trees) node numbers."""
         x = self._rows(rows)
-        feature, threshold, left, right = self._walk
-        node = np.repeat(self.roots[None, :], len(x), axis=0)
-        at = np.arange(len(x))[:, None]
+        n, width = x.shape
+        feature, threshold, children = self._walk
+        flat = x.ravel()  # (one row after the other: row r's feature f is r * width + f)
+        node = np.tile(self.roots, n)
+        at = np.repeat(np.arange(n, dtype=np.intp) * width, len(self.roots))
         for _ in range(self.depth):
-            node = np.where(x[at, feature[node]] <= threshold[node], left[node], right[node])
-        return node
+            right = np.take(flat, at + np.take(feature, node)) > np.take(threshold, node)
+            node = np.take(children, 2 * node + right)
+        return node.reshape(n, len(self.roots))
 
     def predict(self, rows: np.ndarray) -> np.ndarray:
         """Each row's score (rows: (n, features), finite)."""

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from layersearch.ranking.analyzer import query_words, token_words
 from layersearch.ranking.coverage import query_reading
+from layersearch.ranking.coverage_cut import own_terms as index_own_terms
 from layersearch.ranking.params import QUESTION_READING, QuestionReading
 
 if TYPE_CHECKING:
@@ -121,7 +122,8 @@ def matched_word_sets(
 ) -> Callable[[str], set[str]]:
     """id → the question words :func:`matched_words` lists for it, as a set of lower
     case words (a bridge's word without its target): what the learned column order
-    reads. The question is read once, and each entity's own terms once per index."""
+    reads. The question is read once, and each entity's own terms once per index (the
+    index's forward index: ``coverage_cut.own_terms``)."""
     reading = query_reading(index, question, bridges, read)
     raw_of = question_words(question)
     words = [(raw_of.get(k) or k.replace("_", " ")).strip().lower() for k in reading.keys]
@@ -132,8 +134,11 @@ def matched_word_sets(
     def matched(entity_id: str) -> set[str]:
         terms = kept.get(entity_id)
         if terms is None:
-            e = entity_of(entity_id)
-            terms = frozenset(own_terms(index, e)) if e is not None else frozenset()
+            # (from the index's forward index; an entity it does not hold, read itself)
+            terms = index_own_terms(index, entity_id)
+            if terms is None:
+                e = entity_of(entity_id)
+                terms = frozenset(own_terms(index, e)) if e is not None else frozenset()
             kept[entity_id] = terms
         return {w for w, slot in zip(words, slots, strict=True) if not slot.isdisjoint(terms)}
 
