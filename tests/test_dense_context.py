@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from layersearch.corpora.entities import dense_in_context, join_keys_in_context
@@ -161,3 +163,23 @@ def test_keys_already_ranked_high_stay_where_they_are() -> None:
     order = ["db.has_pet.pet_id", "db.has_pet", "db.pets.pet_id", "db.pets"]
     got = join_keys_in_context(_fused(order), entities, edges, top=3)
     assert [f.id for f in got] == ["db.has_pet.pet_id", "db.has_pet", "db.pets.pet_id", "db.pets"]
+
+
+def test_a_snapshot_is_read_by_id_as_its_entities_are(tmp_path: Path) -> None:
+    """On a snapshot's entity map the kinds and visibility are read without decoding an
+    entity: the ranking is the one the decoded entities give (hidden ones included)."""
+    import random
+
+    from layersearch.api import Layersearch
+    from tests.support import MINI
+
+    with Layersearch(tmp_path / "s.duckdb") as ls:
+        ls.load(MINI)
+        snapshot = ls.entities.corpus().entities
+        decoded = dict(snapshot.items())
+        assert any(e.hidden for e in decoded.values())
+        rng = random.Random(0)
+        ids = [*decoded, "shop.no_such_model.col"]
+        for _ in range(20):
+            hits = [(i, round(rng.random(), 3)) for i in rng.sample(ids, 12)]
+            assert dense_in_context(hits, snapshot) == dense_in_context(hits, decoded)

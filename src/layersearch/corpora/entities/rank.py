@@ -144,16 +144,16 @@ def dense_in_context(
     datasources keep their cosine. Scores stay cosines (averages of them), so a
     hit's vector score still reads as a similarity.
     """
+    kind_of, visible = _kinds_of(entities)
     best: dict[str, float] = {}
     for doc_id, score in hits:
-        table = _table_of(entities.get(doc_id), entities)
+        table = _visible_table(doc_id, kind_of, visible)
         if table is not None and score > best.get(table, -math.inf):
             best[table] = score
     out = dict(hits)
     for doc_id, score in hits:
-        e = entities.get(doc_id)
-        if e is not None and e.kind in _LEAF_KINDS and e.parent in best:
-            out[doc_id] = (score + best[e.parent]) / 2
+        if kind_of(doc_id) in _LEAF_KINDS and (parent := doc_id.rsplit(".", 1)[0]) in best:
+            out[doc_id] = (score + best[parent]) / 2
     out.update(best)
     # on equal scores the leaf (the specific evidence) before the table it lifted, then ids
     return sorted(out.items(), key=lambda h: (-h[1], h[0] in best, h[0]))
@@ -356,6 +356,38 @@ def _table_of(e: Entity | None, entities: Mapping[str, Entity]) -> str | None:
     table = e.id if e.kind == "model" else e.parent
     t = entities.get(table) if table is not None else None
     return table if t is not None and t.kind == "model" and not t.hidden else None
+
+
+def _kinds_of(
+    entities: Mapping[str, Entity],
+) -> tuple[Callable[[str], str | None], Callable[[str], bool]]:
+    """An id's kind and whether it is visible: a snapshot's :class:`EntityMap` answers
+    without decoding the entity; another mapping decodes it."""
+    kind_of = getattr(entities, "kind_of", None)
+    visible = getattr(entities, "is_visible", None)
+    if kind_of is not None and visible is not None:
+        return kind_of, visible
+
+    def kind(i: str) -> str | None:
+        e = entities.get(i)
+        return None if e is None else e.kind
+
+    def shown(i: str) -> bool:
+        e = entities.get(i)
+        return e is not None and not e.hidden
+
+    return kind, shown
+
+
+def _visible_table(
+    doc_id: str, kind_of: Callable[[str], str | None], visible: Callable[[str], bool]
+) -> str | None:
+    """:func:`_table_of` by id (with :func:`_kinds_of`'s readers)."""
+    kind = kind_of(doc_id)
+    if kind not in _SCHEMA_KINDS:
+        return None
+    table = doc_id if kind == "model" else doc_id.rsplit(".", 1)[0]
+    return table if kind_of(table) == "model" and visible(table) else None
 
 
 def _memory_order(memory_id: str) -> int:
