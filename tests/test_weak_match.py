@@ -17,6 +17,7 @@ import pytest
 from layersearch.api import Layersearch
 from layersearch.eval import weak
 from layersearch.plan import confidence
+from layersearch.ranking.trees import FORMAT as FOREST_FORMAT
 from layersearch.types import ChannelScore, Hit
 from tests.support import MINI, MODELS, ROOT, script
 
@@ -242,3 +243,73 @@ def test_the_sign_does_not_depend_on_how_many_results_are_asked(tmp_path: Path, 
         short = ls.search(**ask, max_results=n)
     assert short.weak_match == deep.weak_match and short.warnings == deep.warnings
     assert short.results == deep.results[:n]
+
+
+#: one tree: coverage <= 0.5 → +2 (log-odds), else -1; a second adds 0.5 on short questions
+TREES: dict[str, Any] = {
+    "models": {
+        "lexical": {
+            "kind": "trees",
+            "threshold": 0.7,
+            "forest": {
+                "format": FOREST_FORMAT,
+                "features": ["coverage", "words"],
+                "trees": [
+                    {
+                        "feature": [0, -1, -1],
+                        "threshold": [0.5, 0.0, 0.0],
+                        "left": [1, -1, -1],
+                        "right": [2, -1, -1],
+                        "value": [0.0, 2.0, -1.0],
+                    },
+                    {
+                        "feature": [1, -1, -1],
+                        "threshold": [1.0, 0.0, 0.0],
+                        "left": [1, -1, -1],
+                        "right": [2, -1, -1],
+                        "value": [0.0, 0.5, 0.0],
+                    },
+                ],
+            },
+        }
+    }
+}
+
+
+def test_a_trees_model_reads_its_forest_as_log_odds(tmp_path: Path) -> None:
+    path = tmp_path / "m.json"
+    path.write_text(json.dumps(TREES))
+    model = confidence.read_models(path)["lexical"]
+    assert isinstance(model, confidence.TreesModel) and model.names == ("coverage", "words")
+    low = {"coverage": 0.2, "words": 0.5}  # z = 2 + 0.5
+    assert model.probability(low) == pytest.approx(1 / (1 + math.exp(-2.5)))
+    assert model.contributions(low) == pytest.approx({"coverage": 2.0, "words": 0.5})
+    m = confidence.Match(low, model)
+    assert m.weak and m.reasons(1) == [("coverage", pytest.approx(2.0))]
+    assert "lexical model" in confidence.warning(m)
+    assert not confidence.Match({"coverage": 0.9, "words": 2.0}, model).weak  # z = -1
+
+
+def test_training_chooses_the_kind_by_cross_validation_and_bounds_false_flags() -> None:
+    np = pytest.importorskip("numpy")
+    train = _script()
+    rng = np.random.RandomState(0)
+
+    def records(n: int, dbs: int) -> list[dict[str, Any]]:
+        out = []
+        for i in range(n):
+            right = bool(i % 2)
+            cov = float(np.clip(rng.normal(0.7 if right else 0.3, 0.2), 0, 1))
+            x = {"coverage": cov, "words": float(rng.uniform(1, 3))}
+            out.append({"db": f"db{i % dbs}", "right": right, "frame": "layer", "x": x})
+        return out
+
+    model, metrics = train.train_model(
+        "lexical", ["coverage", "words"], records(400, 8), records(200, 4), 0.05
+    )
+    assert metrics["chosen"] in metrics["cross_validated_auc"]
+    assert metrics["cross_validated_auc"]["regression"] > 0.8
+    best = max(metrics["cross_validated_auc"].values())
+    assert metrics["cross_validated_auc"][metrics["chosen"]] == best
+    assert metrics["validation"]["answerable_flagged"] <= 0.05
+    assert metrics["validation"]["auc"] > 0.8 and 0 < model["threshold"] < 1

@@ -219,7 +219,7 @@ def auc(scores: Sequence[float], positive: Sequence[bool]) -> float | None:
     return (rank_sum - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg)
 
 
-def report(records: Sequence[dict[str, Any]], model: confidence.Model) -> dict[str, Any]:
+def report(records: Sequence[dict[str, Any]], model: confidence.AnyModel) -> dict[str, Any]:
     """AUC of the model's probability for "unanswerable" and the shares flagged."""
     probs = [model.probability(r["x"]) for r in records]
     wrong = [not r["right"] for r in records]

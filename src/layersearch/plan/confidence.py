@@ -16,13 +16,14 @@ hits, which the search computes anyway (no extra search):
 - with the dense channel: the best, mean and spread of the hits' vector scores and
   the dense channel's separation.
 
-A logistic regression over them (``weak_match.json`` beside this module, written by
+A model over them (``weak_match.json`` beside this module, written by
 ``scripts/train_weak_match.py`` from Spider-Syn train questions asked of a catalog
 that holds their database and of one that does not; docs/agent.md) gives the
 probability that the layer does not hold the answer; the question is flagged at the
 threshold chosen on validation databases for at most 5% of answerable questions
 flagged. Two models ship: one with the dense features and a lexical one for searches
-without a model. Evaluated in plain Python.
+without a model. Each is a logistic regression (evaluated in plain Python) or boosted
+trees (``ranking.trees.Forest``), whichever cross-validated better in training.
 """
 
 from __future__ import annotations
@@ -33,10 +34,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from layersearch.ranking.analyzer import query_words
 from layersearch.types import Hit
+
+if TYPE_CHECKING:
+    from layersearch.ranking.trees import Forest
 
 TOP = 5
 #: how deep the checked list is, whatever the request's ``max_results``: the check
@@ -157,7 +161,11 @@ class Model:
     threshold: float
 
     @classmethod
-    def from_dict(cls, name: str, d: dict[str, Any]) -> Model:
+    def from_dict(cls, name: str, d: dict[str, Any]) -> Model | TreesModel:
+        """The model of one entry of the coefficient file: a logistic regression, or
+        boosted trees (``"kind": "trees"``)."""
+        if d.get("kind") == "trees":
+            return TreesModel.from_dict(name, d)
         names = tuple(d["features"])
         mean, scale, coef = (tuple(float(x) for x in d[k]) for k in ("mean", "scale", "coef"))
         if any(len(c) != len(names) for c in (mean, scale, coef)) or any(s <= 0 for s in scale):
@@ -180,25 +188,64 @@ class Model:
         }
 
     def probability(self, x: dict[str, float]) -> float:
-        z = self.intercept + sum(self.contributions(x).values())
-        return 1.0 / (1.0 + math.exp(-z)) if z > -60 else 0.0
+        return _sigmoid(self.intercept + sum(self.contributions(x).values()))
 
 
-def read_models(path: str | Path = MODEL_FILE) -> dict[str, Model]:
+@dataclass(frozen=True)
+class TreesModel:
+    """Boosted trees over the raw features (``ranking.trees.Forest``, whose sum is the
+    log-odds), and the flag threshold."""
+
+    name: str
+    forest: Forest
+    threshold: float
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return self.forest.features
+
+    @classmethod
+    def from_dict(cls, name: str, d: dict[str, Any]) -> TreesModel:
+        from layersearch.ranking.trees import Forest
+
+        forest = Forest.from_dict(d["forest"], f"weak-match model {name!r}")
+        return cls(name, forest, float(d["threshold"]))
+
+    def contributions(self, x: dict[str, float]) -> dict[str, float]:
+        """Each feature's term of the log-odds: the changes of the trees' values along
+        the row's paths that its splits made (the rest is the trees' bias)."""
+        return self.forest.contributions([x[f] for f in self.names])
+
+    def probability(self, x: dict[str, float]) -> float:
+        import numpy as np
+
+        row = np.array([[x[f] for f in self.names]], dtype=np.float64)
+        return _sigmoid(float(self.forest.predict(row)[0]))
+
+
+def _sigmoid(z: float) -> float:
+    return 1.0 / (1.0 + math.exp(-z)) if z > -60 else 0.0
+
+
+#: a weak-match model: :class:`Model` or :class:`TreesModel`
+AnyModel = Model | TreesModel
+
+
+def read_models(path: str | Path = MODEL_FILE) -> dict[str, AnyModel]:
     """The models of a coefficient file, by name (``dense``, ``lexical``)."""
     doc = json.loads(Path(path).read_text(encoding="utf-8"))
     return {name: Model.from_dict(name, d) for name, d in doc["models"].items()}
 
 
 @cache
-def _shipped() -> dict[str, Model]:
+def _shipped() -> dict[str, AnyModel]:
     return read_models()
 
 
 @dataclass(frozen=True)
 class Match:
     features: dict[str, float]
-    model: Model
+    model: AnyModel
 
     @property
     def coverage(self) -> float:
@@ -226,7 +273,7 @@ def measure(
     question: str,
     hits: Sequence[Hit],
     top: int = TOP,
-    models: dict[str, Model] | None = None,
+    models: dict[str, AnyModel] | None = None,
 ) -> Match | None:
     """The signals of an answer and the model that reads them (dense when a vector
     score is there, else lexical); None when the question has no plain word, or no
