@@ -137,15 +137,21 @@ SEARCHES: list[tuple[str, Callable[[Layersearch], Any]]] = [
 ]
 
 
-def run(ls: Layersearch, seconds: float, files: Path, searchers: int = SEARCHERS) -> Ledger:
+def run(
+    ls: Layersearch, seconds: float, files: Path, searchers: int = SEARCHERS, least: int = 0
+) -> Ledger:
     """``searchers`` threads searching and one thread per kind of write, for ``seconds``;
-    the files the writers import are written under ``files``."""
+    the files the writers import are written under ``files``. ``least``: a writer goes
+    on past ``seconds`` until it has made that many writes (a slow host still gives
+    the count), for at most four times ``seconds`` (a starved writer shows then)."""
     ledger = Ledger(files=files)
-    until = time.monotonic() + seconds
+    start = time.monotonic()
+    until, cap = start + seconds, start + 4 * seconds
+    writing_left = [len(WRITERS)]
 
     def searching(k: int) -> None:
         i = k
-        while time.monotonic() < until:
+        while time.monotonic() < until or (writing_left[0] and time.monotonic() < cap):
             name, call = SEARCHES[i % len(SEARCHES)]
             try:
                 call(ls)
@@ -160,7 +166,7 @@ def run(ls: Layersearch, seconds: float, files: Path, searchers: int = SEARCHERS
 
     def writing(kind: str) -> None:
         n = 0
-        while time.monotonic() < until:
+        while time.monotonic() < until or (ledger.writes[kind] < least and time.monotonic() < cap):
             try:
                 WRITERS[kind](ls, ledger, n)
                 with ledger.lock:
@@ -172,6 +178,8 @@ def run(ls: Layersearch, seconds: float, files: Path, searchers: int = SEARCHERS
                     )
             n += 1
             time.sleep(PAUSE.get(kind, OTHER_PAUSE))
+        with ledger.lock:
+            writing_left[0] -= 1
 
     threads = [threading.Thread(target=searching, args=(k,)) for k in range(searchers)]
     threads += [threading.Thread(target=writing, args=(kind,)) for kind in WRITERS]

@@ -27,11 +27,11 @@ from tests.support import MINI, cli_env, free_port, layersearch_cmd, wait_for_po
 SOAK_S = 30.0
 
 
-def run_in_process(tmp: Path, seconds: float) -> mixed_writes.Ledger:
+def run_in_process(tmp: Path, seconds: float, least: int = 0) -> mixed_writes.Ledger:
     store = str(tmp / "s.duckdb")
     with Layersearch(store, embedder="fake") as ls:
         ls.load(MINI)
-        ledger = mixed_writes.run(ls, seconds, tmp)
+        ledger = mixed_writes.run(ls, seconds, tmp, least=least)
     assert not ledger.failures, "\n\n".join(ledger.failures[:3])
     mixed_writes.check(store, ledger)
     return ledger
@@ -90,7 +90,7 @@ def test_every_kind_of_write_beside_searching_threads(tmp_path: Path) -> None:
 @pytest.mark.slow
 @pytest.mark.soak
 def test_every_kind_of_write_beside_searching_threads_soak(tmp_path: Path) -> None:
-    ledger = run_in_process(tmp_path, SOAK_S)
+    ledger = run_in_process(tmp_path, SOAK_S, least=5)
     assert set(ledger.writes) == set(mixed_writes.WRITERS), ledger.summary()
     assert ledger.writes["save_memory"] >= 5 and ledger.searches, ledger.summary()
 
