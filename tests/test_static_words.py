@@ -178,3 +178,30 @@ def test_lexical_search_finds_a_table_by_a_word_wordnet_does_not_relate(
         found = ls.search(question=question, channels=["fulltext"]).results
         assert "hr.department" not in without
         assert found and found[0].id == "hr.department"
+
+
+def test_a_catalogs_words_are_read_once_for_all_its_indexes() -> None:
+    """A datasource's index takes its words from its catalog's, read once: the names are
+    not read again for it, and each index's space is the one read alone gives."""
+    from layersearch.ranking.coverage_cut import within
+
+    class Catalog:  # (a snapshot's entity map: weakly referenced, a mapping not hashable)
+        __hash__ = None  # type: ignore[assignment]
+
+    wide, catalog, reads = _index(), Catalog(), []
+
+    def names() -> list[str]:
+        reads.append(1)
+        return NAMES
+
+    sw = _words()
+    question = "the divisions and their spending"
+    got = [sw.bridges(ix, question, names, catalog=catalog) for ix in (wide, within(wide, "hr"))]
+    assert len(reads) == 1
+    alone = [_words().bridges(ix, question, _names) for ix in (wide, within(wide, "hr"))]
+    assert got == alone and got[1]  # the cut index reads divisions as department too
+    # a catalog that cannot be weakly referenced is read for each index
+    plain = _words()
+    for ix in (wide, within(wide, "hr")):
+        plain.bridges(ix, question, names, catalog={})
+    assert len(reads) == 3

@@ -92,10 +92,16 @@ class StaticWords:
         self._spaces: weakref.WeakKeyDictionary[CoverageIndex, WordSpace] = (
             weakref.WeakKeyDictionary()
         )
+        # per catalog (the object ``names`` reads, by identity: a mapping is not
+        # hashable): its words this vocabulary has, with their unit vectors, which every
+        # index of that catalog takes its words from; dropped with the catalog
+        self._catalogs: dict[int, tuple[weakref.ref[object], list[str], np.ndarray]] = {}
 
     def __getstate__(self) -> dict[str, object]:
         # (pickled by :func:`_load`'s cache: the words, rows and floor, no catalog's space)
-        return {k: v for k, v in self.__dict__.items() if k not in ("_lock", "_spaces")}
+        return {
+            k: v for k, v in self.__dict__.items() if k not in ("_lock", "_spaces", "_catalogs")
+        }
 
     def __setstate__(self, state: dict[str, object]) -> None:
         self.__dict__.update(state)
@@ -118,14 +124,37 @@ class StaticWords:
         key = word_key(raw) if key is None else key
         return self.by_key.get(key) if key is not None else None
 
-    def space(self, index: CoverageIndex, names: Callable[[], Iterable[str]]) -> WordSpace:
+    def space(
+        self,
+        index: CoverageIndex,
+        names: Callable[[], Iterable[str]],
+        catalog: object | None = None,
+    ) -> WordSpace:
         """The catalog words of ``names`` (``neighbours.catalog_words``) that this
         vocabulary has and ``index`` holds, each by its own vector (as written, else its
-        term's); built once per index, ``names`` read only then."""
+        term's); built once per index. ``catalog``: the object ``names`` reads (a
+        snapshot's entities), whose words are then read once for all its indexes (a
+        datasource's index among them), else ``names`` is read for each index."""
         with self._lock:
             found = self._spaces.get(index)
         if found is not None:
             return found
+        words, unit = self._catalog_words(names, catalog)
+        space = WordSpace(words, unit, index.vocab)
+        with self._lock:
+            self._spaces[index] = space
+        return space
+
+    def _catalog_words(
+        self, names: Callable[[], Iterable[str]], catalog: object | None
+    ) -> tuple[list[str], np.ndarray]:
+        """The words of ``names`` this vocabulary has, and their unit vectors (kept per
+        ``catalog`` when one is given and can be weakly referenced)."""
+        if catalog is not None:
+            with self._lock:
+                kept = self._catalogs.get(id(catalog))
+            if kept is not None and kept[0]() is catalog:
+                return kept[1], kept[2]
         words, rows = [], []
         # (names repeat: ``id``, ``name``, ``created_at`` in every table)
         for word in catalog_words(set(names())):
@@ -133,10 +162,16 @@ class StaticWords:
             if i is not None:
                 words.append(word)
                 rows.append(i)
-        space = WordSpace(words, self.unit(rows), index.vocab)
-        with self._lock:
-            self._spaces[index] = space
-        return space
+        unit = self.unit(rows)
+        if catalog is not None:
+            try:
+                ref = weakref.ref(catalog)
+            except TypeError:  # (not weakly referenced: not kept)
+                return words, unit
+            with self._lock:
+                self._catalogs[id(catalog)] = (ref, words, unit)
+            weakref.finalize(catalog, self._catalogs.pop, id(catalog), None)
+        return words, unit
 
     def bridges(
         self,
@@ -144,9 +179,11 @@ class StaticWords:
         question: str,
         names: Callable[[], Iterable[str]],
         reading: WordNeighbours = WORD_NEIGHBOURS,
+        catalog: object | None = None,
     ) -> Bridges:
         """The question's words read as their nearest catalog words of ``index``, the
-        words of ``names`` (the catalog's entity names) it holds."""
+        words of ``names`` (the catalog's entity names; ``catalog``: what it reads, as
+        :meth:`space` takes it) it holds."""
         found = [
             (key, i)
             for raw, key in read_words(question)[: reading.question_words]
@@ -154,7 +191,7 @@ class StaticWords:
         ]
         if not found:
             return ()
-        space = self.space(index, names)
+        space = self.space(index, names, catalog)
         vectors = self.unit([i for _, i in found])
         keys = [k for k, _ in found]
         return space.bridges(keys, vectors, k=reading.neighbours, floor=self.floor)

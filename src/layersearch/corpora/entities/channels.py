@@ -223,7 +223,8 @@ def static_reader(entities: Iterable[str], reading: WordNeighbours = WORD_NEIGHB
     found = static_words()
     if found is None:
         return _no_bridges
-    return partial(found.bridges, names=partial(entity_names, entities), reading=reading)
+    names = partial(entity_names, entities)
+    return partial(found.bridges, names=names, reading=reading, catalog=entities)
 
 
 def _no_bridges(index: CoverageIndex, question: str) -> Bridges:
