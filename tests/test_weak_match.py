@@ -135,6 +135,11 @@ def test_without_the_full_text_channel_nothing_is_judged(mini: Layersearch) -> N
         assert mini.search(question=question, channels=["vector"]).weak_match is None
         lexical = mini.search(question=question, channels=["fulltext"])
         assert lexical.weak_match and "lexical model" in " ".join(lexical.warnings)
+    # explanations asked for do not make a judge of channels the signals are not read from
+    named = {"question": "revenue", "entities": ["orders", "customers"], "explain": True}
+    for n in (1, 3):  # (the check's list would be the asked one, as deep as asked)
+        resp = mini.search(**named, channels=["bm25"], max_results=n)
+        assert resp.weak_match is None and not any("weak match" in w for w in resp.warnings)
     assert confidence.measure(question, [Hit(kind="column", id="a.b", score=0.1)]) is None
     assert confidence.measure(question, []) is None  # no hit: "no results" says it
 

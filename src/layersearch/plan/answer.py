@@ -54,6 +54,15 @@ def explained(request: Any) -> Any:
     return asked
 
 
+def _judged(request: SearchRequest) -> bool:
+    """Whether the weak-match check reads this request's answer: an unscoped question
+    whose full-text and schema channels ran (the signals are their matches, read
+    :data:`confidence.DEPTH` deep as :func:`explained` asks)."""
+    if request.scope is not None or not request.question:
+        return False
+    return request.channels is None or "fulltext" in request.channels
+
+
 def _has_explanations(resp: SearchResponse) -> bool:
     lists = (resp.results, resp.entities, resp.memories, resp.example_queries)
     return any(h.explanation for hits in lists for h in hits or [])
@@ -71,9 +80,9 @@ def finish(
 ) -> SearchResponse:
     """``resp`` with physical names (compact=false) and, for a question that names a
     grouping, its plan."""
-    if request.scope is None and request.question and _has_explanations(resp):
+    if _judged(request) and _has_explanations(resp):
         # (without the explanations :func:`explained` asks for there is nothing to read)
-        match = confidence.measure(request.question, resp.results)
+        match = confidence.measure(request.question or "", resp.results)
         if match is not None and match.weak:
             resp.weak_match = True
             resp.warnings.append(confidence.warning(match))
