@@ -144,10 +144,10 @@ def dense_in_context(
     datasources keep their cosine. Scores stay cosines (averages of them), so a
     hit's vector score still reads as a similarity.
     """
-    kind_of, visible = _kinds_of(entities)
+    kind_of, table_of = _readers(entities)
     best: dict[str, float] = {}
     for doc_id, score in hits:
-        table = _visible_table(doc_id, kind_of, visible)
+        table = table_of(doc_id)
         if table is not None and score > best.get(table, -math.inf):
             best[table] = score
     out = dict(hits)
@@ -182,7 +182,7 @@ def join_keys_in_context(
     top = JOIN_KEY_TABLES if top is None else top
     order = join_key_order(
         [f.id for f in fused],
-        lambda i: _table_of(entities.get(i), entities),
+        _readers(entities)[1],
         lambda t: [e for e in edges_out.get(t, ()) if e.type == "JOINS"],
         top,
     )
@@ -349,45 +349,32 @@ def name_joins(entities: EntityMap) -> InferJoins:
     return partial(inferred_joins, leaves_of=leaves_of, entity_of=entities.get)
 
 
-def _table_of(e: Entity | None, entities: Mapping[str, Entity]) -> str | None:
-    """The visible model a schema entity belongs to (itself for a model)."""
-    if e is None or e.kind not in _SCHEMA_KINDS:
-        return None
-    table = e.id if e.kind == "model" else e.parent
-    t = entities.get(table) if table is not None else None
-    return table if t is not None and t.kind == "model" and not t.hidden else None
-
-
-def _kinds_of(
+def _readers(
     entities: Mapping[str, Entity],
-) -> tuple[Callable[[str], str | None], Callable[[str], bool]]:
-    """An id's kind and whether it is visible: a snapshot's :class:`EntityMap` answers
-    without decoding the entity; another mapping decodes it."""
+) -> tuple[Callable[[str], str | None], Callable[[str], str | None]]:
+    """By id: an entity's kind (None: not an entity), and the visible model a schema
+    entity belongs to (itself for a model; None otherwise). A snapshot's
+    :class:`EntityMap` answers both without decoding an entity; another mapping decodes."""
     kind_of = getattr(entities, "kind_of", None)
     visible = getattr(entities, "is_visible", None)
-    if kind_of is not None and visible is not None:
-        return kind_of, visible
+    if kind_of is None or visible is None:
 
-    def kind(i: str) -> str | None:
-        e = entities.get(i)
-        return None if e is None else e.kind
+        def kind_of(i: str) -> str | None:
+            e = entities.get(i)
+            return None if e is None else e.kind
 
-    def shown(i: str) -> bool:
-        e = entities.get(i)
-        return e is not None and not e.hidden
+        def visible(i: str) -> bool:
+            e = entities.get(i)
+            return e is not None and not e.hidden
 
-    return kind, shown
+    def table_of(doc_id: str) -> str | None:
+        kind = kind_of(doc_id)
+        if kind not in _SCHEMA_KINDS:
+            return None
+        table = doc_id if kind == "model" else doc_id.rsplit(".", 1)[0]
+        return table if kind_of(table) == "model" and visible(table) else None
 
-
-def _visible_table(
-    doc_id: str, kind_of: Callable[[str], str | None], visible: Callable[[str], bool]
-) -> str | None:
-    """:func:`_table_of` by id (with :func:`_kinds_of`'s readers)."""
-    kind = kind_of(doc_id)
-    if kind not in _SCHEMA_KINDS:
-        return None
-    table = doc_id if kind == "model" else doc_id.rsplit(".", 1)[0]
-    return table if kind_of(table) == "model" and visible(table) else None
+    return kind_of, table_of
 
 
 def _memory_order(memory_id: str) -> int:

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from layersearch.corpora.entities.config import EntityRankingConfig
 from layersearch.corpora.entities.documents import entity_doc, memory_doc
 from layersearch.corpora.entities.indexes import CorpusIndexes
-from layersearch.corpora.entities.rank import _LEAF_KINDS, _memory_order, _table_of
+from layersearch.corpora.entities.rank import _LEAF_KINDS, _memory_order, _readers
 from layersearch.corpora.entities.words import analysed_tokens, surface_words
 from layersearch.semantic.model import Entity
 
@@ -168,7 +168,7 @@ class CorpusText(CorpusIndexes):
             if e is None:
                 return mine > 0
             words = self._entity_words(e)
-            table = _table_of(e, self.entities)
+            table = _readers(self.entities)[1](e.id)
             t = self.entities[table] if table is not None and table != e.id else None
             if t is not None:
                 words = words | self._entity_words(t)
@@ -288,7 +288,8 @@ class CorpusText(CorpusIndexes):
         return []
 
     def _table_of_id(self, level: Callable[[str], int]) -> Callable[[str], str | None]:
-        """:func:`_table_of` by id, from fusion levels and visibility: nothing is decoded."""
+        """A table by id (as :func:`~layersearch.corpora.entities.rank._readers` gives it),
+        from fusion levels and visibility: nothing is decoded."""
         visible = self.entities.is_visible
         found: dict[str, str | None] = {}  # per search: join-keys asks for many hits
 
