@@ -38,6 +38,7 @@ import json
 import logging
 import sys
 from collections.abc import Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -164,7 +165,7 @@ def cross_validated(
     folds = np.array([fold_of[d] for d in dbs])
     scores = np.zeros(len(y))
     for k in range(FOLDS):
-        model = confidence.Model.from_dict("cv", make(x[folds != k], y[folds != k], names))
+        model = confidence.model_from_dict("cv", make(x[folds != k], y[folds != k], names))
         scores[folds == k] = [
             model.probability(dict(zip(names, row, strict=True))) for row in x[folds == k]
         ]
@@ -188,7 +189,7 @@ def train_model(
         log.warning("lightgbm is not installed: only the logistic regression is fitted")
     else:
         for setting in TREE_GRID:
-            make = lambda x, y, names, setting=setting: trees(x, y, names, setting)  # noqa: E731
+            make = partial(trees, setting=setting)
             tried[f"trees {setting}"] = (cross_validated(make, x, y, names, dbs), make)
     chosen = max(tried, key=lambda k: tried[k][0])
     log.info(
@@ -199,10 +200,10 @@ def train_model(
         chosen,
     )
     d = tried[chosen][1](x, y, names)
-    model = confidence.Model.from_dict(name, d)
+    model = confidence.model_from_dict(name, d)
     right = [model.probability(r["x"]) for r in val if r["right"]]
     d["threshold"] = round(threshold_for(right, max_false), 6)
-    model = confidence.Model.from_dict(name, d)
+    model = confidence.model_from_dict(name, d)
     return d, {
         "chosen": chosen,
         "cross_validated_auc": {k: round(v[0], 4) for k, v in tried.items()},

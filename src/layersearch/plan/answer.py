@@ -41,7 +41,7 @@ def explained(request: Any) -> Any:
     the list back). Anything else as it is, for the search to check."""
     if not (isinstance(request, SearchRequest) and request.question):
         return request
-    if request.channels is not None and "fulltext" not in request.channels:
+    if not _fulltext_runs(request):
         return request
     if request.max_results < 1:  # for the search to refuse
         return request
@@ -58,8 +58,11 @@ def _judged(request: SearchRequest) -> bool:
     """Whether the weak-match check reads this request's answer: an unscoped question
     whose full-text and schema channels ran (the signals are their matches, read
     :data:`confidence.DEPTH` deep as :func:`explained` asks)."""
-    if request.scope is not None or not request.question:
-        return False
+    return request.scope is None and bool(request.question) and _fulltext_runs(request)
+
+
+def _fulltext_runs(request: SearchRequest) -> bool:
+    """Whether the request's channels include full text (and so the schema channel)."""
     return request.channels is None or "fulltext" in request.channels
 
 

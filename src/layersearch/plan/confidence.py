@@ -161,11 +161,7 @@ class Model:
     threshold: float
 
     @classmethod
-    def from_dict(cls, name: str, d: dict[str, Any]) -> Model | TreesModel:
-        """The model of one entry of the coefficient file: a logistic regression, or
-        boosted trees (``"kind": "trees"``)."""
-        if d.get("kind") == "trees":
-            return TreesModel.from_dict(name, d)
+    def from_dict(cls, name: str, d: dict[str, Any]) -> Model:
         names = tuple(d["features"])
         mean, scale, coef = (tuple(float(x) for x in d[k]) for k in ("mean", "scale", "coef"))
         if any(len(c) != len(names) for c in (mean, scale, coef)) or any(s <= 0 for s in scale):
@@ -231,10 +227,16 @@ def _sigmoid(z: float) -> float:
 AnyModel = Model | TreesModel
 
 
+def model_from_dict(name: str, d: dict[str, Any]) -> AnyModel:
+    """The model of one entry of the coefficient file: boosted trees when its ``kind``
+    says ``trees``, else a logistic regression."""
+    return TreesModel.from_dict(name, d) if d.get("kind") == "trees" else Model.from_dict(name, d)
+
+
 def read_models(path: str | Path = MODEL_FILE) -> dict[str, AnyModel]:
     """The models of a coefficient file, by name (``dense``, ``lexical``)."""
     doc = json.loads(Path(path).read_text(encoding="utf-8"))
-    return {name: Model.from_dict(name, d) for name, d in doc["models"].items()}
+    return {name: model_from_dict(name, d) for name, d in doc["models"].items()}
 
 
 @cache

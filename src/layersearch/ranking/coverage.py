@@ -221,9 +221,9 @@ class CoverageIndex:
         returns every (term, node, weight) posting, sorted by term then node."""
         n_nodes = len(self.ids)
         n_tables = len(self.table_nodes)
-        # forward index: node → (term, code of its field weight in field_w), CSR over nodes
-        self.vocab, self.fwd_ptr, self.fwd_term, self.fwd_code, self.field_w = forward[:5]
-        self.fwd_own = forward.own
+        # forward index: node → (term, code of its field weight in field_w, whether its own
+        # fields have it), CSR over nodes
+        self.vocab, self.fwd_ptr, self.fwd_term, self.fwd_code, self.field_w, self.fwd_own = forward
         n_vocab = len(self.vocab)
         self.n_terms = np.diff(self.fwd_ptr)
         # every (node, term) pair sorted by term then node: the postings, never kept whole

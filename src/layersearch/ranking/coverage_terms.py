@@ -97,8 +97,9 @@ def value_cues(text: str) -> frozenset[int]:
     return frozenset(cues)
 
 
-#: a node's own fields: the terms of its name, label and description are its own
-#: (``CoverageIndex.own_terms``), the others' (a formula, values) are not
+#: a node's own fields, as the entity documents name them (``documents.entity_doc``):
+#: the terms of its name, label and description are its own (``coverage_cut.own_terms``),
+#: the others' (a formula, values) are not
 OWN_FIELDS = frozenset({"name", "label", "description"})
 
 
