@@ -1,8 +1,9 @@
 """Two source trees answer the same searches in alternation, in one run.
 
     PYTHONPATH=src python benchmarks/ab.py --old /tmp/base/src [--new src] \
-        [--corpus spider|synthetic:100000] [--memories 10000] [--embedder none|local] \
-        [--questions 300] [--rounds 2] [--out FILE]
+        [--corpus spider|synthetic:100000|warehouse:0.1] [--memories 10000] \
+        [--embedder none|local] [--exact] [--random-vectors] [--questions 300] \
+        [--rounds 2] [--out FILE]
 
 A speed change is judged by the ratio of its p50 to the code before it, measured on
 the same host at the same moments (and by the process CPU time a search takes, all its
@@ -20,8 +21,11 @@ Get the code before a change without touching the checkout, e.g.
 
 Corpora: ``spider`` is the Spider catalog (166 databases, ``SPIDER_DIR``) asked its
 dev questions; ``synthetic:N`` is ``synthetic.generate_catalog(N, --memories)`` asked
-its generated questions. Stores are built once by the new tree under ``--workdir``
-and reused (embedded first with ``--embedder local``).
+its generated questions; ``warehouse:SCALE`` is ``warehouse.generate_warehouse(SCALE)``
+asked ``warehouse_questions`` (``--memories 0``). Stores are built once by the new tree
+under ``--workdir`` and reused (embedded first with ``--embedder local``, or given
+random vectors with ``--random-vectors``). ``--exact``: vector search without HNSW,
+as the default install (without the ``[ann]`` extra) searches.
 """
 
 from __future__ import annotations
@@ -61,6 +65,11 @@ def worker() -> None:
     config = json.loads(sys.stdin.readline())
     from layersearch import Layersearch
 
+    if config.get("exact"):  # as the default install searches: without usearch's HNSW
+        import layersearch.ranking.vector as vector_module
+
+        vector_module.ann_available = lambda: False  # type: ignore[assignment]
+
     ls = Layersearch(config["store"], embedder=config["embedder"], create=False)
     ls.warm()
     print(json.dumps({"ready": True}), flush=True)
@@ -75,7 +84,7 @@ def worker() -> None:
 
 
 class Worker:
-    def __init__(self, src: Path, store: Path, embedder: str) -> None:
+    def __init__(self, src: Path, store: Path, embedder: str, exact: bool = False) -> None:
         env = dict(os.environ)
         env["PYTHONPATH"] = str(src)
         env.pop("LAYERSEARCH_CONFIG", None)
@@ -86,7 +95,7 @@ class Worker:
             text=True,
             env=env,
         )
-        self.ask({"store": str(store), "embedder": embedder})
+        self.ask({"store": str(store), "embedder": embedder, "exact": exact})
 
     def ask(self, message: dict[str, Any]) -> dict[str, Any]:
         assert self.proc.stdin is not None and self.proc.stdout is not None
@@ -120,6 +129,11 @@ def build_store(
     if corpus == "spider":
         questions = [q["question"] for q in json.loads((SPIDER / "dev.json").read_text())]
         catalog = None
+    elif corpus.startswith("warehouse:"):  # warehouse.py's catalog at a scale
+        from warehouse import generate_warehouse, warehouse_questions
+
+        catalog = generate_warehouse(float(corpus.split(":", 1)[1]))
+        questions = warehouse_questions(1000)
     else:
         from synthetic import generate_catalog, generate_queries
 
@@ -197,6 +211,16 @@ def main() -> int:
     ap.add_argument("--warmup", type=int, default=20)
     ap.add_argument("--kwargs", default="{}", help="Extra search arguments (JSON).")
     ap.add_argument("--workdir", type=Path, default=Path("/tmp/layersearch-ab"))
+    ap.add_argument(
+        "--exact",
+        action="store_true",
+        help="Exact vector search even with usearch installed (as the default install).",
+    )
+    ap.add_argument(
+        "--random-vectors",
+        action="store_true",
+        help="With a model: random stored vectors (build_store's), not the corpus embedded.",
+    )
     ap.add_argument("--out", type=Path)
     args = ap.parse_args()
     if args.worker:
@@ -212,14 +236,16 @@ def main() -> int:
         trees[name] = Path(src)
     for tree in trees.values():
         subprocess.run([sys.executable, "-m", "compileall", "-q", str(tree)], check=True)
-    store, questions = build_store(args.corpus, args.memories, args.embedder, args.workdir)
+    store, questions = build_store(
+        args.corpus, args.memories, args.embedder, args.workdir, random_vectors=args.random_vectors
+    )
     extra = json.loads(args.kwargs)
     workers = {}
     for name, src in trees.items():
         copy = args.workdir / f"ab_{name}"
         shutil.rmtree(copy, ignore_errors=True)
         shutil.copytree(store.parent, copy)
-        workers[name] = Worker(src.resolve(), copy / store.name, args.embedder)
+        workers[name] = Worker(src.resolve(), copy / store.name, args.embedder, args.exact)
     asked = questions[args.warmup : args.warmup + args.questions]
     for q in questions[: args.warmup]:
         for w in workers.values():

@@ -339,7 +339,7 @@ def test_ranking_vector_is_pure():
         "import sys\n"
         "import layersearch.ranking.vector\n"
         "print(sorted(m for m in ('usearch', 'torch', 'litellm', 'duckdb', 'mcp', 'layersearch.store',"
-        " 'layersearch.graph', 'layersearch.embed') if m in sys.modules))\n"
+        " 'layersearch.graph', 'layersearch.embed', 'onnxruntime') if m in sys.modules))\n"
     )
     env = {**os.environ, "PYTHONPATH": str(SRC)}
     out = subprocess.run(
