@@ -277,6 +277,22 @@ def test_warm_reads_the_vectors_and_names_what_is_missing(tmp_path: Path) -> Non
     ls.close()
 
 
+def test_warm_makes_the_int8_copy_a_large_exact_index_searches(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("onnxruntime")
+    from layersearch.ranking import vector as vector_module
+
+    with Layersearch(tmp_path / "s.duckdb", embedder="fake") as ls:
+        ls.load(MINI)
+        ls.embed()
+    monkeypatch.setattr(vector_module, "SCREEN_MIN_ROWS", 1)  # MINI counts as large
+    with Layersearch(tmp_path / "s.duckdb", embedder="fake", create=False) as ls:
+        assert ls.warm() == []
+        part = ls.dense()._part(False)
+        assert part._screen is not None and part._screen.rows == len(part)
+
+
 def test_a_new_process_reads_its_vectors_in_one_store_call(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

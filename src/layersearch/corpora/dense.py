@@ -368,9 +368,11 @@ class DenseCorpus:
 
     def warm(self) -> None:
         """Do now what the first search would: read this model's vectors into the index
-        (or, for a store that ranks in the database, check they are there)."""
+        and make the int8 copy its exact search scores first (or, for a store that ranks
+        in the database, check they are there). An HNSW graph is ``keep_graphs``'."""
         if getattr(self.store, "search_vectors", None) is None:
             self.index()
+            self._part(False).prepare(graph=False)
         else:
             self._check_current()
 
@@ -386,7 +388,8 @@ class DenseCorpus:
         except EmbeddingUnavailable:
             return
         for part in parts:
-            part.prepare()
+            if part.uses_ann:
+                part.prepare()
 
     @property
     def confirmed(self) -> bool:
