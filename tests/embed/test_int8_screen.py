@@ -184,3 +184,20 @@ def test_the_copy_is_made_by_prepare_or_after_a_few_full_searches(monkeypatch):
     monkeypatch.setattr(vector_module, "SCREEN_MIN_ROWS", len(matrix) + 1)
     small.prepare()
     assert small._screen is None
+
+
+def test_a_copy_that_cannot_be_made_leaves_the_float32_product(monkeypatch, caplog):
+    matrix = _matrices()["gaussian"]
+    ids = [f"r{i:04d}" for i in range(len(matrix))]
+    _screened(monkeypatch, True)
+
+    def refuse(*args, **kwargs):
+        raise RuntimeError("[ONNXRuntimeError] : 6 : RUNTIME_EXCEPTION")
+
+    monkeypatch.setattr(vector_module, "Int8Screen", refuse)
+    index = VectorIndex(ids, matrix, mode="exact")
+    with caplog.at_level("WARNING", logger="layersearch.ranking.vector"):
+        index.prepare()
+        hits = index.search(matrix[9], 3)
+    assert hits[0][0] == ids[9] and index._screen is None
+    assert sum("int8 copy of 400 vectors not made" in r.message for r in caplog.records) == 1

@@ -142,6 +142,7 @@ class VectorIndex:
         self._ann_view = False  # the graph is a read-only map of a kept file
         self._screen: Int8Screen | None = None  # the int8 copy of rows [0, _n)
         self._scans = 0  # exact searches that scored every row
+        self._screen_failed = False
         # the rows of an allow-list asked again (a datasource's ids, one frozenset each)
         self._allowed: dict[frozenset[str], np.ndarray] = {}
         self._lock = threading.Lock()
@@ -344,14 +345,21 @@ class VectorIndex:
     def _int8_screen(self, build: bool = True) -> Int8Screen | None:
         """The int8 copy of the rows, made (when ``build``) on first use after a change;
         None below :data:`SCREEN_MIN_ROWS`, without onnxruntime, or not made yet."""
-        if self._n < SCREEN_MIN_ROWS or not screen_available():
+        if self._n < SCREEN_MIN_ROWS or self._screen_failed or not screen_available():
             return None
         with self._lock:
             screen = self._screen
             if screen is None or screen.rows != self._n or screen.pid != os.getpid():
                 if not build:
                     return None
-                self._screen = Int8Screen(self._buf[: self._n])
+                try:
+                    self._screen = Int8Screen(self._buf[: self._n])
+                except (MemoryError, RuntimeError, OSError, ValueError) as exc:
+                    # ONNX Runtime refused the graph or memory ran short: this index
+                    # searches with the float32 product, as without onnxruntime.
+                    log.warning("int8 copy of %d vectors not made (%s)", self._n, exc)
+                    self._screen_failed = True
+                    return None
             return self._screen
 
     def _top(self, rows: np.ndarray | None, scores: np.ndarray, k: int) -> list[tuple[str, float]]:
