@@ -307,13 +307,19 @@ class VectorIndex:
         if screen is not None:
             return self._search_screened(screen, q, k, rows)
         scores = _product(live, q)
-        if rows is not None:
-            mask = np.zeros(self._n, dtype=bool)
-            mask[rows] = True
-            scores[~mask] = -np.inf
-        elif self._alive is not None:
-            scores[~self._alive[: self._n]] = -np.inf
+        excluded = self._excluded(rows)
+        if excluded is not None:
+            scores[excluded] = -np.inf
         return self._top(None, scores, k)
+
+    def _excluded(self, rows: np.ndarray | None) -> np.ndarray | None:
+        """A mask of the rows a search must not return (outside ``rows`` when given, else
+        dead), or None when it may return every row."""
+        if rows is not None:
+            mask = np.ones(self._n, dtype=bool)
+            mask[rows] = False
+            return mask
+        return None if self._alive is None else ~self._alive[: self._n]
 
     def _search_screened(
         self, screen: Int8Screen, q: np.ndarray, k: int, rows: np.ndarray | None
@@ -322,12 +328,9 @@ class VectorIndex:
         score are scored in float32, then every row whose int8 score comes within the
         error bound of the k-th best of those (the only rows that can beat it)."""
         approx, bound = screen.scores(q)
-        if rows is not None:
-            allowed = np.zeros(self._n, dtype=bool)
-            allowed[rows] = True
-            approx[~allowed] = -np.inf
-        elif self._alive is not None:
-            approx[~self._alive[: self._n]] = -np.inf
+        excluded = self._excluded(rows)
+        if excluded is not None:
+            approx[excluded] = -np.inf
         finite = int(np.count_nonzero(approx > -np.inf))
         k = min(k, finite)
         if k == 0:
