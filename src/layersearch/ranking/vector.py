@@ -67,9 +67,10 @@ _COMPACT_MIN_DEAD = 1024
 #: (540k x 384: 64 -> 33 ms); below this the hand-off costs more than it saves.
 SPLIT_MIN_ROWS = 100_000
 #: Rows from which an exact search scores an int8 copy first and only the rows that
-#: can reach the top again in float32 (``ranking/int8_screen.py``; with onnxruntime):
-#: 25k x 384 random unit vectors, 2.9 -> 1.3 ms a search; 200k, 26-36 -> 7 ms.
-SCREEN_MIN_ROWS = 20_000
+#: can reach the top again in float32 (``ranking/int8_screen.py``; with onnxruntime).
+#: Random unit vectors x 384, a search: 5k 0.24 -> 0.42 ms, 10k 0.65 -> 0.39, 25k 2.8 ->
+#: 0.9, 200k 26-36 -> 7.
+SCREEN_MIN_ROWS = 10_000
 #: Searches over every row after which an index makes its int8 copy unasked.
 SCREEN_AFTER_SCANS = 8
 #: the size of the sample whose order picks an int8 search's first candidates
