@@ -216,3 +216,36 @@ def test_a_plans_part_searches_rank_entities_only(
         # a search of the same words asked by a user still ranks the notes
         hits = ls.search(question="customer country", max_results=30).results
         assert any(h.kind == "memory" for h in hits)
+
+
+def test_a_part_searched_once_is_read_again_until_the_store_changes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A part's hits depend on its words, datasource and channels and the snapshot:
+    another question with the same grouping reads them, a write searches again; a search
+    with other channels is another entry."""
+    with Layersearch(tmp_path / "s.duckdb") as ls:
+        ls.load(MINI)
+        parts: list[str] = []
+        real = ls.entities.search
+
+        def spy(request: Any = None, /, **kwargs: Any) -> Any:
+            if request is not None and request._entities_only:
+                parts.append(request.question)
+            return real(request, **kwargs)
+
+        monkeypatch.setattr(ls.entities, "search", spy)
+        first = ls.search(question="total revenue by customer country").plan
+        assert parts == ["customer country"]
+        again = ls.search(question="revenue total by customer country", explain=True).plan
+        assert parts == ["customer country"]  # read, not searched
+        assert first is not None and again is not None
+        assert first.dimensions[0].id == again.dimensions[0].id == "shop.customers.country"
+        ls.save_memory("country means the billing country")  # a new snapshot
+        asked = len(parts)
+        assert ls.search(question="total revenue by customer country").plan == first
+        assert parts[asked:] == ["customer country"]
+        kept = answer.part_searches(ls.entities)
+        corpus = ls.entities.corpus()
+        assert kept.get(corpus, ("customer country", "shop", ())) is not None
+        assert kept.get(corpus, ("customer country", "shop", ("bm25",))) is None

@@ -3,8 +3,12 @@ full hits and the query plan of a grouped question. The ranked hits are not chan
 
 from __future__ import annotations
 
+import threading
+import weakref
+from collections import OrderedDict
 from typing import Any
 
+from layersearch.corpora.entities.corpus import EntityCorpus
 from layersearch.corpora.entities.service import EntityService
 from layersearch.plan import confidence, physical
 from layersearch.plan.planner import Planner, split_question
@@ -15,6 +19,55 @@ from layersearch.types import Hit, SearchRequest, SearchResponse
 PLAN_SEARCH_DEPTH = 30
 #: a longer question is not planned (each grouping part costs a search)
 MAX_PLAN_CHARS = 400
+#: part searches kept per service, for the snapshot they were searched in
+PART_SEARCHES_KEPT = 256
+
+
+class PartSearches:
+    """The hits of a plan's part searches, kept for the snapshot they were searched in.
+
+    A part's hits depend only on its words, its datasource and the channels, and the
+    snapshot (the store generation): grouping words recur across questions ("by
+    month", "per region"), and each part search runs the whole entity pipeline. A new
+    snapshot (any write) starts an empty cache."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._corpus: weakref.ref[EntityCorpus] | None = None
+        self._hits: OrderedDict[tuple[Any, ...], tuple[Hit, ...]] = OrderedDict()
+
+    def get(self, corpus: EntityCorpus, key: tuple[Any, ...]) -> list[Hit] | None:
+        with self._lock:
+            if self._corpus is None or self._corpus() is not corpus:
+                return None
+            hits = self._hits.get(key)
+            if hits is None:
+                return None
+            self._hits.move_to_end(key)
+            return list(hits)
+
+    def put(self, corpus: EntityCorpus, key: tuple[Any, ...], hits: list[Hit]) -> None:
+        with self._lock:
+            if self._corpus is None or self._corpus() is not corpus:
+                self._corpus = weakref.ref(corpus)
+                self._hits.clear()
+            self._hits[key] = tuple(hits)
+            while len(self._hits) > PART_SEARCHES_KEPT:
+                self._hits.popitem(last=False)
+
+
+#: one cache per entity service (a store opened), dropped with it
+_PARTS: weakref.WeakKeyDictionary[EntityService, PartSearches] = weakref.WeakKeyDictionary()
+_PARTS_LOCK = threading.Lock()
+
+
+def part_searches(entities: EntityService) -> PartSearches:
+    """The part-search cache of ``entities``."""
+    with _PARTS_LOCK:
+        kept = _PARTS.get(entities)
+        if kept is None:
+            kept = _PARTS[entities] = PartSearches()
+        return kept
 
 
 def _reaches_the_layer(request: SearchRequest) -> bool:
@@ -98,8 +151,13 @@ def finish(
         physical.attach_to_hits(store, resp)
     if request.question and _plans(request):
         corpus = entities.corpus()
+        kept = part_searches(entities)
 
         def search(text: str, datasource: str | None) -> list[Hit]:
+            key = (text, datasource, tuple(request.channels or ()))
+            found = kept.get(corpus, key)
+            if found is not None:
+                return found
             sub = entities.request(
                 question=text,
                 datasource=datasource,
@@ -107,7 +165,9 @@ def finish(
                 channels=request.channels,
             )
             sub._entities_only = True  # (the plan reads entities only)
-            return entities.search(sub).results
+            hits = entities.search(sub).results
+            kept.put(corpus, key, hits)
+            return hits
 
         def ahead(texts: list[str]) -> None:
             if request.channels is None or "vector" in request.channels:
