@@ -91,7 +91,7 @@ def test_a_screened_search_is_the_exact_one(monkeypatch, name, sample):
     want = [(plain.search(q, k), plain.search(q, k, allow)) for q in queries for k in (1, 10, 500)]
     _screened(monkeypatch, True)
     index = VectorIndex(ids, matrix, mode="exact")
-    index.prepare()
+    index.prepare_screen()
     got = [(index.search(q, k), index.search(q, k, allow)) for q in queries for k in (1, 10, 500)]
     assert index._screen is not None  # the int8 pass ran
     for (w, wa), (g, ga) in zip(want, got, strict=True):
@@ -107,11 +107,11 @@ def test_the_copy_follows_adds_removes_and_compaction(monkeypatch):
     monkeypatch.setattr(vector_module, "_COMPACT_MIN_DEAD", 10)
     index = VectorIndex(ids[:300], matrix[:300], mode="exact")
     q = matrix[350]
-    index.prepare()
+    index.prepare_screen()
     assert ids[350] not in [i for i, _ in index.search(q, 5)]
     index.add(ids[300:], matrix[300:])  # new rows: the copy goes
     assert index._screen is None
-    index.prepare()
+    index.prepare_screen()
     assert index.search(q, 1)[0] == (ids[350], pytest.approx(1.0, abs=1e-6))
     first = index._screen
     assert first is not None and first.rows == len(matrix)
@@ -120,7 +120,7 @@ def test_the_copy_follows_adds_removes_and_compaction(monkeypatch):
     assert index._screen is first
     index.remove(ids[:300])  # compaction renumbers every row
     assert index._alive is None
-    index.prepare()
+    index.prepare_screen()
     hits = index.search(q, 200)
     assert {i for i, _ in hits} == set(ids[300:]) - {ids[350]}
     assert index._screen is not first
@@ -157,16 +157,16 @@ def test_screened_equals_exact_on_any_index(seed, n, k, duplicates, sample):
         want = VectorIndex(ids, matrix, mode="exact").search(q, k)
         vector_module.SCREEN_MIN_ROWS, vector_module._SAMPLE = 1, sample
         index = VectorIndex(ids, matrix, mode="exact")
-        index.prepare()
+        index.prepare_screen()
         got = index.search(q, k)
     finally:
         vector_module.SCREEN_MIN_ROWS, vector_module._SAMPLE = old
     _same(got, want)
 
 
-def test_the_copy_is_made_by_prepare_or_after_a_few_full_searches(monkeypatch):
+def test_the_copy_is_made_by_prepare_screen_or_after_a_few_full_searches(monkeypatch):
     """A process that asks once (the CLI) does not pay for the copy; a server's warm-up
-    (prepare) or a few searches over every row make it."""
+    (prepare_screen) or a few searches over every row make it."""
     matrix = _matrices()["gaussian"]
     ids = [f"r{i:04d}" for i in range(len(matrix))]
     _screened(monkeypatch, True)
@@ -178,11 +178,13 @@ def test_the_copy_is_made_by_prepare_or_after_a_few_full_searches(monkeypatch):
     once.search(matrix[1], 3)
     assert once._screen is not None
     warmed = VectorIndex(ids, matrix, mode="exact")
-    warmed.prepare()
+    warmed.prepare()  # the HNSW graph's (embed's): nothing for an exact index
+    assert warmed._screen is None
+    warmed.prepare_screen()
     assert warmed._screen is not None
     small = VectorIndex(ids, matrix, mode="exact")
     monkeypatch.setattr(vector_module, "SCREEN_MIN_ROWS", len(matrix) + 1)
-    small.prepare()
+    small.prepare_screen()
     assert small._screen is None
 
 
@@ -197,7 +199,7 @@ def test_a_copy_that_cannot_be_made_leaves_the_float32_product(monkeypatch, capl
     monkeypatch.setattr(vector_module, "Int8Screen", refuse)
     index = VectorIndex(ids, matrix, mode="exact")
     with caplog.at_level("WARNING", logger="layersearch.ranking.vector"):
-        index.prepare()
+        index.prepare_screen()
         hits = index.search(matrix[9], 3)
     assert hits[0][0] == ids[9] and index._screen is None
     assert sum("int8 copy of 400 vectors not made" in r.message for r in caplog.records) == 1

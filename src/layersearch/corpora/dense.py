@@ -372,7 +372,7 @@ class DenseCorpus:
         in the database, check they are there). An HNSW graph is ``keep_graphs``'."""
         if getattr(self.store, "search_vectors", None) is None:
             self.index()
-            self._part(False).prepare(graph=False)
+            self._part(False).prepare_screen()
         else:
             self._check_current()
 
@@ -388,8 +388,7 @@ class DenseCorpus:
         except EmbeddingUnavailable:
             return
         for part in parts:
-            if part.uses_ann:
-                part.prepare()
+            part.prepare()
 
     @property
     def confirmed(self) -> bool:

@@ -63,7 +63,6 @@ class Int8Screen:
         started = time.perf_counter()
         n, dims = matrix.shape
         self.rows = n
-        self.dims = dims
         #: the process the session was made in (a forked child makes its own: ONNX
         #: Runtime's threads are not copied into it)
         self.pid = os.getpid()

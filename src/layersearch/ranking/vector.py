@@ -244,16 +244,16 @@ class VectorIndex:
         wanted = self.mode == "ann" or (self.mode == "auto" and len(self) >= self.exact_threshold)
         return wanted and _usearch_or_warn()
 
-    def prepare(self, graph: bool = True) -> None:
-        """Make now what the next search would: the HNSW graph (built, or read from
-        ``ann_dir``) when it goes through HNSW and ``graph``, else the int8 copy an
-        exact search of :data:`SCREEN_MIN_ROWS` rows or more scores first."""
-        if not self._rows:
-            return
-        if self.uses_ann:
-            if graph:
-                self._ann_index()
-        else:
+    def prepare(self) -> None:
+        """Build (or read, from ``ann_dir``) the HNSW graph the next search would, when it
+        goes through HNSW; nothing for an exact index."""
+        if self._rows and self.uses_ann:
+            self._ann_index()
+
+    def prepare_screen(self) -> None:
+        """Make now the int8 copy an exact search of :data:`SCREEN_MIN_ROWS` rows or more
+        scores first (a server's warm-up); nothing for an index searched through HNSW."""
+        if self._rows and not self.uses_ann:
             self._int8_screen()
 
     # -- search ------------------------------------------------------------
@@ -303,7 +303,7 @@ class VectorIndex:
             lo, hi = int(rows[0]), int(rows[-1]) + 1
             allowed = live[lo:hi] if hi - lo == len(rows) else live[rows]
             return self._top(rows, allowed @ q, k)
-        # The copy is made by prepare() (a server's warm-up) or once this index has
+        # The copy is made by prepare_screen() (a server's warm-up) or once this index has
         # scored every row a few times: a process that asks one question (the CLI, a
         # search and its plan's) does not pay for it (540k rows: 1-4 s to save ~40 ms).
         screen = self._int8_screen(build=self._scans >= SCREEN_AFTER_SCANS)
@@ -345,7 +345,8 @@ class VectorIndex:
         reach = np.nonzero(approx >= kth - bound)[0]
         if len(reach) * 4 >= self._n:  # a bound too loose to save anything
             scores = _product(self._buf[: self._n], q)
-            scores[approx == -np.inf] = -np.inf
+            if excluded is not None:
+                scores[excluded] = -np.inf
             return self._top(None, scores, k)
         return self._top(reach, self._buf[reach] @ q, k)
 

@@ -162,13 +162,15 @@ class CorpusText(CorpusIndexes):
         words leads the column ``Farm_ID``, which holds the same content word. A keyword
         search ("store") has no stop words, and its entity keeps the lead."""
 
+        table_of = _readers(self.entities)[1]
+
         def leads(memory_id: str, entity_id: str) -> bool:
             mine = share(self._memory_doc_words(memory_id))
             e = self.entities.get(entity_id)
             if e is None:
                 return mine > 0
             words = self._entity_words(e)
-            table = _readers(self.entities)[1](e.id)
+            table = table_of(e.id)
             t = self.entities[table] if table is not None and table != e.id else None
             if t is not None:
                 words = words | self._entity_words(t)
