@@ -220,6 +220,15 @@ def test_every_coverage_attribute_survives_a_round_trip(tmp_path: Path) -> None:
             assert loaded.search(q, 200, scope=scope) == built.search(q, 200, scope=scope)
 
 
+def test_a_string_map_iterates_its_items_as_the_dict_it_was_built_from() -> None:
+    d = {f"term{i}": (i * 7) % 1000 for i in range(1000)} | {"café": 3, "日本": 4, "": 5}
+    m = persist.StrIntMap.build(d)
+    assert list(m.items()) == list(d.items())  # keys beside values, in the built order
+    assert list(m.values()) == list(d.values()) and list(m) == list(d)
+    assert ("café", 3) in m.items() and ("café", 4) not in m.items()
+    assert m["日本"] == 4 and m.get("missing", -1) == -1 and len(m.items()) == len(d)
+
+
 def test_an_attribute_it_cannot_save_keeps_the_index_in_memory(tmp_path: Path) -> None:
     with Layersearch(tmp_path / "s.duckdb") as ls:
         ls.load(MINI)

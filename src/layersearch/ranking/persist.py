@@ -24,7 +24,7 @@ import json
 import mmap as _mmap
 import os
 import zlib
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import ItemsView, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, overload
 
@@ -194,6 +194,17 @@ class HashIndex:
         return cls(arrays["keys"], arrays["slots"])
 
 
+class _Items(ItemsView[str, int]):
+    """A :class:`StrIntMap`'s items, iterated as its keys beside its values (not a hash
+    lookup per key, as ``Mapping.items`` would)."""
+
+    _mapping: StrIntMap
+
+    def __iter__(self) -> Iterator[tuple[str, int]]:
+        m = self._mapping
+        return zip(m.index.keys, m.values_.tolist(), strict=True)
+
+
 class StrIntMap(Mapping[str, int]):
     """A read-only ``str → int`` mapping over a :class:`HashIndex` and a value array."""
 
@@ -223,6 +234,9 @@ class StrIntMap(Mapping[str, int]):
 
     def __iter__(self) -> Iterator[str]:
         return iter(self.index.keys)
+
+    def items(self) -> ItemsView[str, int]:
+        return _Items(self)
 
     def __len__(self) -> int:
         return len(self.index.keys)
