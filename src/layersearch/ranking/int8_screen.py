@@ -7,7 +7,7 @@ Runtime's integer product (``MatMulInteger``, over a copy of the rows it packs o
 takes about 9 ms.
 
 The int8 scores are only near the cosines, but how near is known: for a row ``x``
-stored as ``s·X`` (``X`` int8) and a query ``q`` as ``t·Ā`` (``Ā = A − 128``), the
+stored as ``s·X`` (``X`` int8) and a query ``q`` as ``t·Ā`` (``Ā = A − 64``), the
 int8 score ``s·t·⟨X, Ā⟩`` is off from ``⟨x, q⟩`` by ``⟨x − s·X, q⟩ + ⟨s·X, q − t·Ā⟩``,
 at most ``‖x − s·X‖·‖q‖ + ‖s·X‖·‖q − t·Ā‖`` (Cauchy–Schwarz; the rows' norms are
 measured when the copy is made, the query's at each search). Every row
@@ -20,6 +20,12 @@ Used when onnxruntime (the ``[local]`` extra) can be imported; the product graph
 written here, a few hundred bytes, not read from a file. The copies cost memory: the
 int8 rows, and ONNX Runtime's packed copy of them (414 MB beside the 830 MB of float32
 at 540k x 384).
+
+The query is kept to 7 bits (levels −63..63, stored as 1..127): on x86 CPUs without
+VNNI, ONNX Runtime's uint8 × int8 kernel adds two products in a saturating 16-bit
+lane, which 255 × 127 × 2 overflows and 127 × 127 × 2 does not. With the full 8 bits,
+a score on such a CPU (AVX2 only) could be off by far more than the bound, and a row
+of the top k missed; with 7 the product is exact on every CPU.
 """
 
 from __future__ import annotations
@@ -38,7 +44,9 @@ log = logging.getLogger("layersearch.ranking.int8_screen")
 
 #: rows quantised at a time (bounds the float32 temporary)
 _BLOCK = 65_536
-_ZERO_POINT = 128
+#: the query's levels: −63..63, stored as uint8 1..127 (7 bits: see the module notes)
+_LEVELS = 63
+_ZERO_POINT = 64
 #: float32 rounding of the scores compared, on top of the quantisation bound
 _SLACK = 1e-5
 
@@ -103,7 +111,7 @@ class Int8Screen:
     def scores(self, q: np.ndarray) -> tuple[np.ndarray, float]:
         """Each row's int8 score for the query ``q`` and the most any is off by."""
         peak = float(np.abs(q).max())
-        step = peak / 127.0 if peak > 0 else 1.0
+        step = peak / _LEVELS if peak > 0 else 1.0
         levels = np.rint(q / step)
         a = (levels + _ZERO_POINT).astype(np.uint8)[None, :]
         raw: Any = self._session.run(None, {"A": a})[0]
@@ -115,7 +123,7 @@ class Int8Screen:
         return approx, bound + _SLACK
 
 
-# -- the graph: Y[1, n] = MatMulInteger(A[1, dims] uint8, B[dims, n] int8, 128) ------------
+# -- the graph: Y[1, n] = MatMulInteger(A[1, dims] uint8, B[dims, n] int8, 64) -------------
 # Written as protobuf by hand (the onnx package is not a run-time dependency). Field
 # numbers are onnx.proto's.
 
