@@ -225,3 +225,40 @@ def test_stores_opened_in_turn_share_one_session_per_model(local, tmp_path):
     other = LocalEmbedder(threads=local.threads + 1)
     other.embed_query("revenue")
     assert other._session is not local._session
+
+
+def _integer_product_model(weights: np.ndarray) -> bytes:
+    """An ONNX model of ``Y = MatMulInteger(A uint8, W int8)`` with ``W`` a constant
+    (as an int8 model's weights are), zero points 0."""
+    from layersearch.ranking import int8_screen as g
+
+    k, n = weights.shape
+    node = g._bytes(1, "A") + g._bytes(1, "W") + g._bytes(2, "Y")
+    node += g._bytes(3, "product") + g._bytes(4, "MatMulInteger")
+    graph = g._bytes(1, node) + g._bytes(2, "integer_product")
+    graph += g._bytes(5, g._tensor("W", g._INT8, [k, n], weights.astype(np.int8).tobytes()))
+    graph += g._bytes(11, g._value_info("A", g._UINT8, [1, k]))
+    graph += g._bytes(12, g._value_info("Y", g._INT32, [1, n]))
+    return g._int(1, 8) + g._bytes(8, g._bytes(1, "") + g._int(2, 13)) + g._bytes(7, graph)
+
+
+def test_integer_products_are_exact_on_every_cpu():
+    """uint8 × int8 products at their largest: on an x86 CPU without VNNI, ONNX
+    Runtime's default kernel saturates their pairwise 16-bit sums (255·127·2 > 32767);
+    the sessions this module makes compute them exactly there too."""
+    ort = pytest.importorskip("onnxruntime")
+    from layersearch.embed.local import FLOAT_FUSIONS, session_options
+
+    rng = np.random.default_rng(3)
+    weights = np.concatenate(
+        [np.full((64, 4), 127), np.full((64, 4), -127), rng.integers(-127, 128, (64, 8))], axis=1
+    )
+    a = np.concatenate([np.full(32, 255), rng.integers(0, 256, 32)]).astype(np.uint8)[None, :]
+    session = ort.InferenceSession(
+        _integer_product_model(weights),
+        session_options(ort, 1),
+        providers=["CPUExecutionProvider"],
+        disabled_optimizers=list(FLOAT_FUSIONS),
+    )
+    got = session.run(None, {"A": a})[0]
+    np.testing.assert_array_equal(got, a.astype(np.int64) @ weights)
