@@ -262,3 +262,18 @@ def test_integer_products_are_exact_on_every_cpu():
     )
     got = session.run(None, {"A": a})[0]
     np.testing.assert_array_equal(got, a.astype(np.int64) @ weights)
+
+
+def test_the_exact_kernel_is_asked_for_only_without_vnni(monkeypatch):
+    ort = pytest.importorskip("onnxruntime")
+    from layersearch.embed import local
+
+    def asked(has: bool) -> str | None:
+        monkeypatch.setattr(local, "vnni", lambda: has)
+        options = local.session_options(ort, 1)
+        try:
+            return str(options.get_session_config_entry("session.x64quantprecision"))
+        except RuntimeError:  # (not set)
+            return None
+
+    assert asked(False) == "1" and asked(True) is None
