@@ -181,6 +181,11 @@ def test_load_with_an_embedder_computes_the_vectors(tmp_path: Path) -> None:
         "entities: 0 embedded, 32 unchanged, 0 pruned, 0 failed — fake/hashing-v1 (256)"
         in again.stdout
     )
+    every = json.loads(run(s, "--embedder", "fake", "embed", "--all", "--json").stdout)
+    assert [(r["embedded"], r["unchanged"]) for r in every] == [
+        (32, 0),
+        (words["documents"], 0),
+    ]
     hits = json.loads(
         run(s, "--embedder", "fake", "search", "tax", "--channels", "vector", "--json").stdout
     )

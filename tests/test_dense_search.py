@@ -103,6 +103,20 @@ def test_a_store_without_vectors_is_asked_once_per_generation(tmp_path: Path) ->
     ls.close()
 
 
+def test_embed_again_embeds_every_text_and_keeps_the_vectors_in_place(tmp_path: Path) -> None:
+    emb = Counting(FakeEmbedder())
+    ls = Layersearch(tmp_path / "s.duckdb", embedder=emb)  # type: ignore[arg-type]
+    ls.load(MINI)
+    ls.embed()
+    before = ls.search(question="tax on orders", channels=["vector"]).results
+    emb.docs = 0
+    again, words = ls.embed(again=True)
+    assert (again.embedded, again.unchanged, again.pruned) == (32, 0, 0)
+    assert words.embedded == words.documents and emb.docs == 32 + words.documents
+    assert ls.search(question="tax on orders", channels=["vector"]).results == before
+    ls.close()
+
+
 def test_unchanged_corpus_is_never_embedded_again(tmp_path: Path) -> None:
     emb = Counting(FakeEmbedder())
     ls = Layersearch(tmp_path / "s.duckdb", embedder=emb)  # type: ignore[arg-type]

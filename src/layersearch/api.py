@@ -287,9 +287,10 @@ class Layersearch:
         why the dense channel is not ready (empty when it is, or without an embedder)."""
         return self.entities.warm()
 
-    def embed(self, progress: Any = None) -> list[EmbedReport]:
-        """Compute the stored vectors of the semantic layer and memories (incremental, resumable)."""
-        return self.entities.embed(progress)
+    def embed(self, progress: Any = None, again: bool = False) -> list[EmbedReport]:
+        """Compute the stored vectors of the semantic layer and memories (incremental,
+        resumable; ``again``: every text, stored or not)."""
+        return self.entities.embed(progress, again=again)
 
     def graph(self) -> nx.MultiDiGraph:
         """The entity graph (networkx, via layersearch.graph), built on first use."""

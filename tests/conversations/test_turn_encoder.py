@@ -124,3 +124,13 @@ def test_a_store_embedded_with_minilm_keeps_searching_until_re_embedded(
         assert after.hits and not caplog.records
         models = {json.loads(k)["model"] for k in ls.store.vector_fingerprints(MESSAGE_CORPUS)}
         assert models == {DEFAULT_LOCAL_MODEL, "turn-encoder"}
+
+
+def test_conversations_embed_again_embeds_every_text(tmp_path) -> None:
+    with Layersearch(tmp_path / "s.duckdb", embedder=FakeEmbedder()) as ls:
+        ls.conversations.import_path(FIXTURES / "generic")
+        first = ls.conversations.embed()
+        assert all(r.embedded == r.documents > 0 for r in first)
+        assert all(r.embedded == 0 for r in ls.conversations.embed())
+        again = ls.conversations.embed(again=True)
+        assert [(r.embedded, r.unchanged) for r in again] == [(r.documents, 0) for r in first]

@@ -9,7 +9,13 @@ import click
 
 from layersearch.cli.context import Ctx, with_embedder
 from layersearch.cli.errors import handle_errors
-from layersearch.cli.options import format_option, json_option, limit_option, no_embed_option
+from layersearch.cli.options import (
+    again_option,
+    format_option,
+    json_option,
+    limit_option,
+    no_embed_option,
+)
 from layersearch.cli.output import emit_json
 from layersearch.cli.progress import Progress, status
 from layersearch.errors import ConfigError
@@ -120,16 +126,17 @@ def conversations_import(
 
 
 @conversations.command("embed")
+@again_option
 @json_option
 @click.pass_obj
 @handle_errors
-def conversations_embed(obj: Ctx, as_json: bool) -> None:
-    """Compute message and summary vectors (incremental).
+def conversations_embed(obj: Ctx, again: bool, as_json: bool) -> None:
+    """Compute message and summary vectors (incremental; --all: every text again).
 
     Uses the configured embedder (--embedder)."""
     ls = with_embedder(obj)
     with Progress("embedding", as_json) as progress:
-        reports = ls.conversations.embed(progress=progress)
+        reports = ls.conversations.embed(progress=progress, again=again)
     if as_json:
         emit_json(reports)
         return

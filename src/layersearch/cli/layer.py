@@ -7,6 +7,7 @@ import click
 from layersearch.cli.context import Ctx, with_embedder
 from layersearch.cli.errors import handle_errors
 from layersearch.cli.options import (
+    again_option,
     format_option,
     json_option,
     layer_format_choice,
@@ -92,18 +93,19 @@ def _datasources(names: list[str]) -> str:
 
 
 @click.command()
+@again_option
 @json_option
 @click.pass_obj
 @handle_errors
-def embed(obj: Ctx, as_json: bool) -> None:
+def embed(obj: Ctx, again: bool, as_json: bool) -> None:
     """Compute the stored vectors for the dense channel.
 
-    Uses the configured embedder (--embedder); incremental and resumable. With the
-    [ann] extra, a layer of 200,000 vectors or more also gets its search graph, kept
-    beside the store."""
+    Uses the configured embedder (--embedder); incremental and resumable (--all
+    embeds every text again). With the [ann] extra, a layer of 200,000 vectors or
+    more also gets its search graph, kept beside the store."""
     ls = with_embedder(obj)
     with Progress("embedding", as_json) as progress:
-        reports = ls.embed(progress=progress)
+        reports = ls.embed(progress=progress, again=again)
     if as_json:
         emit_json(reports)
         return

@@ -13,6 +13,13 @@ from layersearch.errors import ConfigError
 F = TypeVar("F", bound=Callable[..., Any])
 
 json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON for machines.")
+again_option = click.option(
+    "--all",
+    "again",
+    is_flag=True,
+    help="Embed every text again, not only new or changed ones (after an upgrade that "
+    "moved the model's arithmetic: another ONNX Runtime, another kind of CPU).",
+)
 
 no_embed_option = click.option(
     "--no-embed", is_flag=True, help="Do not compute vectors even with an embedder."

@@ -223,16 +223,18 @@ class DenseCorpus:
         progress: Progress | None = None,
         prune: bool = True,
         workers: int | None = None,
+        again: bool = False,
     ) -> EmbedReport:
         """Embed the documents whose text has no vector from this model yet (or another
-        text's), and store them. Batches run on ``workers`` threads at once (default: the
+        text's), and store them; with ``again``, every document (the model's arithmetic
+        moved: another ONNX Runtime, another CPU kind). Batches run on ``workers`` threads at once (default: the
         embedder's ``bulk_workers``, 1 without it: an in-process model's forward pass
         runs outside the GIL, so two threads use two cores); vectors are written in
         order, a transaction per :data:`FLUSH_ROWS` rows or :data:`FLUSH_SECONDS`."""
         docs = list(docs)
         key = self.fingerprint.key()
         stored = self.store.vector_hashes(self.corpus, key)
-        todo = [d for d in docs if stored.get(d.id) != content_hash(d.text)]
+        todo = docs if again else [d for d in docs if stored.get(d.id) != content_hash(d.text)]
         # Texts of similar length share a batch: less padding through the model (the
         # Spider catalog: 16 s of CPU instead of 33 s). A text's vector does not depend
         # on its batch, so the vectors are the ones an unsorted run gives; and a text

@@ -274,14 +274,20 @@ class ConversationService:
         with self._lock:
             return db.save_summaries(self.store, summaries, problems=problems)
 
-    def embed(self, progress: Callable[[int, int], None] | None = None) -> list[EmbedReport]:
-        """Compute message and summary vectors for the configured embedder (incremental)."""
+    def embed(
+        self, progress: Callable[[int, int], None] | None = None, again: bool = False
+    ) -> list[EmbedReport]:
+        """Compute message and summary vectors for the configured embedder (incremental;
+        ``again``: every text, stored or not)."""
         snap = self.snapshot()
         docs = message_dense_docs(snap.turns.values(), self.config)
-        reports = [self._dense_corpus(c).embed(d, progress=progress) for c, d in docs.items()]
+        reports = [
+            self._dense_corpus(c).embed(d, progress=progress, again=again) for c, d in docs.items()
+        ]
         if snap.summaries:
             sums = [DenseDoc(s.id, summary_dense_text(s)) for s in snap.summaries.values()]
-            reports.append(self._dense_corpus(SUMMARY_CORPUS).embed(sums, progress=progress))
+            summaries = self._dense_corpus(SUMMARY_CORPUS)
+            reports.append(summaries.embed(sums, progress=progress, again=again))
         return reports
 
     # -- snapshot -----------------------------------------------------------------------------------

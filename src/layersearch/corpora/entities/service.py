@@ -521,9 +521,10 @@ class EntityService:
                 self._pending[:0] = kept
         return problems
 
-    def embed(self, progress: Any = None) -> list[EmbedReport]:
+    def embed(self, progress: Any = None, again: bool = False) -> list[EmbedReport]:
         """Compute the stored vectors of the semantic layer and memories, and of the
-        catalog's words (``ranking.neighbours``); incremental, resumable."""
+        catalog's words (``ranking.neighbours``); incremental, resumable (``again``:
+        every text, stored or not)."""
         from layersearch.corpora.dense import DenseDoc, entity_docs, memory_text
         from layersearch.corpora.entities.neighbours import WORDS_CORPUS, word_docs
         from layersearch.ranking.vector import EXACT_THRESHOLD, ann_available
@@ -534,8 +535,8 @@ class EntityService:
         words = word_docs(corpus.entities.values())
         dense = self.vectors.dense(ENTITY_CORPUS)
         reports = [
-            dense.embed(docs, progress=progress),
-            self.vectors.dense(WORDS_CORPUS).embed(words, progress=progress),
+            dense.embed(docs, progress=progress, again=again),
+            self.vectors.dense(WORDS_CORPUS).embed(words, progress=progress, again=again),
         ]
         # a catalog large enough for approximate search gets its graph now, not on the
         # first search after (540k vectors: about a minute)
