@@ -131,9 +131,9 @@ def conversations_import(
 @click.pass_obj
 @handle_errors
 def conversations_embed(obj: Ctx, again: bool, as_json: bool) -> None:
-    """Compute message and summary vectors (incremental; --all: every text again).
+    """Compute message and summary vectors (incremental).
 
-    Uses the configured embedder (--embedder)."""
+    Uses the configured embedder (--embedder); --all embeds every text again."""
     ls = with_embedder(obj)
     with Progress("embedding", as_json) as progress:
         reports = ls.conversations.embed(progress=progress, again=again)
