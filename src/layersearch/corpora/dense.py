@@ -16,7 +16,7 @@ import os
 import threading
 import time
 import weakref
-from collections import OrderedDict, deque
+from collections import deque
 from collections.abc import Callable, Collection, Generator, Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -28,6 +28,7 @@ import numpy as np
 from layersearch.embed.base import Embedder, Fingerprint
 from layersearch.errors import EmbeddingUnavailable, LayersearchError, ModelMismatch
 from layersearch.ranking.vector import VectorIndex
+from layersearch.recent import Recent
 from layersearch.semantic.model import Entity
 from layersearch.store.base import Store
 from layersearch.types import EmbedReport, Memory
@@ -142,8 +143,8 @@ class DenseCorpus:
         #: generation (every write of vectors moves it), so a search served without
         #: vectors reads nothing from the store
         self._missing: tuple[int, LayersearchError] | None = None
-        self._queries: OrderedDict[str, np.ndarray] = OrderedDict()
-        self._texts: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._queries: Recent[str, np.ndarray] = Recent(QUERY_CACHE)
+        self._texts: Recent[str, np.ndarray] = Recent(TEXT_CACHE)
         self._pending: dict[str, Future[np.ndarray]] = {}
         self._pool: ThreadPoolExecutor | None = None
         self._lock = threading.Lock()
@@ -227,10 +228,11 @@ class DenseCorpus:
     ) -> EmbedReport:
         """Embed the documents whose text has no vector from this model yet (or another
         text's), and store them; with ``again``, every document (the model's arithmetic
-        moved: another ONNX Runtime, another CPU kind). Batches run on ``workers`` threads at once (default: the
-        embedder's ``bulk_workers``, 1 without it: an in-process model's forward pass
-        runs outside the GIL, so two threads use two cores); vectors are written in
-        order, a transaction per :data:`FLUSH_ROWS` rows or :data:`FLUSH_SECONDS`."""
+        moved: another ONNX Runtime, another kind of CPU). Batches run on ``workers``
+        threads at once (default: the embedder's ``bulk_workers``, 1 without it: an
+        in-process model's forward pass runs outside the GIL, so two threads use two
+        cores); vectors are written in order, a transaction per :data:`FLUSH_ROWS` rows
+        or :data:`FLUSH_SECONDS`."""
         docs = list(docs)
         key = self.fingerprint.key()
         stored = self.store.vector_hashes(self.corpus, key)
@@ -426,16 +428,12 @@ class DenseCorpus:
                 self._remember(text, future.result())
 
     def _remember(self, text: str, vec: np.ndarray) -> None:
-        self._queries[text] = vec
-        self._queries.move_to_end(text)
-        while len(self._queries) > QUERY_CACHE:
-            self._queries.popitem(last=False)
+        self._queries.put(text, vec)
 
     def query_vector(self, text: str) -> np.ndarray:
         with self._lock:
             vec = self._queries.get(text)
             if vec is not None:
-                self._queries.move_to_end(text)
                 return vec
             future = self._pending.get(text)
         if future is not None:
@@ -452,17 +450,13 @@ class DenseCorpus:
         :data:`TEXT_CACHE` are kept."""
         with self._lock:
             known = {t: self._texts.get(t) for t in texts}
-            for t, v in known.items():
-                if v is not None:
-                    self._texts.move_to_end(t)
         missing = [t for t, v in known.items() if v is None]
         if missing:
             fresh = self.embedder.embed_documents(missing)
             with self._lock:
                 for t, v in zip(missing, fresh, strict=True):
-                    known[t] = self._texts[t] = v
-                while len(self._texts) > TEXT_CACHE:
-                    self._texts.popitem(last=False)
+                    known[t] = v
+                    self._texts.put(t, v)
         return np.stack([v for t in texts if (v := known[t]) is not None])
 
     def close(self) -> None:

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import threading
 import weakref
-from collections import OrderedDict
 from typing import Any
 
 from layersearch.corpora.entities.corpus import EntityCorpus
 from layersearch.corpora.entities.service import EntityService
 from layersearch.plan import confidence, physical
 from layersearch.plan.planner import Planner, split_question
+from layersearch.recent import Recent
 from layersearch.store.base import Store
 from layersearch.types import Hit, SearchRequest, SearchResponse
 
@@ -34,26 +34,21 @@ class PartSearches:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._corpus: weakref.ref[EntityCorpus] | None = None
-        self._hits: OrderedDict[tuple[Any, ...], tuple[Hit, ...]] = OrderedDict()
+        self._hits: Recent[tuple[Any, ...], tuple[Hit, ...]] = Recent(PART_SEARCHES_KEPT)
 
     def get(self, corpus: EntityCorpus, key: tuple[Any, ...]) -> list[Hit] | None:
         with self._lock:
             if self._corpus is None or self._corpus() is not corpus:
                 return None
             hits = self._hits.get(key)
-            if hits is None:
-                return None
-            self._hits.move_to_end(key)
-            return list(hits)
+            return None if hits is None else list(hits)
 
     def put(self, corpus: EntityCorpus, key: tuple[Any, ...], hits: list[Hit]) -> None:
         with self._lock:
             if self._corpus is None or self._corpus() is not corpus:
                 self._corpus = weakref.ref(corpus)
                 self._hits.clear()
-            self._hits[key] = tuple(hits)
-            while len(self._hits) > PART_SEARCHES_KEPT:
-                self._hits.popitem(last=False)
+            self._hits.put(key, tuple(hits))
 
 
 #: one cache per entity service (a store opened), dropped with it

@@ -5,10 +5,10 @@ float32 matrix-vector product and an ``argpartition``, which at 100k x 384 takes
 a few milliseconds and is always right. From :data:`SCREEN_MIN_ROWS` rows, with
 onnxruntime, an int8 copy of the rows is scored first and only the rows whose int8
 score can reach the top are scored in float32 (``ranking/int8_screen.py``): the same
-results, a quarter of the bytes read. From ``exact_threshold``, an HNSW graph from ``usearch``
-(the ``[ann]`` extra) answers in well under a millisecond; its candidates are
-re-scored exactly, so reported scores are true cosines either way. Without
-usearch the index stays exact and says so once in the log.
+results, a quarter of the bytes read. From ``exact_threshold``, an HNSW graph from
+``usearch`` (the ``[ann]`` extra) answers in well under a millisecond; its candidates
+are re-scored exactly, so reported scores are true cosines either way. Without usearch
+the index stays exact and says so once in the log.
 
 The graph takes a while to build (540k vectors: about a minute on two cores). Given
 ``ann_dir``, it is kept there once built, named by a digest of what it was built
