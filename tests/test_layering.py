@@ -23,7 +23,7 @@ LAYERS: list[set[str]] = [
     {"store", "embed"},
     {"semantic"},
     {"graph", "ranking"},
-    {"calls", "config", "httpauth", "jsonlimits", "logfilter", "textcheck", "types"},
+    {"calls", "config", "httpauth", "jsonlimits", "logfilter", "recent", "textcheck", "types"},
     {"errors"},
 ]
 #: imports that go up a layer, each with the reason it is safe (docs/architecture.md)
