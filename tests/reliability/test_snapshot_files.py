@@ -3,6 +3,7 @@ is rebuilt from the store without a word in the response, and answers never chan
 
 from __future__ import annotations
 
+import bisect
 import json
 import shutil
 from collections.abc import Callable
@@ -278,6 +279,21 @@ def test_string_tables_and_hash_index() -> None:
     big = persist.HashIndex.build(many)
     assert all(big.find(f"k{i}") == i for i in range(0, 5000, 7))
     assert big.find("k5000") == -1
+
+
+def test_a_sorted_string_table_bisects_as_the_list_does() -> None:
+    """``sorted_position`` over a table compares bytes: the order of the strings, for
+    every key, held or not, before the first and after the last."""
+    words = sorted(
+        ["", "a", "a.b", "a.b.c", "a/b", "b", "é", "ê.x", "z" * 40, "\U0001f389", "A", "ab"]
+    )
+    table = persist.StringTable.build(words)
+    probes = [*words, "a.", "a/", "aa", "é.", "zz", "\uffff", "\ud800", "\U0001f38a", "0"]
+    for key in probes:
+        want = bisect.bisect_left(words, key)
+        assert persist.sorted_position(table, key) == want, key
+        assert persist.sorted_position(words, key) == want, key
+    assert persist.sorted_position(persist.StringTable.build([]), "a") == 0
 
 
 def test_content_hash_ignores_the_order_rows_come_in() -> None:

@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import threading
 import weakref
-from bisect import bisect_left
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from layersearch.ranking.coverage_terms import Forward
+from layersearch.ranking.persist import sorted_position
 
 if TYPE_CHECKING:
     from layersearch.ranking.coverage import CoverageIndex
@@ -42,8 +42,8 @@ def within(wide: CoverageIndex, group: str) -> CoverageIndex:
     bridges for its terms (none when ``wide`` was built without). A node counts as a key
     as it does in ``wide``: a column another datasource joins to stays one."""
     ids = wide.ids
-    lo, hi = bisect_left(ids, group + "."), bisect_left(ids, group + "/")
-    at = bisect_left(ids, group)
+    lo, hi = sorted_position(ids, group + "."), sorted_position(ids, group + "/")
+    at = sorted_position(ids, group)
     head = [at] if at < len(ids) and ids[at] == group else []
     sel = np.array(head + list(range(lo, hi)), dtype=np.int64)
     take = getattr(ids, "take", None)  # a mapped index's ids decode in one pass
@@ -147,7 +147,7 @@ def own_terms(index: CoverageIndex, node_id: str) -> frozenset[int] | None:
     """The terms of a node's own name, label and description (``coverage_terms.
     OWN_FIELDS``), from the forward index; None for an id the index does not hold."""
     ids = index.ids
-    i = bisect_left(ids, node_id)
+    i = sorted_position(ids, node_id)
     if i >= len(ids) or ids[i] != node_id:
         return None
     a, b = int(index.fwd_ptr[i]), int(index.fwd_ptr[i + 1])

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from bisect import bisect_left
 from collections.abc import (
     ItemsView,
     Iterator,
@@ -15,6 +14,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from layersearch.corpora.snapshot.tables import EntityTables
+from layersearch.ranking.persist import sorted_position
 from layersearch.semantic.model import EdgeRecord, Entity
 
 V = TypeVar("V")
@@ -162,8 +162,8 @@ class EntityMap(_Decoded[Entity]):
         if i >= 0 and not t.hidden[i]:
             out.append(datasource)
         # ids starting with "ds." sort between "ds." and "ds/" ("/" follows ".")
-        lo = bisect_left(t.ids, datasource + ".")
-        hi = bisect_left(t.ids, datasource + "/")
+        lo = sorted_position(t.ids, datasource + ".")
+        hi = sorted_position(t.ids, datasource + "/")
         hidden = t.hidden[lo:hi]
         out.extend(t.ids[j] for j in range(lo, hi) if not hidden[j - lo])
         return out
