@@ -175,7 +175,8 @@ class SearchRequest(BaseModel):
     #: measure or aggregation (the weak-match check reads no more)
     _explain_entities: int | None = PrivateAttr(default=None)
     #: set by the query plan for its part searches, which read entities only: no memory
-    #: is ranked, and ``results`` is the entity list
+    #: is ranked, and ``results`` is the entity list, each hit its kind, id and score
+    #: only (without ``explain``)
     _entities_only: bool = PrivateAttr(default=False)
 
     entities: list[str] | None = Field(

@@ -124,6 +124,8 @@ class CorpusSearch(CorpusText):
         self, picked: Sequence[Picked], req: SearchRequest, merged: Trace | None = None
     ) -> list[Hit]:
         """The hits of a list as shown (``merged``: what the merge did, for ``results``)."""
+        if req._entities_only and not req.explain:
+            return self._bare_hits(picked)
         out = []
         unexplained = req._explain_entities if req._channels_only else None
         for lst, i, score in picked:
@@ -136,6 +138,19 @@ class CorpusSearch(CorpusText):
                 hit.explanation = explain(lst.fused.fused(i), lst.weighed, lst.words)
                 hit.stages = explain_stages(moves) or None
             out.append(hit)
+        return out
+
+    def _bare_hits(self, picked: Sequence[Picked]) -> list[Hit]:
+        """A plan's part search: each hit's kind, id and score only (the plan reads no
+        more), its kind read without decoding the entity where the map can."""
+        kind_of = getattr(self.entities, "kind_of", None)
+        out = []
+        for lst, i, score in picked:
+            doc_id = lst.fused.ids[i]
+            kind = kind_of(doc_id) if kind_of is not None else None
+            if kind is None:  # (a map that cannot, or an id it does not hold: decoded)
+                kind = self.entities[doc_id].kind
+            out.append(Hit.model_construct(kind=kind, id=doc_id, score=round(score, 6)))
         return out
 
     def hit(
