@@ -218,6 +218,23 @@ def test_a_plans_part_searches_rank_entities_only(
         assert any(h.kind == "memory" for h in hits)
 
 
+def test_a_part_searchs_bare_hits_are_the_full_hits_kind_id_and_score(mini: Layersearch) -> None:
+    """A part search renders no entity: each hit is the kind, id and score the same
+    request shows in full, in the same order (an explanation asked for: full hits)."""
+    req = mini.entities.request(question="customer country", max_results=30)
+    req._entities_only = True
+    bare = mini.entities.search(req).results
+    full_req = req.model_copy()
+    full_req._entities_only = False
+    full = [h for h in mini.entities.search(full_req).results if h.kind != "memory"]
+    assert len(bare) >= 5
+    assert [(h.kind, h.id, h.score) for h in bare] == [(h.kind, h.id, h.score) for h in full]
+    assert all(h.description == "" and h.text is None for h in bare)
+    assert any(h.description for h in full)
+    explained = mini.entities.search(req.model_copy(update={"explain": True})).results
+    assert all(h.description or h.kind == "datasource" for h in explained)
+
+
 def test_a_part_searched_once_is_read_again_until_the_store_changes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
