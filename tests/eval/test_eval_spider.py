@@ -57,7 +57,12 @@ def sql(tables: list, select: list, where: list | None = None, **extra: object) 
 
 
 def test_gold_from_nested_sql(tmp_path: Path) -> None:
-    inner = sql([["table_unit", 1]], [3], where=[[False, 2, val(4), '"Paris"', None]])
+    inner = sql(
+        [["table_unit", 1]],
+        [3],
+        where=[[False, 2, val(4), '"Paris"', None]],
+        groupBy=[col(4)],  # a nested query's grouping is read too
+    )
     outer = sql(
         [["table_unit", 0]],
         [0],  # count(*) style: column 0 is '*', never gold
@@ -79,6 +84,7 @@ def test_gold_from_nested_sql(tmp_path: Path) -> None:
             "shop.Orders.CustomerId",
             "shop.Orders.Id",
         ],
+        "group_by": ["shop.Customer_List.Home_Town"],
     }
     ids = {e.id for e in load_catalog(tmp_path / "tables.json").entities()}
     assert set(record["gold_tables"]) | set(record["gold_columns"]) <= ids

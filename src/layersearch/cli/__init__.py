@@ -10,8 +10,8 @@ One module per command group, on a few shared ones:
   ``options``: options several commands take; ``output``: printing for people and JSON;
   ``progress``: spinners and bars on stderr.
 - ``layer``: init, load, embed; ``entities``: search, inspect, demo; ``memories``: memory;
-  ``chats``: conversations, summaries; ``notes``: vault; ``evals``: eval; ``serving``:
-  serve.
+  ``chats``: conversations, summaries; ``notes``: vault; ``evals``: eval (``plan_eval``:
+  eval plans); ``serving``: serve.
 """
 
 from __future__ import annotations
@@ -77,6 +77,7 @@ from layersearch.cli.memories import (  # noqa: E402
 from layersearch.cli.notes import vault, vault_get, vault_index, vault_search  # noqa: E402
 from layersearch.cli.options import json_option  # noqa: E402
 from layersearch.cli.output import WIDE, emit_json  # noqa: E402
+from layersearch.cli.plan_eval import eval_plans  # noqa: E402
 from layersearch.cli.progress import Progress  # noqa: E402
 from layersearch.cli.serving import serve  # noqa: E402
 
@@ -118,6 +119,7 @@ __all__ = [
     "eval_examples",
     "eval_group",
     "eval_layers",
+    "eval_plans",
     "eval_schema_linking",
     "eval_vault",
     "handle_errors",

@@ -25,8 +25,9 @@ _IUE = ("intersect", "union", "except")
 
 
 def spider_questions(dev_json: Path, tables_json: Path) -> list[dict[str, Any]]:
-    """One record per question: ``{question, db_id, gold_tables, gold_columns}``
-    with gold lists sorted and free of duplicates."""
+    """One record per question: ``{question, db_id, gold_tables, gold_columns,
+    group_by}`` with gold lists sorted and free of duplicates (``group_by``: the
+    columns of every ``GROUP BY``, for ``eval plans``)."""
     ids = {db["db_id"]: spider_ids(db) for db in read_spider_tables(tables_json)}
     doc = read_json(Path(dev_json))
     if not isinstance(doc, list):
@@ -45,6 +46,9 @@ def spider_questions(dev_json: Path, tables_json: Path) -> list[dict[str, Any]]:
             _walk_sql(q["sql"], tables, columns)
             gold_tables = sorted({db.table_id(t) for t in tables})
             gold_columns = sorted({c for c in (db.column_id(k) for k in columns) if c})
+            grouped: set[int] = set()
+            _group_by(q["sql"], grouped)
+            group_by = sorted({c for c in (db.column_id(k) for k in grouped) if c})
         except (TypeError, ValueError, IndexError, KeyError, AttributeError) as exc:
             raise ModelLoadError(f"{where}: unexpected parsed-sql shape: {exc!r}") from exc
         records.append(
@@ -53,9 +57,22 @@ def spider_questions(dev_json: Path, tables_json: Path) -> list[dict[str, Any]]:
                 "db_id": db.datasource,
                 "gold_tables": gold_tables,
                 "gold_columns": gold_columns,
+                "group_by": group_by,
             }
         )
     return records
+
+
+def _group_by(node: Any, out: set[int]) -> None:
+    """The column ids of every ``groupBy`` in a parsed query, nested ones included."""
+    if isinstance(node, dict):
+        for col_unit in node.get("groupBy") or ():
+            out.add(int(col_unit[1]))
+        for value in node.values():
+            _group_by(value, out)
+    elif isinstance(node, list):
+        for value in node:
+            _group_by(value, out)
 
 
 # Spider's parsed SQL (see its process_sql.py):
