@@ -235,6 +235,33 @@ def test_a_part_searchs_bare_hits_are_the_full_hits_kind_id_and_score(mini: Laye
     assert all(h.description or h.kind == "datasource" for h in explained)
 
 
+def test_a_lexical_part_search_runs_without_the_learned_orders(
+    mini: Layersearch, tmp_path: Path
+) -> None:
+    """A part search with no vector channel ranks as the configured ranking without the
+    learned orders (they were trained on whole questions); one with a vector channel
+    ranks as the configured ranking."""
+
+    def ranked(ls: Layersearch, lexical_without: frozenset[str]) -> list[str]:
+        req = ls.entities.request(question="store", max_results=30)
+        req._entities_only = True
+        req._lexical_without = lexical_without
+        return [h.id for h in ls.entities.search(req).results]
+
+    part = ranked(mini, answer.PART_LEXICAL_WITHOUT)
+    assert part != ranked(mini, frozenset())  # (the learned orders move this one)
+    configured = mini.entities.ranking
+    try:
+        mini.entities.ranking = configured.without_stages(answer.PART_LEXICAL_WITHOUT)
+        assert part == ranked(mini, frozenset())
+    finally:
+        mini.entities.ranking = configured
+    with Layersearch(tmp_path / "dense.duckdb", embedder="fake") as dense:
+        dense.load(MINI)
+        dense.embed()
+        assert ranked(dense, answer.PART_LEXICAL_WITHOUT) == ranked(dense, frozenset())
+
+
 def test_a_part_searched_once_is_read_again_until_the_store_changes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -249,6 +276,7 @@ def test_a_part_searched_once_is_read_again_until_the_store_changes(
         def spy(request: Any = None, /, **kwargs: Any) -> Any:
             if request is not None and request._entities_only:
                 parts.append(request.question)
+                assert request._lexical_without == answer.PART_LEXICAL_WITHOUT
             return real(request, **kwargs)
 
         monkeypatch.setattr(ls.entities, "search", spy)

@@ -178,6 +178,9 @@ class SearchRequest(BaseModel):
     #: is ranked, and ``results`` is the entity list, each hit its kind, id and score
     #: only (without ``explain``)
     _entities_only: bool = PrivateAttr(default=False)
+    #: ranking stages switched off for this request beside the configured ones when no
+    #: vector channel searches it (the query plan's part searches: plan/answer.py)
+    _lexical_without: frozenset[str] = PrivateAttr(default=frozenset())
 
     entities: list[str] | None = Field(
         None,

@@ -97,7 +97,8 @@ class CorpusSearch(CorpusText):
             explained=req.explain,
             rank_memories=not req._entities_only,
         )
-        for stage in ENTITY_PIPELINE.active(cfg.without):
+        off = cfg.without if vector is not None else cfg.without | req._lexical_without
+        for stage in ENTITY_PIPELINE.active(off):
             stage.run(state)
         assert state.entities is not None and state.memories is not None
         results = self._hits(state.merged, req, state.merge_trace)
