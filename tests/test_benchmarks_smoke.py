@@ -196,3 +196,22 @@ def test_ab_compares_two_trees_and_their_rankings(tmp_path: Path) -> None:
     assert data["rankings_differ_from_old"] == {"new": 0, "third": 0}
     assert data["old_ms"]["p50"] > 0 and data["new_ms"]["p50"] > 0 and data["third_ms"]["p50"] > 0
     assert "third" in proc.stdout
+
+
+def test_cli_phases_benchmark_writes_every_phase(tmp_path: Path) -> None:
+    out = tmp_path / "cli_phases.json"
+    proc = subprocess.run(
+        [sys.executable, str(BENCH / "cli_phases.py"), "--runs", "1", "--out", str(out)],
+        env={**os.environ, "PYTHONPATH": str(ROOT / "src")},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    data = json.loads(out.read_text())
+    phases = data["phases_s"]
+    assert list(phases)[0] == "import numpy" and list(phases)[-1] == "output and exit"
+    assert {"open the store", "search and plan"} <= phases.keys()
+    assert all(v > 0 for v in phases.values())
+    assert data["total_after_start_s"] >= sum(phases.values()) * 0.99
+    assert "search and plan" in proc.stdout

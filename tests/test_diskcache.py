@@ -113,3 +113,41 @@ def test_the_word_vectors_are_read_back_as_they_were_read(
     assert reads == [base]  # read once, then from the cache
     assert len(list(home.glob("wordvec-*.pickle"))) == 1
     static_words._load.cache_clear()
+
+
+def test_the_shipped_models_are_read_back_as_parsed(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The learned orders' forests and the weak-match models: a new process reads the
+    cached copy, which scores as the JSON it was parsed from; a copy that cannot be
+    read back costs the parse only."""
+    from layersearch.plan import confidence
+    from layersearch.ranking import trees
+
+    def fresh() -> tuple[trees.Forest, dict[str, object]]:
+        trees.shipped.cache_clear()
+        confidence._shipped.cache_clear()
+        return trees.shipped("columns"), confidence._shipped()
+
+    try:
+        fresh()
+        copies = sorted(p.name.split("-")[0] for p in home.glob("*.pickle"))
+        assert copies == ["forest", "weak"]
+        loads: list[str] = []
+        real = trees.Forest.load
+        monkeypatch.setattr(trees.Forest, "load", lambda path: loads.append(path) or real(path))
+        forest, models = fresh()
+        assert loads == []  # (read back, not parsed)
+        parsed = real(trees.LEARNED / "columns.json")
+        rows = np.random.default_rng(0).uniform(-2, 30, size=(40, len(parsed.features)))
+        assert np.array_equal(forest.predict(rows), parsed.predict(rows))
+        for name, model in confidence.read_models().items():
+            row = {f: 0.1 * (k + 1) for k, f in enumerate(model.names)}
+            assert models[name].probability(row) == model.probability(row)  # type: ignore[attr-defined]
+        for copy in home.glob("forest-*.pickle"):
+            copy.write_bytes(b"not a pickle")
+        forest, _ = fresh()
+        assert len(loads) == 1 and np.array_equal(forest.predict(rows), parsed.predict(rows))
+    finally:
+        trees.shipped.cache_clear()
+        confidence._shipped.cache_clear()

@@ -97,3 +97,40 @@ def test_a_full_text_error_on_the_calling_thread_waits_for_its_result() -> None:
     with pytest.raises(ValueError, match="index gone"):
         pending.result()
     assert fulltext_future(1, lambda x: x + 1, 41).result() == 42
+
+
+def test_settle_heap_collects_only_while_the_collector_runs() -> None:
+    """The snapshot's objects are frozen out of later collections; young garbage is
+    collected first, unless the process paused the collector (a new CLI process's
+    first seconds), whose one question ends before collecting would pay."""
+    import gc
+    import weakref
+
+    from layersearch.corpora.entities import process
+
+    class Node:
+        pass
+
+    def cycle() -> weakref.ref[Node]:
+        a, b = Node(), Node()
+        a.other, b.other = b, a  # type: ignore[attr-defined]
+        return weakref.ref(a)
+
+    was = gc.isenabled()
+    try:
+        gc.enable()
+        dead = cycle()
+        process.settle_heap()
+        assert dead() is None and gc.get_freeze_count() > 0
+        gc.unfreeze()
+        gc.disable()
+        kept = cycle()
+        process.settle_heap()
+        assert kept() is not None and gc.get_freeze_count() > 0
+    finally:
+        gc.unfreeze()
+        if was:
+            gc.enable()
+        else:
+            gc.disable()
+        gc.collect()

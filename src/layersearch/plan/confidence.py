@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from layersearch.ranking.analyzer import query_words
+from layersearch.ranking.diskcache import cached
 from layersearch.types import Hit
 
 if TYPE_CHECKING:
@@ -239,9 +240,19 @@ def read_models(path: str | Path = MODEL_FILE) -> dict[str, AnyModel]:
     return {name: model_from_dict(name, d) for name, d in doc["models"].items()}
 
 
+#: Bump when what the models keep changes: cached copies of older ones are ignored.
+_CACHE_VERSION = 1
+
+
 @cache
 def _shipped() -> dict[str, AnyModel]:
-    return read_models()
+    """The shipped models, read once per process, from a cached copy when one matches
+    the file (:mod:`layersearch.ranking.diskcache`: parsing the trees takes ~8 ms)."""
+    try:
+        found = cached("weak-match", _CACHE_VERSION, [MODEL_FILE], dict, read_models)
+    except OSError:
+        found = None  # (unreadable: reading it again raises with its name)
+    return found if found is not None else read_models()
 
 
 @dataclass(frozen=True)

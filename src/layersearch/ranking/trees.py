@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 
 from layersearch.errors import ConfigError
+from layersearch.ranking.diskcache import cached
 
 __all__ = ["FORMAT", "LEARNED", "Forest", "from_lightgbm", "shipped"]
 
@@ -174,10 +175,22 @@ class Forest:
         return x
 
 
+#: Bump when what :class:`Forest` keeps changes: cached copies of older ones are ignored.
+_CACHE_VERSION = 1
+
+
 @lru_cache(maxsize=8)
 def shipped(name: str) -> Forest:
-    """The shipped model ``name`` (``ranking/learned/<name>.json``), read once."""
-    return Forest.load(LEARNED / f"{name}.json")
+    """The shipped model ``name`` (``ranking/learned/<name>.json``), read once per process,
+    from a cached copy when one matches the file (:mod:`layersearch.ranking.diskcache`:
+    parsing and checking a model's JSON takes ~8 ms, a new process's lexical search reads
+    two or three, the copy 0.1 ms)."""
+    path = LEARNED / f"{name}.json"
+    try:
+        found = cached(f"forest-{name}", _CACHE_VERSION, [path], Forest, lambda: Forest.load(path))
+    except OSError:
+        found = None  # (unreadable: reading it again says why, as a ConfigError)
+    return found if found is not None else Forest.load(path)
 
 
 def _depth(left: Sequence[int], right: Sequence[int]) -> int:
