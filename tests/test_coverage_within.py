@@ -56,6 +56,50 @@ def test_a_group_cut_from_the_wide_index_is_the_group_built_alone(seed: int, bri
         assert cut.search(text, 20) == alone.search(text, 20)
 
 
+def _bridges_for_reference(
+    wide: CoverageIndex, vocab: dict[str, int]
+) -> dict[str, list[tuple[int, float]]]:
+    """The question-side bridges a narrower vocabulary keeps, read a key at a time (the
+    readable form :func:`coverage_cut.bridges_for` computes in arrays)."""
+    mine = {j: vocab[t] for t in vocab if (j := wide.vocab.get(t)) is not None}
+    out: dict[str, list[tuple[int, float]]] = {}
+    for key, row in sorted(wide.bridge_row.items(), key=lambda kv: kv[1]):
+        lo, hi = int(wide.bridge_ptr[row]), int(wide.bridge_ptr[row + 1])
+        pairs = zip(wide.bridge_term[lo:hi].tolist(), wide.bridge_w[lo:hi].tolist(), strict=True)
+        found = [(mine[j], w) for j, w in pairs if j in mine]
+        if found:
+            out[key] = sorted(found)
+    return out
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_bridges_a_cut_keeps_are_those_read_a_key_at_a_time(seed: int) -> None:
+    from layersearch.ranking.coverage_cut import bridges_for
+
+    nodes, links, keys = _schema(seed)
+    wide = CoverageIndex(nodes, DEFAULT_INDEX.field_weights(), links, keys, bridges=True)
+    assert len(wide.bridge_term) > 100  # (enough bridges to mean something)
+    rng = np.random.default_rng(seed)
+    terms = sorted(wide.vocab)
+    for share in (0.0, 0.1, 0.5, 1.0):
+        picked = [t for t in terms if rng.random() < share]
+        vocab = {t: k for k, t in enumerate(rng.permutation(picked).tolist())}
+        _, (names, ptr, term, weight) = bridges_for(wide, vocab)
+        got = {
+            name: list(
+                zip(
+                    term[ptr[i] : ptr[i + 1]].tolist(),
+                    weight[ptr[i] : ptr[i + 1]].tolist(),
+                    strict=True,
+                )
+            )
+            for i, name in enumerate(names)
+        }
+        expected = _bridges_for_reference(wide, vocab)
+        assert list(got.items()) == list(expected.items())
+        assert (ptr.dtype, term.dtype, weight.dtype) == (np.int64, np.int64, np.float64)
+
+
 def test_only_the_group_and_the_nodes_under_it_are_cut() -> None:
     weights = DEFAULT_INDEX.field_weights()
     nodes = [

@@ -304,12 +304,17 @@ class CoverageIndex:
         and question-side tokens → (term, weight) CSR. ``terms``: with a wider index, its
         term ids → this one's, when known."""
         if isinstance(bridges, CoverageIndex):
-            abbr, syn = bridges_for(bridges, self.vocab, terms)
+            abbr, (keys, ptr, term, weight) = bridges_for(bridges, self.vocab, terms)
             shortest = bridges.abbr_shortest
         else:
             abbr, syn = _bridges(ordered, self.vocab, vocabulary) if bridges else (([], [], []), {})
             lengths = [vocabulary.min_abbreviation, vocabulary.min_truncation]
             shortest = np.array(lengths, dtype=np.int32)
+            keys = list(syn)
+            ptr = np.zeros(len(syn) + 1, dtype=np.int64)
+            np.cumsum([len(v) for v in syn.values()], out=ptr[1:])
+            term = np.array([j for v in syn.values() for j, _ in v], dtype=np.int64)
+            weight = np.array([w for v in syn.values() for _, w in v], dtype=np.float64)
         self.abbr_shortest = shortest
         parts, abbr_terms, abbr_words = abbr
         self.abbr_parts: list[str] = parts
@@ -318,11 +323,10 @@ class CoverageIndex:
         self.abbr_first = np.array([ord(p[0]) for p in parts], dtype=np.int32)
         self.abbr_mask = np.array([_letters(p) for p in parts], dtype=np.int64)
         self.abbr_len = np.array([len(p) for p in parts], dtype=np.int32)
-        self.bridge_row: dict[str, int] = {k: i for i, k in enumerate(syn)}
-        self.bridge_ptr = np.zeros(len(syn) + 1, dtype=np.int64)
-        np.cumsum([len(v) for v in syn.values()], out=self.bridge_ptr[1:])
-        self.bridge_term = np.array([j for v in syn.values() for j, _ in v], dtype=np.int64)
-        self.bridge_w = np.array([w for v in syn.values() for _, w in v], dtype=np.float64)
+        self.bridge_row: dict[str, int] = {k: i for i, k in enumerate(keys)}
+        self.bridge_ptr = ptr
+        self.bridge_term = term
+        self.bridge_w = weight
 
     def has_bridges(self) -> bool:
         return bool(len(self.abbr_term) or len(self.bridge_term))
