@@ -238,9 +238,9 @@ class DenseCorpus:
         stored = self.store.vector_hashes(self.corpus, key)
         todo = docs if again else [d for d in docs if stored.get(d.id) != content_hash(d.text)]
         # Texts of similar length share a batch: less padding through the model (the
-        # Spider catalog: 16 s of CPU instead of 33 s). A text's vector does not depend
-        # on its batch, so the vectors are the ones an unsorted run gives; and a text
-        # several documents hold is embedded once.
+        # Spider catalog: 16 s of CPU instead of 33 s); a text several documents hold is
+        # embedded once. (An int8 model's vector of a text moves a little with its batch,
+        # whose activations share one quantisation scale: docs/decisions.md.)
         todo.sort(key=lambda d: len(d.text))
         holders: dict[str, list[DenseDoc]] = {}
         for d in todo:
