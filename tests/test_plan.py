@@ -218,6 +218,24 @@ def test_a_plans_part_searches_rank_entities_only(
         assert any(h.kind == "memory" for h in hits)
 
 
+def test_a_grouping_that_opens_the_question_runs_to_the_first_comma() -> None:
+    parts = split_question("For each team, how many technicians are there?")
+    assert parts is not None
+    assert (parts.measure, parts.groups) == ("how many technicians are there", ["team"])
+    parts = split_question("In each bed type, find the average room price per floor.")
+    assert parts is not None
+    assert (parts.measure, parts.groups) == ("find the average room price", ["bed type", "floor"])
+    # a grain there is the grain, not a grouping part
+    parts = split_question("For each month, count the orders")
+    assert parts is not None and (parts.measure, parts.groups) == ("count the orders", [])
+    assert parts.grain == "month"
+    # without a comma, or with nothing between the grouping word and it: cut as before
+    parts = split_question("For each group how many")
+    assert parts is not None and (parts.measure, parts.groups) == ("For", ["group how many"])
+    parts = split_question("For each, the total")
+    assert parts is not None and (parts.measure, parts.groups) == ("For", ["the total"])
+
+
 def test_a_part_searchs_bare_hits_are_the_full_hits_kind_id_and_score(mini: Layersearch) -> None:
     """A part search renders no entity: each hit is the kind, id and score the same
     request shows in full, in the same order (an explanation asked for: full hits)."""

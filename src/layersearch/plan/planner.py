@@ -67,11 +67,23 @@ def _grains() -> Mapping[str, str]:
 
 
 def split_question(question: str) -> Parts | None:
-    """The measure part, the grouping parts and the grain; None without a grouping."""
+    """The measure part, the grouping parts and the grain; None without a grouping.
+
+    A grouping usually follows its measure ("revenue by store"); one that opens the
+    question ("For each team, how many technicians are there?") runs to the first
+    comma, and the measure follows it."""
     grouping, grains = word_set("grouping_words"), _grains()
-    tokens = _TOKEN.findall(question)
+    found = list(_TOKEN.finditer(question))
+    tokens = [m.group() for m in found]
     lower = [t.lower() for t in tokens]
     cuts = [i for i, w in enumerate(lower) if w in grouping and i > 0]
+    start, lead = 0, None
+    if cuts and cuts[0] == 1:  # (a grouping clause first: "For each team, ...")
+        comma = question.find(",", found[1].end())
+        after = [i for i, m in enumerate(found) if comma >= 0 and m.start() > comma]
+        if after and after[0] > 2:
+            start, lead = after[0], (2, after[0])
+            cuts = [c for c in cuts if c >= start]
     grain, grain_words = None, ""
     timing: set[int] = set()  # the grain phrase: the grain word and the word before it
     for i, w in enumerate(lower):
@@ -80,11 +92,15 @@ def split_question(question: str) -> Parts | None:
             grain_words = " ".join(tokens[max(0, i - 1) : i + 1])
             timing = {i, i - 1}
             break
-    if not cuts and grain is None:
+    if not cuts and grain is None and lead is None:
         return None
     first = cuts[0] if cuts else len(tokens)
-    measure = " ".join(t for i, t in enumerate(tokens[:first]) if i not in timing)
+    measure = " ".join(t for i, t in enumerate(tokens[start:first], start) if i not in timing)
     groups = []
+    if lead is not None:
+        words = [t for i, t in enumerate(tokens[lead[0] : lead[1]], lead[0]) if i not in timing]
+        if words:
+            groups.append(" ".join(words))
     for n, c in enumerate(cuts):
         end = cuts[n + 1] if n + 1 < len(cuts) else len(tokens)
         words = [t for i, t in enumerate(tokens[c + 1 : end], c + 1) if i not in timing]
