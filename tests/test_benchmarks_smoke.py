@@ -16,6 +16,19 @@ BENCH = ROOT / "benchmarks"
 pytestmark = pytest.mark.slow
 
 
+def _bench(script: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """A benchmark script run on this checkout's code; it must succeed."""
+    proc = subprocess.run(
+        [sys.executable, str(BENCH / script), *args],
+        env={**os.environ, "PYTHONPATH": str(ROOT / "src")},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return proc
+
+
 @pytest.fixture(scope="module")
 def synthetic():  # type: ignore[no-untyped-def]
     sys.path.insert(0, str(BENCH))
@@ -115,15 +128,7 @@ def test_import_scaling_quick_writes_json(tmp_path: Path) -> None:
 
 def test_scope_benchmark_tiny_writes_json(tmp_path: Path) -> None:
     out = tmp_path / "scope.json"
-    proc = subprocess.run(
-        [sys.executable, str(BENCH / "scope.py"), "--scale", "0.005", "--runs", "3"]
-        + ["--out", str(out)],
-        env={**os.environ, "PYTHONPATH": str(ROOT / "src")},
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert proc.returncode == 0, proc.stderr[-2000:]
+    proc = _bench("scope.py", "--scale", "0.005", "--runs", "3", "--out", str(out))
     data = json.loads(out.read_text())
     assert data["store"]["entities"] >= 500 and data["store"]["chunks"] > 0
     assert data["latency"]["all"]["sources"] == ["conversation", "memory", "semantic", "vault"]
@@ -200,14 +205,7 @@ def test_ab_compares_two_trees_and_their_rankings(tmp_path: Path) -> None:
 
 def test_cli_phases_benchmark_writes_every_phase(tmp_path: Path) -> None:
     out = tmp_path / "cli_phases.json"
-    proc = subprocess.run(
-        [sys.executable, str(BENCH / "cli_phases.py"), "--runs", "1", "--out", str(out)],
-        env={**os.environ, "PYTHONPATH": str(ROOT / "src")},
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert proc.returncode == 0, proc.stderr[-2000:]
+    proc = _bench("cli_phases.py", "--runs", "1", "--out", str(out))
     data = json.loads(out.read_text())
     phases = data["phases_s"]
     assert list(phases)[0] == "import numpy" and list(phases)[-1] == "output and exit"
