@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from layersearch.ranking.analyzer import query_words
-from layersearch.ranking.diskcache import cached
+from layersearch.ranking.diskcache import read_once
 from layersearch.types import Hit
 
 if TYPE_CHECKING:
@@ -248,11 +248,7 @@ _CACHE_VERSION = 1
 def _shipped() -> dict[str, AnyModel]:
     """The shipped models, read once per process, from a cached copy when one matches
     the file (:mod:`layersearch.ranking.diskcache`: parsing the trees takes ~8 ms)."""
-    try:
-        found = cached("weak-match", _CACHE_VERSION, [MODEL_FILE], dict, read_models)
-    except OSError:
-        found = None  # (unreadable: reading it again raises with its name)
-    return found if found is not None else read_models()
+    return read_once("weak-match", _CACHE_VERSION, MODEL_FILE, dict, read_models)
 
 
 @dataclass(frozen=True)

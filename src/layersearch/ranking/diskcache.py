@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TypeVar
 
-__all__ = ["KEPT", "cache_dir", "cached", "prune", "touch"]
+__all__ = ["KEPT", "cache_dir", "cached", "prune", "read_once", "touch"]
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -76,6 +76,17 @@ def cached(
     del parsed
     again: T = pickle.loads(blob)
     return again
+
+
+def read_once(name: str, version: int, source: Path, kind: type[T], parse: Callable[[], T]) -> T:
+    """:func:`cached` for a file shipped in the package whose ``parse`` never returns None
+    and raises an error of its own naming a file it cannot read: a source that cannot be
+    stat'ed is parsed (that error is the one raised), not cached."""
+    try:
+        found = cached(name, version, [source], kind, parse)
+    except OSError:
+        found = None
+    return found if found is not None else parse()
 
 
 def touch(path: Path) -> None:

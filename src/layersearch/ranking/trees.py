@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from layersearch.errors import ConfigError
-from layersearch.ranking.diskcache import cached
+from layersearch.ranking.diskcache import read_once
 
 __all__ = ["FORMAT", "LEARNED", "Forest", "from_lightgbm", "shipped"]
 
@@ -186,11 +186,7 @@ def shipped(name: str) -> Forest:
     parsing and checking a model's JSON takes ~8 ms, a new process's lexical search reads
     two or three, the copy 0.1 ms)."""
     path = LEARNED / f"{name}.json"
-    try:
-        found = cached(f"forest-{name}", _CACHE_VERSION, [path], Forest, lambda: Forest.load(path))
-    except OSError:
-        found = None  # (unreadable: reading it again says why, as a ConfigError)
-    return found if found is not None else Forest.load(path)
+    return read_once(f"forest-{name}", _CACHE_VERSION, path, Forest, lambda: Forest.load(path))
 
 
 def _depth(left: Sequence[int], right: Sequence[int]) -> int:
