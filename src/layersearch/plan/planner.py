@@ -77,12 +77,12 @@ def split_question(question: str) -> Parts | None:
     tokens = [m.group() for m in found]
     lower = [t.lower() for t in tokens]
     cuts = [i for i, w in enumerate(lower) if w in grouping and i > 0]
-    start, lead = 0, None
-    if cuts and cuts[0] == 1:  # (a grouping clause first: "For each team, ...")
+    start = 0  # where the measure part begins: after a grouping clause that opens it
+    if cuts and cuts[0] == 1:  # ("For each team, ...")
         comma = question.find(",", found[1].end())
         after = [i for i, m in enumerate(found) if comma >= 0 and m.start() > comma]
         if after and after[0] > 2:
-            start, lead = after[0], (2, after[0])
+            start = after[0]
             cuts = [c for c in cuts if c >= start]
     grain, grain_words = None, ""
     timing: set[int] = set()  # the grain phrase: the grain word and the word before it
@@ -92,20 +92,20 @@ def split_question(question: str) -> Parts | None:
             grain_words = " ".join(tokens[max(0, i - 1) : i + 1])
             timing = {i, i - 1}
             break
-    if not cuts and grain is None and lead is None:
+    if not cuts and grain is None and not start:
         return None
-    first = cuts[0] if cuts else len(tokens)
-    measure = " ".join(t for i, t in enumerate(tokens[start:first], start) if i not in timing)
-    groups = []
-    if lead is not None:
-        words = [t for i, t in enumerate(tokens[lead[0] : lead[1]], lead[0]) if i not in timing]
-        if words:
-            groups.append(" ".join(words))
-    for n, c in enumerate(cuts):
-        end = cuts[n + 1] if n + 1 < len(cuts) else len(tokens)
-        words = [t for i, t in enumerate(tokens[c + 1 : end], c + 1) if i not in timing]
-        if words:
-            groups.append(" ".join(words))
+
+    def words(a: int, b: int) -> str:
+        """Tokens ``a`` to ``b``, less the grain phrase."""
+        return " ".join(t for i, t in enumerate(tokens[a:b], a) if i not in timing)
+
+    measure = words(start, cuts[0] if cuts else len(tokens))
+    # the grouping parts: an opening clause's words, then those after each grouping word
+    spans = [(2, start)] if start else []
+    spans += [
+        (c + 1, cuts[n + 1] if n + 1 < len(cuts) else len(tokens)) for n, c in enumerate(cuts)
+    ]
+    groups = [part for a, b in spans if (part := words(a, b))]
     if not measure.strip():
         return None
     return Parts(measure, groups, grain, grain_words)
